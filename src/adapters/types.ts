@@ -1,0 +1,83 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ChannelConfig } from '../config/schema.js';
+import { ConfigError } from '../errors.js';
+import type { InboundEvent } from '../events.js';
+
+/** One HTTP delivery exactly as received: verification runs over these bytes. */
+export interface RawDelivery {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  query: URLSearchParams;
+  /** Receive time, milliseconds. */
+  now: number;
+}
+
+/** What a platform expects back, when it is not the standard ingest answer. */
+export interface PlatformReply {
+  status: number;
+  body?: unknown;
+  contentType?: string;
+}
+
+export interface Normalized {
+  events: InboundEvent[];
+  /** Answer given instead of the ingest summary (Slack's url_verification challenge). */
+  reply?: PlatformReply;
+  /** Deliveries acknowledged but not turned into events (receipts, meta events), for counting. */
+  ignored?: number;
+}
+
+/** A media reference exchanged for a fetchable URL, with the headers the platform wants. */
+export interface ResolvedMedia {
+  url: string;
+  headers?: Record<string, string>;
+  mimeType?: string;
+  size?: number;
+}
+
+/**
+ * A platform adapter: verify the raw bytes, then turn the parsed body into events. It drops
+ * nothing: deciding duplicates is the core's job.
+ */
+export interface Adapter {
+  readonly name: string;
+  readonly channel: string;
+  /** Id space of users and conversations (CONTRACT §4). */
+  readonly namespace: string;
+  /** Throws SignatureError when the delivery is not authentic. */
+  verify(delivery: RawDelivery): void;
+  normalize(body: unknown, delivery: RawDelivery): Normalized;
+  /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
+  handshake?(delivery: RawDelivery): PlatformReply;
+  /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */
+  resolveMedia?(ref: string, signal: AbortSignal): Promise<ResolvedMedia>;
+  /** Bot account ids configured on the channel (bot-loop guard). */
+  readonly botIds?: readonly string[];
+}
+
+export type AdapterFactory = (channel: ChannelConfig) => Adapter;
+
+/** Read an adapter setting, or fail start-up naming it (`channels[2].appSecret`). */
+export function settingOf(channel: ChannelConfig, key: string): string | undefined {
+  const value = channel.settings.get(key);
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') {
+    throw new ConfigErrorFor(channel, key, 'must be a string');
+  }
+  return value;
+}
+
+/** A signing secret: required unless the channel says `"verify": false`. */
+export function secretOf(channel: ChannelConfig, key: string): string | undefined {
+  const secret = settingOf(channel, key);
+  if (secret === undefined && channel.verify) {
+    throw new ConfigErrorFor(channel, key, `is required: the ${channel.adapter} adapter verifies signatures (set "verify": false on the channel to accept unsigned requests)`);
+  }
+  return channel.verify ? secret : undefined;
+}
+
+class ConfigErrorFor extends ConfigError {
+  constructor(channel: ChannelConfig, key: string, problem: string) {
+    super(`channels[${channel.index}].${key} (channel "${channel.id}") ${problem}`, { channel: channel.id });
+  }
+}

@@ -1,0 +1,214 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { configSchema, defaults, type ChannelConfig, type Config } from './schema.js';
+
+type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
+
+/**
+ * Every environment variable the service reads, and where it lands in the config.
+ * Keep in step with .env.example and the README's configuration table.
+ */
+export const envSettings: ReadonlyArray<readonly [name: string, path: string, kind: EnvKind]> = [
+  ['HOST', 'server.host', 'string'],
+  ['PORT', 'server.port', 'int'],
+  ['INTAKE_BODY_LIMIT_BYTES', 'server.bodyLimitBytes', 'int'],
+  ['INTAKE_MAX_DEPTH', 'server.maxDepth', 'int'],
+  ['INTAKE_API_TOKEN', 'server.apiToken', 'string'],
+  ['INTAKE_STORE', 'store', 'string'],
+  ['INTAKE_DEDUP_ID_TTL_MS', 'dedup.idTtlMs', 'int'],
+  ['INTAKE_DEDUP_FUZZY_WINDOW_MS', 'dedup.fuzzyWindowMs', 'int'],
+  ['INTAKE_DEDUP_FUZZY', 'dedup.fuzzy', 'string'],
+  ['INTAKE_DEDUP_MAX_KEYS', 'dedup.maxKeys', 'int'],
+  ['INTAKE_DEBOUNCE_WINDOW_MS', 'debounce.windowMs', 'int'],
+  ['INTAKE_DEBOUNCE_MAX_MESSAGES', 'debounce.maxMessages', 'int'],
+  ['INTAKE_DEBOUNCE_MAX_WAIT_MS', 'debounce.maxWaitMs', 'int'],
+  ['INTAKE_DEBOUNCE_MEDIA', 'debounce.media', 'string'],
+  ['INTAKE_DEBOUNCE_FLUSH_COMMANDS', 'debounce.flushCommands', 'bool'],
+  ['INTAKE_MEDIA_DIR', 'media.dir', 'string'],
+  ['INTAKE_MEDIA_MAX_BYTES', 'media.maxBytes', 'int'],
+  ['INTAKE_MEDIA_TIMEOUT_MS', 'media.timeoutMs', 'int'],
+  ['INTAKE_MEDIA_RETRIES', 'media.retries', 'int'],
+  ['INTAKE_MEDIA_TTL_MS', 'media.ttlMs', 'int'],
+  ['INTAKE_MEDIA_SWEEP_INTERVAL_MS', 'media.sweepIntervalMs', 'int'],
+  ['INTAKE_MEDIA_ALLOW_HOSTS', 'media.allowHosts', 'list'],
+  ['INTAKE_MEDIA_ALLOW_PORTS', 'media.allowPorts', 'intList'],
+  ['INTAKE_MEDIA_MAX_PER_MESSAGE', 'media.maxPerMessage', 'int'],
+  ['INTAKE_MEDIA_CONCURRENCY', 'media.concurrency', 'int'],
+  ['INTAKE_CORRELATION_CROSS_ADAPTER', 'correlation.crossAdapter', 'bool'],
+  ['INTAKE_CORRELATION_MESSAGE_WINDOW_MS', 'correlation.messageWindowMs', 'int'],
+  ['INTAKE_CORRELATION_EVENT_WINDOW_MS', 'correlation.eventWindowMs', 'int'],
+  ['INTAKE_CORRELATION_MAX_GROUPS', 'correlation.maxGroups', 'int'],
+  ['INTAKE_EVENTS_RETENTION_MS', 'events.retentionMs', 'int'],
+  ['INTAKE_EVENTS_RETENTION_COUNT', 'events.retentionCount', 'int'],
+  ['INTAKE_AGENT_URL', 'agent.url', 'string'],
+  ['INTAKE_AGENT_SECRET', 'agent.secret', 'string'],
+  ['INTAKE_AGENT_TIMEOUT_MS', 'agent.timeoutMs', 'int'],
+  ['INTAKE_AGENT_RETRIES', 'agent.retries', 'int'],
+  ['INTAKE_AGENT_CONCURRENCY', 'agent.concurrency', 'int'],
+  ['INTAKE_AGENT_MAX_PENDING', 'agent.maxPending', 'int'],
+  ['INTAKE_AGENT_MIN_BACKOFF_MS', 'agent.minBackoffMs', 'int'],
+  ['INTAKE_AGENT_MAX_BACKOFF_MS', 'agent.maxBackoffMs', 'int'],
+  ['LOG_LEVEL', 'logLevel', 'string'],
+];
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function parseEnvValue(name: string, raw: string, kind: EnvKind): Json {
+  const fail = (allowed: string): never => {
+    throw new ConfigError(`Invalid environment variable ${name}=${JSON.stringify(raw)}: expected ${allowed}`);
+  };
+  switch (kind) {
+    case 'string':
+      return raw;
+    case 'int':
+      return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : fail('a whole number');
+    case 'bool':
+      return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : fail('true or false');
+    case 'list':
+      return raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+    case 'intList':
+      return raw.split(',').map((entry) => entry.trim()).filter(Boolean)
+        .map((entry) => (/^\d+$/.test(entry) ? Number(entry) : fail('a comma-separated list of whole numbers')));
+  }
+}
+
+/** Replace `${NAME}` in every string of the file with the environment's value (empty when unset). */
+function expand(value: Json, env: NodeJS.ProcessEnv, path: string): Json {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => {
+      const found = env[name];
+      if (found === undefined) throw new ConfigError(`Setting ${path} refers to \${${name}}, which is not set in the environment`);
+      return found;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => expand(item, env, `${path}[${index}]`));
+  if (isObject(value)) {
+    const out: JsonObject = {};
+    for (const [key, item] of Object.entries(value)) out[key] = expand(item, env, path ? `${path}.${key}` : key);
+    return out;
+  }
+  return value;
+}
+
+function setPath(target: JsonObject, path: string, value: Json): void {
+  const keys = path.split('.');
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    if (!isObject(next)) node[key] = {};
+    node = node[key] as JsonObject;
+  }
+  node[keys[keys.length - 1] as string] = value;
+}
+
+function mergeDefaults(file: JsonObject): JsonObject {
+  const base = JSON.parse(JSON.stringify(defaults)) as JsonObject;
+  for (const [key, value] of Object.entries(file)) {
+    const current = base[key];
+    base[key] = isObject(current) && isObject(value) ? { ...current, ...value } : value;
+  }
+  return base;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, source: Map<string, string>): string {
+  const path = issue.path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
+  const from = source.get(path);
+  return `${path || '(root)'}${from ? ` (from ${from})` : ''}: ${issue.message}`;
+}
+
+function readFile(path: string): JsonObject {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError(`Cannot read config file ${path} (INTAKE_CONFIG): ${(cause as Error).message}`, { cause });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new ConfigError(`Config file ${path} is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+  if (!isObject(parsed)) throw new ConfigError(`Config file ${path} must hold a JSON object`);
+  return parsed;
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** An already-parsed config object used instead of the file (library use and tests). */
+  file?: Record<string, unknown>;
+  cwd?: string;
+}
+
+/**
+ * Build the one validated, frozen Config: defaults, then the JSON file, then the environment.
+ * Throws ConfigError naming the setting when anything is off.
+ */
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  let file: JsonObject = {};
+  if (options.file) {
+    file = expand(options.file as JsonObject, env, '') as JsonObject;
+  } else {
+    const explicit = env.INTAKE_CONFIG;
+    const path = resolve(cwd, explicit ?? './intake.config.json');
+    if (explicit !== undefined || existsSync(path)) file = expand(readFile(path), env, '') as JsonObject;
+  }
+
+  const merged = mergeDefaults(file);
+  const source = new Map<string, string>();
+  for (const [name, path, kind] of envSettings) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    setPath(merged, path, parseEnvValue(name, raw, kind));
+    source.set(path, name);
+  }
+  if (merged.channels === undefined) merged.channels = [{ id: 'generic', adapter: 'generic' }];
+  if (merged.logLevel === undefined) merged.logLevel = 'info';
+
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  - ${describeIssue(issue, source)}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const raw = result.data;
+
+  const seen = new Set<string>();
+  const channels: ChannelConfig[] = raw.channels.map((channel, index) => {
+    if (seen.has(channel.id)) throw new ConfigError(`channels[${index}].id: channel id "${channel.id}" is used twice`);
+    seen.add(channel.id);
+    const { id, adapter, verify, namespace, dedup, debounce, media, ...rest } = channel;
+    return Object.freeze({
+      id, adapter, index,
+      verify: verify ?? true,
+      ...(namespace === undefined ? {} : { namespace }),
+      dedup: Object.freeze({ ...raw.dedup, ...dedup }),
+      debounce: Object.freeze({ ...raw.debounce, ...debounce }),
+      media: Object.freeze({ ...raw.media, ...media }),
+      settings: new Map(Object.entries(rest)),
+    });
+  });
+
+  if (raw.store.startsWith('redis://')) {
+    throw new ConfigError('store: "redis://" is not available in this version; use "sqlite:<path>" (default) or "memory"');
+  }
+  if (raw.agent.url !== undefined && raw.agent.secret === undefined) {
+    throw new ConfigError('agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives');
+  }
+  if (!isLoopbackHost(raw.server.host) && !raw.server.apiToken) {
+    throw new ConfigError(`server.apiToken (INTAKE_API_TOKEN) is required when server.host (HOST) is "${raw.server.host}", a non-loopback address: /v1/* and /metrics would be open to the network`);
+  }
+  return Object.freeze({ ...raw, channels: Object.freeze(channels) });
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+
+/** Defaults of CONTRACT §2, in one place. */
+export const defaults = {
+  server: { host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64 },
+  store: 'sqlite:./data/intake.db',
+  dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
+  debounce: { windowMs: 1_500, maxMessages: 3, maxWaitMs: 7_500, media: 'all', flushCommands: true },
+  media: {
+    dir: './media', maxBytes: 20_971_520, timeoutMs: 30_000, retries: 3, ttlMs: 604_800_000,
+    sweepIntervalMs: 3_600_000, allowHosts: [] as string[], allowPorts: [] as number[], maxPerMessage: 10, concurrency: 8,
+  },
+  correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096 },
+  events: { retentionMs: 86_400_000, retentionCount: 10_000 },
+  agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
+} as const;
+
+const ms = z.number().int().min(0);
+const positive = z.number().int().min(1);
+
+export const dedupSchema = z.object({
+  idTtlMs: positive,
+  fuzzyWindowMs: ms,
+  fuzzy: z.enum(['no-id', 'always', 'off']),
+  maxKeys: positive,
+}).strict();
+
+export const debounceSchema = z.object({
+  windowMs: ms,
+  maxMessages: positive,
+  maxWaitMs: ms,
+  media: z.enum(['all', 'first']),
+  flushCommands: z.boolean(),
+}).strict();
+
+const hostEntry = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'a host or host:port');
+
+export const mediaSchema = z.object({
+  dir: z.string().min(1),
+  maxBytes: positive,
+  timeoutMs: positive,
+  retries: z.number().int().min(0).max(20),
+  ttlMs: positive,
+  sweepIntervalMs: positive,
+  allowHosts: z.array(hostEntry),
+  allowPorts: z.array(z.number().int().min(1).max(65535)),
+  maxPerMessage: positive,
+  concurrency: positive,
+}).strict();
+
+const channelId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-", at most 64');
+
+export const adapterNames = ['generic', 'whatsapp', 'telegram', 'slack', 'line', 'onebot'] as const;
+export type AdapterName = (typeof adapterNames)[number];
+
+/** Channel fields common to every adapter; adapter-specific keys are checked by the adapter. */
+export const channelSchema = z.object({
+  id: channelId,
+  adapter: z.enum(adapterNames),
+  verify: z.boolean().optional(),
+  namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-"').optional(),
+  dedup: dedupSchema.partial().optional(),
+  debounce: debounceSchema.partial().optional(),
+  media: mediaSchema.partial().optional(),
+}).catchall(z.unknown());
+
+export const configSchema = z.object({
+  server: z.object({
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    bodyLimitBytes: positive,
+    maxDepth: positive,
+    apiToken: z.string().optional(),
+  }).strict(),
+  store: z.string().regex(/^(memory|sqlite:.+|redis:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://host:port[/db]"'),
+  dedup: dedupSchema,
+  debounce: debounceSchema,
+  media: mediaSchema,
+  correlation: z.object({
+    crossAdapter: z.boolean(),
+    messageWindowMs: positive,
+    eventWindowMs: positive,
+    maxGroups: positive,
+  }).strict(),
+  events: z.object({ retentionMs: positive, retentionCount: positive }).strict(),
+  agent: z.object({
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    secret: z.string().regex(/^(whsec_)?[A-Za-z0-9+/=]+$/, 'a "whsec_<base64>" secret').optional(),
+    timeoutMs: positive,
+    retries: z.number().int().min(0).max(50),
+    concurrency: positive,
+    maxPending: positive,
+    minBackoffMs: positive,
+    maxBackoffMs: positive,
+  }).strict(),
+  channels: z.array(channelSchema).min(1),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+}).strict();
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type DedupOptions = z.infer<typeof dedupSchema>;
+export type DebounceOptions = z.infer<typeof debounceSchema>;
+export type MediaOptions = z.infer<typeof mediaSchema>;
+
+/** A channel with every stage option resolved (global value, overridden by the channel's own). */
+export interface ChannelConfig {
+  id: string;
+  adapter: AdapterName;
+  verify: boolean;
+  namespace?: string;
+  dedup: DedupOptions;
+  debounce: DebounceOptions;
+  media: MediaOptions;
+  /** Adapter-specific settings (secrets, tokens, base URLs), checked by the adapter factory. */
+  settings: ReadonlyMap<string, unknown>;
+  /** Position in `channels`, to name settings in errors (`channels[2].appSecret`). */
+  index: number;
+}
+
+export type Config = Readonly<Omit<RawConfig, 'channels'> & { channels: readonly ChannelConfig[] }>;

@@ -1,0 +1,175 @@
+import type { Clock } from '../clock.js';
+import type { DebounceOptions } from '../config/schema.js';
+import type { BufferedPart } from '../store/types.js';
+
+export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown';
+
+/** A closed buffer, handed to the flush function in the order buffers close, per session. */
+export interface Batch {
+  debounceKey: string;
+  sessionKey: string;
+  parts: BufferedPart[];
+  reason: FlushReason;
+}
+
+interface Buffer {
+  parts: BufferedPart[];
+  firstAt: number;
+  lastAt: number;
+  /** Bumped whenever the deadline moves; heap entries with an older version are stale. */
+  version: number;
+  deadline: number;
+  options: DebounceOptions;
+}
+
+interface Deadline {
+  at: number;
+  key: string;
+  version: number;
+}
+
+export interface DebouncerOptions {
+  clock: Clock;
+  /** The debounce options of a part's channel. */
+  optionsFor(part: BufferedPart): DebounceOptions;
+  /** Turns a batch into output; batches of one session are passed one at a time, in order. */
+  flush(batch: Batch): Promise<void>;
+  /** Called when a flush throws (it is logged, the batch stays in the store). */
+  onError(error: unknown, batch: Batch): void;
+}
+
+/**
+ * Per-(session, sender) buffers that merge a user's rapid fragments. A buffer closes after
+ * `windowMs` of quiet, at `maxMessages`, at `maxWaitMs` after its first part (a chatty user
+ * cannot hold it open forever), or at once on a command. One timer serves every buffer: a
+ * binary heap of deadlines with lazy deletion, so re-arming a buffer is one heap push.
+ */
+export class Debouncer {
+  private readonly buffers = new Map<string, Buffer>();
+  private readonly heap: Deadline[] = [];
+  private timer: unknown;
+  private timerAt = Infinity;
+  /** Tail of each session's flush chain: the next batch waits for the one before it. */
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: DebouncerOptions) {}
+
+  /** Number of open buffers. */
+  get open(): number {
+    return this.buffers.size;
+  }
+
+  /** Add a recorded part; `command` closes the buffer at once with this part last. */
+  add(part: BufferedPart, command: boolean): void {
+    const now = this.options.clock.now();
+    const key = part.debounceKey;
+    let buffer = this.buffers.get(key);
+    if (!buffer) {
+      const options = this.options.optionsFor(part);
+      buffer = { parts: [], firstAt: part.receivedAt, lastAt: 0, version: 0, deadline: 0, options };
+      this.buffers.set(key, buffer);
+    }
+    buffer.parts.push(part);
+    buffer.lastAt = Math.max(buffer.lastAt, part.receivedAt);
+    const { windowMs, maxWaitMs, maxMessages, flushCommands } = buffer.options;
+    if (command && flushCommands) return this.close(key, 'command');
+    if (buffer.parts.length >= maxMessages) return this.close(key, 'count');
+    const quietAt = buffer.lastAt + windowMs;
+    const hardAt = buffer.firstAt + maxWaitMs;
+    buffer.deadline = Math.min(quietAt, hardAt);
+    if (buffer.deadline <= now) return this.close(key, quietAt <= hardAt ? 'window' : 'max_wait');
+    buffer.version++;
+    this.push({ at: buffer.deadline, key, version: buffer.version });
+  }
+
+  /** Close every open buffer and wait until every batch is flushed (shutdown). */
+  async flushAll(): Promise<void> {
+    for (const key of [...this.buffers.keys()]) this.close(key, 'shutdown');
+    await this.idle();
+  }
+
+  /** Wait for every flush already started. */
+  async idle(): Promise<void> {
+    while (this.chains.size > 0) await Promise.all([...this.chains.values()]);
+  }
+
+  /** Stop the timer without flushing (the store keeps the parts for the next start). */
+  stop(): void {
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private close(key: string, reason: FlushReason): void {
+    const buffer = this.buffers.get(key);
+    if (!buffer) return;
+    this.buffers.delete(key);
+    const first = buffer.parts[0] as BufferedPart;
+    const batch: Batch = { debounceKey: key, sessionKey: first.event.sessionKey, parts: buffer.parts, reason };
+    const sessionKey = batch.sessionKey;
+    const previous = this.chains.get(sessionKey) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.options.flush(batch))
+      .catch((error: unknown) => this.options.onError(error, batch))
+      .finally(() => {
+        if (this.chains.get(sessionKey) === next) this.chains.delete(sessionKey);
+      });
+    this.chains.set(sessionKey, next);
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = this.options.clock.now();
+    while (this.heap.length > 0 && (this.heap[0] as Deadline).at <= now) {
+      const due = this.pop();
+      const buffer = this.buffers.get(due.key);
+      if (!buffer || buffer.version !== due.version) continue;
+      const hardAt = buffer.firstAt + buffer.options.maxWaitMs;
+      this.close(due.key, due.at >= hardAt ? 'max_wait' : 'window');
+    }
+    this.arm();
+  }
+
+  private arm(): void {
+    const top = this.heap[0];
+    if (!top || top.at >= this.timerAt) return;
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timerAt = top.at;
+    this.timer = this.options.clock.setTimeout(() => this.onTimer(), Math.max(0, top.at - this.options.clock.now()));
+  }
+
+  private push(entry: Deadline): void {
+    const heap = this.heap;
+    heap.push(entry);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((heap[parent] as Deadline).at <= entry.at) break;
+      heap[i] = heap[parent] as Deadline;
+      i = parent;
+    }
+    heap[i] = entry;
+    this.arm();
+  }
+
+  private pop(): Deadline {
+    const heap = this.heap;
+    const top = heap[0] as Deadline;
+    const last = heap.pop() as Deadline;
+    if (heap.length > 0) {
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        if (left >= heap.length) break;
+        const right = left + 1;
+        const child = right < heap.length && (heap[right] as Deadline).at < (heap[left] as Deadline).at ? right : left;
+        if ((heap[child] as Deadline).at >= last.at) break;
+        heap[i] = heap[child] as Deadline;
+        i = child;
+      }
+      heap[i] = last;
+    }
+    return top;
+  }
+}

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type { DedupOptions } from '../config/schema.js';
+import type { InboundEvent } from '../events.js';
+import type { ClaimSpec } from '../store/types.js';
+
+/** Why an admission was refused, by the index of the claim that was taken. */
+export type DuplicateKind = 'deduped' | 'fuzzy_deduped';
+
+export interface DedupPlan {
+  claims: ClaimSpec[];
+  /** `kinds[i]` names what a taken `claims[i]` means. */
+  kinds: DuplicateKind[];
+}
+
+/**
+ * A 96-bit digest of the key parts: fixed-size keys keep the claim tables small whatever the
+ * platform's ids look like (WhatsApp's are ~60 characters), and no id can collide by spelling.
+ */
+export function claimKey(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\u0000')).digest('base64url').slice(0, 16);
+}
+
+/** The content a double send repeats: text with whitespace folded, plus each attachment's identity. */
+export function fuzzyContent(event: InboundEvent): string {
+  let content = event.text.replace(/\s+/g, ' ').trim();
+  for (const media of event.media) content += `\u0001${media.hash ?? media.url ?? media.ref ?? ''}`;
+  return content;
+}
+
+/**
+ * The claims an event must win to be admitted: its platform id (retries of one delivery),
+ * then its content inside the fuzzy window (double sends), per the channel's `fuzzy` policy.
+ * Fuzzy keys include the sender, so two people in a group who both say "ok" are not merged.
+ */
+export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan {
+  const claims: ClaimSpec[] = [];
+  const kinds: DuplicateKind[] = [];
+  if (event.platformId !== undefined) {
+    claims.push({ key: claimKey('id', event.channel, event.platformId), space: `id:${event.channel}`, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
+    kinds.push('deduped');
+  }
+  const fuzzy = event.kind === 'message' && options.fuzzyWindowMs > 0 &&
+    (options.fuzzy === 'always' || (options.fuzzy === 'no-id' && event.platformId === undefined));
+  if (fuzzy) {
+    claims.push({
+      key: claimKey('fz', event.channel, event.sessionKey, event.sender.id, fuzzyContent(event)),
+      space: `fz:${event.channel}`, ttlMs: options.fuzzyWindowMs, maxKeys: options.maxKeys,
+    });
+    kinds.push('fuzzy_deduped');
+  }
+  return { claims, kinds };
+}

@@ -1,0 +1,81 @@
+import type { InboundEvent } from '../events.js';
+import type { BufferedPart } from '../store/types.js';
+import { joinFragments } from '../debounce/merge.js';
+import type { BotRef, MediaFailure, MediaItem, ProcessedEvent, ProcessedMessage } from './output.js';
+
+/** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */
+export interface BotView {
+  replyBot: BotRef;
+  bots: BotRef[];
+  mentionedBots: BotRef[];
+}
+
+/** Media of one part after download: stored files and failures. */
+export interface PartMedia {
+  media: MediaItem[];
+  errors: MediaFailure[];
+}
+
+/** Own bot of a delivery, the fallback when no correlator view exists. */
+export function ownBot(event: InboundEvent): BotRef {
+  return event.botId === undefined ? { channel: event.channel } : { channel: event.channel, botId: event.botId };
+}
+
+/**
+ * Merge a batch into the processed message, without `seq` (the outbox assigns it).
+ * `mediaMode: 'first'` keeps only the first attachment of the batch, as the seed describes.
+ */
+export function buildProcessedMessage(
+  id: string,
+  parts: readonly BufferedPart[],
+  media: readonly PartMedia[],
+  mediaMode: 'all' | 'first',
+  bots: BotView,
+): Omit<ProcessedMessage, 'seq'> {
+  const first = (parts[0] as BufferedPart).event;
+  const last = (parts[parts.length - 1] as BufferedPart).event;
+  const items = media.flatMap((entry) => entry.media);
+  return {
+    type: 'chat.processedMessage',
+    id,
+    sessionKey: first.sessionKey,
+    content: joinFragments(parts.map((part) => part.event.text)),
+    media: mediaMode === 'first' ? items.slice(0, 1) : items,
+    sourceChannel: first.adapter,
+    channel: first.channel,
+    timestamp: last.timestamp,
+    messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
+    merged: parts.length,
+    sender: last.sender,
+    conversation: first.conversation,
+    replyBot: bots.replyBot,
+    bots: bots.bots,
+    mentionedBots: bots.mentionedBots,
+    mediaErrors: media.flatMap((entry) => entry.errors),
+  };
+}
+
+/** A notice or request as output, with each delivering bot's own ids. */
+export function buildProcessedEvent(
+  id: string,
+  event: InboundEvent,
+  participants: ProcessedEvent['participants'],
+  bots: Omit<BotView, 'mentionedBots'>,
+): Omit<ProcessedEvent, 'seq'> {
+  return {
+    type: event.kind === 'request' ? 'chat.request' : 'chat.notice',
+    id,
+    sessionKey: event.sessionKey,
+    detail: event.detail ?? event.kind,
+    ...(event.subType === undefined ? {} : { subType: event.subType }),
+    sourceChannel: event.adapter,
+    channel: event.channel,
+    timestamp: event.timestamp,
+    sender: event.sender,
+    conversation: event.conversation,
+    fields: event.fields ?? {},
+    participants,
+    replyBot: bots.replyBot,
+    bots: bots.bots,
+  };
+}

@@ -1,0 +1,43 @@
+import { EventEmitter } from 'node:events';
+import type { OutboxRecord } from '../store/types.js';
+import { outputOf, type Output } from './output.js';
+
+export type RecordListener = (record: OutboxRecord) => void;
+
+/**
+ * Where recorded output goes live: the in-process emitter (`intake.on('chat.processedMessage')`)
+ * and every open event stream. Listener errors are isolated so one bad consumer cannot stop
+ * the others or the pipeline.
+ */
+export class Outlet {
+  readonly emitter = new EventEmitter();
+  private readonly streams = new Set<RecordListener>();
+
+  constructor(private readonly onListenerError: (error: unknown) => void) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  publish(record: OutboxRecord): void {
+    for (const stream of this.streams) stream(record);
+    if (this.emitter.listenerCount(record.type) === 0) return;
+    const output: Output = outputOf(record);
+    for (const listener of this.emitter.listeners(record.type)) {
+      try {
+        const result = (listener as (output: Output) => unknown)(output);
+        if (result instanceof Promise) result.catch(this.onListenerError);
+      } catch (error) {
+        this.onListenerError(error);
+      }
+    }
+  }
+
+  /** Receive every record published from now on; returns the unsubscribe function. */
+  subscribe(listener: RecordListener): () => void {
+    this.streams.add(listener);
+    return () => this.streams.delete(listener);
+  }
+
+  get streamCount(): number {
+    return this.streams.size;
+  }
+}

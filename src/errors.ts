@@ -1,0 +1,71 @@
+/**
+ * One error base class for everything agent-intake throws on purpose. Stages throw; the HTTP
+ * error middleware (src/http/errors.ts) is the one place that turns them into responses.
+ */
+export interface ErrorContext {
+  /** Configured channel id the error happened on. */
+  channel?: string;
+  /** Pipeline stage that threw (adapter, dedup, media, ...). */
+  stage?: string;
+  /** Platform message id, when one is known. */
+  messageId?: string;
+  cause?: unknown;
+}
+
+export class IntakeError extends Error {
+  override name = 'IntakeError';
+  /** HTTP status this error maps to when it reaches a client. */
+  readonly status: number;
+  /** Stable machine-readable code, e.g. `bad_signature`. */
+  readonly code: string;
+  readonly context: ErrorContext;
+
+  constructor(code: string, status: number, message: string, context: ErrorContext = {}) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
+    this.code = code;
+    this.status = status;
+    this.context = context;
+  }
+}
+
+/** Configuration that cannot be used; thrown at start-up, names the setting. */
+export class ConfigError extends IntakeError {
+  override name = 'ConfigError';
+  constructor(message: string, context: ErrorContext = {}) {
+    super('bad_config', 500, message, context);
+  }
+}
+
+/** A request the client must fix (400, 404, 413, 415). */
+export class RequestError extends IntakeError {
+  override name = 'RequestError';
+}
+
+/** Missing, malformed, mismatching or stale signature (always 401, never 500). */
+export class SignatureError extends IntakeError {
+  override name = 'SignatureError';
+  constructor(message: string, context: ErrorContext = {}) {
+    super('bad_signature', 401, message, context);
+  }
+}
+
+/** The service cannot take the request right now; the client should retry later. */
+export class UnavailableError extends IntakeError {
+  override name = 'UnavailableError';
+  /** Seconds for the Retry-After header. */
+  readonly retryAfterSeconds: number;
+  constructor(code: string, message: string, retryAfterSeconds: number, context: ErrorContext = {}) {
+    super(code, 503, message, context);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+export function isIntakeError(error: unknown): error is IntakeError {
+  return error instanceof IntakeError;
+}
+export function isSignatureError(error: unknown): error is SignatureError {
+  return error instanceof SignatureError;
+}
+export function isConfigError(error: unknown): error is ConfigError {
+  return error instanceof ConfigError;
+}

@@ -1,0 +1,84 @@
+/**
+ * The normalized event model. Every adapter turns one platform delivery into zero or more
+ * InboundEvents; every later stage reads only this shape, never the platform payload.
+ */
+
+export type EventKind = 'message' | 'notice' | 'request';
+export type ConversationType = 'private' | 'group';
+export type MediaType = 'image' | 'audio' | 'video' | 'document';
+
+/** One piece of message content, OneBot-style, so signatures can be taken per segment. */
+export interface Segment {
+  type: 'text' | 'at' | 'face' | 'image' | 'flash' | 'record' | 'video' | 'file' | 'reply' | 'json' | 'xml' | 'ark' | 'other';
+  /** Segment fields as strings (text, qq, id, file, url, md5, data, ...). */
+  data: Record<string, string>;
+}
+
+/** An attachment as the platform announced it, before download. */
+export interface MediaRef {
+  /** A URL to fetch directly. */
+  url?: string;
+  /** A platform handle (WhatsApp media id, Telegram file_id, LINE message id) a resolver exchanges for a URL. */
+  ref?: string;
+  /** Declared MIME type, used when the bytes do not tell. */
+  mimeType?: string;
+  /** Coarse type the platform declared. */
+  type?: MediaType;
+  /** Declared size in bytes, for early refusal. */
+  size?: number;
+  /** Content hash the platform gave (md5 / sha1), used by the correlator. */
+  hash?: string;
+  fileName?: string;
+}
+
+export interface Party {
+  id: string;
+  name?: string;
+}
+
+export interface InboundEvent {
+  /** Stable id of this delivery in responses: the platform id, or a generated one. */
+  id: string;
+  kind: EventKind;
+  /** Notice or request type (`group_increase`, `friend`, `reaction`...); message sub-kind for messages. */
+  detail?: string;
+  subType?: string;
+  /** Configured channel id (`wa`, `qq-a`, `generic`). */
+  channel: string;
+  /** Adapter name (`whatsapp`, `onebot`, `generic`), the output's `sourceChannel`. */
+  adapter: string;
+  /** Id space of users and conversations (`wa`, `qq`, channel id for generic). */
+  namespace: string;
+  /** The bot account that received it (OneBot self_id, WhatsApp phone_number_id...). */
+  botId?: string;
+  conversation: { type: ConversationType; id: string };
+  /** Session key `<namespace>:<conversation>` (`qq:group:123`), or as given for generic. */
+  sessionKey: string;
+  sender: Party;
+  /** Platform message / event id, when the platform gives one (exact dedup key). */
+  platformId?: string;
+  segments: Segment[];
+  /** Plain-text rendering of the content, what the agent reads. */
+  text: string;
+  media: MediaRef[];
+  /** Ids of accounts mentioned, in mention order. */
+  mentions: string[];
+  /** Seconds since the epoch, as the platform stamped it. */
+  timestamp: number;
+  /** Fields of notices and requests that identify them (group_id, user_id, operator_id, flag...). */
+  fields?: Record<string, string>;
+  /** The platform's own object for this event, untouched. */
+  raw: unknown;
+}
+
+/** Build the session key of CONTRACT §4: `<namespace>:<id>` or `<namespace>:group:<id>`. */
+export function sessionKeyOf(namespace: string, conversation: { type: ConversationType; id: string }): string {
+  return conversation.type === 'group' ? `${namespace}:group:${conversation.id}` : `${namespace}:${conversation.id}`;
+}
+
+/** Join text segments into the plain content the agent reads. */
+export function textOf(segments: readonly Segment[]): string {
+  let text = '';
+  for (const segment of segments) if (segment.type === 'text') text += segment.data.text ?? '';
+  return text.trim();
+}

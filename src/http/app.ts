@@ -1,0 +1,107 @@
+import Koa from 'koa';
+import Router from 'koa-router';
+import type { Pipeline } from '../pipeline.js';
+import { RequestError } from '../errors.js';
+import { safeEqual } from '../signing.js';
+import { isJsonType, readRawBody } from './body.js';
+import { errorResponder } from './errors.js';
+import { eventStream } from './event-stream.js';
+import { outputOf } from '../emit/output.js';
+
+/** Extra routes a later stage mounts (dead letters), given the router before it is sealed. */
+export type RouteMount = (router: Router) => void;
+
+/**
+ * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
+ */
+export function createApp(pipeline: Pipeline, mounts: RouteMount[] = []): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  // Koa reports errors that escaped the responder (a client gone mid-stream) here.
+  app.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET' || error.code === 'EPIPE') return;
+    pipeline.logger.error({ err: error }, 'http error');
+  });
+  const router = new Router();
+  const { config } = pipeline;
+
+  router.post('/webhooks/:channel', async (ctx) => {
+    const channelId = ctx.params.channel as string;
+    try {
+      pipeline.channelOf(channelId);
+      if (!isJsonType(ctx.get('content-type'))) {
+        throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${ctx.get('content-type') || 'none'}")`, { channel: channelId });
+      }
+      const body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
+      const result = await pipeline.ingest(channelId, { headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
+      ctx.status = result.status;
+      if (result.contentType) ctx.type = result.contentType;
+      if (result.body !== undefined) ctx.body = result.body;
+    } catch (error) {
+      pipeline.rejected(channelId, error);
+      throw error;
+    }
+  });
+
+  router.get('/webhooks/:channel', async (ctx) => {
+    const result = pipeline.handshake(ctx.params.channel as string, { headers: ctx.headers, body: Buffer.alloc(0), query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
+    ctx.status = result.status;
+    if (result.contentType) ctx.type = result.contentType;
+    if (result.body !== undefined) ctx.body = result.body;
+  });
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { ok: true };
+  });
+
+  router.get('/readyz', async (ctx) => {
+    const problems: string[] = [];
+    if (pipeline.isClosing) problems.push('shutting down');
+    try {
+      await pipeline.store.ping();
+    } catch (error) {
+      problems.push(`store unreachable: ${(error as Error).message}`);
+    }
+    problems.push(...pipeline.readinessProblems());
+    ctx.status = problems.length === 0 ? 200 : 503;
+    ctx.body = { ready: problems.length === 0, problems };
+  });
+
+  const requireToken: Koa.Middleware = async (ctx, next) => {
+    const token = config.server.apiToken;
+    if (token && !safeEqual(ctx.get('authorization'), `Bearer ${token}`)) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      throw new RequestError('unauthorized', 401, 'This endpoint needs Authorization: Bearer <server.apiToken>');
+    }
+    await next();
+  };
+
+  router.get('/v1/events', requireToken, eventStream(pipeline));
+
+  router.get('/v1/events/:id', requireToken, async (ctx) => {
+    const record = await pipeline.store.outboxGet(ctx.params.id as string);
+    if (!record) throw new RequestError('not_found', 404, `No event "${ctx.params.id}" is retained (unknown, or older than events.retentionMs)`);
+    const delivery: Record<string, unknown> = { state: record.state, attempts: record.attempts };
+    if (record.lastError !== undefined) delivery.lastError = record.lastError;
+    ctx.body = { event: outputOf(record), delivery };
+  });
+
+  router.get('/v1/stats', requireToken, async (ctx) => {
+    ctx.body = await pipeline.stats();
+  });
+
+  router.get('/metrics', requireToken, async (ctx) => {
+    ctx.type = pipeline.metrics.registry.contentType;
+    ctx.body = await pipeline.metrics.registry.metrics();
+  });
+
+  for (const mount of mounts) mount(router);
+
+  app.use(errorResponder(pipeline.logger));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  app.use((ctx) => {
+    throw new RequestError('not_found', 404, `No route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

@@ -1,0 +1,77 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Actions of `inbox_messages_total` (CONTRACT §6). */
+export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped';
+export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout';
+export type DeliveryResult = 'delivered' | 'retried' | 'dead';
+
+/**
+ * One Prometheus registry and the named counters. Labels carry channel ids and outcomes only,
+ * never message, user or session ids (unbounded cardinality, and personal data).
+ * Per-channel tallies are mirrored in plain maps for `/v1/stats`.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly messages: Counter<'channel' | 'adapter' | 'action'>;
+  private readonly mediaBytes: Counter<'channel'>;
+  private readonly mediaDownloads: Counter<'channel' | 'result'>;
+  private readonly delivery: Counter<'result'>;
+  readonly deliveryLatency: Histogram;
+  private readonly tallies = new Map<string, Map<string, number>>();
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.messages = new Counter({
+      name: 'inbox_messages_total', help: 'Inbound messages by channel and what happened to them', labelNames: ['channel', 'adapter', 'action'], registers,
+    });
+    this.mediaBytes = new Counter({ name: 'inbox_media_downloaded_bytes_total', help: 'Bytes of media stored', labelNames: ['channel'], registers });
+    this.mediaDownloads = new Counter({ name: 'inbox_media_downloads_total', help: 'Media downloads by result', labelNames: ['channel', 'result'], registers });
+    this.delivery = new Counter({ name: 'inbox_delivery_total', help: 'Pushes to the agent by result', labelNames: ['result'], registers });
+    this.deliveryLatency = new Histogram({
+      name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
+    });
+  }
+
+  /** Count one message event for a channel. */
+  message(channel: string, adapter: string, action: MessageAction, by = 1): void {
+    this.messages.inc({ channel, adapter, action }, by);
+    this.tally(channel, action, by);
+  }
+
+  media(channel: string, result: MediaResult, bytes: number): void {
+    this.mediaDownloads.inc({ channel, result });
+    this.tally(channel, `media_${result}`, 1);
+    if (bytes > 0) {
+      this.mediaBytes.inc({ channel }, bytes);
+      this.tally(channel, 'media_bytes', bytes);
+    }
+  }
+
+  deliveryResult(channel: string, result: DeliveryResult): void {
+    this.delivery.inc({ result });
+    this.tally(channel, `delivery_${result}`, 1);
+  }
+
+  /** Register a gauge whose value is read at scrape time. */
+  gauge(name: string, help: string, read: () => number): void {
+    new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+  }
+
+  /** Per-channel counts for `/v1/stats`. */
+  channelStats(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const [channel, counts] of this.tallies) out[channel] = Object.fromEntries(counts);
+    return out;
+  }
+
+  private tally(channel: string, key: string, by: number): void {
+    let counts = this.tallies.get(channel);
+    if (!counts) {
+      counts = new Map();
+      this.tallies.set(channel, counts);
+    }
+    counts.set(key, (counts.get(key) ?? 0) + by);
+  }
+}

@@ -1,0 +1,156 @@
+import { ClaimTable } from './claim-table.js';
+import type {
+  Admission, AdmitResult, BufferedPart, ClaimSpec, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
+} from './types.js';
+
+/**
+ * Volatile store: everything lives in this process and is gone on restart. Fast, and the
+ * right choice for tests and throwaway setups; the service warns when it starts on it.
+ */
+export class MemoryStore implements Store {
+  readonly kind = 'memory';
+  readonly durable = false;
+  private readonly tables = new Map<string, ClaimTable>();
+  private readonly parts = new Map<string, BufferedPart>();
+  /** Outbox in seq order; `byId` indexes the same records. */
+  private outbox: OutboxRecord[] = [];
+  private readonly byId = new Map<string, OutboxRecord>();
+  private seq = 0;
+  private closed = false;
+
+  async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
+    this.assertOpen();
+    const results: AdmitResult[] = [];
+    for (const admission of admissions) {
+      const taken = this.claimAll(admission.claims, now);
+      if (taken !== -1) {
+        results.push({ taken });
+        continue;
+      }
+      if (admission.part) this.parts.set(admission.part.id, admission.part);
+      results.push(admission.emit ? { taken, record: this.append(admission.emit) } : { taken });
+    }
+    return results;
+  }
+
+  private claimAll(claims: readonly ClaimSpec[], now: number): number {
+    for (let i = 0; i < claims.length; i++) {
+      const claim = claims[i] as ClaimSpec;
+      if (!this.table(claim).claim(claim.key, now)) return i;
+    }
+    return -1;
+  }
+
+  private table(claim: ClaimSpec): ClaimTable {
+    const name = `${claim.space}|${claim.ttlMs}`;
+    let table = this.tables.get(name);
+    if (!table) {
+      table = new ClaimTable(claim.ttlMs, claim.maxKeys);
+      this.tables.set(name, table);
+    }
+    return table;
+  }
+
+  private append(draft: OutboxDraft): OutboxRecord {
+    const record: OutboxRecord = { ...draft, seq: ++this.seq, attempts: 0, updatedAt: draft.createdAt };
+    this.outbox.push(record);
+    this.byId.set(record.id, record);
+    return record;
+  }
+
+  async openParts(): Promise<BufferedPart[]> {
+    this.assertOpen();
+    return [...this.parts.values()];
+  }
+
+  async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
+    this.assertOpen();
+    for (const id of partIds) this.parts.delete(id);
+    return { ...this.append(draft) };
+  }
+
+  async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
+    this.assertOpen();
+    let low = 0;
+    let high = this.outbox.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if ((this.outbox[mid] as OutboxRecord).seq <= seq) low = mid + 1;
+      else high = mid;
+    }
+    return this.outbox.slice(low, low + limit).map((record) => ({ ...record }));
+  }
+
+  async outboxGet(id: string): Promise<OutboxRecord | undefined> {
+    this.assertOpen();
+    const record = this.byId.get(id);
+    return record && { ...record };
+  }
+
+  async trimOutbox(olderThan: number, keepCount: number): Promise<number> {
+    const before = this.outbox.length;
+    const cut = before - keepCount;
+    this.outbox = this.outbox.filter((record, index) => {
+      const keep = record.state === 'pending' || record.state === 'dead' || (index >= cut && record.createdAt >= olderThan);
+      if (!keep) this.byId.delete(record.id);
+      return keep;
+    });
+    return before - this.outbox.length;
+  }
+
+  async pendingDeliveries(limit: number): Promise<OutboxRecord[]> {
+    return this.withState('pending', limit);
+  }
+
+  async deadLetters(limit: number): Promise<OutboxRecord[]> {
+    return this.withState('dead', limit);
+  }
+
+  async countByState(state: DeliveryState): Promise<number> {
+    let count = 0;
+    for (const record of this.outbox) if (record.state === state) count++;
+    return count;
+  }
+
+  private withState(state: DeliveryState, limit: number): OutboxRecord[] {
+    const found: OutboxRecord[] = [];
+    for (const record of this.outbox) {
+      if (record.state !== state) continue;
+      found.push({ ...record });
+      if (found.length === limit) break;
+    }
+    return found;
+  }
+
+  async setDelivery(id: string, update: DeliveryUpdate): Promise<void> {
+    const record = this.byId.get(id);
+    if (!record) return;
+    record.state = update.state;
+    record.attempts = update.attempts;
+    record.updatedAt = update.now;
+    if (update.lastError === undefined) delete record.lastError;
+    else record.lastError = update.lastError;
+  }
+
+  claimStats(): { keys: number; evicted: number } {
+    let keys = 0;
+    let evicted = 0;
+    for (const table of this.tables.values()) {
+      keys += table.count;
+      evicted += table.evicted;
+    }
+    return { keys, evicted };
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('memory store is closed');
+  }
+}

@@ -1,0 +1,119 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createIntake, type Intake } from '../src/intake.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Metrics } from '../src/metrics/index.js';
+
+export const silent = pino({ level: 'silent' });
+
+export function tempDir(prefix = 'intake-'): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface Running {
+  url: string;
+  intake: Intake;
+  server: Server;
+  dir: string;
+  /** Stop the HTTP server and close the intake (flushes buffers). */
+  stop(): Promise<void>;
+}
+
+/** Start the real service on a random loopback port, with a temporary sqlite file by default. */
+export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics } = {}): Promise<Running> {
+  const dir = options.dir ?? tempDir().path;
+  const config = loadConfig({
+    env: {},
+    cwd: dir,
+    file: { store: `sqlite:${join(dir, 'intake.db')}`, media: { dir: join(dir, 'media') }, logLevel: 'silent', ...file, server: { port: 0, ...(file.server as object | undefined) } },
+  });
+  const intake = await createIntake({ config, logger: silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}) });
+  const server = createServer(intake.app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    intake,
+    server,
+    dir,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await intake.close();
+    },
+  };
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body: parsed, headers: response.headers };
+}
+
+export interface SseFrame {
+  id: string;
+  event: string;
+  data: any;
+}
+
+/** Read an SSE stream until `count` frames arrived (or the timeout), then close it. */
+export async function readEvents(url: string, count: number, options: { headers?: Record<string, string>; timeoutMs?: number; onOpen?: () => unknown } = {}): Promise<SseFrame[]> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 5000);
+  const frames: SseFrame[] = [];
+  try {
+    const response = await fetch(url, { headers: options.headers ?? {}, signal: controller.signal });
+    if (response.status !== 200) throw new Error(`event stream answered ${response.status}: ${await response.text()}`);
+    await options.onOpen?.();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const fields = new Map<string, string>();
+        for (const line of block.split('\n')) {
+          const colon = line.indexOf(':');
+          if (colon <= 0) continue;
+          fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
+        }
+        if (fields.has('data')) frames.push({ id: fields.get('id') ?? '', event: fields.get('event') ?? 'message', data: JSON.parse(fields.get('data') as string) });
+        if (frames.length >= count) return frames;
+      }
+    }
+  } catch (error) {
+    if ((error as Error).name !== 'AbortError') throw error;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+  return frames;
+}
+
+/** Wait until `check` returns a truthy value, polling (for outcomes of background work). */
+export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
