@@ -15,7 +15,7 @@ import type { InboundEvent } from './events.js';
 import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
-import type { Admission, BufferedPart, OutboxDraft, OutboxRecord } from './store/types.js';
+import type { Admission, OutboxDraft, OutboxRecord } from './store/types.js';
 
 export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
 
@@ -73,7 +73,8 @@ export class Pipeline {
     this.outlet = new Outlet((error) => this.logger.error({ err: error }, 'output listener failed'));
     this.debouncer = new Debouncer({
       clock: this.clock,
-      optionsFor: (part) => this.channelOf(part.event.channel).config.debounce,
+      // A part of a channel removed since it was buffered flushes under the global options.
+      optionsFor: (part) => this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce,
       flush: (batch) => this.flushBatch(batch),
       onError: (error, batch) => this.logger.error({ err: error, sessionKey: batch.sessionKey, parts: batch.parts.length }, 'flush failed; the batch stays in the store'),
     });
@@ -85,12 +86,7 @@ export class Pipeline {
   async start(): Promise<void> {
     if (!this.store.durable) this.logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
     const parts = await this.store.openParts();
-    for (const part of parts) {
-      if (!this.channels.has(part.event.channel)) {
-        this.logger.warn({ channel: part.event.channel }, 'buffered message of a channel no longer configured is flushed as is');
-      }
-      this.debouncer.add(part, false);
-    }
+    this.debouncer.restore(parts);
     if (parts.length > 0) this.logger.info({ parts: parts.length, buffers: this.debouncer.open }, 're-armed open debounce buffers');
     this.trimTimer = setInterval(() => void this.trim(), 60_000);
     this.trimTimer.unref();

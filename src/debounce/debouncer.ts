@@ -61,23 +61,39 @@ export class Debouncer {
 
   /** Add a recorded part; `command` closes the buffer at once with this part last. */
   add(part: BufferedPart, command: boolean): void {
-    const now = this.options.clock.now();
-    const key = part.debounceKey;
-    let buffer = this.buffers.get(key);
+    this.append(part);
+    this.schedule(part.debounceKey, command);
+  }
+
+  /**
+   * Re-arm buffers left in the store by a previous run: all parts of a buffer go back in
+   * before its deadline is decided, so a restart never splits a batch.
+   */
+  restore(parts: readonly BufferedPart[]): void {
+    for (const part of parts) this.append(part);
+    for (const key of new Set(parts.map((part) => part.debounceKey))) this.schedule(key, false);
+  }
+
+  private append(part: BufferedPart): void {
+    let buffer = this.buffers.get(part.debounceKey);
     if (!buffer) {
       const options = this.options.optionsFor(part);
       buffer = { parts: [], firstAt: part.receivedAt, lastAt: 0, version: 0, deadline: 0, options };
-      this.buffers.set(key, buffer);
+      this.buffers.set(part.debounceKey, buffer);
     }
     buffer.parts.push(part);
     buffer.lastAt = Math.max(buffer.lastAt, part.receivedAt);
+  }
+
+  private schedule(key: string, command: boolean): void {
+    const buffer = this.buffers.get(key) as Buffer;
     const { windowMs, maxWaitMs, maxMessages, flushCommands } = buffer.options;
     if (command && flushCommands) return this.close(key, 'command');
     if (buffer.parts.length >= maxMessages) return this.close(key, 'count');
     const quietAt = buffer.lastAt + windowMs;
     const hardAt = buffer.firstAt + maxWaitMs;
     buffer.deadline = Math.min(quietAt, hardAt);
-    if (buffer.deadline <= now) return this.close(key, quietAt <= hardAt ? 'window' : 'max_wait');
+    if (buffer.deadline <= this.options.clock.now()) return this.close(key, quietAt <= hardAt ? 'window' : 'max_wait');
     buffer.version++;
     this.push({ at: buffer.deadline, key, version: buffer.version });
   }

@@ -1,0 +1,55 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { tempDir } from '../helpers.js';
+
+describe('loadConfig', () => {
+  it('gives the contract defaults and the generic channel with no file and no environment', () => {
+    const config = loadConfig({ env: {}, cwd: tempDir().path });
+    expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576 });
+    expect(config.store).toBe('sqlite:./data/intake.db');
+    expect(config.dedup).toMatchObject({ idTtlMs: 300000, fuzzyWindowMs: 2000, fuzzy: 'no-id' });
+    expect(config.debounce).toEqual({ windowMs: 1500, maxMessages: 3, maxWaitMs: 7500, media: 'all', flushCommands: true });
+    expect(config.media).toMatchObject({ dir: './media', maxBytes: 20971520, timeoutMs: 30000, retries: 3, ttlMs: 604800000 });
+    expect(config.channels.map((c) => [c.id, c.adapter])).toEqual([['generic', 'generic']]);
+  });
+
+  it('reads ./intake.config.json, expands ${NAME}, and lets the environment win', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({
+      server: { port: 9000, apiToken: '${TOKEN}' }, debounce: { windowMs: 100 },
+      channels: [{ id: 'cli', adapter: 'generic', secret: '${SECRET}', debounce: { maxMessages: 9 } }],
+    }));
+    const config = loadConfig({ env: { TOKEN: 't0k', SECRET: 'c2VjcmV0', PORT: '9100' }, cwd: dir.path });
+    expect(config.server.port).toBe(9100);
+    expect(config.server.apiToken).toBe('t0k');
+    const channel = config.channels[0]!;
+    expect(channel.settings.get('secret')).toBe('c2VjcmV0');
+    expect(channel.debounce).toMatchObject({ windowMs: 100, maxMessages: 9, maxWaitMs: 7500 });
+  });
+
+  it('names the setting and what is allowed when a value is bad', () => {
+    expect(() => loadConfig({ env: { INTAKE_DEDUP_FUZZY: 'sometimes' }, cwd: tempDir().path }))
+      .toThrow(/dedup\.fuzzy \(from INTAKE_DEDUP_FUZZY\).*"no-id"/s);
+    expect(() => loadConfig({ env: { PORT: 'eighty' }, cwd: tempDir().path })).toThrow(/PORT="eighty": expected a whole number/);
+    expect(() => loadConfig({ env: {}, file: { debounce: { windowMs: -1 } } })).toThrow(/debounce\.windowMs/);
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'a b', adapter: 'generic' }] } })).toThrow(/channels\[0\]\.id/);
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter: 'icq' }] } })).toThrow(/channels\[0\]\.adapter/);
+    expect(() => loadConfig({ env: {}, file: { store: 'postgres://x' } })).toThrow(/store.*"memory"/);
+    expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } })).toThrow(/unknownKey/);
+  });
+
+  it('fails on a ${NAME} that the environment does not set', () => {
+    expect(() => loadConfig({ env: {}, file: { server: { apiToken: '${NOPE}' } } })).toThrow(/server\.apiToken refers to \$\{NOPE\}/);
+  });
+
+  it('refuses a non-loopback host without an API token', () => {
+    expect(() => loadConfig({ env: { HOST: '0.0.0.0' }, cwd: tempDir().path })).toThrow(/server\.apiToken \(INTAKE_API_TOKEN\) is required/);
+    expect(loadConfig({ env: { HOST: '0.0.0.0', INTAKE_API_TOKEN: 'x' }, cwd: tempDir().path }).server.host).toBe('0.0.0.0');
+  });
+
+  it('fails when INTAKE_CONFIG names a missing file', () => {
+    expect(() => loadConfig({ env: { INTAKE_CONFIG: '/nonexistent/x.json' } })).toThrow(/Cannot read config file/);
+  });
+});

@@ -1,0 +1,213 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { standardWebhooks } from '../../src/signing.js';
+import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+
+const quick = { debounce: { windowMs: 150, maxMessages: 3, maxWaitMs: 600 }, dedup: { fuzzyWindowMs: 400 } };
+
+describe('generic webhook to event stream, on the real server with sqlite', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  const post = (body: unknown, path = '/webhooks/generic', headers: Record<string, string> = {}) => postJson(`${service.url}${path}`, body, headers);
+
+  it('merges three fragments into one message on the event stream', async () => {
+    service = await startService(quick);
+    const frames = readEvents(`${service.url}/v1/events`, 1, {
+      onOpen: async () => {
+        for (const content of ['帮我查一下', '订单 ORD-123', '的状态']) {
+          expect((await post({ id: `m-${content}`, sessionKey: 'cli:alice', content, timestamp: 1710234567 })).status).toBe(200);
+        }
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.event).toBe('chat.processedMessage');
+    expect(frame?.data).toMatchObject({
+      type: 'chat.processedMessage', seq: 1, sessionKey: 'cli:alice', content: '帮我查一下订单 ORD-123 的状态',
+      merged: 3, messageIds: ['m-帮我查一下', 'm-订单 ORD-123', 'm-的状态'], channel: 'generic', sourceChannel: 'generic', timestamp: 1710234567,
+    });
+    expect(frame?.id).toBe('1');
+  });
+
+  it('answers a platform retry 200 as a duplicate and emits the message once', async () => {
+    service = await startService(quick);
+    const first = await post({ id: 'msg_1', sessionKey: 'cli:bob', content: 'hi' });
+    expect(first.body).toEqual({ accepted: 1, duplicates: 0, events: [{ id: 'msg_1', verdict: 'accepted' }] });
+    const retry = await post({ id: 'msg_1', sessionKey: 'cli:bob', content: 'hi' });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual({ accepted: 0, duplicates: 1, events: [{ id: 'msg_1', verdict: 'duplicate' }] });
+    const frames = await readEvents(`${service.url}/v1/events?after=0`, 2, { timeoutMs: 1000 });
+    expect(frames).toHaveLength(1);
+    expect(frames[0]?.data.merged).toBe(1);
+  });
+
+  it('drops a double send without ids inside the fuzzy window and admits it after', async () => {
+    service = await startService({ ...quick, debounce: { windowMs: 50, maxMessages: 1 } });
+    expect((await post({ sessionKey: 'cli:carol', content: 'restart  the service' })).body.accepted).toBe(1);
+    const twin = await post({ sessionKey: 'cli:carol', content: 'restart the service' });
+    expect(twin.body).toMatchObject({ accepted: 0, duplicates: 1, events: [{ verdict: 'fuzzy_duplicate' }] });
+    // A message with its own id is never a fuzzy duplicate under the default `no-id` policy.
+    expect((await post({ id: 'x1', sessionKey: 'cli:carol', content: 'restart the service' })).body.accepted).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect((await post({ sessionKey: 'cli:carol', content: 'restart the service' })).body.accepted).toBe(1);
+  });
+
+  it('holds several events of one delivery and reports each verdict', async () => {
+    service = await startService(quick);
+    const result = await post([
+      { id: 'a', sessionKey: 'cli:d', content: 'one' },
+      { id: 'a', sessionKey: 'cli:d', content: 'one' },
+      { id: 'b', sessionKey: 'cli:d', content: 'two' },
+    ]);
+    expect(result.body).toEqual({ accepted: 2, duplicates: 1, events: [
+      { id: 'a', verdict: 'accepted' }, { id: 'a', verdict: 'duplicate' }, { id: 'b', verdict: 'accepted' },
+    ] });
+  });
+
+  it('flushes at maxMessages, at maxWaitMs, and on a command', async () => {
+    service = await startService({ debounce: { windowMs: 300, maxMessages: 2, maxWaitMs: 500 } });
+    const seen: Array<{ content: string; merged: number; at: number }> = [];
+    const started = Date.now();
+    service.intake.on('chat.processedMessage', (m) => { seen.push({ content: m.content, merged: m.merged, at: Date.now() - started }); });
+    await post([{ sessionKey: 'cli:e', content: 'a' }, { sessionKey: 'cli:e', content: 'b' }]);
+    await until(() => seen.length === 1);
+    expect(seen[0]).toMatchObject({ content: 'a b', merged: 2 });
+    expect(seen[0]!.at).toBeLessThan(250);
+
+    await post({ sessionKey: 'cli:f', content: 'hello' });
+    await post({ sessionKey: 'cli:f', content: '/reset' });
+    await until(() => seen.length === 2);
+    expect(seen[1]).toMatchObject({ content: 'hello /reset', merged: 2 });
+
+    // maxWait: with maxMessages 2 a chatty user hits the count first, so use a wide count here.
+    await service.stop();
+    service = await startService({ debounce: { windowMs: 200, maxMessages: 50, maxWaitMs: 500 } });
+    const merged: number[] = [];
+    service.intake.on('chat.processedMessage', (m) => { merged.push(m.merged); });
+    const t0 = Date.now();
+    while (Date.now() - t0 < 700) {
+      await post({ sessionKey: 'cli:g', content: 'x' + Date.now() });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await until(() => merged.length >= 1);
+    expect(merged[0]).toBeGreaterThan(2);
+    expect(merged[0]).toBeLessThan(7);
+  });
+
+  it('keeps two people of one group apart', async () => {
+    service = await startService(quick);
+    const got: Array<{ sender: string; content: string }> = [];
+    service.intake.on('chat.processedMessage', (m) => { got.push({ sender: m.sender.id, content: m.content }); });
+    const group = { type: 'group', id: 'g1' };
+    await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'alice' }, content: 'I think' });
+    await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'bob' }, content: 'no way' });
+    await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'alice' }, content: 'we should' });
+    await until(() => got.length === 2);
+    expect(got).toEqual(expect.arrayContaining([{ sender: 'alice', content: 'I think we should' }, { sender: 'bob', content: 'no way' }]));
+  });
+
+  it('refuses every bad input with the JSON error shape and records nothing', async () => {
+    service = await startService({ ...quick, server: { bodyLimitBytes: 2048, maxDepth: 20 }, channels: [
+      { id: 'generic', adapter: 'generic' },
+      { id: 'signed', adapter: 'generic', secret: 'whsec_' + Buffer.from('s3cret-key-bytes').toString('base64') },
+    ] });
+    const cases: Array<[string, Promise<{ status: number; body: any }>, number, string]> = [
+      ['malformed JSON', post('{"sessionKey": '), 400, 'bad_json'],
+      ['wrong shape', post({ content: 'no session' }), 400, 'bad_shape'],
+      ['no content', post({ sessionKey: 'cli:x' }), 400, 'bad_shape'],
+      ['too deep', post('['.repeat(50) + ']'.repeat(50)), 400, 'too_deep'],
+      ['__proto__ key', post('{"sessionKey":"cli:x","content":"a","__proto__":{"x":1}}'), 400, 'forbidden_key'],
+      ['constructor key', post('{"sessionKey":"cli:x","content":"a","sender":{"id":"1","constructor":1}}'), 400, 'forbidden_key'],
+      ['unknown channel', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope'), 404, 'unknown_channel'],
+      ['over the body limit', post({ sessionKey: 'cli:x', content: 'a'.repeat(3000) }), 413, 'body_too_large'],
+      ['missing signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed'), 401, 'bad_signature'],
+      ['short signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed', { 'webhook-id': 'm', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AA==' }), 401, 'bad_signature'],
+    ];
+    for (const [name, pending, status, code] of cases) {
+      const response = await pending;
+      expect({ name, status: response.status, code: response.body?.error?.code }).toEqual({ name, status, code });
+      expect(typeof response.body.error.message).toBe('string');
+    }
+    const wrongType = await fetch(`${service.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
+    expect(wrongType.status).toBe(415);
+    expect(((await wrongType.json()) as any).error.code).toBe('unsupported_media_type');
+
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await service.intake.pipeline.store.outboxAfter(0, 10))).toHaveLength(0);
+    expect(await service.intake.pipeline.store.openParts()).toHaveLength(0);
+    expect(service.intake.pipeline.metrics.channelStats().signed?.rejected).toBe(2);
+  });
+
+  it('accepts a Standard Webhooks signed delivery and refuses a stale or tampered one', async () => {
+    const secret = 'whsec_' + Buffer.from('another-secret').toString('base64');
+    service = await startService({ ...quick, channels: [{ id: 'signed', adapter: 'generic', secret }] });
+    const body = JSON.stringify({ id: 's1', sessionKey: 'cli:s', content: 'signed hello' });
+    const now = Math.floor(Date.now() / 1000);
+    const headers = (ts: number, payload = body) => ({ 'webhook-id': 'msg_s1', 'webhook-timestamp': String(ts), 'webhook-signature': `v1,bogus ${standardWebhooks.sign(secret, 'msg_s1', ts, payload)}` });
+    expect((await post(body, '/webhooks/signed', headers(now))).status).toBe(200);
+    expect((await post(body, '/webhooks/signed', headers(now - 600))).status).toBe(401);
+    const tampered = await post(body.replace('hello', 'HELLO'), '/webhooks/signed', headers(now));
+    expect(tampered.status).toBe(401);
+    expect(tampered.body.error.message).toMatch(/Signature mismatch on channel "signed"/);
+  });
+
+  it('resumes the event stream after Last-Event-ID or ?after= with nothing missing or repeated', async () => {
+    service = await startService({ ...quick, debounce: { windowMs: 20, maxMessages: 1 } });
+    for (let i = 1; i <= 5; i++) await post({ id: `r${i}`, sessionKey: `cli:r${i}`, content: `n${i}` });
+    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 5);
+    const resumed = await readEvents(`${service.url}/v1/events`, 4, {
+      headers: { 'Last-Event-ID': '2' },
+      onOpen: () => post({ id: 'r6', sessionKey: 'cli:r6', content: 'n6' }),
+    });
+    expect(resumed.map((f) => f.data.content)).toEqual(['n3', 'n4', 'n5', 'n6']);
+    const viaQuery = await readEvents(`${service.url}/v1/events?after=4`, 2);
+    expect(viaQuery.map((f) => Number(f.id))).toEqual([5, 6]);
+    const bad = await fetch(`${service.url}/v1/events?after=abc`);
+    expect(bad.status).toBe(400);
+
+    const one = await fetch(`${service.url}/v1/events/${resumed[0]!.data.id}`);
+    expect(await one.json()).toMatchObject({ event: { content: 'n3', seq: 3 }, delivery: { state: 'none' } });
+    expect((await fetch(`${service.url}/v1/events/nope`)).status).toBe(404);
+  });
+
+  it('needs the bearer token on /v1 and /metrics when apiToken is set, and not on health', async () => {
+    service = await startService({ server: { apiToken: 'sesame' } });
+    expect((await fetch(`${service.url}/v1/stats`)).status).toBe(401);
+    expect((await fetch(`${service.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    expect((await fetch(`${service.url}/v1/stats`, { headers: { authorization: 'Bearer sesame' } })).status).toBe(200);
+    expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+  });
+
+  it('counts per channel in /metrics and /v1/stats without ids in labels', async () => {
+    service = await startService({ ...quick, debounce: { windowMs: 20, maxMessages: 3 } });
+    await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
+    await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
+    await post({ id: 'k2', sessionKey: 'cli:secret-user', content: 'b' });
+    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 1);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="received"\} 3/);
+    expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="deduped"\} 1/);
+    expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="debounced"\} 1/);
+    expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="emitted"\} 1/);
+    expect(metrics).not.toMatch(/secret-user|k1/);
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.channels.generic).toMatchObject({ received: 3, deduped: 1, debounced: 1, emitted: 1 });
+  });
+
+  it('re-arms an open buffer after a restart and still refuses retries of it', async () => {
+    service = await startService({ debounce: { windowMs: 60_000, maxWaitMs: 120_000 } });
+    const dir = service.dir;
+    await post({ id: 'keep-1', sessionKey: 'cli:h', content: 'before' });
+    await post({ id: 'keep-2', sessionKey: 'cli:h', content: 'restart' });
+    // Close the server without flushing: simulate a crash by stopping timers and closing the store.
+    service.server.closeAllConnections();
+    service.server.close();
+    service.intake.pipeline.debouncer.stop();
+    await service.intake.pipeline.store.close();
+
+    service = await startService({ debounce: { windowMs: 100, maxWaitMs: 200 } }, { dir });
+    expect((await post({ id: 'keep-1', sessionKey: 'cli:h', content: 'before' })).body.events[0].verdict).toBe('duplicate');
+    const frames = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frames[0]?.data).toMatchObject({ content: 'before restart', messageIds: ['keep-1', 'keep-2'] });
+  });
+});

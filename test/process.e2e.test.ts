@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { postJson, readEvents, tempDir, until } from './helpers.js';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Run the built service (`npm start` runs the same file) as a child process. */
+async function startChild(dir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d) => { output += d; });
+  child.stderr?.on('data', (d) => { output += d; });
+  await until(async () => {
+    if (child.exitCode !== null) throw new Error(`service exited early: ${output}`);
+    return fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+  }, 10_000);
+  return child;
+}
+
+describe('the service process', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => { for (const child of children) if (child.exitCode === null) child.kill('SIGKILL'); });
+
+  it('loses no acknowledged message to kill -9: open buffers come out after restart', async () => {
+    const dir = tempDir().path;
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const first = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '60000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '120000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10' });
+    children.push(first);
+    for (const session of ['a', 'b', 'c']) {
+      for (const part of ['one', 'two']) {
+        const res = await postJson(`${url}/webhooks/generic`, { id: `${session}-${part}`, sessionKey: `cli:${session}`, content: part });
+        expect(res.status).toBe(200);
+      }
+    }
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+
+    const second = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '100' });
+    children.push(second);
+    const frames = await readEvents(`${url}/v1/events?after=0`, 3);
+    expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:a', 'one two'], ['cli:b', 'one two'], ['cli:c', 'one two']]);
+    // Claims survived too: a retry of an acknowledged message is still a duplicate.
+    expect((await postJson(`${url}/webhooks/generic`, { id: 'a-one', sessionKey: 'cli:a', content: 'one' })).body.duplicates).toBe(1);
+    second.kill('SIGKILL');
+  });
+
+  it('flushes every open buffer on SIGTERM and exits 0', async () => {
+    const dir = tempDir().path;
+    const port = await freePort();
+    const child = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '60000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '120000' });
+    children.push(child);
+    await postJson(`http://127.0.0.1:${port}/webhooks/generic`, { sessionKey: 'cli:t', content: 'bye' });
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+    const db = new Database(join(dir, 'data/intake.db'), { readonly: true });
+    const rows = db.prepare('SELECT body FROM outbox').all() as Array<{ body: string }>;
+    const parts = db.prepare('SELECT count(*) AS n FROM parts').get() as { n: number };
+    db.close();
+    expect(rows.map((r) => JSON.parse(r.body).content)).toEqual(['bye']);
+    expect(parts.n).toBe(0);
+  });
+
+  it('refuses to start on a bad setting and names it', async () => {
+    const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
+      cwd: tempDir().path, env: { PATH: process.env.PATH, INTAKE_DEBOUNCE_MEDIA: 'some' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/debounce\.media \(from INTAKE_DEBOUNCE_MEDIA\)/);
+  });
+});
