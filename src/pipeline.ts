@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import { nanoid } from 'nanoid';
 import pino, { type Logger } from 'pino';
 import { createAdapter, type Adapter, type RawDelivery } from './adapters/index.js';
 import { systemClock, type Clock } from './clock.js';
@@ -9,12 +8,14 @@ import { isCommand } from './debounce/merge.js';
 import { dedupPlan, type DuplicateKind } from './dedup/claims.js';
 import { buildProcessedEvent, buildProcessedMessage, ownBot, type PartMedia } from './emit/build.js';
 import { Outlet } from './emit/outlet.js';
+import { outputId } from './emit/output-id.js';
 import type { Output } from './emit/output.js';
 import { RequestError, UnavailableError, isIntakeError } from './errors.js';
 import type { InboundEvent } from './events.js';
 import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
+import { partId } from './store/part-id.js';
 import type { Admission, OutboxDraft, OutboxRecord } from './store/types.js';
 
 export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
@@ -123,7 +124,7 @@ export class Pipeline {
     for (const [i, event] of events.entries()) {
       const claims = (plans[i] as ReturnType<typeof dedupPlan>).claims;
       if (event.kind === 'message') {
-        admissions.push({ claims, part: { id: nanoid(), debounceKey: debounceKeyOf(event), receivedAt: now, event: { ...event, raw: undefined } } });
+        admissions.push({ claims, part: { id: partId(now), debounceKey: debounceKeyOf(event), receivedAt: now, event: { ...event, raw: undefined } } });
       } else {
         admissions.push({ claims, emit: this.eventDraft(event, now) });
       }
@@ -158,7 +159,7 @@ export class Pipeline {
   }
 
   private eventDraft(event: InboundEvent, now: number): OutboxDraft {
-    const id = nanoid();
+    const id = outputId(now);
     const bot = ownBot(event);
     const output = buildProcessedEvent(id, event, [{ ...bot, ids: event.fields ?? {} }], { replyBot: bot, bots: [bot] });
     return this.draft(output, now);
@@ -176,7 +177,7 @@ export class Pipeline {
     const mediaMode = this.channels.get(first.channel)?.config.debounce.media ?? 'all';
     const media: PartMedia[] = batch.parts.map(() => ({ media: [], errors: [] }));
     const bot = ownBot(first);
-    const message = buildProcessedMessage(nanoid(), batch.parts, media, mediaMode, { replyBot: bot, bots: [bot], mentionedBots: [] });
+    const message = buildProcessedMessage(outputId(this.clock.now()), batch.parts, media, mediaMode, { replyBot: bot, bots: [bot], mentionedBots: [] });
     const record = await this.store.flush(batch.parts.map((part) => part.id), this.draft(message, this.clock.now()));
     if (batch.parts.length > 1) {
       this.metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);

@@ -123,14 +123,20 @@ export class Debouncer {
     const first = buffer.parts[0] as BufferedPart;
     const batch: Batch = { debounceKey: key, sessionKey: first.event.sessionKey, parts: buffer.parts, reason };
     const sessionKey = batch.sessionKey;
-    const previous = this.chains.get(sessionKey) ?? Promise.resolve();
-    const next = previous
-      .then(() => this.options.flush(batch))
-      .catch((error: unknown) => this.options.onError(error, batch))
-      .finally(() => {
-        if (this.chains.get(sessionKey) === next) this.chains.delete(sessionKey);
-      });
-    this.chains.set(sessionKey, next);
+    const previous = this.chains.get(sessionKey);
+    const run = previous ? previous.then(() => this.run(batch)) : this.run(batch);
+    this.chains.set(sessionKey, run);
+    void run.then(() => {
+      if (this.chains.get(sessionKey) === run) this.chains.delete(sessionKey);
+    });
+  }
+
+  private async run(batch: Batch): Promise<void> {
+    try {
+      await this.options.flush(batch);
+    } catch (error) {
+      this.options.onError(error, batch);
+    }
   }
 
   private onTimer(): void {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { DedupOptions } from '../config/schema.js';
 import type { InboundEvent } from '../events.js';
 import type { ClaimSpec } from '../store/types.js';
@@ -17,7 +17,8 @@ export interface DedupPlan {
  * platform's ids look like (WhatsApp's are ~60 characters), and no id can collide by spelling.
  */
 export function claimKey(...parts: string[]): string {
-  return createHash('sha256').update(parts.join('\u0000')).digest('base64url').slice(0, 16);
+  // One-shot crypto.hash is ~2.5x faster than createHash().update().digest() for short input.
+  return hash('sha256', parts.join('\u0000'), 'base64url').slice(0, 16);
 }
 
 /** The content a double send repeats: text with whitespace folded, plus each attachment's identity. */

@@ -18,6 +18,8 @@ export class Metrics {
   private readonly delivery: Counter<'result'>;
   readonly deliveryLatency: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
+  /** Label-bound counter children, so a hot-path increment does not hash its labels each time. */
+  private readonly children = new Map<string, { inc(by?: number): void }>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -36,7 +38,13 @@ export class Metrics {
 
   /** Count one message event for a channel. */
   message(channel: string, adapter: string, action: MessageAction, by = 1): void {
-    this.messages.inc({ channel, adapter, action }, by);
+    const key = `${channel}\u0000${adapter}\u0000${action}`;
+    let child = this.children.get(key);
+    if (!child) {
+      child = this.messages.labels(channel, adapter, action);
+      this.children.set(key, child);
+    }
+    child.inc(by);
     this.tally(channel, action, by);
   }
 

@@ -1,6 +1,6 @@
-import { ClaimTable } from './claim-table.js';
+import { ClaimTables } from './claim-table.js';
 import type {
-  Admission, AdmitResult, BufferedPart, ClaimSpec, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
+  Admission, AdmitResult, BufferedPart, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
 } from './types.js';
 
 /**
@@ -10,7 +10,7 @@ import type {
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly durable = false;
-  private readonly tables = new Map<string, ClaimTable>();
+  private readonly claims = new ClaimTables();
   private readonly parts = new Map<string, BufferedPart>();
   /** Outbox in seq order; `byId` indexes the same records. */
   private outbox: OutboxRecord[] = [];
@@ -22,7 +22,7 @@ export class MemoryStore implements Store {
     this.assertOpen();
     const results: AdmitResult[] = [];
     for (const admission of admissions) {
-      const taken = this.claimAll(admission.claims, now);
+      const taken = this.claims.claimAll(admission.claims, now);
       if (taken !== -1) {
         results.push({ taken });
         continue;
@@ -31,24 +31,6 @@ export class MemoryStore implements Store {
       results.push(admission.emit ? { taken, record: this.append(admission.emit) } : { taken });
     }
     return results;
-  }
-
-  private claimAll(claims: readonly ClaimSpec[], now: number): number {
-    for (let i = 0; i < claims.length; i++) {
-      const claim = claims[i] as ClaimSpec;
-      if (!this.table(claim).claim(claim.key, now)) return i;
-    }
-    return -1;
-  }
-
-  private table(claim: ClaimSpec): ClaimTable {
-    const name = `${claim.space}|${claim.ttlMs}`;
-    let table = this.tables.get(name);
-    if (!table) {
-      table = new ClaimTable(claim.ttlMs, claim.maxKeys);
-      this.tables.set(name, table);
-    }
-    return table;
   }
 
   private append(draft: OutboxDraft): OutboxRecord {
@@ -66,7 +48,7 @@ export class MemoryStore implements Store {
   async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
     this.assertOpen();
     for (const id of partIds) this.parts.delete(id);
-    return { ...this.append(draft) };
+    return this.append(draft);
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
@@ -133,13 +115,7 @@ export class MemoryStore implements Store {
   }
 
   claimStats(): { keys: number; evicted: number } {
-    let keys = 0;
-    let evicted = 0;
-    for (const table of this.tables.values()) {
-      keys += table.count;
-      evicted += table.evicted;
-    }
-    return { keys, evicted };
+    return this.claims.stats();
   }
 
   async ping(): Promise<void> {

@@ -1,14 +1,15 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ClaimTables } from './claim-table.js';
 import type {
-  Admission, AdmitResult, BufferedPart, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
+  Admission, AdmitResult, BufferedPart, ClaimSpec, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
 } from './types.js';
 
 const schema = `
-CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS claims_expiry ON claims (expires_at);
-CREATE TABLE IF NOT EXISTS parts (id TEXT PRIMARY KEY, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS claim_log_expiry ON claim_log (expires_at);
+CREATE TABLE IF NOT EXISTS parts (id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -40,25 +41,45 @@ function toRecord(row: OutboxRow): OutboxRecord {
   return record;
 }
 
-/** How many admissions pass between two sweeps of expired claims. */
-const PURGE_EVERY = 1024;
+/** How many admissions pass between two sweeps of the expired claim log. */
+const PURGE_EVERY = 4096;
+
+/** Claims taken inside a transaction, applied to the live tables only once it commits. */
+interface Taken {
+  claims: Array<{ claim: ClaimSpec; now: number }>;
+  keys: Set<string>;
+}
+const newTaken = (): Taken => ({ claims: [], keys: new Set() });
+
+/** One write waiting for the next group commit. */
+interface PendingWrite {
+  run(taken: Taken): unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
 
 /**
- * The embedded durable store (better-sqlite3, WAL). Every method is one transaction; a
- * delivery's claims and buffer entries commit together or not at all. `synchronous=NORMAL`
- * in WAL mode survives a process crash (kill -9); `INTAKE_SQLITE_SYNC=full` is not needed
- * for that, only for power loss.
+ * The embedded durable store (better-sqlite3, WAL).
+ *
+ * - Group commit: writes requested in one turn of the event loop share one transaction; each
+ *   is acknowledged only after that commit, and one failing write cannot fail the others.
+ * - Claims are checked in memory (the same FIFO tables as the memory store) and made durable
+ *   in an append-only log that is replayed at start: a hashed key in a B-tree would cost a
+ *   random page write per claim, the log costs a sequential one.
+ * - `synchronous=NORMAL` in WAL mode survives a process crash (kill -9), not a power cut.
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly durable = true;
   private readonly db: Database.Database;
+  private readonly claims = new ClaimTables();
   private admitsSincePurge = 0;
   private readonly statements;
-  private readonly admitTx;
-  private readonly flushTx;
+  private readonly groupTx;
+  private readonly singleTx;
+  private queue: PendingWrite[] = [];
 
-  constructor(readonly path: string) {
+  constructor(readonly path: string, now = Date.now()) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -67,13 +88,12 @@ export class SqliteStore implements Store {
     this.db.exec(schema);
     const db = this.db;
     this.statements = {
-      claim: db.prepare(`INSERT INTO claims (key, expires_at) VALUES (?, ?)
-        ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE claims.expires_at <= ?`),
-      purgeClaims: db.prepare('DELETE FROM claims WHERE expires_at <= ?'),
-      countClaims: db.prepare('SELECT count(*) AS n FROM claims'),
-      insertPart: db.prepare('INSERT INTO parts (id, debounce_key, received_at, body) VALUES (?, ?, ?, ?)'),
+      logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
+      liveClaims: db.prepare('SELECT key, space, ttl_ms, max_keys, expires_at FROM claim_log WHERE expires_at > ? ORDER BY rowid'),
+      purgeClaims: db.prepare('DELETE FROM claim_log WHERE expires_at <= ?'),
+      insertPart: db.prepare('INSERT INTO parts (id, body) VALUES (?, ?)'),
       deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
-      openParts: db.prepare('SELECT body FROM parts ORDER BY rowid'),
+      openParts: db.prepare('SELECT body FROM parts ORDER BY id'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at)
         VALUES (@id, @type, @sessionKey, @channel, @createdAt, @body, @state, @createdAt) RETURNING seq`),
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -85,31 +105,45 @@ export class SqliteStore implements Store {
       trimCount: db.prepare(`DELETE FROM outbox WHERE seq <= (SELECT seq FROM outbox ORDER BY seq DESC LIMIT 1 OFFSET ?)
         AND state NOT IN ('pending', 'dead')`),
     };
-    this.admitTx = db.transaction((admissions: readonly Admission[], now: number): AdmitResult[] => {
-      const results: AdmitResult[] = [];
-      for (const admission of admissions) {
-        let taken = -1;
-        for (let i = 0; i < admission.claims.length; i++) {
-          const claim = admission.claims[i]!;
-          if (this.statements.claim.run(claim.key, now + claim.ttlMs, now).changes === 0) {
-            taken = i;
-            break;
-          }
+    this.groupTx = db.transaction((writes: PendingWrite[], taken: Taken) => writes.map((write) => write.run(taken)));
+    this.singleTx = db.transaction((write: PendingWrite, taken: Taken) => write.run(taken));
+    for (const row of this.statements.liveClaims.iterate(now) as Iterable<{ key: string; space: string; ttl_ms: number; max_keys: number; expires_at: number }>) {
+      this.claims.table({ space: row.space, ttlMs: row.ttl_ms, maxKeys: row.max_keys }).restore(row.key, row.expires_at, now);
+    }
+  }
+
+  private write<T>(run: (taken: Taken) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.queue.length === 0) setImmediate(() => this.commit());
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  private commit(): void {
+    const writes = this.queue;
+    this.queue = [];
+    try {
+      const taken = newTaken();
+      const results = this.groupTx(writes, taken);
+      this.apply(taken);
+      writes.forEach((write, i) => write.resolve(results[i]));
+    } catch {
+      // The group rolled back: run each write alone so one bad write cannot fail the others.
+      for (const write of writes) {
+        try {
+          const taken = newTaken();
+          const result = this.singleTx(write, taken);
+          this.apply(taken);
+          write.resolve(result);
+        } catch (error) {
+          write.reject(error);
         }
-        if (taken !== -1) {
-          results.push({ taken });
-          continue;
-        }
-        const part = admission.part;
-        if (part) this.statements.insertPart.run(part.id, part.debounceKey, part.receivedAt, JSON.stringify(part));
-        results.push(admission.emit ? { taken, record: this.append(admission.emit) } : { taken });
       }
-      return results;
-    });
-    this.flushTx = db.transaction((partIds: readonly string[], draft: OutboxDraft): OutboxRecord => {
-      for (const id of partIds) this.statements.deletePart.run(id);
-      return this.append(draft);
-    });
+    }
+  }
+
+  private apply(taken: Taken): void {
+    for (const { claim, now } of taken.claims) this.claims.table(claim).claim(claim.key, now);
   }
 
   private append(draft: OutboxDraft): OutboxRecord {
@@ -120,9 +154,22 @@ export class SqliteStore implements Store {
   async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
     if (++this.admitsSincePurge >= PURGE_EVERY) {
       this.admitsSincePurge = 0;
-      this.statements.purgeClaims.run(now);
+      void this.write(() => this.statements.purgeClaims.run(now)).catch(() => undefined);
     }
-    return this.admitTx(admissions, now);
+    return this.write((taken) => admissions.map((admission) => this.admitOne(admission, now, taken)));
+  }
+
+  private admitOne(admission: Admission, now: number, taken: Taken): AdmitResult {
+    for (let i = 0; i < admission.claims.length; i++) {
+      const claim = admission.claims[i] as ClaimSpec;
+      // Taken before, or earlier in this same transaction (two copies in one delivery).
+      if (this.claims.table(claim).has(claim.key, now) || taken.keys.has(claim.key)) return { taken: i };
+      taken.claims.push({ claim, now });
+      taken.keys.add(claim.key);
+      this.statements.logClaim.run(claim.key, claim.space, claim.ttlMs, claim.maxKeys, now + claim.ttlMs);
+    }
+    if (admission.part) this.statements.insertPart.run(admission.part.id, JSON.stringify(admission.part));
+    return admission.emit ? { taken: -1, record: this.append(admission.emit) } : { taken: -1 };
   }
 
   async openParts(): Promise<BufferedPart[]> {
@@ -130,7 +177,10 @@ export class SqliteStore implements Store {
   }
 
   async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
-    return this.flushTx(partIds, draft);
+    return this.write(() => {
+      for (const id of partIds) this.statements.deletePart.run(id);
+      return this.append(draft);
+    });
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
@@ -143,7 +193,7 @@ export class SqliteStore implements Store {
   }
 
   async trimOutbox(olderThan: number, keepCount: number): Promise<number> {
-    return this.statements.trimOld.run(olderThan).changes + this.statements.trimCount.run(keepCount).changes;
+    return this.write(() => this.statements.trimOld.run(olderThan).changes + this.statements.trimCount.run(keepCount).changes);
   }
 
   async pendingDeliveries(limit: number): Promise<OutboxRecord[]> {
@@ -159,11 +209,11 @@ export class SqliteStore implements Store {
   }
 
   async setDelivery(id: string, update: DeliveryUpdate): Promise<void> {
-    this.statements.setDelivery.run(update.state, update.attempts, update.lastError ?? null, update.now, id);
+    await this.write(() => this.statements.setDelivery.run(update.state, update.attempts, update.lastError ?? null, update.now, id));
   }
 
   claimStats(): { keys: number; evicted: number } {
-    return { keys: (this.statements.countClaims.get() as { n: number }).n, evicted: 0 };
+    return this.claims.stats();
   }
 
   async ping(): Promise<void> {
@@ -171,6 +221,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.queue.length > 0) this.commit();
     if (this.db.open) this.db.close();
   }
 }

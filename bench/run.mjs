@@ -1,0 +1,12 @@
+// `npm run bench`: every benchmark, each against its baseline in the same run.
+import { spawnSync } from 'node:child_process';
+
+const node = process.execPath;
+const runs = [
+  [node, ['--expose-gc', 'bench/dedup.mjs']],
+  [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '10']],
+];
+for (const [cmd, args] of runs) {
+  const result = spawnSync(cmd, args, { stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
