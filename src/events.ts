@@ -71,6 +71,17 @@ export interface InboundEvent {
   raw: unknown;
 }
 
+/** A bot account, by the channel it is connected through. */
+export interface BotRef {
+  channel: string;
+  botId?: string;
+}
+
+/** The bot that delivered an event. */
+export function ownBot(event: Pick<InboundEvent, 'channel' | 'botId'>): BotRef {
+  return event.botId === undefined ? { channel: event.channel } : { channel: event.channel, botId: event.botId };
+}
+
 /** Build the session key of CONTRACT §4: `<namespace>:<id>` or `<namespace>:group:<id>`. */
 export function sessionKeyOf(namespace: string, conversation: { type: ConversationType; id: string }): string {
   return conversation.type === 'group' ? `${namespace}:group:${conversation.id}` : `${namespace}:${conversation.id}`;

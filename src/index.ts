@@ -6,8 +6,10 @@ export { loadConfig, envSettings } from './config/load.js';
 export type { Config, ChannelConfig } from './config/schema.js';
 
 // Data shapes
-export type { ProcessedMessage, ProcessedEvent, Output, MediaItem, MediaFailure, BotRef } from './emit/output.js';
-export type { InboundEvent, Segment, MediaRef, EventKind } from './events.js';
+export type { ProcessedMessage, ProcessedEvent, Output, MediaItem, MediaFailure } from './emit/output.js';
+export type { InboundEvent, Segment, MediaRef, EventKind, BotRef } from './events.js';
+export type { CorrelationRecord, Delivery } from './correlate/correlator.js';
+export type { Handler } from './handlers/routes.js';
 export type { IngestSummary, Verdict } from './pipeline.js';
 
 // Extending and operating

@@ -2,21 +2,23 @@ import { EventEmitter } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { createAdapter, type Adapter, type RawDelivery } from './adapters/index.js';
 import { systemClock, type Clock } from './clock.js';
-import type { ChannelConfig, Config } from './config/schema.js';
+import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
 import { Debouncer, type Batch } from './debounce/debouncer.js';
 import { isCommand } from './debounce/merge.js';
-import { dedupPlan, type DuplicateKind } from './dedup/claims.js';
-import { buildProcessedEvent, buildProcessedMessage, ownBot, type PartMedia } from './emit/build.js';
+import { dedupPlan, type DedupPlan, type DuplicateKind } from './dedup/claims.js';
+import { buildProcessedEvent, buildProcessedMessage, type PartMedia } from './emit/build.js';
 import { Outlet } from './emit/outlet.js';
 import { outputId } from './emit/output-id.js';
 import type { Output } from './emit/output.js';
 import { RequestError, UnavailableError, isIntakeError } from './errors.js';
-import type { InboundEvent } from './events.js';
+import { ownBot, type BotRef, type InboundEvent } from './events.js';
+import { Correlator } from './correlate/correlator.js';
+import { Handlers } from './handlers/routes.js';
 import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
 import { partId } from './store/part-id.js';
-import type { Admission, OutboxDraft, OutboxRecord } from './store/types.js';
+import type { Admission, AdmitResult, OutboxDraft, OutboxRecord } from './store/types.js';
 
 export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
 
@@ -59,9 +61,13 @@ export class Pipeline {
   readonly metrics: Metrics;
   readonly outlet: Outlet;
   readonly debouncer: Debouncer;
+  readonly correlator: Correlator;
+  readonly handlers: Handlers;
   readonly events = new EventEmitter();
   private readonly channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
   private trimTimer: NodeJS.Timeout | undefined;
+  /** Notices and requests wait this long for the other bots' deliveries, then go out once. */
+  private readonly noticeHold: DebounceOptions;
   private closing = false;
 
   constructor(deps: IntakeDeps) {
@@ -70,15 +76,30 @@ export class Pipeline {
     this.logger = deps.logger ?? pino({ level: deps.config.logLevel });
     this.metrics = deps.metrics ?? new Metrics();
     this.store = deps.store ?? openStore(deps.config.store, deps.cwd);
+    const hold = deps.config.correlation.noticeHoldMs;
+    this.noticeHold = { windowMs: hold, maxWaitMs: hold, maxMessages: Number.MAX_SAFE_INTEGER, media: 'all', flushCommands: false };
     for (const channel of deps.config.channels) this.channels.set(channel.id, { config: channel, adapter: createAdapter(channel) });
+    this.correlator = new Correlator({ ...deps.config.correlation, clock: this.clock });
+    for (const { config, adapter } of this.channels.values()) {
+      for (const botId of adapter.botIds ?? []) this.correlator.connect(adapter.namespace, botId, config.id);
+    }
+    this.handlers = new Handlers((error, event) => this.logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
     this.outlet = new Outlet((error) => this.logger.error({ err: error }, 'output listener failed'));
     this.debouncer = new Debouncer({
       clock: this.clock,
       // A part of a channel removed since it was buffered flushes under the global options.
-      optionsFor: (part) => this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce,
+      optionsFor: (part) => {
+        if (part.event.kind !== 'message') return this.noticeHold;
+        return this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce;
+      },
       flush: (batch) => this.flushBatch(batch),
       onError: (error, batch) => this.logger.error({ err: error, sessionKey: batch.sessionKey, parts: batch.parts.length }, 'flush failed; the batch stays in the store'),
     });
+    const correlator = this.correlator;
+    this.metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => correlator.stats().groups);
+    this.metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlator.counts.observed);
+    this.metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => correlator.counts.duplicates);
+    this.metrics.counterFrom('inbox_correlator_evicted_total', 'Correlation groups evicted past correlation.maxGroups', () => correlator.counts.evicted);
     this.metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => this.debouncer.open);
     this.metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => this.outlet.streamCount);
   }
@@ -119,50 +140,71 @@ export class Pipeline {
   }
 
   private async record(channel: ChannelConfig, events: InboundEvent[], now: number): Promise<IngestSummary> {
-    const admissions: Admission[] = [];
-    const plans = events.map((event) => dedupPlan(event, channel.dedup));
-    for (const [i, event] of events.entries()) {
-      const claims = (plans[i] as ReturnType<typeof dedupPlan>).claims;
-      if (event.kind === 'message') {
-        admissions.push({ claims, part: { id: partId(now), debounceKey: debounceKeyOf(event), receivedAt: now, event: { ...event, raw: undefined } } });
-      } else {
-        admissions.push({ claims, emit: this.eventDraft(event, now) });
-      }
-    }
-    let results;
-    try {
-      results = await this.store.admit(admissions, now);
-    } catch (error) {
-      this.logger.error({ err: error, channel: channel.id }, 'store unavailable; delivery refused');
-      throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', 5, { channel: channel.id, cause: error });
-    }
-
     const summary: IngestSummary = { accepted: 0, duplicates: 0, events: [] };
-    for (const [i, event] of events.entries()) {
-      const result = results[i]!;
-      const admission = admissions[i]!;
+    // 1. Correlate and guard, in memory: duplicates of other adapters never reach the store.
+    const fresh: Array<{ event: InboundEvent; plan: DedupPlan; admission: Admission }> = [];
+    const verdicts: Verdict[] = [];
+    for (const event of events) {
       this.metrics.message(channel.id, event.adapter, 'received');
-      if (result.taken !== -1) {
-        const kind = plans[i]!.kinds[result.taken]!;
-        this.metrics.message(channel.id, event.adapter, kind);
-        this.logger.info({ channel: channel.id, messageId: event.platformId, sessionKey: event.sessionKey, kind }, 'duplicate ignored');
-        summary.duplicates++;
-        summary.events.push({ id: event.id, verdict: verdictOf[kind] });
+      if (event.kind === 'message' && this.correlator.isOwnBot(event.namespace, event.sender.id)) {
+        this.metrics.message(channel.id, event.adapter, 'looped');
+        this.logger.info({ channel: channel.id, messageId: event.platformId, sender: event.sender.id }, 'message from our own bot dropped');
+        verdicts.push('ignored');
         continue;
       }
-      summary.accepted++;
-      summary.events.push({ id: event.id, verdict: 'accepted' });
-      if (admission.part) this.debouncer.add(admission.part, isCommand(event.text));
-      if (result.record) this.publish(result.record);
+      const observation = this.correlator.observe(event);
+      if (observation.duplicate) {
+        const kind = observation.retry ? 'deduped' : 'correlated';
+        this.metrics.message(channel.id, event.adapter, kind);
+        this.logger.info({ channel: channel.id, messageId: event.platformId, sessionKey: event.sessionKey, kind }, 'duplicate delivery');
+        verdicts.push(observation.retry ? 'duplicate' : 'correlated');
+        this.handlers.dispatch(event, true);
+        continue;
+      }
+      const plan = dedupPlan(event, channel.dedup);
+      const stored = { ...event, raw: undefined };
+      this.correlator.link(stored, event);
+      // Notices and requests are held (not merged) under a key of their own.
+      const debounceKey = event.kind === 'message' ? debounceKeyOf(event) : `\u0001${event.kind}\u0000${observation.record.key}\u0000${now}`;
+      fresh.push({ event, plan, admission: { claims: plan.claims, part: { id: partId(now), debounceKey, receivedAt: now, event: stored } } });
+      verdicts.push('accepted');
+    }
+
+    // 2. Claims and buffer entries of the whole delivery, in one store transaction.
+    let results: AdmitResult[] = [];
+    if (fresh.length > 0) {
+      try {
+        results = await this.store.admit(fresh.map((f) => f.admission), now);
+      } catch (error) {
+        for (const f of fresh) this.correlator.retract(f.event);
+        this.logger.error({ err: error, channel: channel.id }, 'store unavailable; delivery refused');
+        throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', 5, { channel: channel.id, cause: error });
+      }
+    }
+
+    // 3. Recorded: tell handlers, open or extend buffers, answer.
+    let next = 0;
+    for (const [i, event] of events.entries()) {
+      let verdict = verdicts[i] as Verdict;
+      if (verdict === 'accepted') {
+        const f = fresh[next]!;
+        const result = results[next++]!;
+        if (result.taken !== -1) {
+          const kind = f.plan.kinds[result.taken]!;
+          this.metrics.message(channel.id, event.adapter, kind);
+          this.logger.info({ channel: channel.id, messageId: event.platformId, sessionKey: event.sessionKey, kind }, 'duplicate ignored');
+          verdict = verdictOf[kind];
+          this.handlers.dispatch(event, true);
+        } else {
+          this.handlers.dispatch(event, false);
+          this.debouncer.add(f.admission.part!, event.kind === 'message' && isCommand(event.text));
+        }
+      }
+      if (verdict === 'accepted') summary.accepted++;
+      else if (verdict !== 'ignored') summary.duplicates++;
+      summary.events.push({ id: event.id, verdict });
     }
     return summary;
-  }
-
-  private eventDraft(event: InboundEvent, now: number): OutboxDraft {
-    const id = outputId(now);
-    const bot = ownBot(event);
-    const output = buildProcessedEvent(id, event, [{ ...bot, ids: event.fields ?? {} }], { replyBot: bot, bots: [bot] });
-    return this.draft(output, now);
   }
 
   private draft(output: Omit<Output, 'seq'>, now: number): OutboxDraft {
@@ -174,11 +216,24 @@ export class Pipeline {
 
   private async flushBatch(batch: Batch): Promise<void> {
     const first = batch.parts[0]!.event;
+    const now = this.clock.now();
+    if (first.kind !== 'message') {
+      // A held notice or request: one output naming every bot that delivered it.
+      const record = this.correlator.correlation(first);
+      const participants = record
+        ? record.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }))
+        : [{ ...ownBot(first), ids: first.fields ?? {} }];
+      const output = buildProcessedEvent(outputId(now), first, participants, { replyBot: this.correlator.pickReplyBot(first), bots: this.correlator.botsForEvent(first) });
+      this.publish(await this.store.flush(batch.parts.map((part) => part.id), this.draft(output, now)));
+      return;
+    }
+    const last = batch.parts[batch.parts.length - 1]!.event;
     const mediaMode = this.channels.get(first.channel)?.config.debounce.media ?? 'all';
     const media: PartMedia[] = batch.parts.map(() => ({ media: [], errors: [] }));
-    const bot = ownBot(first);
-    const message = buildProcessedMessage(outputId(this.clock.now()), batch.parts, media, mediaMode, { replyBot: bot, bots: [bot], mentionedBots: [] });
-    const record = await this.store.flush(batch.parts.map((part) => part.id), this.draft(message, this.clock.now()));
+    const bots = uniqueBots(batch.parts.flatMap((part) => this.correlator.botsForEvent(part.event)));
+    const mentionedBots = uniqueBots(batch.parts.flatMap((part) => this.correlator.mentionedBots(part.event)));
+    const message = buildProcessedMessage(outputId(now), batch.parts, media, mediaMode, { replyBot: this.correlator.pickReplyBot(last), bots, mentionedBots });
+    const record = await this.store.flush(batch.parts.map((part) => part.id), this.draft(message, now));
     if (batch.parts.length > 1) {
       this.metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
       this.logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: record.seq }, `merged ${batch.parts.length} messages`);
@@ -219,6 +274,7 @@ export class Pipeline {
       channels: this.metrics.channelStats(),
       debounce: { open: this.debouncer.open },
       claims: this.store.claimStats(),
+      correlator: this.correlator.stats(),
       store: this.store.kind,
       streams: this.outlet.streamCount,
     };
@@ -237,6 +293,16 @@ export class Pipeline {
     await this.debouncer.flushAll();
     await this.store.close();
   }
+}
+
+function uniqueBots(bots: BotRef[]): BotRef[] {
+  const seen = new Set<string>();
+  return bots.filter((bot) => {
+    const key = `${bot.channel}\u0000${bot.botId ?? ''}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /** Buffers are per session and sender: two people in one group never merge. */

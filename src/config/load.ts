@@ -40,6 +40,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_CORRELATION_MESSAGE_WINDOW_MS', 'correlation.messageWindowMs', 'int'],
   ['INTAKE_CORRELATION_EVENT_WINDOW_MS', 'correlation.eventWindowMs', 'int'],
   ['INTAKE_CORRELATION_MAX_GROUPS', 'correlation.maxGroups', 'int'],
+  ['INTAKE_CORRELATION_NOTICE_HOLD_MS', 'correlation.noticeHoldMs', 'int'],
   ['INTAKE_EVENTS_RETENTION_MS', 'events.retentionMs', 'int'],
   ['INTAKE_EVENTS_RETENTION_COUNT', 'events.retentionCount', 'int'],
   ['INTAKE_AGENT_URL', 'agent.url', 'string'],

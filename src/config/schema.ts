@@ -10,7 +10,7 @@ export const defaults = {
     dir: './media', maxBytes: 20_971_520, timeoutMs: 30_000, retries: 3, ttlMs: 604_800_000,
     sweepIntervalMs: 3_600_000, allowHosts: [] as string[], allowPorts: [] as number[], maxPerMessage: 10, concurrency: 8,
   },
-  correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096 },
+  correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000 },
   agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
 } as const;
@@ -81,6 +81,7 @@ export const configSchema = z.object({
     messageWindowMs: positive,
     eventWindowMs: positive,
     maxGroups: positive,
+    noticeHoldMs: ms,
   }).strict(),
   events: z.object({ retentionMs: positive, retentionCount: positive }).strict(),
   agent: z.object({

@@ -1,7 +1,7 @@
-import type { InboundEvent } from '../events.js';
+import type { BotRef, InboundEvent } from '../events.js';
 import type { BufferedPart } from '../store/types.js';
 import { joinFragments } from '../debounce/merge.js';
-import type { BotRef, MediaFailure, MediaItem, ProcessedEvent, ProcessedMessage } from './output.js';
+import type { MediaFailure, MediaItem, ProcessedEvent, ProcessedMessage } from './output.js';
 
 /** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */
 export interface BotView {
@@ -14,11 +14,6 @@ export interface BotView {
 export interface PartMedia {
   media: MediaItem[];
   errors: MediaFailure[];
-}
-
-/** Own bot of a delivery, the fallback when no correlator view exists. */
-export function ownBot(event: InboundEvent): BotRef {
-  return event.botId === undefined ? { channel: event.channel } : { channel: event.channel, botId: event.botId };
 }
 
 /**

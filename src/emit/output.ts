@@ -1,4 +1,4 @@
-import type { ConversationType, MediaType, Party } from '../events.js';
+import type { BotRef, ConversationType, MediaType, Party } from '../events.js';
 import type { OutboxRecord, OutputType } from '../store/types.js';
 
 /** A downloaded attachment, as the agent reads it. */
@@ -16,10 +16,7 @@ export interface MediaFailure {
   reason: string;
 }
 
-export interface BotRef {
-  channel: string;
-  botId?: string;
-}
+export type { BotRef } from '../events.js';
 
 /** The one event the agent reads (CONTRACT §4). */
 export interface ProcessedMessage {

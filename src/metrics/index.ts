@@ -67,6 +67,17 @@ export class Metrics {
     new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
   }
 
+  /** Register a counter whose running total is kept elsewhere and read at scrape time. */
+  counterFrom(name: string, help: string, read: () => number): void {
+    new Counter({
+      name, help, registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  }
+
   /** Per-channel counts for `/v1/stats`. */
   channelStats(): Record<string, Record<string, number>> {
     const out: Record<string, Record<string, number>> = {};

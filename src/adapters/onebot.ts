@@ -1,0 +1,159 @@
+import { nanoid } from 'nanoid';
+import type { ChannelConfig } from '../config/schema.js';
+import { RequestError, SignatureError } from '../errors.js';
+import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
+import { hmac, safeEqual } from '../signing.js';
+import { parseCqString, segmentOf } from './onebot-cq.js';
+import { secretOf, type Adapter, type Normalized, type RawDelivery } from './types.js';
+
+type Json = Record<string, unknown>;
+
+const str = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'bigint' ? String(value) : undefined;
+
+function segmentsOf(message: unknown): Segment[] {
+  if (typeof message === 'string') return parseCqString(message);
+  if (!Array.isArray(message)) return [];
+  const segments: Segment[] = [];
+  for (const item of message) {
+    if (typeof item !== 'object' || item === null) continue;
+    const { type, data } = item as { type?: unknown; data?: unknown };
+    if (typeof type !== 'string') continue;
+    const fields: Record<string, string> = {};
+    if (typeof data === 'object' && data !== null) {
+      for (const [key, value] of Object.entries(data)) {
+        const text = str(value) ?? (typeof value === 'object' && value !== null ? JSON.stringify(value) : undefined);
+        if (text !== undefined) fields[key] = text;
+      }
+    }
+    segments.push(segmentOf(type, fields));
+  }
+  return segments;
+}
+
+const mediaTypes: Partial<Record<Segment['type'], MediaType>> = { image: 'image', flash: 'image', record: 'audio', video: 'video', file: 'document' };
+const md5InName = /\b([0-9a-fA-F]{32})\b/;
+
+/** Attachments of image/flash/record/video/file segments that carry a downloadable URL. */
+function mediaOf(segments: readonly Segment[]): MediaRef[] {
+  const media: MediaRef[] = [];
+  for (const segment of segments) {
+    const type = mediaTypes[segment.type];
+    if (!type) continue;
+    const { url, file } = segment.data;
+    const href = url && /^https?:/i.test(url) ? url : file && /^https?:/i.test(file) ? file : undefined;
+    if (!href) continue;
+    const hash = segment.data.md5 ?? segment.data.sha1 ?? file?.match(md5InName)?.[1]?.toLowerCase();
+    media.push({ url: href, type, ...(hash ? { hash } : {}), ...(file && !/^https?:/i.test(file) ? { fileName: file } : {}) });
+  }
+  return media;
+}
+
+/** Plain text of a message: text segments, adjacent ones joined, whitespace trimmed. */
+function contentOf(segments: readonly Segment[]): string {
+  return segments.filter((s) => s.type === 'text').map((s) => s.data.text ?? '').join('').replace(/\s+/g, ' ').trim();
+}
+
+function signatureHeader(delivery: RawDelivery): string | undefined {
+  const value = delivery.headers['x-signature'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * OneBot v11 over HTTP POST (NapCat, Lagrange, go-cqhttp, ...): one event per request,
+ * `X-Signature: sha1=<hex>` over the raw body when a secret is set. Answered 204 at once.
+ */
+export function onebotAdapter(channel: ChannelConfig): Adapter {
+  const secret = secretOf(channel, 'secret');
+  const namespace = channel.namespace ?? 'qq';
+  const configuredBots = channel.settings.get('botIds');
+  const botIds = Array.isArray(configuredBots) ? configuredBots.map(String) : [];
+  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a OneBot v11 event: ${message}`, { channel: channel.id, stage: 'adapter' });
+
+  return {
+    name: 'onebot',
+    channel: channel.id,
+    namespace,
+    botIds,
+
+    verify(delivery) {
+      if (!secret) return;
+      const header = signatureHeader(delivery);
+      if (!header) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Signature header is required`, { channel: channel.id });
+      const expected = `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`;
+      if (!safeEqual(header.toLowerCase(), expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature does not match the body`, { channel: channel.id });
+    },
+
+    normalize(body, delivery): Normalized {
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fail('expected one JSON object');
+      const event = body as Json;
+      const postType = str(event.post_type);
+      if (!postType) throw fail('post_type is missing');
+      // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
+      if (postType === 'message_sent' || postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
+      const selfHeader = delivery.headers['x-self-id'];
+      const botId = str(event.self_id) ?? (Array.isArray(selfHeader) ? selfHeader[0] : selfHeader);
+      const userId = str(event.user_id);
+      const groupId = str(event.group_id);
+      const conversation = groupId ? { type: 'group' as const, id: groupId } : { type: 'private' as const, id: userId ?? 'unknown' };
+      const timestamp = typeof event.time === 'number' ? event.time : Math.floor(delivery.now / 1000);
+      const base = {
+        channel: channel.id, adapter: 'onebot', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
+        timestamp, raw: event, ...(botId ? { botId } : {}),
+      };
+
+      if (postType === 'message') {
+        const messageType = str(event.message_type);
+        if (messageType !== 'private' && messageType !== 'group') throw fail('message_type must be "private" or "group"');
+        if (!userId) throw fail('user_id is missing');
+        const sender = (typeof event.sender === 'object' && event.sender !== null ? event.sender : {}) as Json;
+        const name = str(sender.card) || str(sender.nickname);
+        const segments = segmentsOf(event.message ?? event.raw_message);
+        const messageId = str(event.message_id);
+        const inbound: InboundEvent = {
+          ...base,
+          id: messageId ?? `ob_${nanoid(12)}`,
+          kind: 'message',
+          detail: messageType,
+          ...(str(event.sub_type) ? { subType: str(event.sub_type) as string } : {}),
+          sender: { id: userId, ...(name ? { name } : {}) },
+          // Message ids are per bot: two bots see different ids for one group message.
+          ...(messageId ? { platformId: `${botId ?? ''}:${messageId}` } : {}),
+          segments,
+          text: contentOf(segments),
+          media: mediaOf(segments),
+          mentions: segments.filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all').map((s) => s.data.qq as string),
+          fields: messageId ? { message_id: messageId } : {},
+        };
+        return { events: [inbound], reply: { status: 204 } };
+      }
+
+      if (postType === 'notice' || postType === 'request') {
+        const detail = str(postType === 'notice' ? event.notice_type : event.request_type);
+        if (!detail) throw fail(`${postType === 'notice' ? 'notice_type' : 'request_type'} is missing`);
+        const fields: Record<string, string> = {};
+        for (const key of ['group_id', 'user_id', 'operator_id', 'target_id', 'message_id', 'flag', 'comment', 'duration', 'sender_id', 'honor_type']) {
+          const value = str(event[key]);
+          if (value !== undefined) fields[key] = value;
+        }
+        if (typeof event.file === 'object' && event.file !== null) fields.file = JSON.stringify(event.file);
+        const subType = str(event.sub_type);
+        const inbound: InboundEvent = {
+          ...base,
+          id: `ob_${nanoid(12)}`,
+          kind: postType,
+          detail,
+          ...(subType ? { subType } : {}),
+          sender: { id: userId ?? str(event.operator_id) ?? 'unknown' },
+          segments: [],
+          text: str(event.comment) ?? '',
+          media: [],
+          mentions: [],
+          fields,
+        };
+        return { events: [inbound], reply: { status: 204 } };
+      }
+      return { events: [], ignored: 1, reply: { status: 204 } };
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import type { Clock } from '../clock.js';
+import { ownBot, type BotRef, type InboundEvent } from '../events.js';
+import { correlationKey } from './signature.js';
+
+/** One delivery of a logical event: which channel and bot, and that bot's own ids. */
+export interface Delivery {
+  channel: string;
+  adapter: string;
+  botId?: string;
+  platformId?: string;
+  /** Per-bot ids needed to act through this bot (message_id, request flag, ...). */
+  ids: Record<string, string>;
+  at: number;
+}
+
+/** Everything known of one logical event. */
+export interface CorrelationRecord {
+  key: string;
+  kind: InboundEvent['kind'];
+  firstAt: number;
+  expiresAt: number;
+  /** Platform time of the first delivery, seconds. */
+  time: number;
+  /** In arrival order; the first is the primary. */
+  deliveries: Delivery[];
+}
+
+export interface Observation {
+  record: CorrelationRecord;
+  /** Another delivery of a logical event already seen. */
+  duplicate: boolean;
+  /** The same bot delivering the same message again (a platform retry, not another adapter). */
+  retry: boolean;
+}
+
+export interface CorrelatorOptions {
+  crossAdapter: boolean;
+  messageWindowMs: number;
+  eventWindowMs: number;
+  maxGroups: number;
+  clock: Clock;
+}
+
+/** Notices from two implementations may be stamped a second apart; a wider gap is a new event. */
+const EVENT_TIME_TOLERANCE_S = 2;
+
+/**
+ * Cross-adapter correlation (seed 000), one per runtime. Each logical event gets a group for a
+ * window fixed from its first sighting (15 s for messages, 60 s for notices and requests);
+ * later deliveries inside it are marked duplicates. Groups live in two insertion-ordered maps,
+ * one per window, so expiry pops from the head and eviction past `maxGroups` drops the oldest.
+ */
+export class Correlator {
+  private readonly messages = new Map<string, CorrelationRecord>();
+  private readonly events = new Map<string, CorrelationRecord>();
+  private readonly byEvent = new WeakMap<object, CorrelationRecord>();
+  /** namespace -> bot id -> channel it is connected through. */
+  private readonly bots = new Map<string, Map<string, string>>();
+  readonly counts = { observed: 0, duplicates: 0, evicted: 0 };
+
+  constructor(private readonly options: CorrelatorOptions) {}
+
+  /** Note a bot account as connected on a channel (from configuration or a delivery). */
+  connect(namespace: string, botId: string, channel: string): void {
+    let bots = this.bots.get(namespace);
+    if (!bots) {
+      bots = new Map();
+      this.bots.set(namespace, bots);
+    }
+    if (!bots.has(botId)) bots.set(botId, channel);
+  }
+
+  /** Whether an id is one of this runtime's bots in a namespace (bot-loop guard). */
+  isOwnBot(namespace: string, id: string): boolean {
+    return this.bots.get(namespace)?.has(id) ?? false;
+  }
+
+  /** Register a delivery and say whether it repeats a logical event already seen. */
+  observe(event: InboundEvent): Observation {
+    const now = this.options.clock.now();
+    this.counts.observed++;
+    if (event.botId) this.connect(event.namespace, event.botId, event.channel);
+    const delivery: Delivery = {
+      channel: event.channel, adapter: event.adapter, at: now, ids: event.fields ?? {},
+      ...(event.botId === undefined ? {} : { botId: event.botId }),
+      ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
+    };
+    const key = correlationKey(event);
+    const map = event.kind === 'message' ? this.messages : this.events;
+    const window = event.kind === 'message' ? this.options.messageWindowMs : this.options.eventWindowMs;
+    this.expire(map, now);
+
+    let record = this.options.crossAdapter ? map.get(key) : undefined;
+    if (record && event.kind !== 'message' && Math.abs(record.time - event.timestamp) > EVENT_TIME_TOLERANCE_S) record = undefined;
+    if (record) {
+      const same = record.deliveries.find((d) => d.channel === event.channel && d.botId === event.botId);
+      const retry = same !== undefined && (event.kind !== 'message' || (same.platformId !== undefined && same.platformId === event.platformId));
+      // The same bot with another message id: the user really sent it again.
+      if (same && !retry) record = undefined;
+      else {
+        if (!retry) record.deliveries.push(delivery);
+        this.counts.duplicates++;
+        this.byEvent.set(event, record);
+        return { record, duplicate: true, retry };
+      }
+    }
+    record = { key, kind: event.kind, firstAt: now, expiresAt: now + window, time: event.timestamp, deliveries: [delivery] };
+    if (this.options.crossAdapter) {
+      map.delete(key);
+      map.set(key, record);
+      this.evict();
+    }
+    this.byEvent.set(event, record);
+    return { record, duplicate: false, retry: false };
+  }
+
+  /**
+   * Undo an observation whose delivery could not be recorded (store down): the platform will
+   * retry it, and that retry must not be taken for a duplicate of nothing.
+   */
+  retract(event: InboundEvent): void {
+    const record = this.byEvent.get(event);
+    if (!record) return;
+    const map = record.kind === 'message' ? this.messages : this.events;
+    if (map.get(record.key) === record) map.delete(record.key);
+    this.byEvent.delete(event);
+  }
+
+  /** Let a copy of an event (the stored one) find the same record. */
+  link(copy: object, original: object): void {
+    const record = this.byEvent.get(original);
+    if (record) this.byEvent.set(copy, record);
+  }
+
+  correlation(event: object): CorrelationRecord | undefined {
+    return this.byEvent.get(event);
+  }
+
+  /** Every bot that delivered this logical event, first arrival first. */
+  botsForEvent(event: InboundEvent): BotRef[] {
+    const record = this.byEvent.get(event);
+    if (!record) return [ownBot(event)];
+    return record.deliveries.map((d) => (d.botId === undefined ? { channel: d.channel } : { channel: d.channel, botId: d.botId }));
+  }
+
+  /** Connected bots the message mentions, in mention order. */
+  mentionedBots(event: InboundEvent): BotRef[] {
+    const bots = this.bots.get(event.namespace);
+    if (!bots) return [];
+    const seen = new Set<string>();
+    const out: BotRef[] = [];
+    for (const id of event.mentions) {
+      const channel = bots.get(id);
+      if (channel === undefined || seen.has(id)) continue;
+      seen.add(id);
+      out.push({ channel, botId: id });
+    }
+    return out;
+  }
+
+  /** Who should answer: a mentioned connected bot, else the first arrival, else the delivering bot. */
+  pickReplyBot(event: InboundEvent): BotRef {
+    return this.mentionedBots(event)[0] ?? this.botsForEvent(event)[0] ?? ownBot(event);
+  }
+
+  stats(): { groups: number; observed: number; duplicates: number; evicted: number } {
+    const now = this.options.clock.now();
+    this.expire(this.messages, now);
+    this.expire(this.events, now);
+    return { groups: this.messages.size + this.events.size, ...this.counts };
+  }
+
+  private expire(map: Map<string, CorrelationRecord>, now: number): void {
+    for (const [key, record] of map) {
+      if (record.expiresAt > now) break;
+      map.delete(key);
+    }
+  }
+
+  private evict(): void {
+    while (this.messages.size + this.events.size > this.options.maxGroups) {
+      const m = this.messages.entries().next().value;
+      const e = this.events.entries().next().value;
+      const [map, key] = !e || (m && m[1].firstAt <= e[1].firstAt) ? [this.messages, m![0]] : [this.events, e[0]];
+      map.delete(key);
+      this.counts.evicted++;
+    }
+  }
+}
