@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 const node = process.execPath;
 const runs = [
   [node, ['--expose-gc', 'bench/dedup.mjs']],
+  [node, ['--expose-gc', 'bench/correlator.mjs']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '10']],
 ];
 for (const [cmd, args] of runs) {

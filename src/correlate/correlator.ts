@@ -51,8 +51,8 @@ const EVENT_TIME_TOLERANCE_S = 2;
  * one per window, so expiry pops from the head and eviction past `maxGroups` drops the oldest.
  */
 export class Correlator {
-  private readonly messages = new Map<string, CorrelationRecord>();
-  private readonly events = new Map<string, CorrelationRecord>();
+  private readonly messages = new Window();
+  private readonly events = new Window();
   private readonly byEvent = new WeakMap<object, CorrelationRecord>();
   /** namespace -> bot id -> channel it is connected through. */
   private readonly bots = new Map<string, Map<string, string>>();
@@ -86,11 +86,11 @@ export class Correlator {
       ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
     };
     const key = correlationKey(event);
-    const map = event.kind === 'message' ? this.messages : this.events;
+    const groups = event.kind === 'message' ? this.messages : this.events;
     const window = event.kind === 'message' ? this.options.messageWindowMs : this.options.eventWindowMs;
-    this.expire(map, now);
+    groups.expire(now);
 
-    let record = this.options.crossAdapter ? map.get(key) : undefined;
+    let record = this.options.crossAdapter ? groups.get(key) : undefined;
     if (record && event.kind !== 'message' && Math.abs(record.time - event.timestamp) > EVENT_TIME_TOLERANCE_S) record = undefined;
     if (record) {
       const same = record.deliveries.find((d) => d.channel === event.channel && d.botId === event.botId);
@@ -106,8 +106,7 @@ export class Correlator {
     }
     record = { key, kind: event.kind, firstAt: now, expiresAt: now + window, time: event.timestamp, deliveries: [delivery] };
     if (this.options.crossAdapter) {
-      map.delete(key);
-      map.set(key, record);
+      groups.add(record);
       this.evict();
     }
     this.byEvent.set(event, record);
@@ -121,8 +120,7 @@ export class Correlator {
   retract(event: InboundEvent): void {
     const record = this.byEvent.get(event);
     if (!record) return;
-    const map = record.kind === 'message' ? this.messages : this.events;
-    if (map.get(record.key) === record) map.delete(record.key);
+    (record.kind === 'message' ? this.messages : this.events).remove(record);
     this.byEvent.delete(event);
   }
 
@@ -165,25 +163,85 @@ export class Correlator {
 
   stats(): { groups: number; observed: number; duplicates: number; evicted: number } {
     const now = this.options.clock.now();
-    this.expire(this.messages, now);
-    this.expire(this.events, now);
+    this.messages.expire(now);
+    this.events.expire(now);
     return { groups: this.messages.size + this.events.size, ...this.counts };
-  }
-
-  private expire(map: Map<string, CorrelationRecord>, now: number): void {
-    for (const [key, record] of map) {
-      if (record.expiresAt > now) break;
-      map.delete(key);
-    }
   }
 
   private evict(): void {
     while (this.messages.size + this.events.size > this.options.maxGroups) {
-      const m = this.messages.entries().next().value;
-      const e = this.events.entries().next().value;
-      const [map, key] = !e || (m && m[1].firstAt <= e[1].firstAt) ? [this.messages, m![0]] : [this.events, e[0]];
-      map.delete(key);
+      const m = this.messages.oldest();
+      const e = this.events.oldest();
+      const from = !e || (m && m.firstAt <= e.firstAt) ? this.messages : this.events;
+      from.dropOldest();
       this.counts.evicted++;
+    }
+  }
+}
+
+/**
+ * Live groups of one window length: a key index plus a FIFO of records in creation order
+ * (which, with one fixed window, is expiry order). A plain Map is not used as the queue:
+ * deleting from the head of a V8 Map leaves holes that every later head lookup walks over.
+ */
+class Window {
+  private readonly byKey = new Map<string, CorrelationRecord>();
+  private queue: CorrelationRecord[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  get(key: string): CorrelationRecord | undefined {
+    return this.byKey.get(key);
+  }
+
+  /** Make `record` the live group of its key (replacing an older one). */
+  add(record: CorrelationRecord): void {
+    this.byKey.set(record.key, record);
+    this.queue.push(record);
+  }
+
+  remove(record: CorrelationRecord): void {
+    if (this.byKey.get(record.key) === record) this.byKey.delete(record.key);
+  }
+
+  expire(now: number): void {
+    for (let record = this.peek(); record && record.expiresAt <= now; record = this.peek()) this.shift();
+  }
+
+  /** The oldest live group. */
+  oldest(): CorrelationRecord | undefined {
+    return this.peek();
+  }
+
+  dropOldest(): void {
+    if (this.peek()) this.shift();
+  }
+
+  /** Head of the queue, skipping records no longer live (replaced or retracted). */
+  private peek(): CorrelationRecord | undefined {
+    while (this.head < this.queue.length) {
+      const record = this.queue[this.head] as CorrelationRecord;
+      if (this.byKey.get(record.key) === record) return record;
+      this.advance();
+    }
+    return undefined;
+  }
+
+  private shift(): void {
+    const record = this.queue[this.head] as CorrelationRecord;
+    this.byKey.delete(record.key);
+    this.advance();
+  }
+
+  private advance(): void {
+    this.head++;
+    // Compact once the consumed prefix is half the queue: amortized O(1) per record.
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
     }
   }
 }

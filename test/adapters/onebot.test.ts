@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { onebotAdapter } from '../../src/adapters/onebot.js';
+import { parseCqString } from '../../src/adapters/onebot-cq.js';
+import type { RawDelivery } from '../../src/adapters/types.js';
+import { loadConfig } from '../../src/config/load.js';
+import { isSignatureError } from '../../src/errors.js';
+import { fixture, fixtureBytes } from '../fixtures/index.js';
+
+const channel = (settings: Record<string, unknown> = { secret: 'test-secret' }) =>
+  loadConfig({ env: {}, file: { channels: [{ id: 'qq-a', adapter: 'onebot', ...settings }] } }).channels[0]!;
+const delivery = (body: Buffer, headers: Record<string, string> = {}): RawDelivery => ({ headers, body, query: new URLSearchParams(), now: 1718000000_000 });
+
+describe('OneBot adapter', () => {
+  it('verifies the PLATFORMS.md test vector', () => {
+    const body = fixtureBytes('onebot', 'private-vector.json');
+    expect(body.length).toBe(263);
+    expect(() => onebotAdapter(channel()).verify(delivery(body, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).not.toThrow();
+  });
+
+  it('refuses a bad, short, missing or re-serialized signature with a SignatureError', () => {
+    const adapter = onebotAdapter(channel());
+    const body = fixtureBytes('onebot', 'private-vector.json');
+    const attempts: Array<Record<string, string>> = [
+      { 'x-signature': 'sha1=0000000000000000000000000000000000000000' },
+      { 'x-signature': 'sha1=9e88' },
+      {},
+    ];
+    for (const headers of attempts) {
+      let thrown: unknown;
+      try { adapter.verify(delivery(body, headers)); } catch (error) { thrown = error; }
+      expect(isSignatureError(thrown)).toBe(true);
+    }
+    const reserialized = Buffer.from(JSON.stringify(JSON.parse(body.toString()), null, 1));
+    expect(() => adapter.verify(delivery(reserialized, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).toThrow(/does not match/);
+  });
+
+  it('refuses to start without a secret unless verify is false', () => {
+    expect(() => onebotAdapter(channel({}))).toThrow(/channels\[0\]\.secret \(channel "qq-a"\) is required/);
+    expect(() => onebotAdapter(channel({ verify: false }))).not.toThrow();
+  });
+
+  it('normalizes a group message: session key, sender by id, mentions, per-bot id, media with md5', () => {
+    const adapter = onebotAdapter(channel());
+    const [event] = adapter.normalize(fixture('onebot', 'napcat-group.json'), delivery(Buffer.alloc(0))).events;
+    expect(event).toMatchObject({
+      kind: 'message', sessionKey: 'qq:group:123456789', conversation: { type: 'group', id: '123456789' },
+      sender: { id: '12345678', name: '名片' }, botId: '10001000', platformId: '10001000:-2147480001',
+      text: '看这个', mentions: ['20002000'], fields: { message_id: '-2147480001' },
+    });
+    expect(event?.media).toEqual([{ url: expect.stringContaining('multimedia.nt.qq.com.cn'), type: 'image', hash: 'a6aba306aae1af175c0452868a09824b', fileName: 'A6ABA306AAE1AF175C0452868A09824B.png' }]);
+  });
+
+  it('parses CQ-code strings with escapes', () => {
+    expect(parseCqString('a&#91;1&#93; [CQ:at,qq=1][CQ:image,file=x.png,url=https://h/p?a=1&amp;b=2&#44;3]tail')).toEqual([
+      { type: 'text', data: { text: 'a[1] ' } },
+      { type: 'at', data: { qq: '1' } },
+      { type: 'image', data: { file: 'x.png', url: 'https://h/p?a=1&b=2,3' } },
+      { type: 'text', data: { text: 'tail' } },
+    ]);
+    expect(parseCqString('[CQ:shake]')).toEqual([{ type: 'other', data: { type: 'shake' } }]);
+  });
+
+  it('never turns message_sent or meta events into user messages, and answers 204', () => {
+    const adapter = onebotAdapter(channel());
+    for (const name of ['message-sent.json', 'meta-heartbeat.json']) {
+      const result = adapter.normalize(fixture('onebot', name), delivery(Buffer.alloc(0)));
+      expect(result).toMatchObject({ events: [], ignored: 1, reply: { status: 204 } });
+    }
+  });
+
+  it('normalizes notices and requests with their identifying fields and per-bot ids', () => {
+    const adapter = onebotAdapter(channel());
+    const [increase] = adapter.normalize(fixture('onebot', 'notice-group-increase.json'), delivery(Buffer.alloc(0))).events;
+    expect(increase).toMatchObject({ kind: 'notice', detail: 'group_increase', subType: 'approve', sessionKey: 'qq:group:123456789', fields: { group_id: '123456789', user_id: '66666', operator_id: '55555' } });
+    const [request] = adapter.normalize(fixture('onebot', 'request-group-add.json'), delivery(Buffer.alloc(0))).events;
+    expect(request).toMatchObject({ kind: 'request', detail: 'group', subType: 'add', fields: { flag: 'flag-from-bot-a', comment: 'let me in' } });
+    const [friend] = adapter.normalize(fixture('onebot', 'request-friend.json'), delivery(Buffer.alloc(0))).events;
+    expect(friend).toMatchObject({ kind: 'request', detail: 'friend', sessionKey: 'qq:88888' });
+  });
+
+  it('refuses a body that is not a OneBot event with a 400', () => {
+    const adapter = onebotAdapter(channel());
+    expect(() => adapter.normalize([], delivery(Buffer.alloc(0)))).toThrow(/not a OneBot v11 event/);
+    expect(() => adapter.normalize({ post_type: 'message', message_type: 'channel' }, delivery(Buffer.alloc(0)))).toThrow(/message_type/);
+  });
+});

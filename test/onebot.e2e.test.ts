@@ -1,0 +1,113 @@
+import { createHmac } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { InboundEvent } from '../src/events.js';
+import { fixtureBytes } from './fixtures/index.js';
+import { postJson, readEvents, startService, until, type Running } from './helpers.js';
+
+const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
+
+describe('two OneBot channels on the real server', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  const start = (extra: Record<string, unknown> = {}) => startService({
+    debounce: { windowMs: 100, maxWaitMs: 300 },
+    correlation: { noticeHoldMs: 150 },
+    channels: [
+      { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+      { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+    ],
+    ...extra,
+  });
+  const deliver = (channel: string, secret: string, body: Buffer | string) =>
+    postJson(`${service.url}/webhooks/${channel}`, body.toString(), { 'x-signature': sign(secret, body) });
+
+  it('turns one group message delivered by both bots into one processed message that replies through the mentioned bot', async () => {
+    service = await start();
+    const seen: Array<{ handler: string; bot?: string }> = [];
+    service.intake.handle('message.group', (e: InboundEvent) => { seen.push({ handler: 'once', bot: e.botId }); });
+    service.intake.handle('!message', (e: InboundEvent) => { seen.push({ handler: 'every', bot: e.botId }); });
+    const frames = readEvents(`${service.url}/v1/events`, 1, {
+      onOpen: async () => {
+        const a = await deliver('qq-a', 'secret-a', fixtureBytes('onebot', 'napcat-group.json'));
+        expect(a.status).toBe(204);
+        const b = await deliver('qq-b', 'secret-b', fixtureBytes('onebot', 'gocqhttp-group.json'));
+        expect(b.status).toBe(204);
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.data).toMatchObject({
+      sessionKey: 'qq:group:123456789', content: '看这个', merged: 1, sourceChannel: 'onebot', channel: 'qq-a',
+      sender: { id: '12345678' }, conversation: { type: 'group', id: '123456789' },
+      bots: [{ channel: 'qq-a', botId: '10001000' }, { channel: 'qq-b', botId: '20002000' }],
+      mentionedBots: [{ channel: 'qq-b', botId: '20002000' }],
+      replyBot: { channel: 'qq-b', botId: '20002000' },
+    });
+    expect(seen).toEqual([{ handler: 'once', bot: '10001000' }, { handler: 'every', bot: '10001000' }, { handler: 'every', bot: '20002000' }]);
+    const more = await readEvents(`${service.url}/v1/events?after=${frame?.id}`, 1, { timeoutMs: 500 });
+    expect(more).toEqual([]);
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.correlator).toMatchObject({ observed: 2, duplicates: 1 });
+    expect(stats.channels['qq-b']).toMatchObject({ received: 1, correlated: 1 });
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/inbox_correlator_duplicates_total 1/);
+  });
+
+  it('answers a go-cqhttp retry of the same delivery as a duplicate', async () => {
+    service = await start();
+    const body = fixtureBytes('onebot', 'napcat-group.json');
+    await deliver('qq-a', 'secret-a', body);
+    await deliver('qq-a', 'secret-a', body);
+    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 1);
+    expect(service.intake.pipeline.metrics.channelStats()['qq-a']).toMatchObject({ received: 2, deduped: 1 });
+  });
+
+  it('emits a notice once, naming every bot, with each bot\'s own request flag', async () => {
+    service = await start();
+    const frames = readEvents(`${service.url}/v1/events`, 1, {
+      onOpen: async () => {
+        const request = JSON.parse(fixtureBytes('onebot', 'request-group-add.json').toString());
+        await deliver('qq-a', 'secret-a', JSON.stringify(request));
+        await deliver('qq-b', 'secret-b', JSON.stringify({ ...request, self_id: 20002000, flag: 'flag-from-bot-b' }));
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.event).toBe('chat.request');
+    expect(frame?.data).toMatchObject({
+      type: 'chat.request', detail: 'group', subType: 'add', sessionKey: 'qq:group:123456789',
+      fields: { user_id: '77777', comment: 'let me in' },
+      participants: [
+        { channel: 'qq-a', botId: '10001000', ids: { flag: 'flag-from-bot-a' } },
+        { channel: 'qq-b', botId: '20002000', ids: { flag: 'flag-from-bot-b' } },
+      ],
+    });
+    expect(await readEvents(`${service.url}/v1/events?after=${frame?.id}`, 1, { timeoutMs: 400 })).toEqual([]);
+  });
+
+  it('drops messages sent by one of our own bots before handlers', async () => {
+    service = await start({ channels: [
+      { id: 'qq-a', adapter: 'onebot', secret: 'secret-a' },
+      { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', botIds: ['30003000'] },
+    ] });
+    let handled = 0;
+    service.intake.handle('!message', () => { handled++; });
+    const fromBot = JSON.parse(fixtureBytes('onebot', 'private-vector.json').toString());
+    // Bot 10001000 becomes known once it delivers anything; 30003000 is configured.
+    await deliver('qq-a', 'secret-a', JSON.stringify(fromBot));
+    const loop1 = await deliver('qq-b', 'secret-b', JSON.stringify({ ...fromBot, self_id: 20002000, user_id: 10001000, message_id: 2 }));
+    const loop2 = await deliver('qq-b', 'secret-b', JSON.stringify({ ...fromBot, self_id: 20002000, user_id: 30003000, message_id: 3 }));
+    expect([loop1.status, loop2.status]).toEqual([204, 204]);
+    expect(handled).toBe(1);
+    expect(service.intake.pipeline.metrics.channelStats()['qq-b']).toMatchObject({ looped: 2 });
+  });
+
+  it('answers a bad, short or missing signature 401 with the JSON error, never 500', async () => {
+    service = await start();
+    const body = fixtureBytes('onebot', 'private-vector.json').toString();
+    for (const signature of ['sha1=deadbeef', 'sha1=' + '0'.repeat(40), undefined]) {
+      const response = await postJson(`${service.url}/webhooks/qq-a`, body, signature ? { 'x-signature': signature } : {});
+      expect(response.status).toBe(401);
+      expect(response.body.error.code).toBe('bad_signature');
+    }
+  });
+});
