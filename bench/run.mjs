@@ -5,6 +5,7 @@ const node = process.execPath;
 const runs = [
   [node, ['--expose-gc', 'bench/dedup.mjs']],
   [node, ['--expose-gc', 'bench/correlator.mjs']],
+  [node, ['--expose-gc', 'bench/media.mjs']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '10']],
 ];
 for (const [cmd, args] of runs) {

@@ -14,6 +14,7 @@ import { RequestError, UnavailableError, isIntakeError } from './errors.js';
 import { ownBot, type BotRef, type InboundEvent } from './events.js';
 import { Correlator } from './correlate/correlator.js';
 import { Handlers } from './handlers/routes.js';
+import { MediaStage } from './media/index.js';
 import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
@@ -63,6 +64,7 @@ export class Pipeline {
   readonly debouncer: Debouncer;
   readonly correlator: Correlator;
   readonly handlers: Handlers;
+  readonly media: MediaStage;
   readonly events = new EventEmitter();
   private readonly channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
   private trimTimer: NodeJS.Timeout | undefined;
@@ -83,6 +85,12 @@ export class Pipeline {
     for (const { config, adapter } of this.channels.values()) {
       for (const botId of adapter.botIds ?? []) this.correlator.connect(adapter.namespace, botId, config.id);
     }
+    this.media = new MediaStage({
+      cwd: deps.cwd ?? process.cwd(), channels: [...this.channels.keys()], concurrency: deps.config.media.concurrency,
+      clock: this.clock, logger: this.logger, metrics: this.metrics,
+      optionsFor: (channel) => this.channels.get(channel)?.config.media ?? this.config.media,
+      adapterFor: (channel) => this.channels.get(channel)?.adapter,
+    });
     this.handlers = new Handlers((error, event) => this.logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
     this.outlet = new Outlet((error) => this.logger.error({ err: error }, 'output listener failed'));
     this.debouncer = new Debouncer({
@@ -107,7 +115,9 @@ export class Pipeline {
   /** Re-arm the buffers a previous run left open, and start housekeeping. */
   async start(): Promise<void> {
     if (!this.store.durable) this.logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
+    await this.media.start();
     const parts = await this.store.openParts();
+    for (const part of parts) this.media.begin(part);
     this.debouncer.restore(parts);
     if (parts.length > 0) this.logger.info({ parts: parts.length, buffers: this.debouncer.open }, 're-armed open debounce buffers');
     this.trimTimer = setInterval(() => void this.trim(), 60_000);
@@ -197,6 +207,7 @@ export class Pipeline {
           this.handlers.dispatch(event, true);
         } else {
           this.handlers.dispatch(event, false);
+          this.media.begin(f.admission.part!);
           this.debouncer.add(f.admission.part!, event.kind === 'message' && isCommand(event.text));
         }
       }
@@ -229,7 +240,7 @@ export class Pipeline {
     }
     const last = batch.parts[batch.parts.length - 1]!.event;
     const mediaMode = this.channels.get(first.channel)?.config.debounce.media ?? 'all';
-    const media: PartMedia[] = batch.parts.map(() => ({ media: [], errors: [] }));
+    const media: PartMedia[] = await this.media.collect(batch.parts);
     const bots = uniqueBots(batch.parts.flatMap((part) => this.correlator.botsForEvent(part.event)));
     const mentionedBots = uniqueBots(batch.parts.flatMap((part) => this.correlator.mentionedBots(part.event)));
     const message = buildProcessedMessage(outputId(now), batch.parts, media, mediaMode, { replyBot: this.correlator.pickReplyBot(last), bots, mentionedBots });
@@ -291,6 +302,7 @@ export class Pipeline {
     clearInterval(this.trimTimer);
     this.debouncer.stop();
     await this.debouncer.flushAll();
+    await this.media.close();
     await this.store.close();
   }
 }

@@ -1,0 +1,78 @@
+import { hash } from 'node:crypto';
+import { mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+
+/** Temporary files carry this suffix until they are complete. */
+export const TEMP_SUFFIX = '.part';
+
+/**
+ * The folder of a session inside the media folder: a readable prefix of safe characters and a
+ * short hash of the whole key. No key (`../x`, `/etc`, NUL, backslashes, 10k characters, `.`)
+ * can name a folder outside, and two keys that share a prefix never share a folder.
+ */
+export function sessionFolder(sessionKey: string): string {
+  const prefix = sessionKey.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 48) || 'session';
+  return `${prefix}-${hash('sha256', sessionKey, 'hex').slice(0, 10)}`;
+}
+
+/** Resolve a path inside `root`, refusing anything that would land outside it. */
+export function inside(root: string, ...parts: string[]): string {
+  const base = resolve(root);
+  const target = resolve(base, ...parts);
+  const rel = relative(base, target);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..')) {
+    throw new Error(`path escapes the media folder: ${parts.join('/')}`);
+  }
+  return target;
+}
+
+/** Create the session folder (0700) and return its absolute path. */
+export async function ensureFolder(root: string, folder: string): Promise<string> {
+  const path = inside(root, folder);
+  await mkdir(path, { recursive: true, mode: 0o700 });
+  return path;
+}
+
+/** Remove temporaries a crashed run left behind. */
+export async function sweepTemporaries(root: string): Promise<number> {
+  let removed = 0;
+  for (const folder of await entries(root)) {
+    if (!folder.isDirectory()) continue;
+    for (const file of await entries(join(root, folder.name))) {
+      if (file.isFile() && file.name.endsWith(TEMP_SUFFIX)) {
+        await unlink(join(root, folder.name, file.name)).catch(() => undefined);
+        removed++;
+      }
+    }
+  }
+  return removed;
+}
+
+/**
+ * Delete files not used for `ttlMs`. Last use is the file's mtime, which the service sets at
+ * download and on every use (`touch`); atime is not trusted (relatime/noatime mounts).
+ * Folders left empty go too.
+ */
+export async function sweepStale(root: string, ttlMs: number, now: number): Promise<{ files: number; folders: number }> {
+  let files = 0;
+  let folders = 0;
+  for (const folder of await entries(root)) {
+    if (!folder.isDirectory()) continue;
+    const dir = join(root, folder.name);
+    let left = 0;
+    for (const file of await entries(dir)) {
+      const path = join(dir, file.name);
+      const info = await stat(path).catch(() => undefined);
+      if (info && file.isFile() && now - info.mtimeMs >= ttlMs) {
+        await rm(path, { force: true });
+        files++;
+      } else left++;
+    }
+    if (left === 0 && (await rmdir(dir).then(() => true, () => false))) folders++;
+  }
+  return { files, folders };
+}
+
+async function entries(dir: string) {
+  return readdir(dir, { withFileTypes: true }).catch(() => []);
+}
