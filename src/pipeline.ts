@@ -15,6 +15,7 @@ import { ownBot, type BotRef, type InboundEvent } from './events.js';
 import { Correlator } from './correlate/correlator.js';
 import { Handlers } from './handlers/routes.js';
 import { MediaStage } from './media/index.js';
+import { AgentPush } from './emit/agent-push.js';
 import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
@@ -65,6 +66,8 @@ export class Pipeline {
   readonly correlator: Correlator;
   readonly handlers: Handlers;
   readonly media: MediaStage;
+  /** Push to `agent.url`, when configured. */
+  readonly push: AgentPush | undefined;
   readonly events = new EventEmitter();
   private readonly channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
   private trimTimer: NodeJS.Timeout | undefined;
@@ -91,6 +94,9 @@ export class Pipeline {
       optionsFor: (channel) => this.channels.get(channel)?.config.media ?? this.config.media,
       adapterFor: (channel) => this.channels.get(channel)?.adapter,
     });
+    this.push = deps.config.agent.url
+      ? new AgentPush({ config: deps.config.agent, store: this.store, clock: this.clock, logger: this.logger, metrics: this.metrics })
+      : undefined;
     this.handlers = new Handlers((error, event) => this.logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
     this.outlet = new Outlet((error) => this.logger.error({ err: error }, 'output listener failed'));
     this.debouncer = new Debouncer({
@@ -108,6 +114,13 @@ export class Pipeline {
     this.metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlator.counts.observed);
     this.metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => correlator.counts.duplicates);
     this.metrics.counterFrom('inbox_correlator_evicted_total', 'Correlation groups evicted past correlation.maxGroups', () => correlator.counts.evicted);
+    const push = this.push;
+    if (push) {
+      this.metrics.gauge('inbox_outbox_pending', 'Processed messages not yet delivered to the agent (outbox depth)', () => push.pending);
+      this.metrics.gauge('inbox_outbox_dead', 'Messages in dead letters', () => push.dead);
+      this.metrics.gauge('inbox_outbox_max_pending', 'agent.maxPending: past it ingest answers 503', () => deps.config.agent.maxPending);
+      this.metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () => (push.saturated ? 1 : 0));
+    }
     this.metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => this.debouncer.open);
     this.metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => this.outlet.streamCount);
   }
@@ -119,6 +132,7 @@ export class Pipeline {
     const parts = await this.store.openParts();
     for (const part of parts) this.media.begin(part);
     this.debouncer.restore(parts);
+    await this.push?.start();
     if (parts.length > 0) this.logger.info({ parts: parts.length, buffers: this.debouncer.open }, 're-armed open debounce buffers');
     this.trimTimer = setInterval(() => void this.trim(), 60_000);
     this.trimTimer.unref();
@@ -141,6 +155,9 @@ export class Pipeline {
   async ingest(channelId: string, delivery: RawDelivery): Promise<IngestResult> {
     const { config: channel, adapter } = this.channelOf(channelId);
     if (this.closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel: channelId });
+    if (this.push?.saturated) {
+      throw new UnavailableError('outbox_full', `${this.push.pending} messages are waiting for the agent (agent.maxPending ${this.config.agent.maxPending}); retry later`, 30, { channel: channelId });
+    }
     adapter.verify(delivery);
     const normalized = adapter.normalize(parseJson(delivery.body, this.config.server.maxDepth), delivery);
     if (normalized.ignored) this.metrics.message(channel.id, adapter.name, 'ignored', normalized.ignored);
@@ -255,6 +272,7 @@ export class Pipeline {
   private publish(record: OutboxRecord): void {
     this.metrics.message(record.channel, this.channels.get(record.channel)?.adapter.name ?? 'unknown', 'emitted');
     this.outlet.publish(record);
+    if (record.state === 'pending') this.push?.added();
   }
 
   /** Count a refused delivery against its channel. */
@@ -276,6 +294,7 @@ export class Pipeline {
 
   /** Reasons the service should not get traffic now (empty when ready). */
   readinessProblems(): string[] {
+    if (this.push?.saturated) return [`outbox full: ${this.push.pending} undelivered (agent.maxPending ${this.config.agent.maxPending})`];
     return [];
   }
 
@@ -286,6 +305,9 @@ export class Pipeline {
       debounce: { open: this.debouncer.open },
       claims: this.store.claimStats(),
       correlator: this.correlator.stats(),
+      delivery: this.push
+        ? { url: this.push.url, pending: this.push.pending, dead: this.push.dead, maxPending: this.config.agent.maxPending, saturated: this.push.saturated }
+        : { url: null },
       store: this.store.kind,
       streams: this.outlet.streamCount,
     };
@@ -303,6 +325,7 @@ export class Pipeline {
     this.debouncer.stop();
     await this.debouncer.flushAll();
     await this.media.close();
+    await this.push?.close();
     await this.store.close();
   }
 }

@@ -8,13 +8,10 @@ import { errorResponder } from './errors.js';
 import { eventStream } from './event-stream.js';
 import { outputOf } from '../emit/output.js';
 
-/** Extra routes a later stage mounts (dead letters), given the router before it is sealed. */
-export type RouteMount = (router: Router) => void;
-
 /**
  * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
  */
-export function createApp(pipeline: Pipeline, mounts: RouteMount[] = []): Koa {
+export function createApp(pipeline: Pipeline): Koa {
   const app = new Koa();
   app.proxy = false;
   // Koa reports errors that escaped the responder (a client gone mid-stream) here.
@@ -95,7 +92,29 @@ export function createApp(pipeline: Pipeline, mounts: RouteMount[] = []): Koa {
     ctx.body = await pipeline.metrics.registry.metrics();
   });
 
-  for (const mount of mounts) mount(router);
+  router.get('/v1/deadletters', requireToken, async (ctx) => {
+    const limit = Math.min(Number(ctx.query.limit ?? 100) || 100, 1000);
+    const records = await pipeline.store.deadLetters(limit);
+    ctx.body = {
+      count: pipeline.push?.dead ?? records.length,
+      deadletters: records.map((r) => ({ id: r.id, seq: r.seq, type: r.type, sessionKey: r.sessionKey, channel: r.channel, attempts: r.attempts, lastError: r.lastError ?? null, failedAt: r.updatedAt })),
+    };
+  });
+
+  const requirePush = () => {
+    if (!pipeline.push) throw new RequestError('push_not_configured', 409, 'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)');
+    return pipeline.push;
+  };
+
+  router.post('/v1/deadletters/retry', requireToken, async (ctx) => {
+    ctx.body = { requeued: await requirePush().retryDead() };
+  });
+
+  router.post('/v1/deadletters/:id/retry', requireToken, async (ctx) => {
+    const requeued = await requirePush().retryDead(ctx.params.id as string);
+    if (requeued === 0) throw new RequestError('not_found', 404, `No dead letter "${ctx.params.id}"`);
+    ctx.body = { requeued };
+  });
 
   app.use(errorResponder(pipeline.logger));
   app.use(router.routes());
