@@ -93,3 +93,11 @@ export function textOf(segments: readonly Segment[]): string {
   for (const segment of segments) if (segment.type === 'text') text += segment.data.text ?? '';
   return text.trim();
 }
+
+/** The coarse media type of a MIME type. */
+export function mediaTypeOf(mimeType: string): MediaType {
+  if (mimeType.startsWith('image/')) return 'image';
+  if (mimeType.startsWith('audio/')) return 'audio';
+  if (mimeType.startsWith('video/')) return 'video';
+  return 'document';
+}

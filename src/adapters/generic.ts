@@ -4,7 +4,7 @@ import { RequestError, SignatureError } from '../errors.js';
 import type { InboundEvent, MediaRef } from '../events.js';
 import { standardWebhooks } from '../signing.js';
 import { nanoid } from 'nanoid';
-import { settingOf, type Adapter, type RawDelivery } from './types.js';
+import { headerOf, settingOf, type Adapter, type RawDelivery } from './types.js';
 
 const mediaSchema = z.object({ url: z.string().min(1).max(4096), mimeType: z.string().max(255).optional() });
 
@@ -39,12 +39,8 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery: RawDelivery): void {
       if (!secret) return;
-      const header = (name: string) => {
-        const value = delivery.headers[name];
-        return Array.isArray(value) ? value[0] : value;
-      };
       const problem = standardWebhooks.verify(secret, {
-        id: header('webhook-id'), timestamp: header('webhook-timestamp'), signature: header('webhook-signature'),
+        id: headerOf(delivery, 'webhook-id'), timestamp: headerOf(delivery, 'webhook-timestamp'), signature: headerOf(delivery, 'webhook-signature'),
       }, delivery.body, Math.floor(delivery.now / 1000));
       if (problem) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${problem}`, { channel: channel.id, stage: 'adapter' });
     },

@@ -1,19 +1,24 @@
 import type { AdapterName, ChannelConfig } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
 import { genericAdapter } from './generic.js';
+import { lineAdapter } from './line.js';
 import { onebotAdapter } from './onebot.js';
+import { slackAdapter } from './slack.js';
+import { telegramAdapter } from './telegram.js';
+import { whatsappAdapter } from './whatsapp.js';
 import type { Adapter, AdapterFactory } from './types.js';
 
 export type { Adapter, Normalized, RawDelivery, PlatformReply, ResolvedMedia } from './types.js';
 
-const factories: Partial<Record<AdapterName, AdapterFactory>> = {
+const factories: Record<AdapterName, AdapterFactory> = {
   generic: genericAdapter,
   onebot: onebotAdapter,
+  whatsapp: whatsappAdapter,
+  telegram: telegramAdapter,
+  slack: slackAdapter,
+  line: lineAdapter,
 };
 
 /** Build the adapter of a configured channel; fails start-up on a missing or bad setting. */
 export function createAdapter(channel: ChannelConfig): Adapter {
-  const factory = factories[channel.adapter];
-  if (!factory) throw new ConfigError(`channels[${channel.index}].adapter: "${channel.adapter}" is not available in this version`);
-  return factory(channel);
+  return factories[channel.adapter](channel);
 }

@@ -4,7 +4,7 @@ import { RequestError, SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
-import { secretOf, type Adapter, type Normalized, type RawDelivery } from './types.js';
+import { headerOf, secretOf, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -54,11 +54,6 @@ function contentOf(segments: readonly Segment[]): string {
   return segments.filter((s) => s.type === 'text').map((s) => s.data.text ?? '').join('').replace(/\s+/g, ' ').trim();
 }
 
-function signatureHeader(delivery: RawDelivery): string | undefined {
-  const value = delivery.headers['x-signature'];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /**
  * OneBot v11 over HTTP POST (NapCat, Lagrange, go-cqhttp, ...): one event per request,
  * `X-Signature: sha1=<hex>` over the raw body when a secret is set. Answered 204 at once.
@@ -78,7 +73,7 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery) {
       if (!secret) return;
-      const header = signatureHeader(delivery);
+      const header = headerOf(delivery, 'x-signature');
       if (!header) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Signature header is required`, { channel: channel.id });
       const expected = `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`;
       if (!safeEqual(header.toLowerCase(), expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature does not match the body`, { channel: channel.id });
@@ -91,8 +86,7 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
       if (!postType) throw fail('post_type is missing');
       // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
       if (postType === 'message_sent' || postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
-      const selfHeader = delivery.headers['x-self-id'];
-      const botId = str(event.self_id) ?? (Array.isArray(selfHeader) ? selfHeader[0] : selfHeader);
+      const botId = str(event.self_id) ?? headerOf(delivery, 'x-self-id');
       const userId = str(event.user_id);
       const groupId = str(event.group_id);
       const conversation = groupId ? { type: 'group' as const, id: groupId } : { type: 'private' as const, id: userId ?? 'unknown' };

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ChannelConfig } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
-import type { InboundEvent } from '../events.js';
+import type { InboundEvent, MediaRef } from '../events.js';
 
 /** One HTTP delivery exactly as received: verification runs over these bytes. */
 export interface RawDelivery {
@@ -50,12 +50,18 @@ export interface Adapter {
   /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
   handshake?(delivery: RawDelivery): PlatformReply;
   /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */
-  resolveMedia?(ref: string, signal: AbortSignal): Promise<ResolvedMedia>;
+  resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia>;
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
 }
 
 export type AdapterFactory = (channel: ChannelConfig) => Adapter;
+
+/** One header's value (the first, when repeated). */
+export function headerOf(delivery: RawDelivery, name: string): string | undefined {
+  const value = delivery.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
 
 /** Read an adapter setting, or fail start-up naming it (`channels[2].appSecret`). */
 export function settingOf(channel: ChannelConfig, key: string): string | undefined {

@@ -14,6 +14,9 @@ export interface Batch {
 
 interface Buffer {
   parts: BufferedPart[];
+  /** Messages counted toward maxMessages: an album (Telegram media_group_id) counts once. */
+  units: number;
+  albums: Set<string> | undefined;
   firstAt: number;
   lastAt: number;
   /** Bumped whenever the deadline moves; heap entries with an older version are stale. */
@@ -78,18 +81,24 @@ export class Debouncer {
     let buffer = this.buffers.get(part.debounceKey);
     if (!buffer) {
       const options = this.options.optionsFor(part);
-      buffer = { parts: [], firstAt: part.receivedAt, lastAt: 0, version: 0, deadline: 0, options };
+      buffer = { parts: [], units: 0, albums: undefined, firstAt: part.receivedAt, lastAt: 0, version: 0, deadline: 0, options };
       this.buffers.set(part.debounceKey, buffer);
     }
     buffer.parts.push(part);
     buffer.lastAt = Math.max(buffer.lastAt, part.receivedAt);
+    const album = part.event.fields?.media_group_id;
+    if (album === undefined) buffer.units++;
+    else if (!buffer.albums?.has(album)) {
+      (buffer.albums ??= new Set()).add(album);
+      buffer.units++;
+    }
   }
 
   private schedule(key: string, command: boolean): void {
     const buffer = this.buffers.get(key) as Buffer;
     const { windowMs, maxWaitMs, maxMessages, flushCommands } = buffer.options;
     if (command && flushCommands) return this.close(key, 'command');
-    if (buffer.parts.length >= maxMessages) return this.close(key, 'count');
+    if (buffer.units >= maxMessages) return this.close(key, 'count');
     const quietAt = buffer.lastAt + windowMs;
     const hardAt = buffer.firstAt + maxWaitMs;
     buffer.deadline = Math.min(quietAt, hardAt);

@@ -62,7 +62,7 @@ export interface ProcessedEvent {
 }
 
 export type Output = ProcessedMessage | ProcessedEvent;
-export type OutputOf<T extends OutputType> = Extract<Output, { type: T }>;
+export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage' ? ProcessedMessage : ProcessedEvent;
 
 /** The output event of an outbox record, with its seq in place. */
 export function outputOf(record: OutboxRecord): Output {

@@ -9,7 +9,7 @@ import type { Clock } from '../clock.js';
 import type { MediaOptions } from '../config/schema.js';
 import type { PartMedia } from '../emit/build.js';
 import type { MediaFailure, MediaItem } from '../emit/output.js';
-import type { MediaRef, MediaType } from '../events.js';
+import { mediaTypeOf, type MediaRef } from '../events.js';
 import type { MediaResult, Metrics } from '../metrics/index.js';
 import type { BufferedPart } from '../store/types.js';
 import { fetchToFile, MediaError, type FailureKind } from './fetch.js';
@@ -31,13 +31,6 @@ export interface MediaStageOptions {
 }
 
 const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked' };
-
-export function mediaTypeOf(mimeType: string): MediaType {
-  if (mimeType.startsWith('image/')) return 'image';
-  if (mimeType.startsWith('audio/')) return 'audio';
-  if (mimeType.startsWith('video/')) return 'video';
-  return 'document';
-}
 
 /**
  * Attachment download, started as soon as a message is recorded so it overlaps the debounce
@@ -171,7 +164,7 @@ export class MediaStage {
     if (ref.url) return { url: ref.url };
     const resolver = this.options.adapterFor(channel)?.resolveMedia;
     if (!ref.ref || !resolver) throw new MediaError('bad_url', 'attachment has neither a URL nor a resolvable reference', false);
-    const resolved = await resolver(ref.ref, AbortSignal.any([AbortSignal.timeout(options.timeoutMs), this.stop.signal])).catch((error: unknown) => {
+    const resolved = await resolver(ref, AbortSignal.any([AbortSignal.timeout(options.timeoutMs), this.stop.signal])).catch((error: unknown) => {
       if (error instanceof MediaError) throw error;
       throw new MediaError('http', `could not resolve the platform media id: ${(error as Error).message}`, false);
     });
