@@ -50,7 +50,7 @@ function run(name, correlator, ops) {
   return { name, perSecond: ops / seconds, perGroup };
 }
 
-const ours = run('Correlator (agent-intake)', new Correlator({ crossAdapter: true, messageWindowMs: 15 * 60_000, eventWindowMs: 60_000, maxGroups: GROUPS, clock }), OPS);
+const ours = run('Correlator (agent-intake)', new Correlator({ crossAdapter: true, messageWindowMs: 15 * 60_000, eventWindowMs: 60_000, maxGroups: GROUPS, clock, sharedNamespaces: new Set(['qq']) }), OPS);
 const naive = run('naive: JSON.stringify keys, scan per call', new NaiveCorrelator(), 2_000);
 console.log(`\ncorrelator at maxGroups = ${GROUPS.toLocaleString('en')} (node ${process.version})`);
 console.log('| correlator | observe()/s | heap bytes/group |\n|---|---:|---:|');

@@ -71,6 +71,7 @@ export class Pipeline {
   readonly events = new EventEmitter();
   private readonly channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
   private trimTimer: NodeJS.Timeout | undefined;
+  private sinceTrim = 0;
   /** Notices and requests wait this long for the other bots' deliveries, then go out once. */
   private readonly noticeHold: DebounceOptions;
   private closing = false;
@@ -84,7 +85,10 @@ export class Pipeline {
     const hold = deps.config.correlation.noticeHoldMs;
     this.noticeHold = { windowMs: hold, maxWaitMs: hold, maxMessages: Number.MAX_SAFE_INTEGER, media: 'all', flushCommands: false };
     for (const channel of deps.config.channels) this.channels.set(channel.id, { config: channel, adapter: createAdapter(channel) });
-    this.correlator = new Correlator({ ...deps.config.correlation, clock: this.clock });
+    const perNamespace = new Map<string, number>();
+    for (const { adapter } of this.channels.values()) perNamespace.set(adapter.namespace, (perNamespace.get(adapter.namespace) ?? 0) + 1);
+    const sharedNamespaces = new Set([...perNamespace].filter(([, count]) => count > 1).map(([namespace]) => namespace));
+    this.correlator = new Correlator({ ...deps.config.correlation, clock: this.clock, sharedNamespaces });
     for (const { config, adapter } of this.channels.values()) {
       for (const botId of adapter.botIds ?? []) this.correlator.connect(adapter.namespace, botId, config.id);
     }
@@ -191,9 +195,10 @@ export class Pipeline {
       const plan = dedupPlan(event, channel.dedup);
       const stored = { ...event, raw: undefined };
       this.correlator.link(stored, event);
-      // Notices and requests are held (not merged) under a key of their own.
-      const debounceKey = event.kind === 'message' ? debounceKeyOf(event) : `\u0001${event.kind}\u0000${observation.record.key}\u0000${now}`;
-      fresh.push({ event, plan, admission: { claims: plan.claims, part: { id: partId(now), debounceKey, receivedAt: now, event: stored } } });
+      // Notices and requests are held (not merged) in a buffer of their own.
+      const id = partId(now);
+      const debounceKey = event.kind === 'message' ? debounceKeyOf(event) : `\u0001${id}`;
+      fresh.push({ event, plan, admission: { claims: plan.claims, part: { id, debounceKey, receivedAt: now, event: stored } } });
       verdicts.push('accepted');
     }
 
@@ -273,6 +278,9 @@ export class Pipeline {
     this.metrics.message(record.channel, this.channels.get(record.channel)?.adapter.name ?? 'unknown', 'emitted');
     this.outlet.publish(record);
     if (record.state === 'pending') this.push?.added();
+    // Trim by count as the outbox grows, not only on the minute: a busy memory store would
+    // otherwise hold a minute of output on the heap.
+    if (++this.sinceTrim >= Math.max(100, this.config.events.retentionCount / 10)) void this.trim();
   }
 
   /** Count a refused delivery against its channel. */
@@ -284,6 +292,7 @@ export class Pipeline {
   }
 
   private async trim(): Promise<void> {
+    this.sinceTrim = 0;
     try {
       const { retentionMs, retentionCount } = this.config.events;
       await this.store.trimOutbox(this.clock.now() - retentionMs, retentionCount);

@@ -26,7 +26,8 @@ export interface CorrelationRecord {
 }
 
 export interface Observation {
-  record: CorrelationRecord;
+  /** Absent when correlation does not apply (see `CorrelatorOptions.sharedNamespaces`). */
+  record?: CorrelationRecord;
   /** Another delivery of a logical event already seen. */
   duplicate: boolean;
   /** The same bot delivering the same message again (a platform retry, not another adapter). */
@@ -39,6 +40,11 @@ export interface CorrelatorOptions {
   eventWindowMs: number;
   maxGroups: number;
   clock: Clock;
+  /**
+   * Namespaces served by more than one channel. Only there can another adapter deliver the
+   * same message, so only there are deliveries correlated; elsewhere observe() costs nothing.
+   */
+  sharedNamespaces: ReadonlySet<string>;
 }
 
 /** Notices from two implementations may be stamped a second apart; a wider gap is a new event. */
@@ -77,9 +83,10 @@ export class Correlator {
 
   /** Register a delivery and say whether it repeats a logical event already seen. */
   observe(event: InboundEvent): Observation {
+    if (event.botId) this.connect(event.namespace, event.botId, event.channel);
+    if (!this.options.crossAdapter || !this.options.sharedNamespaces.has(event.namespace)) return { duplicate: false, retry: false };
     const now = this.options.clock.now();
     this.counts.observed++;
-    if (event.botId) this.connect(event.namespace, event.botId, event.channel);
     const delivery: Delivery = {
       channel: event.channel, adapter: event.adapter, at: now, ids: event.fields ?? {},
       ...(event.botId === undefined ? {} : { botId: event.botId }),
@@ -90,7 +97,7 @@ export class Correlator {
     const window = event.kind === 'message' ? this.options.messageWindowMs : this.options.eventWindowMs;
     groups.expire(now);
 
-    let record = this.options.crossAdapter ? groups.get(key) : undefined;
+    let record = groups.get(key);
     if (record && event.kind !== 'message' && Math.abs(record.time - event.timestamp) > EVENT_TIME_TOLERANCE_S) record = undefined;
     if (record) {
       const same = record.deliveries.find((d) => d.channel === event.channel && d.botId === event.botId);
@@ -105,10 +112,8 @@ export class Correlator {
       }
     }
     record = { key, kind: event.kind, firstAt: now, expiresAt: now + window, time: event.timestamp, deliveries: [delivery] };
-    if (this.options.crossAdapter) {
-      groups.add(record);
-      this.evict();
-    }
+    groups.add(record);
+    this.evict();
     this.byEvent.set(event, record);
     return { record, duplicate: false, retry: false };
   }
@@ -130,8 +135,16 @@ export class Correlator {
     if (record) this.byEvent.set(copy, record);
   }
 
-  correlation(event: object): CorrelationRecord | undefined {
-    return this.byEvent.get(event);
+  /** The event's group; an event that was not correlated gets a record of its own delivery. */
+  correlation(event: InboundEvent): CorrelationRecord {
+    const record = this.byEvent.get(event);
+    if (record) return record;
+    const delivery: Delivery = {
+      channel: event.channel, adapter: event.adapter, at: event.timestamp * 1000, ids: event.fields ?? {},
+      ...(event.botId === undefined ? {} : { botId: event.botId }),
+      ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
+    };
+    return { key: '', kind: event.kind, firstAt: delivery.at, expiresAt: delivery.at, time: event.timestamp, deliveries: [delivery] };
   }
 
   /** Every bot that delivered this logical event, first arrival first. */

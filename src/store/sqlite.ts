@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS outbox (
   updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox (state, seq) WHERE state IN ('pending', 'dead');
-CREATE INDEX IF NOT EXISTS outbox_created ON outbox (created_at);
+DROP INDEX IF EXISTS outbox_created;
 `;
 
 interface OutboxRow {
@@ -95,13 +95,16 @@ export class SqliteStore implements Store {
       deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
       openParts: db.prepare('SELECT body FROM parts ORDER BY id'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at)
-        VALUES (@id, @type, @sessionKey, @channel, @createdAt, @body, @state, @createdAt) RETURNING seq`),
+        VALUES (@id, @type, @sessionKey, @channel, @createdAt, @body, @state, @createdAt)`),
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
       byState: db.prepare('SELECT * FROM outbox WHERE state = ? ORDER BY seq LIMIT ?'),
       countState: db.prepare('SELECT count(*) AS n FROM outbox WHERE state = ?'),
       setDelivery: db.prepare('UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ? WHERE id = ?'),
-      trimOld: db.prepare(`DELETE FROM outbox WHERE created_at < ? AND state NOT IN ('pending', 'dead')`),
+      // Seq order is creation order, so the newest record older than the cutoff bounds the trim
+      // (found by a short backward scan, with no index on created_at to keep up per insert).
+      trimOld: db.prepare(`DELETE FROM outbox WHERE seq <= (SELECT seq FROM outbox WHERE created_at < ? ORDER BY seq DESC LIMIT 1)
+        AND state NOT IN ('pending', 'dead')`),
       trimCount: db.prepare(`DELETE FROM outbox WHERE seq <= (SELECT seq FROM outbox ORDER BY seq DESC LIMIT 1 OFFSET ?)
         AND state NOT IN ('pending', 'dead')`),
     };
@@ -147,7 +150,7 @@ export class SqliteStore implements Store {
   }
 
   private append(draft: OutboxDraft): OutboxRecord {
-    const { seq } = this.statements.append.get(draft) as { seq: number };
+    const seq = Number(this.statements.append.run(draft).lastInsertRowid);
     return { ...draft, seq, attempts: 0, updatedAt: draft.createdAt };
   }
 

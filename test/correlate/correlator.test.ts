@@ -19,7 +19,7 @@ const load = (name: string) => fixture('onebot', name);
 
 describe('Correlator', () => {
   let correlator: Correlator;
-  const make = (overrides = {}) => new Correlator({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4096, clock: systemClock, ...overrides });
+  const make = (overrides = {}) => new Correlator({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4096, clock: systemClock, sharedNamespaces: new Set(['qq']), ...overrides });
   beforeEach(() => {
     vi.useFakeTimers({ now: 1718000000_000 });
     correlator = make();
@@ -31,7 +31,7 @@ describe('Correlator', () => {
     const b = correlator.observe(deliver('qq-b', load('gocqhttp-group.json')));
     expect(a.duplicate).toBe(false);
     expect(b).toMatchObject({ duplicate: true, retry: false });
-    expect(b.record.deliveries.map((d) => [d.channel, d.botId, d.ids.message_id])).toEqual([['qq-a', '10001000', '-2147480001'], ['qq-b', '20002000', '884213']]);
+    expect(b.record!.deliveries.map((d) => [d.channel, d.botId, d.ids.message_id])).toEqual([['qq-a', '10001000', '-2147480001'], ['qq-b', '20002000', '884213']]);
   });
 
   it('meets two Lagrange bots whose image URLs differ only in rkey', () => {
@@ -87,7 +87,7 @@ describe('Correlator', () => {
     const request = load('request-group-add.json');
     correlator.observe(deliver('qq-a', request));
     const second = correlator.observe(deliver('qq-b', { ...request, self_id: 2, flag: 'flag-from-bot-b' }));
-    expect(second.record.deliveries.map((d) => d.ids.flag)).toEqual(['flag-from-bot-a', 'flag-from-bot-b']);
+    expect(second.record!.deliveries.map((d) => d.ids.flag)).toEqual(['flag-from-bot-a', 'flag-from-bot-b']);
   });
 
   it('picks the mentioned connected bot to reply even when its copy arrived second', () => {
@@ -113,6 +113,16 @@ describe('Correlator', () => {
     correlator = make({ crossAdapter: false });
     correlator.observe(deliver('qq-a', load('napcat-group.json')));
     expect(correlator.observe(deliver('qq-b', load('gocqhttp-group.json'))).duplicate).toBe(false);
+  });
+
+  it('does not correlate in a namespace that only one channel serves, yet still answers the views', () => {
+    correlator = make({ sharedNamespaces: new Set() });
+    const first = deliver('qq-a', load('napcat-group.json'));
+    expect(correlator.observe(first).duplicate).toBe(false);
+    expect(correlator.observe(deliver('qq-b', load('gocqhttp-group.json'))).duplicate).toBe(false);
+    expect(correlator.stats().groups).toBe(0);
+    expect(correlator.correlation(first).deliveries).toMatchObject([{ channel: 'qq-a', botId: '10001000' }]);
+    expect(correlator.pickReplyBot(first)).toEqual({ channel: 'qq-b', botId: '20002000' });
   });
 
   it('keeps namespaces apart', () => {
