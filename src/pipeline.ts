@@ -263,8 +263,9 @@ export class Pipeline {
     const last = batch.parts[batch.parts.length - 1]!.event;
     const mediaMode = this.channels.get(first.channel)?.config.debounce.media ?? 'all';
     const media: PartMedia[] = await this.media.collect(batch.parts);
-    const bots = uniqueBots(batch.parts.flatMap((part) => this.correlator.botsForEvent(part.event)));
-    const mentionedBots = uniqueBots(batch.parts.flatMap((part) => this.correlator.mentionedBots(part.event)));
+    const single = batch.parts.length === 1;
+    const bots = single ? this.correlator.botsForEvent(first) : uniqueBots(batch.parts.flatMap((part) => this.correlator.botsForEvent(part.event)));
+    const mentionedBots = single ? this.correlator.mentionedBots(first) : uniqueBots(batch.parts.flatMap((part) => this.correlator.mentionedBots(part.event)));
     const message = buildProcessedMessage(outputId(now), batch.parts, media, mediaMode, { replyBot: this.correlator.pickReplyBot(last), bots, mentionedBots });
     const record = await this.store.flush(batch.parts.map((part) => part.id), this.draft(message, now));
     if (batch.parts.length > 1) {

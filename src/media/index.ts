@@ -89,6 +89,7 @@ export class MediaStage {
 
   /** Wait for the downloads of a batch (starting any not yet begun, e.g. after a restart). */
   async collect(parts: readonly BufferedPart[]): Promise<PartMedia[]> {
+    if (parts.every((part) => part.event.media.length === 0)) return parts.map(() => ({ media: [], errors: [] }));
     const results = await Promise.all(parts.map((part) => {
       this.begin(part);
       return this.pending.get(part.id) ?? Promise.resolve({ media: [], errors: [] });

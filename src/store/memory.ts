@@ -70,14 +70,23 @@ export class MemoryStore implements Store {
   }
 
   async trimOutbox(olderThan: number, keepCount: number): Promise<number> {
-    const before = this.outbox.length;
-    const cut = before - keepCount;
-    this.outbox = this.outbox.filter((record, index) => {
-      const keep = record.state === 'pending' || record.state === 'dead' || (index >= cut && record.createdAt >= olderThan);
-      if (!keep) this.byId.delete(record.id);
-      return keep;
-    });
-    return before - this.outbox.length;
+    // Records are in seq (= creation) order: drop from the front while over the count or too
+    // old, stepping over what still waits for delivery; compact the array only then.
+    let kept: OutboxRecord[] | undefined;
+    let removed = 0;
+    let i = 0;
+    for (; i < this.outbox.length; i++) {
+      const record = this.outbox[i] as OutboxRecord;
+      const over = this.outbox.length - i + (kept?.length ?? 0) > keepCount;
+      if (!over && record.createdAt >= olderThan) break;
+      if (record.state === 'pending' || record.state === 'dead') (kept ??= []).push(record);
+      else {
+        this.byId.delete(record.id);
+        removed++;
+      }
+    }
+    if (i > 0) this.outbox = kept ? [...kept, ...this.outbox.slice(i)] : this.outbox.slice(i);
+    return removed;
   }
 
   async pendingDeliveries(limit: number): Promise<OutboxRecord[]> {

@@ -85,3 +85,15 @@ describe('sqlite store', () => {
     await store.close();
   });
 });
+
+describe('outbox trimming', () => {
+  it.each(stores)('%s keeps the newest keepCount records and everything younger than the cutoff', async (_name, open) => {
+    const store = open();
+    for (let i = 1; i <= 10; i++) await store.flush([], { ...draft(`o${i}`), createdAt: i * 1000 });
+    await store.trimOutbox(0, 4);
+    expect((await store.outboxAfter(0, 20)).map((r) => r.id)).toEqual(['o7', 'o8', 'o9', 'o10']);
+    await store.trimOutbox(9000, 100);
+    expect((await store.outboxAfter(0, 20)).map((r) => r.id)).toEqual(['o9', 'o10']);
+    await store.close();
+  });
+});
