@@ -107,7 +107,8 @@ export class Pipeline {
       clock: this.clock,
       // A part of a channel removed since it was buffered flushes under the global options.
       optionsFor: (part) => {
-        if (part.event.kind !== 'message') return this.noticeHold;
+        // A notice waits for other bots' copies only where other bots can deliver one.
+        if (part.event.kind !== 'message') return this.correlator.correlates(part.event.namespace) ? this.noticeHold : noHold;
         return this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce;
       },
       flush: (batch) => this.flushBatch(batch),
@@ -339,6 +340,8 @@ export class Pipeline {
     await this.store.close();
   }
 }
+
+const noHold: DebounceOptions = { windowMs: 0, maxWaitMs: 0, maxMessages: 1, media: 'all', flushCommands: false };
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
   const seen = new Set<string>();

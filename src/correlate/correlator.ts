@@ -76,6 +76,11 @@ export class Correlator {
     if (!bots.has(botId)) bots.set(botId, channel);
   }
 
+  /** Whether deliveries of a namespace are correlated (several channels serve it). */
+  correlates(namespace: string): boolean {
+    return this.options.crossAdapter && this.options.sharedNamespaces.has(namespace);
+  }
+
   /** Whether an id is one of this runtime's bots in a namespace (bot-loop guard). */
   isOwnBot(namespace: string, id: string): boolean {
     return this.bots.get(namespace)?.has(id) ?? false;
@@ -84,7 +89,7 @@ export class Correlator {
   /** Register a delivery and say whether it repeats a logical event already seen. */
   observe(event: InboundEvent): Observation {
     if (event.botId) this.connect(event.namespace, event.botId, event.channel);
-    if (!this.options.crossAdapter || !this.options.sharedNamespaces.has(event.namespace)) return { duplicate: false, retry: false };
+    if (!this.correlates(event.namespace)) return { duplicate: false, retry: false };
     const now = this.options.clock.now();
     this.counts.observed++;
     const delivery: Delivery = {

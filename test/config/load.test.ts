@@ -53,3 +53,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: { INTAKE_CONFIG: '/nonexistent/x.json' } })).toThrow(/Cannot read config file/);
   });
 });
+
+describe('channel secrets', () => {
+  it.each([
+    ['whatsapp', 'appSecret'], ['telegram', 'secretToken'], ['slack', 'signingSecret'], ['line', 'channelSecret'], ['onebot', 'secret'],
+  ])('refuses to start a %s channel without its %s unless verify is false', async (adapter, setting) => {
+    const { createAdapter } = await import('../../src/adapters/index.js');
+    const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter }] } }).channels;
+    expect(() => createAdapter(channel!)).toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\) is required`));
+    const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, verify: false }] } }).channels;
+    expect(() => createAdapter(open!)).not.toThrow();
+  });
+});

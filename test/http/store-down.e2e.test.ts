@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { Admission, AdmitResult } from '../../src/store/types.js';
+import { createIntake, type Intake } from '../../src/intake.js';
+import { loadConfig } from '../../src/config/load.js';
+import { silent } from '../helpers.js';
+
+/** A store that can be switched off, like a database that went away. */
+class FlakyStore extends MemoryStore {
+  down = false;
+  override async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
+    if (this.down) throw new Error('connection refused');
+    return super.admit(admissions, now);
+  }
+  override async ping(): Promise<void> {
+    if (this.down) throw new Error('connection refused');
+  }
+}
+
+describe('an unreachable store', () => {
+  let intake: Intake;
+  afterEach(async () => intake?.close());
+
+  it('answers 503 with Retry-After, records nothing, reports not ready, and takes the retry once it is back', async () => {
+    const store = new FlakyStore();
+    intake = await createIntake({ config: loadConfig({ env: {}, file: { store: 'memory', debounce: { windowMs: 20, maxMessages: 1 } } }), store, logger: silent });
+    const server = intake.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const post = () => fetch(`${url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'm1', sessionKey: 'cli:z', content: 'hello' }) });
+    const outputs: string[] = [];
+    intake.on('chat.processedMessage', (m) => { outputs.push(m.content); });
+
+    store.down = true;
+    const refused = await post();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(((await refused.json()) as any).error.code).toBe('store_unavailable');
+    expect((await fetch(`${url}/readyz`)).status).toBe(503);
+
+    store.down = false;
+    const retried = await post();
+    expect(((await retried.json()) as any).events).toEqual([{ id: 'm1', verdict: 'accepted' }]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(outputs).toEqual(['hello']);
+    server.close();
+  });
+});
