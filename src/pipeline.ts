@@ -1,17 +1,14 @@
-import { EventEmitter } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { createAdapter, type Adapter, type RawDelivery } from './adapters/index.js';
 import { systemClock, type Clock } from './clock.js';
 import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
-import { Debouncer, type Batch } from './debounce/debouncer.js';
+import { Debouncer } from './debounce/debouncer.js';
 import { isCommand } from './debounce/merge.js';
 import { dedupPlan, type DedupPlan, type DuplicateKind } from './dedup/claims.js';
-import { buildProcessedEvent, buildProcessedMessage, type PartMedia } from './emit/build.js';
 import { Outlet } from './emit/outlet.js';
-import { outputId } from './emit/output-id.js';
-import type { Output } from './emit/output.js';
+import { OutputStage } from './emit/stage.js';
 import { RequestError, UnavailableError, isIntakeError } from './errors.js';
-import { ownBot, type BotRef, type InboundEvent } from './events.js';
+import type { InboundEvent } from './events.js';
 import { Correlator } from './correlate/correlator.js';
 import { Handlers } from './handlers/routes.js';
 import { MediaStage } from './media/index.js';
@@ -20,7 +17,7 @@ import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
 import { partId } from './store/part-id.js';
-import type { Admission, AdmitResult, OutboxDraft, OutboxRecord } from './store/types.js';
+import type { Admission, AdmitResult } from './store/types.js';
 
 export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
 
@@ -68,10 +65,9 @@ export class Pipeline {
   readonly media: MediaStage;
   /** Push to `agent.url`, when configured. */
   readonly push: AgentPush | undefined;
-  readonly events = new EventEmitter();
+  readonly output: OutputStage;
   private readonly channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
   private trimTimer: NodeJS.Timeout | undefined;
-  private sinceTrim = 0;
   /** Notices and requests wait this long for the other bots' deliveries, then go out once. */
   private readonly noticeHold: DebounceOptions;
   private closing = false;
@@ -103,6 +99,15 @@ export class Pipeline {
       : undefined;
     this.handlers = new Handlers((error, event) => this.logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
     this.outlet = new Outlet((error) => this.logger.error({ err: error }, 'output listener failed'));
+    const correlator = this.correlator;
+    this.output = new OutputStage({
+      config: this.config, store: this.store, clock: this.clock, logger: this.logger, metrics: this.metrics, outlet: this.outlet,
+      views: correlator,
+      collectMedia: (parts) => this.media.collect(parts),
+      mediaMode: (channel) => this.channels.get(channel)?.config.debounce.media ?? this.config.debounce.media,
+      adapterName: (channel) => this.channels.get(channel)?.adapter.name ?? 'unknown',
+      onPending: () => this.push?.added(),
+    });
     this.debouncer = new Debouncer({
       clock: this.clock,
       // A part of a channel removed since it was buffered flushes under the global options.
@@ -111,10 +116,9 @@ export class Pipeline {
         if (part.event.kind !== 'message') return this.correlator.correlates(part.event.namespace) ? this.noticeHold : noHold;
         return this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce;
       },
-      flush: (batch) => this.flushBatch(batch),
+      flush: (batch) => this.output.flushBatch(batch),
       onError: (error, batch) => this.logger.error({ err: error, sessionKey: batch.sessionKey, parts: batch.parts.length }, 'flush failed; the batch stays in the store'),
     });
-    const correlator = this.correlator;
     this.metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => correlator.stats().groups);
     this.metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlator.counts.observed);
     this.metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => correlator.counts.duplicates);
@@ -139,7 +143,7 @@ export class Pipeline {
     this.debouncer.restore(parts);
     await this.push?.start();
     if (parts.length > 0) this.logger.info({ parts: parts.length, buffers: this.debouncer.open }, 're-armed open debounce buffers');
-    this.trimTimer = setInterval(() => void this.trim(), 60_000);
+    this.trimTimer = setInterval(() => void this.output.trim(), 60_000);
     this.trimTimer.unref();
   }
 
@@ -241,66 +245,12 @@ export class Pipeline {
     return summary;
   }
 
-  private draft(output: Omit<Output, 'seq'>, now: number): OutboxDraft {
-    return {
-      id: output.id, type: output.type, sessionKey: output.sessionKey, channel: output.channel, createdAt: now,
-      body: JSON.stringify(output), state: this.config.agent.url ? 'pending' : 'none',
-    };
-  }
-
-  private async flushBatch(batch: Batch): Promise<void> {
-    const first = batch.parts[0]!.event;
-    const now = this.clock.now();
-    if (first.kind !== 'message') {
-      // A held notice or request: one output naming every bot that delivered it.
-      const record = this.correlator.correlation(first);
-      const participants = record
-        ? record.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }))
-        : [{ ...ownBot(first), ids: first.fields ?? {} }];
-      const output = buildProcessedEvent(outputId(now), first, participants, { replyBot: this.correlator.pickReplyBot(first), bots: this.correlator.botsForEvent(first) });
-      this.publish(await this.store.flush(batch.parts.map((part) => part.id), this.draft(output, now)));
-      return;
-    }
-    const last = batch.parts[batch.parts.length - 1]!.event;
-    const mediaMode = this.channels.get(first.channel)?.config.debounce.media ?? 'all';
-    const media: PartMedia[] = await this.media.collect(batch.parts);
-    const single = batch.parts.length === 1;
-    const bots = single ? this.correlator.botsForEvent(first) : uniqueBots(batch.parts.flatMap((part) => this.correlator.botsForEvent(part.event)));
-    const mentionedBots = single ? this.correlator.mentionedBots(first) : uniqueBots(batch.parts.flatMap((part) => this.correlator.mentionedBots(part.event)));
-    const message = buildProcessedMessage(outputId(now), batch.parts, media, mediaMode, { replyBot: this.correlator.pickReplyBot(last), bots, mentionedBots });
-    const record = await this.store.flush(batch.parts.map((part) => part.id), this.draft(message, now));
-    if (batch.parts.length > 1) {
-      this.metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
-      this.logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: record.seq }, `merged ${batch.parts.length} messages`);
-    }
-    this.publish(record);
-  }
-
-  private publish(record: OutboxRecord): void {
-    this.metrics.message(record.channel, this.channels.get(record.channel)?.adapter.name ?? 'unknown', 'emitted');
-    this.outlet.publish(record);
-    if (record.state === 'pending') this.push?.added();
-    // Trim by count as the outbox grows, not only on the minute: a busy memory store would
-    // otherwise hold a minute of output on the heap.
-    if (++this.sinceTrim >= Math.max(100, this.config.events.retentionCount / 10)) void this.trim();
-  }
-
   /** Count a refused delivery against its channel. */
   rejected(channelId: string, error: unknown): void {
     const channel = this.channels.get(channelId);
     if (!channel) return;
     this.metrics.message(channel.config.id, channel.adapter.name, 'rejected');
     this.logger.warn({ channel: channelId, code: isIntakeError(error) ? error.code : 'internal', reason: (error as Error).message }, 'delivery rejected');
-  }
-
-  private async trim(): Promise<void> {
-    this.sinceTrim = 0;
-    try {
-      const { retentionMs, retentionCount } = this.config.events;
-      await this.store.trimOutbox(this.clock.now() - retentionMs, retentionCount);
-    } catch (error) {
-      this.logger.warn({ err: error }, 'outbox trim failed');
-    }
   }
 
   /** Reasons the service should not get traffic now (empty when ready). */
@@ -342,16 +292,6 @@ export class Pipeline {
 }
 
 const noHold: DebounceOptions = { windowMs: 0, maxWaitMs: 0, maxMessages: 1, media: 'all', flushCommands: false };
-
-function uniqueBots(bots: BotRef[]): BotRef[] {
-  const seen = new Set<string>();
-  return bots.filter((bot) => {
-    const key = `${bot.channel}\u0000${bot.botId ?? ''}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
 
 /** Buffers are per session and sender: two people in one group never merge. */
 export function debounceKeyOf(event: InboundEvent): string {

@@ -1,9 +1,9 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { SignatureError } from '../errors.js';
 import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { hmac, safeEqual } from '../signing.js';
-import { headerOf, secretOf, settingOf, type Adapter, type Normalized } from './types.js';
+import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -32,7 +32,7 @@ export function lineAdapter(channel: ChannelConfig): Adapter {
   const accessToken = settingOf(channel, 'accessToken');
   const dataBaseUrl = (settingOf(channel, 'apiDataBaseUrl') ?? 'https://api-data.line.me').replace(/\/$/, '');
   const namespace = channel.namespace ?? 'line';
-  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a LINE webhook: ${message}`, { channel: channel.id, stage: 'adapter' });
+  const fail = (problem: string) => shapeError(channel, 'a LINE webhook', problem);
 
   return {
     name: 'line',

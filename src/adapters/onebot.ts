@@ -1,10 +1,10 @@
 import { nanoid } from 'nanoid';
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
-import { headerOf, secretOf, type Adapter, type Normalized } from './types.js';
+import { headerOf, secretOf, shapeError, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -63,7 +63,7 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
   const namespace = channel.namespace ?? 'qq';
   const configuredBots = channel.settings.get('botIds');
   const botIds = Array.isArray(configuredBots) ? configuredBots.map(String) : [];
-  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a OneBot v11 event: ${message}`, { channel: channel.id, stage: 'adapter' });
+  const fail = (problem: string) => shapeError(channel, 'a OneBot v11 event', problem);
 
   return {
     name: 'onebot',

@@ -1,9 +1,9 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { SignatureError } from '../errors.js';
 import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { hmac, safeEqual } from '../signing.js';
-import { headerOf, secretOf, settingOf, type Adapter, type Normalized } from './types.js';
+import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -24,7 +24,7 @@ export function slackAdapter(channel: ChannelConfig): Adapter {
   const botToken = settingOf(channel, 'botToken');
   const configuredBot = settingOf(channel, 'botUserId');
   const namespace = channel.namespace ?? 'slack';
-  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a Slack event: ${message}`, { channel: channel.id, stage: 'adapter' });
+  const fail = (problem: string) => shapeError(channel, 'a Slack event', problem);
 
   return {
     name: 'slack',

@@ -1,10 +1,10 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
-import { headerOf, secretOf, settingOf, type Adapter, type Normalized } from './types.js';
+import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -59,7 +59,7 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
   const apiBaseUrl = (settingOf(channel, 'apiBaseUrl') ?? 'https://api.telegram.org').replace(/\/$/, '');
   const botId = botToken?.split(':')[0] ?? channel.id;
   const namespace = channel.namespace ?? 'tg';
-  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a Telegram update: ${message}`, { channel: channel.id, stage: 'adapter' });
+  const fail = (problem: string) => shapeError(channel, 'a Telegram update', problem);
 
   return {
     name: 'telegram',

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ChannelConfig } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, RequestError } from '../errors.js';
 import type { InboundEvent, MediaRef } from '../events.js';
 
 /** One HTTP delivery exactly as received: verification runs over these bytes. */
@@ -86,4 +86,9 @@ class ConfigErrorFor extends ConfigError {
   constructor(channel: ChannelConfig, key: string, problem: string) {
     super(`channels[${channel.index}].${key} (channel "${channel.id}") ${problem}`, { channel: channel.id });
   }
+}
+
+/** A 400 for a body that is not what the platform sends (`Body of channel "wa" is not a WhatsApp webhook: ...`). */
+export function shapeError(channel: ChannelConfig, what: string, problem: string): RequestError {
+  return new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not ${what}: ${problem}`, { channel: channel.id, stage: 'adapter' });
 }

@@ -4,7 +4,7 @@ import { RequestError, SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
-import { headerOf, secretOf, settingOf, type Adapter, type Normalized } from './types.js';
+import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -47,7 +47,7 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
   const accessToken = settingOf(channel, 'accessToken');
   const graphBaseUrl = (settingOf(channel, 'graphBaseUrl') ?? 'https://graph.facebook.com/v21.0').replace(/\/$/, '');
   const namespace = channel.namespace ?? 'wa';
-  const fail = (message: string) => new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not a WhatsApp webhook: ${message}`, { channel: channel.id, stage: 'adapter' });
+  const fail = (problem: string) => shapeError(channel, 'a WhatsApp webhook', problem);
 
   return {
     name: 'whatsapp',
