@@ -138,10 +138,11 @@ export class Pipeline {
   async start(): Promise<void> {
     if (!this.store.durable) this.logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
     await this.media.start();
+    // Count undelivered output before restored buffers can add to it.
+    await this.push?.start();
     const parts = await this.store.openParts();
     for (const part of parts) this.media.begin(part);
     this.debouncer.restore(parts);
-    await this.push?.start();
     if (parts.length > 0) this.logger.info({ parts: parts.length, buffers: this.debouncer.open }, 're-armed open debounce buffers');
     this.trimTimer = setInterval(() => void this.output.trim(), 60_000);
     this.trimTimer.unref();
