@@ -1,5 +1,5 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { SignatureError } from '../errors.js';
+import { ConfigError, SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { safeEqual } from '../signing.js';
@@ -55,6 +55,9 @@ function nameOf(user: Json | undefined): string | undefined {
  */
 export function telegramAdapter(channel: ChannelConfig): Adapter {
   const secretToken = secretOf(channel, 'secretToken');
+  if (secretToken !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secretToken)) {
+    throw new ConfigError(`channels[${channel.index}].secretToken (channel "${channel.id}") must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires`, { channel: channel.id });
+  }
   const botToken = settingOf(channel, 'botToken');
   const apiBaseUrl = (settingOf(channel, 'apiBaseUrl') ?? 'https://api.telegram.org').replace(/\/$/, '');
   const botId = botToken?.split(':')[0] ?? channel.id;

@@ -7,6 +7,11 @@ import { outputJson } from '../emit/output.js';
 
 const REPLAY_PAGE = 500;
 const HEARTBEAT_MS = 15_000;
+/**
+ * A client that stops reading is cut off past this much unsent output, instead of growing
+ * the heap without bound; it reconnects with Last-Event-ID and resumes where it was.
+ */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 function frame(record: OutboxRecord): string {
   return `id: ${record.seq}\nevent: ${record.type}\ndata: ${outputJson(record)}\n\n`;
@@ -25,7 +30,8 @@ function resumePoint(ctx: Koa.Context): number | undefined {
  * record after N, then live records, with no gap and no repeat: live records that arrive
  * during the replay are held and sent only if the replay did not already cover them.
  */
-export function eventStream(pipeline: Pipeline): Koa.Middleware {
+export function eventStream(pipeline: Pipeline, options: { maxBufferedBytes?: number } = {}): Koa.Middleware {
+  const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
   return async function eventStream(ctx) {
     const after = resumePoint(ctx);
     const stream = new PassThrough();
@@ -37,29 +43,42 @@ export function eventStream(pipeline: Pipeline): Koa.Middleware {
 
     let lastSent = after ?? Number.MAX_SAFE_INTEGER;
     let held: OutboxRecord[] | undefined = after === undefined ? undefined : [];
+    const write = (text: string) => {
+      if (stream.writableLength > maxBuffered) {
+        pipeline.logger.warn({ lastSent }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
+        stop();
+        return;
+      }
+      stream.write(text);
+    };
     const send = (record: OutboxRecord) => {
       if (after !== undefined && record.seq <= lastSent) return;
       lastSent = record.seq;
-      stream.write(frame(record));
+      write(frame(record));
     };
     const unsubscribe = pipeline.outlet.subscribe((record) => {
       if (held) held.push(record);
-      else if (after === undefined) stream.write(frame(record));
-      else send(record);
+      else if (after === undefined) {
+        lastSent = record.seq;
+        write(frame(record));
+      } else send(record);
     });
-    const heartbeat = setInterval(() => stream.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
-    const stop = () => {
+    let stopped = false;
+    function stop() {
+      if (stopped) return;
+      stopped = true;
       clearInterval(heartbeat);
       unsubscribe();
       stream.end();
-    };
+    }
     ctx.req.on('close', stop);
     stream.write('retry: 2000\n\n');
 
     if (after !== undefined) {
       try {
-        for (;;) {
+        while (!stopped) {
           const page = await pipeline.store.outboxAfter(lastSent, REPLAY_PAGE);
           for (const record of page) send(record);
           if (page.length < REPLAY_PAGE) break;
