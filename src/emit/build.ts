@@ -4,7 +4,7 @@ import { joinFragments } from '../debounce/merge.js';
 import type { MediaFailure, MediaItem, ProcessedEvent, ProcessedMessage } from './output.js';
 
 /** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */
-export interface BotView {
+export interface BotFields {
   replyBot: BotRef;
   bots: BotRef[];
   mentionedBots: BotRef[];
@@ -25,7 +25,7 @@ export function buildProcessedMessage(
   parts: readonly BufferedPart[],
   media: readonly PartMedia[],
   mediaMode: 'all' | 'first',
-  bots: BotView,
+  bots: BotFields,
 ): Omit<ProcessedMessage, 'seq'> {
   const first = (parts[0] as BufferedPart).event;
   const last = (parts[parts.length - 1] as BufferedPart).event;
@@ -55,7 +55,7 @@ export function buildProcessedEvent(
   id: string,
   event: InboundEvent,
   participants: ProcessedEvent['participants'],
-  bots: Omit<BotView, 'mentionedBots'>,
+  bots: Omit<BotFields, 'mentionedBots'>,
 ): Omit<ProcessedEvent, 'seq'> {
   return {
     type: event.kind === 'request' ? 'chat.request' : 'chat.notice',
