@@ -54,7 +54,9 @@ export class MediaStage {
       const removed = await sweepTemporaries(dir);
       if (removed) this.options.logger.info({ dir, removed }, 'removed unfinished media downloads');
     }
-    const interval = Math.min(...[...dirs.values()].map((o) => o.sweepIntervalMs));
+    if (dirs.size === 0) return;
+    // setInterval treats anything past 2^31-1 ms as 1 ms; clamp a long interval instead.
+    const interval = Math.min(...[...dirs.values()].map((o) => o.sweepIntervalMs), 2_147_483_647);
     this.sweepTimer = setInterval(() => void this.sweep(), interval);
     this.sweepTimer.unref();
   }
