@@ -133,7 +133,7 @@ export class AgentPush {
       }, {
         retries: Math.max(0, config.retries - 1),
         minTimeout: config.minBackoffMs,
-        maxTimeout: config.maxBackoffMs,
+        maxTimeout: Math.min(config.maxBackoffMs, 2_147_483_647),
         factor: 2,
         randomize: true,
         signal: this.stop.signal,
