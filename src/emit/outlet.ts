@@ -2,6 +2,12 @@ import { EventEmitter } from 'node:events';
 import type { OutboxRecord } from '../store/types.js';
 import { outputOf, type Output } from './output.js';
 
+/** The output with its seq in place after `id`, as on the wire. */
+function withSeq(built: Omit<Output, 'seq'>, seq: number): Output {
+  const { type, id, ...rest } = built;
+  return { type, id, seq, ...rest } as Output;
+}
+
 export type RecordListener = (record: OutboxRecord) => void;
 
 /**
@@ -17,10 +23,11 @@ export class Outlet {
     this.emitter.setMaxListeners(0);
   }
 
-  publish(record: OutboxRecord): void {
+  /** Hand a recorded output to every listener; `built` is the object it was serialized from. */
+  publish(record: OutboxRecord, built?: Omit<Output, 'seq'>): void {
     for (const stream of this.streams) stream(record);
     if (this.emitter.listenerCount(record.type) === 0) return;
-    const output: Output = outputOf(record);
+    const output = (built ? withSeq(built, record.seq) : outputOf(record));
     for (const listener of this.emitter.listeners(record.type)) {
       try {
         const result = (listener as (output: Output) => unknown)(output);

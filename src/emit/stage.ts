@@ -53,7 +53,7 @@ export class OutputStage {
       // A held notice or request: one output naming every bot that delivered it.
       const participants = views.correlation(first).deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
       const output = buildProcessedEvent(outputId(now), first, participants, { replyBot: views.pickReplyBot(first), bots: views.botsForEvent(first) });
-      this.publish(await store.flush(parts.map((part) => part.id), this.draft(output, now)));
+      this.publish(await store.flush(parts.map((part) => part.id), this.draft(output, now)), output);
       return;
     }
     const last = parts[parts.length - 1]!.event;
@@ -67,7 +67,7 @@ export class OutputStage {
       metrics.message(first.channel, first.adapter, 'debounced', parts.length - 1);
       logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: parts.length, reason: batch.reason, seq: record.seq }, `merged ${parts.length} messages`);
     }
-    this.publish(record);
+    this.publish(record, message);
   }
 
   /** Drop retained output past `events.retentionMs` / `retentionCount` (never undelivered). */
@@ -88,9 +88,9 @@ export class OutputStage {
     };
   }
 
-  private publish(record: OutboxRecord): void {
+  private publish(record: OutboxRecord, output: Omit<Output, 'seq'>): void {
     this.options.metrics.message(record.channel, this.options.adapterName(record.channel), 'emitted');
-    this.options.outlet.publish(record);
+    this.options.outlet.publish(record, output);
     if (record.state === 'pending') this.options.onPending();
     // Trim by count as the outbox grows, not only on the minute: a busy memory store would
     // otherwise hold a minute of output on the heap.
