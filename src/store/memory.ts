@@ -34,7 +34,8 @@ export class MemoryStore implements Store {
   }
 
   private append(draft: OutboxDraft): OutboxRecord {
-    const record: OutboxRecord = { ...draft, seq: ++this.seq, attempts: 0, updatedAt: draft.createdAt };
+    // The draft is the caller's fresh object: complete it in place rather than copy it.
+    const record = Object.assign(draft, { seq: ++this.seq, attempts: 0, updatedAt: draft.createdAt }) as OutboxRecord;
     this.outbox.push(record);
     this.byId.set(record.id, record);
     return record;
