@@ -117,7 +117,7 @@ export class Pipeline {
         return this.channels.get(part.event.channel)?.config.debounce ?? this.config.debounce;
       },
       flush: (batch) => this.output.flushBatch(batch),
-      onError: (error, batch) => this.logger.error({ err: error, sessionKey: batch.sessionKey, parts: batch.parts.length }, 'flush failed; the batch stays in the store'),
+      onError: (error, batch) => this.logger.error({ err: error, sessionKey: batch.sessionKey, parts: batch.parts.length }, 'flush failed; the batch stays in the store and is tried again'),
     });
     this.metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => correlator.stats().groups);
     this.metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlator.counts.observed);

@@ -2,6 +2,9 @@ import type { Clock } from '../clock.js';
 import type { DebounceOptions } from '../config/schema.js';
 import type { BufferedPart } from '../store/types.js';
 
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
 export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown';
 
 /** A closed buffer, handed to the flush function in the order buffers close, per session. */
@@ -54,6 +57,7 @@ export class Debouncer {
   private timerAt = Infinity;
   /** Tail of each session's flush chain: the next batch waits for the one before it. */
   private readonly chains = new Map<string, Promise<void>>();
+  private shuttingDown = false;
 
   constructor(private readonly options: DebouncerOptions) {}
 
@@ -109,6 +113,7 @@ export class Debouncer {
 
   /** Close every open buffer and wait until every batch is flushed (shutdown). */
   async flushAll(): Promise<void> {
+    this.shuttingDown = true;
     for (const key of [...this.buffers.keys()]) this.close(key, 'shutdown');
     await this.idle();
   }
@@ -140,11 +145,22 @@ export class Debouncer {
     });
   }
 
+  /**
+   * Flush a batch; when that fails (the store is busy or away) try again with backoff, still
+   * ahead of the session's later batches. The parts stay in the store meanwhile, so nothing is
+   * lost; at shutdown one attempt is made and what fails waits for the next start.
+   */
   private async run(batch: Batch): Promise<void> {
-    try {
-      await this.options.flush(batch);
-    } catch (error) {
-      this.options.onError(error, batch);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.options.flush(batch);
+        return;
+      } catch (error) {
+        this.options.onError(error, batch);
+        if (this.shuttingDown) return;
+        await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS)));
+        if (this.shuttingDown) return;
+      }
     }
   }
 

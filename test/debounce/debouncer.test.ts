@@ -139,3 +139,44 @@ describe('Debouncer.restore', () => {
     expect(batches.map((b) => b.parts.map((p) => p.event.text))).toEqual([['one', 'two'], ['other']]);
   });
 });
+
+describe('Debouncer flush failures', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("tries a failed flush again with backoff, keeping the session's later batches behind it", async () => {
+    vi.useFakeTimers({ now: 9_000_000 });
+    const emitted: string[] = [];
+    let failures = 2;
+    const errors: unknown[] = [];
+    const debouncer = new Debouncer({
+      clock: systemClock,
+      optionsFor: () => options,
+      flush: async (batch) => {
+        if (batch.parts[0]?.event.text === 'first' && failures-- > 0) throw new Error('store busy');
+        emitted.push(batch.parts.map((p) => p.event.text).join(' '));
+      },
+      onError: (error) => errors.push(error),
+    });
+    debouncer.add(part('s', 'first'), true);
+    debouncer.add(part('s', '/second'), true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(emitted).toEqual([]);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(emitted).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(emitted).toEqual(['first', '/second']);
+    expect(errors).toHaveLength(2);
+  });
+
+  it('makes one attempt at shutdown and leaves the rest for the next start', async () => {
+    const errors: unknown[] = [];
+    const debouncer = new Debouncer({
+      clock: systemClock, optionsFor: () => options,
+      flush: async () => { throw new Error('store closed'); },
+      onError: (error) => errors.push(error),
+    });
+    debouncer.add(part('s', 'bye'), false);
+    await debouncer.flushAll();
+    expect(errors).toHaveLength(1);
+  });
+});
