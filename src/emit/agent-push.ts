@@ -97,7 +97,9 @@ export class AgentPush {
     try {
       records = await this.options.store.pendingDeliveries(WINDOW);
     } catch (error) {
-      this.options.logger.error({ err: error }, 'cannot read the outbox; delivery paused');
+      this.options.logger.error({ err: error }, 'cannot read the outbox; delivery paused for a second');
+      const retry = setTimeout(() => this.nudge(), 1_000);
+      retry.unref();
       return;
     }
     const blocked = new Set(this.busySessions);
