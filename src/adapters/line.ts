@@ -1,9 +1,8 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { SignatureError } from '../errors.js';
 import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
-import { hmac, safeEqual } from '../signing.js';
-import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { hmac } from '../signing.js';
+import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -41,11 +40,7 @@ export function lineAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery) {
       if (!channelSecret) return;
-      const header = headerOf(delivery, 'x-line-signature');
-      if (!header) throw new SignatureError(`Signature missing on channel "${channel.id}": x-line-signature header is required`, { channel: channel.id });
-      if (!safeEqual(header, hmac('sha256', channelSecret, delivery.body).toString('base64'))) {
-        throw new SignatureError(`Signature mismatch on channel "${channel.id}": x-line-signature does not match the body`, { channel: channel.id });
-      }
+      checkSignature(channel, 'x-line-signature', headerOf(delivery, 'x-line-signature'), hmac('sha256', channelSecret, delivery.body).toString('base64'));
     },
 
     normalize(body, delivery): Normalized {

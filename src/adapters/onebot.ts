@@ -1,10 +1,9 @@
 import { nanoid } from 'nanoid';
 import type { ChannelConfig } from '../config/schema.js';
-import { SignatureError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
-import { hmac, safeEqual } from '../signing.js';
+import { hmac } from '../signing.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
-import { headerOf, secretOf, shapeError, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, secretOf, shapeError, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -73,10 +72,7 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery) {
       if (!secret) return;
-      const header = headerOf(delivery, 'x-signature');
-      if (!header) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Signature header is required`, { channel: channel.id });
-      const expected = `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`;
-      if (!safeEqual(header.toLowerCase(), expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature does not match the body`, { channel: channel.id });
+      checkSignature(channel, 'X-Signature', headerOf(delivery, 'x-signature')?.toLowerCase(), `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`);
     },
 
     normalize(body, delivery): Normalized {

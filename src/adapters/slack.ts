@@ -2,8 +2,8 @@ import type { ChannelConfig } from '../config/schema.js';
 import { SignatureError } from '../errors.js';
 import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef } from '../events.js';
 import { MediaError } from '../media/fetch.js';
-import { hmac, safeEqual } from '../signing.js';
-import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { hmac } from '../signing.js';
+import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -40,8 +40,7 @@ export function slackAdapter(channel: ChannelConfig): Adapter {
       if (!/^\d{1,12}$/.test(timestamp) || Math.abs(delivery.now / 1000 - Number(timestamp)) > TOLERANCE_S) {
         throw new SignatureError(`Stale request on channel "${channel.id}": X-Slack-Request-Timestamp is more than ${TOLERANCE_S} s from now`, { channel: channel.id });
       }
-      const expected = `v0=${hmac('sha256', signingSecret, `v0:${timestamp}:`, delivery.body).toString('hex')}`;
-      if (!safeEqual(signature, expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Slack-Signature does not match the body`, { channel: channel.id });
+      checkSignature(channel, 'X-Slack-Signature', signature, `v0=${hmac('sha256', signingSecret, `v0:${timestamp}:`, delivery.body).toString('hex')}`);
     },
 
     normalize(body, delivery): Normalized {

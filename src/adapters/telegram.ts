@@ -1,10 +1,9 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { ConfigError, SignatureError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
-import { safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
-import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -71,9 +70,7 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery) {
       if (!secretToken) return;
-      const header = headerOf(delivery, 'x-telegram-bot-api-secret-token');
-      if (!header) throw new SignatureError(`Secret token missing on channel "${channel.id}": X-Telegram-Bot-Api-Secret-Token header is required`, { channel: channel.id });
-      if (!safeEqual(header, secretToken)) throw new SignatureError(`Secret token mismatch on channel "${channel.id}": X-Telegram-Bot-Api-Secret-Token is not the configured secretToken`, { channel: channel.id });
+      checkSignature(channel, 'X-Telegram-Bot-Api-Secret-Token', headerOf(delivery, 'x-telegram-bot-api-secret-token'), secretToken, 'is not the configured secretToken');
     },
 
     normalize(body, delivery): Normalized {

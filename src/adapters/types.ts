@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ChannelConfig } from '../config/schema.js';
-import { ConfigError, RequestError } from '../errors.js';
+import { ConfigError, RequestError, SignatureError } from '../errors.js';
+import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef } from '../events.js';
 
 /** One HTTP delivery exactly as received: verification runs over these bytes. */
@@ -91,4 +92,13 @@ class ConfigErrorFor extends ConfigError {
 /** A 400 for a body that is not what the platform sends (`Body of channel "wa" is not a WhatsApp webhook: ...`). */
 export function shapeError(channel: ChannelConfig, what: string, problem: string): RequestError {
   return new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not ${what}: ${problem}`, { channel: channel.id, stage: 'adapter' });
+}
+
+/**
+ * Compare a signature header with its expected value in constant time, or throw the 401 that
+ * says whether it was missing or wrong.
+ */
+export function checkSignature(channel: ChannelConfig, header: string, received: string | undefined, expected: string, mismatch = 'does not match the body'): void {
+  if (!received) throw new SignatureError(`Signature missing on channel "${channel.id}": ${header} header is required`, { channel: channel.id, stage: 'adapter' });
+  if (!safeEqual(received, expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${header} ${mismatch}`, { channel: channel.id, stage: 'adapter' });
 }

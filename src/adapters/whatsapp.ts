@@ -1,10 +1,10 @@
 import { nanoid } from 'nanoid';
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { RequestError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
-import { headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -64,10 +64,7 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
 
     verify(delivery) {
       if (!appSecret) return;
-      const header = headerOf(delivery, 'x-hub-signature-256');
-      if (!header) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Hub-Signature-256 header is required`, { channel: channel.id });
-      const expected = `sha256=${hmac('sha256', appSecret, delivery.body).toString('hex')}`;
-      if (!safeEqual(header.toLowerCase(), expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Hub-Signature-256 does not match the body`, { channel: channel.id });
+      checkSignature(channel, 'X-Hub-Signature-256', headerOf(delivery, 'x-hub-signature-256')?.toLowerCase(), `sha256=${hmac('sha256', appSecret, delivery.body).toString('hex')}`);
     },
 
     normalize(body, delivery): Normalized {
