@@ -11,3 +11,10 @@ describe('.env.example', () => {
     expect(documented.has('INTAKE_CONFIG')).toBe(true);
   });
 });
+
+describe('README', () => {
+  it('names every environment variable in its configuration table', () => {
+    const text = readFileSync('README.md', 'utf8');
+    expect(envSettings.map(([name]) => name).filter((name) => !text.includes(`\`${name}\``))).toEqual([]);
+  });
+});
