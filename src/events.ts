@@ -87,13 +87,6 @@ export function sessionKeyOf(namespace: string, conversation: { type: Conversati
   return conversation.type === 'group' ? `${namespace}:group:${conversation.id}` : `${namespace}:${conversation.id}`;
 }
 
-/** Join text segments into the plain content the agent reads. */
-export function textOf(segments: readonly Segment[]): string {
-  let text = '';
-  for (const segment of segments) if (segment.type === 'text') text += segment.data.text ?? '';
-  return text.trim();
-}
-
 /** The coarse media type of a MIME type. */
 export function mediaTypeOf(mimeType: string): MediaType {
   if (mimeType.startsWith('image/')) return 'image';
