@@ -12,7 +12,8 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {
-    const handle = setTimeout(fn, ms);
+    // Past 2^31-1 ms Node fires a timer at once; a far deadline is reached by re-arming instead.
+    const handle = setTimeout(fn, Math.min(ms, 2_147_483_647));
     handle.unref?.();
     return handle;
   },

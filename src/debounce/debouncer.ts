@@ -183,8 +183,7 @@ export class Debouncer {
     if (!top || top.at >= this.timerAt) return;
     if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
     this.timerAt = top.at;
-    // Past 2^31-1 ms setTimeout fires at once; a far deadline just re-arms on the way.
-    this.timer = this.options.clock.setTimeout(() => this.onTimer(), Math.min(Math.max(0, top.at - this.options.clock.now()), 2_147_483_647));
+    this.timer = this.options.clock.setTimeout(() => this.onTimer(), Math.max(0, top.at - this.options.clock.now()));
   }
 
   private push(entry: Deadline): void {
