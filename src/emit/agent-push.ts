@@ -1,4 +1,5 @@
 import pRetry, { AbortError } from 'p-retry';
+import { sleep } from '../clock.js';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Clock } from '../clock.js';
@@ -143,7 +144,7 @@ export class AgentPush {
           if (retriesLeft > 0) metrics.deliveryResult(record.channel, 'retried');
           logger.warn({ channel: record.channel, id: record.id, seq: record.seq, attempt: attempts, reason: error.message }, 'push to agent failed');
           const wait = error instanceof PushError ? error.retryAfterMs : undefined;
-          if (wait && retriesLeft > 0) await delay(Math.min(wait, config.maxBackoffMs), this.stop.signal);
+          if (wait && retriesLeft > 0) await sleep(Math.min(wait, config.maxBackoffMs), this.stop.signal);
         },
       });
       await store.setDelivery(record.id, { state: 'delivered', attempts, now: clock.now() });
@@ -213,9 +214,3 @@ export class AgentPush {
   }
 }
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-  });
-}

@@ -4,6 +4,7 @@ import { rename, unlink } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pRetry, { AbortError } from 'p-retry';
+import { sleep } from '../clock.js';
 import { Agent, request, type Dispatcher } from 'undici';
 import { BlockedAddressError, checkUrl, guardedLookup, type UrlPolicy } from './guard.js';
 import { TEMP_SUFFIX } from './sandbox.js';
@@ -71,7 +72,7 @@ export async function fetchToFile(url: string, target: string, options: FetchOpt
       shouldRetry: ({ error }) => error instanceof MediaError && error.retryable,
       onFailedAttempt: async ({ error }) => {
         const wait = error instanceof MediaError ? error.retryAfterMs : undefined;
-        if (wait && wait > 0) await delay(wait, signal);
+        if (wait && wait > 0) await sleep(wait, signal);
       },
     });
   } catch (error) {
@@ -181,9 +182,3 @@ function originOf(url: string): string {
   }
 }
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-  });
-}
