@@ -70,7 +70,7 @@ describe('the service process', () => {
     expect(code).toBe(0);
     const db = new Database(join(dir, 'data/intake.db'), { readonly: true });
     const rows = db.prepare('SELECT body FROM outbox').all() as Array<{ body: string }>;
-    const parts = db.prepare('SELECT count(*) AS n FROM parts').get() as { n: number };
+    const parts = db.prepare('SELECT count(*) AS n FROM buffered').get() as { n: number };
     db.close();
     expect(rows.map((r) => JSON.parse(r.body).content)).toEqual(['bye']);
     expect(parts.n).toBe(0);

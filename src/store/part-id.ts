@@ -2,13 +2,18 @@ let last = 0;
 let counter = 0;
 
 /**
- * Ids for buffered parts that sort in creation order (time, then a counter), so the store
- * appends them at the end of its index instead of writing a random page per message.
+ * Ids for buffered parts: decimal integers that grow with time (milliseconds x 1024 + a
+ * counter; within 2^53 until the year 2248), so the store keeps them in an integer key,
+ * appended at the end of its table, instead of a text index with a random page per message.
  */
 export function partId(now: number): string {
   if (now > last) {
     last = now;
     counter = 0;
-  }
-  return `${last.toString(36).padStart(9, '0')}${(counter++).toString(36).padStart(5, '0')}${process.pid.toString(36)}`;
+  } else if (counter === 1023) {
+    // More than 1024 parts in one millisecond: borrow the next millisecond.
+    last++;
+    counter = 0;
+  } else counter++;
+  return String(last * 1024 + counter);
 }

@@ -9,7 +9,8 @@ import type {
 const schema = `
 CREATE TABLE IF NOT EXISTS claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS claim_log_expiry ON claim_log (expires_at);
-CREATE TABLE IF NOT EXISTS parts (id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
+-- Buffered parts, keyed by their integer id (see part-id.ts): large rows in a rowid table.
+CREATE TABLE IF NOT EXISTS buffered (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -91,9 +92,9 @@ export class SqliteStore implements Store {
       logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
       liveClaims: db.prepare('SELECT key, space, ttl_ms, max_keys, expires_at FROM claim_log WHERE expires_at > ? ORDER BY rowid'),
       purgeClaims: db.prepare('DELETE FROM claim_log WHERE expires_at <= ?'),
-      insertPart: db.prepare('INSERT INTO parts (id, body) VALUES (?, ?)'),
-      deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
-      openParts: db.prepare('SELECT body FROM parts ORDER BY id'),
+      insertPart: db.prepare('INSERT INTO buffered (id, body) VALUES (?, ?)'),
+      deletePart: db.prepare('DELETE FROM buffered WHERE id = ?'),
+      openParts: db.prepare('SELECT body FROM buffered ORDER BY id'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at)
         VALUES (@id, @type, @sessionKey, @channel, @createdAt, @body, @state, @createdAt)`),
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -171,7 +172,7 @@ export class SqliteStore implements Store {
       taken.keys.add(claim.key);
       this.statements.logClaim.run(claim.key, claim.space, claim.ttlMs, claim.maxKeys, now + claim.ttlMs);
     }
-    if (admission.part) this.statements.insertPart.run(admission.part.id, JSON.stringify(admission.part));
+    if (admission.part) this.statements.insertPart.run(Number(admission.part.id), JSON.stringify(admission.part));
     return admission.emit ? { taken: -1, record: this.append(admission.emit) } : { taken: -1 };
   }
 
@@ -181,7 +182,7 @@ export class SqliteStore implements Store {
 
   async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
     return this.write(() => {
-      for (const id of partIds) this.statements.deletePart.run(id);
+      for (const id of partIds) this.statements.deletePart.run(Number(id));
       return this.append(draft);
     });
   }

@@ -61,6 +61,7 @@ export interface AdmitResult {
 
 /** One message waiting in a debounce buffer. */
 export interface BufferedPart {
+  /** A decimal integer that grows with arrival (`partId()`), unique per store. */
   id: string;
   debounceKey: string;
   receivedAt: number;

@@ -23,12 +23,12 @@ describe.each(stores)('%s store', (_name, open) => {
   it('admits a delivery whole: claims in order, parts appended only when every claim is new', async () => {
     const store = open();
     const results = await store.admit([
-      { claims: [claim('a')], part: part('p1') },
-      { claims: [claim('a')], part: part('p2') },
-      { claims: [claim('b'), claim('a')], part: part('p3') },
+      { claims: [claim('a')], part: part('1') },
+      { claims: [claim('a')], part: part('2') },
+      { claims: [claim('b'), claim('a')], part: part('3') },
     ], 0);
     expect(results.map((r) => r.taken)).toEqual([-1, 0, 1]);
-    expect((await store.openParts()).map((p) => p.id)).toEqual(['p1']);
+    expect((await store.openParts()).map((p) => p.id)).toEqual(['1']);
     expect((await store.admit([{ claims: [claim('b')] }], 10)).map((r) => r.taken)).toEqual([0]);
     expect((await store.admit([{ claims: [claim('a')] }], 1000)).map((r) => r.taken)).toEqual([-1]);
     await store.close();
@@ -36,8 +36,8 @@ describe.each(stores)('%s store', (_name, open) => {
 
   it('moves a flushed batch from the buffer to the outbox in one step, with increasing seqs', async () => {
     const store = open();
-    await store.admit([{ claims: [], part: part('p1') }, { claims: [], part: part('p2') }], 0);
-    const first = await store.flush(['p1', 'p2'], draft('o1'));
+    await store.admit([{ claims: [], part: part('1') }, { claims: [], part: part('2') }], 0);
+    const first = await store.flush(['1', '2'], draft('o1'));
     const second = await store.flush([], draft('o2'));
     expect(second.seq).toBeGreaterThan(first.seq);
     expect(await store.openParts()).toEqual([]);
@@ -61,12 +61,12 @@ describe('sqlite store', () => {
   it('keeps claims, parts and the outbox across a reopen', async () => {
     const path = join(tempDir().path, 'r.db');
     const store = new SqliteStore(path, 0);
-    await store.admit([{ claims: [claim('kept', 60_000)], part: part('p1') }], 0);
+    await store.admit([{ claims: [claim('kept', 60_000)], part: part('1') }], 0);
     await store.flush([], draft('o1'));
     await store.close();
     const again = new SqliteStore(path, 10);
     expect((await again.admit([{ claims: [claim('kept', 60_000)] }], 10))[0]?.taken).toBe(0);
-    expect((await again.openParts()).map((p) => p.id)).toEqual(['p1']);
+    expect((await again.openParts()).map((p) => p.id)).toEqual(['1']);
     expect((await again.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['o1']);
     await again.close();
   });
@@ -74,14 +74,14 @@ describe('sqlite store', () => {
   it('fails only the write that fails when writes share a commit', async () => {
     const store = new SqliteStore(join(tempDir().path, 'g.db'));
     const results = await Promise.allSettled([
-      store.admit([{ claims: [claim('x')], part: part('same') }], 0),
-      store.admit([{ claims: [claim('y')], part: part('same') }], 0), // duplicate primary key: fails
-      store.admit([{ claims: [claim('z')], part: part('other') }], 0),
+      store.admit([{ claims: [claim('x')], part: part('7') }], 0),
+      store.admit([{ claims: [claim('y')], part: part('7') }], 0), // duplicate primary key: fails
+      store.admit([{ claims: [claim('z')], part: part('8') }], 0),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     // The failed write's claim was rolled back with it: a retry can still claim it.
     expect((await store.admit([{ claims: [claim('y')] }], 1))[0]?.taken).toBe(-1);
-    expect((await store.openParts()).map((p) => p.id).sort()).toEqual(['other', 'same']);
+    expect((await store.openParts()).map((p) => p.id).sort()).toEqual(['7', '8']);
     await store.close();
   });
 });
