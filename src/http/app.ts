@@ -1,12 +1,20 @@
 import Koa from 'koa';
 import Router from 'koa-router';
-import type { Pipeline } from '../pipeline.js';
+import type { RawDelivery } from '../adapters/types.js';
+import type { IngestResult, Pipeline } from '../pipeline.js';
 import { RequestError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import { isJsonType, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';
 import { eventStream } from './event-stream.js';
 import { outputOf } from '../emit/output.js';
+
+/** Send what the pipeline or a platform convention answered. */
+function answer(ctx: Koa.Context, result: IngestResult): void {
+  ctx.status = result.status;
+  if (result.contentType) ctx.type = result.contentType;
+  if (result.body !== undefined) ctx.body = result.body;
+}
 
 /**
  * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
@@ -21,6 +29,8 @@ export function createApp(pipeline: Pipeline): Koa {
   });
   const router = new Router();
   const { config } = pipeline;
+  const deliveryOf = (ctx: Koa.Context, body: Buffer): RawDelivery =>
+    ({ headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
 
   router.post('/webhooks/:channel', async (ctx) => {
     const channelId = ctx.params.channel as string;
@@ -30,10 +40,7 @@ export function createApp(pipeline: Pipeline): Koa {
         throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${ctx.get('content-type') || 'none'}")`, { channel: channelId });
       }
       const body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
-      const result = await pipeline.ingest(channelId, { headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
-      ctx.status = result.status;
-      if (result.contentType) ctx.type = result.contentType;
-      if (result.body !== undefined) ctx.body = result.body;
+      answer(ctx, await pipeline.ingest(channelId, deliveryOf(ctx, body)));
     } catch (error) {
       pipeline.rejected(channelId, error);
       throw error;
@@ -41,10 +48,7 @@ export function createApp(pipeline: Pipeline): Koa {
   });
 
   router.get('/webhooks/:channel', async (ctx) => {
-    const result = pipeline.handshake(ctx.params.channel as string, { headers: ctx.headers, body: Buffer.alloc(0), query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
-    ctx.status = result.status;
-    if (result.contentType) ctx.type = result.contentType;
-    if (result.body !== undefined) ctx.body = result.body;
+    answer(ctx, pipeline.handshake(ctx.params.channel as string, deliveryOf(ctx, Buffer.alloc(0))));
   });
 
   router.get('/healthz', (ctx) => {
