@@ -17,7 +17,7 @@ import { parseJson } from './http/body.js';
 import { Metrics } from './metrics/index.js';
 import { openStore, type Store } from './store/index.js';
 import { partId } from './store/part-id.js';
-import type { Admission, AdmitResult } from './store/types.js';
+import type { Admission, AdmitResult, BufferedPart } from './store/types.js';
 
 export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
 
@@ -43,6 +43,13 @@ export interface IntakeDeps {
   metrics?: Metrics;
   /** Working directory for relative paths (store, media). */
   cwd?: string;
+}
+
+/** An event that passed the in-memory checks, on its way into the store (an `Admission`). */
+interface Fresh extends Admission {
+  event: InboundEvent;
+  plan: DedupPlan;
+  part: BufferedPart;
 }
 
 const verdictOf: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
@@ -177,10 +184,9 @@ export class Pipeline {
   }
 
   private async record(channel: ChannelConfig, events: InboundEvent[], now: number): Promise<IngestSummary> {
-    const summary: IngestSummary = { accepted: 0, duplicates: 0, events: [] };
     // 1. Correlate and guard, in memory: duplicates of other adapters never reach the store.
-    const fresh: Array<{ event: InboundEvent; plan: DedupPlan; admission: Admission }> = [];
     const verdicts: Verdict[] = [];
+    const fresh: Fresh[] = [];
     for (const event of events) {
       this.metrics.message(channel.id, event.adapter, 'received');
       if (event.kind === 'message' && this.correlator.isOwnBot(event.namespace, event.sender.id)) {
@@ -199,20 +205,21 @@ export class Pipeline {
         continue;
       }
       const plan = dedupPlan(event, channel.dedup);
+      // The buffered copy drops `raw`: only the normalized event waits out the debounce window.
       const stored = { ...event, raw: undefined };
-      this.correlator.link(stored, event);
+      if (observation.record) this.correlator.link(stored, event);
       // Notices and requests are held (not merged) in a buffer of their own.
       const id = partId(now);
       const debounceKey = event.kind === 'message' ? debounceKeyOf(event) : `\u0001${id}`;
-      fresh.push({ event, plan, admission: { claims: plan.claims, part: { id, debounceKey, receivedAt: now, event: stored } } });
+      fresh.push({ event, plan, claims: plan.claims, part: { id, debounceKey, receivedAt: now, event: stored } });
       verdicts.push('accepted');
     }
 
     // 2. Claims and buffer entries of the whole delivery, in one store transaction.
-    let results: AdmitResult[] = [];
+    let results: readonly AdmitResult[] = [];
     if (fresh.length > 0) {
       try {
-        results = await this.store.admit(fresh.map((f) => f.admission), now);
+        results = await this.store.admit(fresh, now);
       } catch (error) {
         for (const f of fresh) this.correlator.retract(f.event);
         this.logger.error({ err: error, channel: channel.id }, 'store unavailable; delivery refused');
@@ -221,22 +228,24 @@ export class Pipeline {
     }
 
     // 3. Recorded: tell handlers, open or extend buffers, answer.
+    const summary: IngestSummary = { accepted: 0, duplicates: 0, events: [] };
     let next = 0;
-    for (const [i, event] of events.entries()) {
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i] as InboundEvent;
       let verdict = verdicts[i] as Verdict;
       if (verdict === 'accepted') {
-        const f = fresh[next]!;
-        const result = results[next++]!;
-        if (result.taken !== -1) {
-          const kind = f.plan.kinds[result.taken]!;
+        const f = fresh[next] as Fresh;
+        const taken = (results[next++] as AdmitResult).taken;
+        if (taken !== -1) {
+          const kind = f.plan.kinds[taken] as DuplicateKind;
           this.metrics.message(channel.id, event.adapter, kind);
           this.logger.info({ channel: channel.id, messageId: event.platformId, sessionKey: event.sessionKey, kind }, 'duplicate ignored');
           verdict = verdictOf[kind];
           this.handlers.dispatch(event, true);
         } else {
           this.handlers.dispatch(event, false);
-          this.media.begin(f.admission.part!);
-          this.debouncer.add(f.admission.part!, event.kind === 'message' && isCommand(event.text));
+          this.media.begin(f.part);
+          this.debouncer.add(f.part, event.kind === 'message' && isCommand(event.text));
         }
       }
       if (verdict === 'accepted') summary.accepted++;

@@ -47,6 +47,9 @@ export interface CorrelatorOptions {
   sharedNamespaces: ReadonlySet<string>;
 }
 
+/** The observation of a delivery in a namespace no other channel serves (shared, never changed). */
+const UNCORRELATED: Observation = Object.freeze({ duplicate: false, retry: false });
+
 /** Notices from two implementations may be stamped a second apart; a wider gap is a new event. */
 const EVENT_TIME_TOLERANCE_S = 2;
 
@@ -89,7 +92,7 @@ export class Correlator {
   /** Register a delivery and say whether it repeats a logical event already seen. */
   observe(event: InboundEvent): Observation {
     if (event.botId) this.connect(event.namespace, event.botId, event.channel);
-    if (!this.correlates(event.namespace)) return { duplicate: false, retry: false };
+    if (!this.correlates(event.namespace)) return UNCORRELATED;
     const now = this.options.clock.now();
     this.counts.observed++;
     const delivery: Delivery = {

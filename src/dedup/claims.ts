@@ -36,8 +36,9 @@ export function fuzzyContent(event: InboundEvent): string {
 export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan {
   const claims: ClaimSpec[] = [];
   const kinds: DuplicateKind[] = [];
+  const spaces = spacesOf(event.channel);
   if (event.platformId !== undefined) {
-    claims.push({ key: claimKey('id', event.channel, event.platformId), space: `id:${event.channel}`, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
+    claims.push({ key: claimKey('id', event.channel, event.platformId), space: spaces.id, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
     kinds.push('deduped');
   }
   const fuzzy = event.kind === 'message' && options.fuzzyWindowMs > 0 &&
@@ -45,9 +46,18 @@ export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan
   if (fuzzy) {
     claims.push({
       key: claimKey('fz', event.channel, event.sessionKey, event.sender.id, fuzzyContent(event)),
-      space: `fz:${event.channel}`, ttlMs: options.fuzzyWindowMs, maxKeys: options.maxKeys,
+      space: spaces.fuzzy, ttlMs: options.fuzzyWindowMs, maxKeys: options.maxKeys,
     });
     kinds.push('fuzzy_deduped');
   }
   return { claims, kinds };
+}
+
+/** Claim space names per channel, built once rather than per message. */
+const spaceNames = new Map<string, { id: string; fuzzy: string }>();
+
+function spacesOf(channel: string): { id: string; fuzzy: string } {
+  let spaces = spaceNames.get(channel);
+  if (!spaces) spaceNames.set(channel, (spaces = { id: `id:${channel}`, fuzzy: `fz:${channel}` }));
+  return spaces;
 }

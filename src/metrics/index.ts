@@ -9,23 +9,33 @@ export type DeliveryResult = 'delivered' | 'retried' | 'dead';
  * One Prometheus registry and the named counters. Labels carry channel ids and outcomes only,
  * never message, user or session ids (unbounded cardinality, and personal data).
  * Per-channel tallies are mirrored in plain maps for `/v1/stats`.
+ *
+ * `inbox_messages_total` moves several times per message, so it is kept as plain numbers and
+ * handed to prom-client when scraped (its `collect` hook): an increment is one addition, with
+ * no label hashing and no allocation on the ingest path.
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly messages: Counter<'channel' | 'adapter' | 'action'>;
+  /** `inbox_messages_total` as channel -> adapter -> action -> count. */
+  private readonly messageCounts = new Map<string, Map<string, Map<MessageAction, number>>>();
   private readonly mediaBytes: Counter<'channel'>;
   private readonly mediaDownloads: Counter<'channel' | 'result'>;
   private readonly delivery: Counter<'result'>;
   readonly deliveryLatency: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
-  /** Label-bound counter children, so a hot-path increment does not hash its labels each time. */
-  private readonly children = new Map<string, { inc(by?: number): void }>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    this.messages = new Counter({
+    const counts = this.messageCounts;
+    new Counter({
       name: 'inbox_messages_total', help: 'Inbound messages by channel and what happened to them', labelNames: ['channel', 'adapter', 'action'], registers,
+      collect() {
+        this.reset();
+        for (const [channel, adapters] of counts) {
+          for (const [adapter, actions] of adapters) for (const [action, value] of actions) this.inc({ channel, adapter, action }, value);
+        }
+      },
     });
     this.mediaBytes = new Counter({ name: 'inbox_media_downloaded_bytes_total', help: 'Bytes of media stored', labelNames: ['channel'], registers });
     this.mediaDownloads = new Counter({ name: 'inbox_media_downloads_total', help: 'Media downloads by result', labelNames: ['channel', 'result'], registers });
@@ -38,14 +48,11 @@ export class Metrics {
 
   /** Count one message event for a channel. */
   message(channel: string, adapter: string, action: MessageAction, by = 1): void {
-    const key = `${channel}\u0000${adapter}\u0000${action}`;
-    let child = this.children.get(key);
-    if (!child) {
-      child = this.messages.labels(channel, adapter, action);
-      this.children.set(key, child);
-    }
-    child.inc(by);
-    this.tally(channel, action, by);
+    let adapters = this.messageCounts.get(channel);
+    if (!adapters) this.messageCounts.set(channel, (adapters = new Map()));
+    let actions = adapters.get(adapter);
+    if (!actions) adapters.set(adapter, (actions = new Map()));
+    actions.set(action, (actions.get(action) ?? 0) + by);
   }
 
   media(channel: string, result: MediaResult, bytes: number): void {
@@ -81,7 +88,11 @@ export class Metrics {
   /** Per-channel counts for `/v1/stats`. */
   channelStats(): Record<string, Record<string, number>> {
     const out: Record<string, Record<string, number>> = {};
-    for (const [channel, counts] of this.tallies) out[channel] = Object.fromEntries(counts);
+    for (const [channel, adapters] of this.messageCounts) {
+      const counts = (out[channel] ??= {});
+      for (const actions of adapters.values()) for (const [action, value] of actions) counts[action] = (counts[action] ?? 0) + value;
+    }
+    for (const [channel, counts] of this.tallies) Object.assign((out[channel] ??= {}), Object.fromEntries(counts));
     return out;
   }
 

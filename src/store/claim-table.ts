@@ -1,18 +1,58 @@
+import { claimKey } from '../dedup/claims.js';
 import type { ClaimSpec } from './types.js';
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const SIXBITS = new Int8Array(128).fill(-1);
+for (let i = 0; i < 64; i++) SIXBITS[BASE64URL.charCodeAt(i)] = i;
+
+/** The 96 bits of a key, in `out[0..2]`: a 16-character base64url digest (claimKey) as is, any other string digested first. */
+function keyWords(key: string, out: Uint32Array): void {
+  if (key.length !== 16 || !decode(key, out)) decode(claimKey(key), out);
+}
+
+function decode(key: string, out: Uint32Array): boolean {
+  let w0 = 0;
+  let w1 = 0;
+  let w2 = 0;
+  for (let i = 0; i < 16; i++) {
+    const code = key.charCodeAt(i);
+    const v = code < 128 ? (SIXBITS[code] as number) : -1;
+    if (v < 0) return false;
+    // 16 x 6 bits = 96 bits, packed big-end first into three 32-bit words.
+    w0 = ((w0 << 6) | (w1 >>> 26)) >>> 0;
+    w1 = ((w1 << 6) | (w2 >>> 26)) >>> 0;
+    w2 = ((w2 << 6) | v) >>> 0;
+  }
+  out[0] = w0;
+  out[1] = w1;
+  out[2] = w2;
+  return true;
+}
 
 /**
  * Live dedup keys of one TTL. Because every key lives exactly `ttlMs`, insertion order is
  * expiry order: expired keys are dropped from the head of a ring, O(1) amortized per claim,
  * with no timer per key and no scan of the window. Past `maxKeys` the oldest key is evicted
  * early and counted, so memory stays bounded under any load.
+ *
+ * Everything lives in typed arrays: the ring holds each key's 96 bits and expiry, and an
+ * open-addressing index (linear probing, load <= 1/2) maps a key to its ring slot. A live key
+ * is no heap object at all, so a million of them cost the garbage collector nothing to trace,
+ * and about 28 bytes each.
  */
 export class ClaimTable {
-  /** Key -> its expiry; a ring slot only deletes the key if the expiry is still its own. */
-  private readonly live = new Map<string, number>();
-  private keys: Array<string | undefined>;
+  /** Ring of keys, three 32-bit words per slot, oldest at `head`. */
+  private words: Uint32Array;
   private expires: Float64Array;
   private head = 0;
   private size = 0;
+  /** Ring slot + 1 per index cell; 0 is an empty cell. */
+  private index: Int32Array;
+  private mask: number;
+  /** The key being claimed or looked up. */
+  private readonly probe = new Uint32Array(3);
+  /** The key being dropped (an eviction happens in the middle of inserting `probe`). */
+  private readonly dropping = new Uint32Array(3);
   /** Keys dropped before their TTL because the table was full. */
   evicted = 0;
 
@@ -21,43 +61,78 @@ export class ClaimTable {
     private readonly maxKeys: number,
   ) {
     const initial = Math.min(1024, maxKeys);
-    this.keys = new Array<string | undefined>(initial);
+    this.words = new Uint32Array(initial * 3);
     this.expires = new Float64Array(initial);
+    this.index = new Int32Array(indexSize(initial));
+    this.mask = this.index.length - 1;
   }
 
   /** Take `key` until `now + ttlMs`; false when it is already taken. */
   claim(key: string, now: number): boolean {
-    if (this.has(key, now)) return false;
-    this.insert(key, now + this.ttlMs);
+    this.expire(now);
+    keyWords(key, this.probe);
+    if (this.find(this.probe) !== -1) return false;
+    this.insert(this.probe, now + this.ttlMs);
     return true;
   }
 
   /** Whether `key` is taken at `now`. */
   has(key: string, now: number): boolean {
     this.expire(now);
-    return this.live.has(key);
+    keyWords(key, this.probe);
+    return this.find(this.probe) !== -1;
   }
 
   /** Put back a key recorded by an earlier run, with its original expiry (oldest first). */
   restore(key: string, expiresAt: number, now: number): void {
-    if (expiresAt > now && !this.has(key, now)) this.insert(key, expiresAt);
+    if (expiresAt <= now || this.has(key, now)) return;
+    this.insert(this.probe, expiresAt); // has() left the key's words in `probe`
   }
 
   get count(): number {
-    return this.live.size;
+    return this.size;
   }
 
-  private insert(key: string, expiresAt: number): void {
+  private get capacity(): number {
+    return this.expires.length;
+  }
+
+  private insert(key: Uint32Array, expiresAt: number): void {
     if (this.size === this.maxKeys) {
       this.dropHead();
       this.evicted++;
     }
-    if (this.size === this.keys.length) this.grow();
-    const slot = (this.head + this.size) % this.keys.length;
-    this.keys[slot] = key;
+    if (this.size === this.capacity) this.grow();
+    const slot = (this.head + this.size) % this.capacity;
+    this.words[slot * 3] = key[0] as number;
+    this.words[slot * 3 + 1] = key[1] as number;
+    this.words[slot * 3 + 2] = key[2] as number;
     this.expires[slot] = expiresAt;
     this.size++;
-    this.live.set(key, expiresAt);
+    let cell = this.cellOf(slot);
+    while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
+    this.index[cell] = slot + 1;
+  }
+
+  /** The index cell holding `key`, or -1. */
+  private find(key: Uint32Array): number {
+    const w0 = key[0] as number;
+    const w1 = key[1] as number;
+    const w2 = key[2] as number;
+    const words = this.words;
+    let cell = hashOf(w0, w1, w2) & this.mask;
+    for (;;) {
+      const entry = this.index[cell] as number;
+      if (entry === 0) return -1;
+      const at = (entry - 1) * 3;
+      if (words[at] === w0 && words[at + 1] === w1 && words[at + 2] === w2) return cell;
+      cell = (cell + 1) & this.mask;
+    }
+  }
+
+  private cellOf(slot: number): number {
+    const at = slot * 3;
+    return hashOf(this.words[at] as number, this.words[at + 1] as number, this.words[at + 2] as number) & this.mask;
   }
 
   private expire(now: number): void {
@@ -65,39 +140,80 @@ export class ClaimTable {
   }
 
   private dropHead(): void {
-    const key = this.keys[this.head] as string;
-    if (this.live.get(key) === this.expires[this.head]) this.live.delete(key);
-    this.keys[this.head] = undefined;
-    this.head = (this.head + 1) % this.keys.length;
+    const at = this.head * 3;
+    this.dropping[0] = this.words[at] as number;
+    this.dropping[1] = this.words[at + 1] as number;
+    this.dropping[2] = this.words[at + 2] as number;
+    this.remove(this.find(this.dropping));
+    this.head = (this.head + 1) % this.capacity;
     this.size--;
   }
 
+  /** Empty an index cell, shifting later cells of its probe run back (no tombstones). */
+  private remove(cell: number): void {
+    const index = this.index;
+    const mask = this.mask;
+    let hole = cell;
+    let next = cell;
+    for (;;) {
+      next = (next + 1) & mask;
+      const entry = index[next] as number;
+      if (entry === 0) break;
+      const home = this.cellOf(entry - 1);
+      // Move the entry into the hole unless its home lies cyclically in (hole, next].
+      const stays = hole <= next ? home > hole && home <= next : home > hole || home <= next;
+      if (!stays) {
+        index[hole] = entry;
+        hole = next;
+      }
+    }
+    index[hole] = 0;
+  }
+
   private grow(): void {
-    const capacity = Math.min(this.keys.length * 2, this.maxKeys);
-    const keys = new Array<string | undefined>(capacity);
+    const capacity = Math.min(this.capacity * 2, this.maxKeys);
+    const words = new Uint32Array(capacity * 3);
     const expires = new Float64Array(capacity);
     for (let i = 0; i < this.size; i++) {
-      const from = (this.head + i) % this.keys.length;
-      keys[i] = this.keys[from];
+      const from = (this.head + i) % this.capacity;
+      words.set(this.words.subarray(from * 3, from * 3 + 3), i * 3);
       expires[i] = this.expires[from] as number;
     }
-    this.keys = keys;
+    this.words = words;
     this.expires = expires;
     this.head = 0;
+    this.index = new Int32Array(indexSize(capacity));
+    this.mask = this.index.length - 1;
+    for (let slot = 0; slot < this.size; slot++) {
+      let cell = this.cellOf(slot);
+      while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
+      this.index[cell] = slot + 1;
+    }
   }
+}
+
+/** Index cells for a ring of `capacity`: a power of two, at least twice the capacity. */
+function indexSize(capacity: number): number {
+  let size = 2;
+  while (size < capacity * 2) size *= 2;
+  return size;
+}
+
+function hashOf(w0: number, w1: number, w2: number): number {
+  const h = Math.imul(w0 ^ Math.imul(w1, 0x85ebca6b) ^ Math.imul(w2, 0xc2b2ae35), 0x9e3779b1);
+  return (h ^ (h >>> 15)) >>> 0;
 }
 
 /** The claim tables of a store, one per (space, TTL), so each table's expiry stays FIFO. */
 export class ClaimTables {
-  private readonly tables = new Map<string, ClaimTable>();
+  /** space -> TTL -> table (two lookups, no key string built per claim). */
+  private readonly tables = new Map<string, Map<number, ClaimTable>>();
 
   table(claim: Pick<ClaimSpec, 'space' | 'ttlMs' | 'maxKeys'>): ClaimTable {
-    const name = `${claim.space}|${claim.ttlMs}`;
-    let table = this.tables.get(name);
-    if (!table) {
-      table = new ClaimTable(claim.ttlMs, claim.maxKeys);
-      this.tables.set(name, table);
-    }
+    let byTtl = this.tables.get(claim.space);
+    if (!byTtl) this.tables.set(claim.space, (byTtl = new Map()));
+    let table = byTtl.get(claim.ttlMs);
+    if (!table) byTtl.set(claim.ttlMs, (table = new ClaimTable(claim.ttlMs, claim.maxKeys)));
     return table;
   }
 
@@ -113,9 +229,11 @@ export class ClaimTables {
   stats(): { keys: number; evicted: number } {
     let keys = 0;
     let evicted = 0;
-    for (const table of this.tables.values()) {
-      keys += table.count;
-      evicted += table.evicted;
+    for (const byTtl of this.tables.values()) {
+      for (const table of byTtl.values()) {
+        keys += table.count;
+        evicted += table.evicted;
+      }
     }
     return { keys, evicted };
   }

@@ -39,3 +39,54 @@ describe('ClaimTable', () => {
     expect(table.evicted).toBe(0);
   });
 });
+
+describe('ClaimTable index', () => {
+  it('agrees with a plain Map model under random claims, expiry and eviction', () => {
+    // Small cap and TTL so that growth, wrap-around, eviction and backward-shift deletion all happen.
+    let seed = 7;
+    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const ttl = 50;
+    const cap = 60;
+    const table = new ClaimTable(ttl, cap);
+    const model = new Map<string, number>(); // key -> expiry, in insertion order
+    let evicted = 0;
+    for (let now = 0; now < 20_000; now += random() < 0.5 ? 0 : 1) {
+      for (const [key, expiry] of model) {
+        if (expiry > now) break;
+        model.delete(key);
+      }
+      const key = `key-${Math.floor(random() * 2000)}`;
+      const expected = !model.has(key);
+      if (expected) {
+        if (model.size === cap) {
+          model.delete(model.keys().next().value as string);
+          evicted++;
+        }
+        model.set(key, now + ttl);
+      }
+      expect(table.claim(key, now)).toBe(expected);
+      if (now % 997 === 0) expect(table.count).toBe(model.size);
+      if (now > 19_990) break;
+    }
+    expect(table.evicted).toBe(evicted);
+    expect(evicted).toBeGreaterThan(0);
+  });
+
+  it('uses a claimKey digest as its 96 bits and still tells digests apart', async () => {
+    const { claimKey } = await import('../../src/dedup/claims.js');
+    const table = new ClaimTable(1000, 10_000);
+    const keys = Array.from({ length: 5000 }, (_, i) => claimKey('id', 'wa', `m${i}`));
+    for (const key of keys) expect(table.claim(key, 0)).toBe(true);
+    for (const key of keys) expect(table.has(key, 1)).toBe(true);
+    expect(table.has(claimKey('id', 'wa', 'other'), 1)).toBe(false);
+  });
+
+  it('restores keys with their own expiry', () => {
+    const table = new ClaimTable(1000, 10);
+    table.restore('a', 500, 100);
+    table.restore('b', 90, 100);
+    expect(table.has('a', 499)).toBe(true);
+    expect(table.has('b', 100)).toBe(false);
+    expect(table.has('a', 500)).toBe(false);
+  });
+});
