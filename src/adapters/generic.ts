@@ -25,6 +25,10 @@ const messageSchema = z.object({
 
 const bodySchema = z.union([messageSchema, z.array(messageSchema).min(1).max(100)]);
 
+function mediaRef(url: string, mimeType: string | undefined): MediaRef {
+  return mimeType ? { url, mimeType } : { url };
+}
+
 /**
  * The generic JSON channel (CONTRACT §5) for CLIs, web chats and anything without a platform
  * of its own. Signed with Standard Webhooks when the channel has a `secret`.
@@ -55,14 +59,13 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
       const messages = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
       const events = messages.map((message): InboundEvent => {
         const media: MediaRef[] = [];
-        if (message.mediaUrl) media.push({ url: message.mediaUrl, ...(message.mimeType ? { mimeType: message.mimeType } : {}) });
-        for (const item of message.media ?? []) media.push({ url: item.url, ...(item.mimeType ? { mimeType: item.mimeType } : {}) });
+        if (message.mediaUrl) media.push(mediaRef(message.mediaUrl, message.mimeType));
+        if (message.media) for (const item of message.media) media.push(mediaRef(item.url, item.mimeType));
         const platformId = message.id === undefined ? undefined : String(message.id);
-        const content = message.content?.trim() ?? '';
-        const sender = message.sender
-          ? { id: String(message.sender.id), ...(message.sender.name ? { name: message.sender.name } : {}) }
-          : { id: message.sessionKey };
-        return {
+        const content = message.content === undefined ? '' : message.content.trim();
+        const sender: InboundEvent['sender'] = { id: message.sender ? String(message.sender.id) : message.sessionKey };
+        if (message.sender?.name) sender.name = message.sender.name;
+        const event: InboundEvent = {
           id: platformId ?? `gen_${nanoid()}`,
           kind: 'message',
           channel: channel.id,
@@ -71,7 +74,6 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
           conversation: message.conversation ?? { type: 'private', id: message.sessionKey },
           sessionKey: message.sessionKey,
           sender,
-          ...(platformId === undefined ? {} : { platformId }),
           segments: content ? [{ type: 'text', data: { text: content } }] : [],
           text: content,
           media,
@@ -79,6 +81,8 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
           timestamp: message.timestamp ?? Math.floor(delivery.now / 1000),
           raw: message,
         };
+        if (platformId !== undefined) event.platformId = platformId;
+        return event;
       });
       return { events };
     },

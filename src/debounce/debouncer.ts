@@ -55,8 +55,14 @@ export class Debouncer {
   private readonly heap: Deadline[] = [];
   private timer: unknown;
   private timerAt = Infinity;
-  /** Tail of each session's flush chain: the next batch waits for the one before it. */
-  private readonly chains = new Map<string, Promise<void>>();
+  /**
+   * Sessions with a flush under way, and the batches waiting behind it (null: none waiting).
+   * One drain loop per busy session keeps its batches in order.
+   */
+  private readonly busy = new Map<string, Batch[] | null>();
+  /** Drain loops running, and who waits for them all to end. */
+  private draining = 0;
+  private idleWaiters: Array<() => void> = [];
   private shuttingDown = false;
 
   constructor(private readonly options: DebouncerOptions) {}
@@ -120,7 +126,7 @@ export class Debouncer {
 
   /** Wait for every flush already started. */
   async idle(): Promise<void> {
-    while (this.chains.size > 0) await Promise.all([...this.chains.values()]);
+    while (this.draining > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Stop the timer without flushing (the store keeps the parts for the next start). */
@@ -137,31 +143,39 @@ export class Debouncer {
     const first = buffer.parts[0] as BufferedPart;
     const batch: Batch = { debounceKey: key, sessionKey: first.event.sessionKey, parts: buffer.parts, reason };
     const sessionKey = batch.sessionKey;
-    const previous = this.chains.get(sessionKey);
-    const run = previous ? previous.then(() => this.run(batch)) : this.run(batch);
-    this.chains.set(sessionKey, run);
-    void run.then(() => {
-      if (this.chains.get(sessionKey) === run) this.chains.delete(sessionKey);
-    });
+    if (this.busy.has(sessionKey)) {
+      const waiting = this.busy.get(sessionKey);
+      if (waiting) waiting.push(batch);
+      else this.busy.set(sessionKey, [batch]);
+      return;
+    }
+    this.busy.set(sessionKey, null);
+    this.draining++;
+    void this.drain(sessionKey, batch);
   }
 
   /**
-   * Flush a batch; when that fails (the store is busy or away) try again with backoff, still
-   * ahead of the session's later batches. The parts stay in the store meanwhile, so nothing is
-   * lost; at shutdown one attempt is made and what fails waits for the next start.
+   * Flush a session's batches one at a time, in order. When a flush fails (the store is busy
+   * or away) it is tried again with backoff, still ahead of the session's later batches. The
+   * parts stay in the store meanwhile, so nothing is lost; at shutdown one attempt is made and
+   * what fails waits for the next start.
    */
-  private async run(batch: Batch): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.options.flush(batch);
-        return;
-      } catch (error) {
-        this.options.onError(error, batch);
-        if (this.shuttingDown) return;
-        await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS)));
-        if (this.shuttingDown) return;
+  private async drain(sessionKey: string, first: Batch): Promise<void> {
+    for (let batch: Batch | undefined = first; batch; batch = this.busy.get(sessionKey)?.shift()) {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.options.flush(batch);
+          break;
+        } catch (error) {
+          this.options.onError(error, batch);
+          if (this.shuttingDown) break;
+          await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS)));
+          if (this.shuttingDown) break;
+        }
       }
     }
+    this.busy.delete(sessionKey);
+    if (--this.draining === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private onTimer(): void {

@@ -10,11 +10,24 @@ const randomPart = customAlphabet(alphabet, 13);
  * 13 random characters (78 bits) keep ids of one millisecond apart.
  */
 export function outputId(now: number): string {
-  let time = '';
-  let rest = Math.floor(now);
-  for (let i = 0; i < 8; i++) {
-    time = alphabet[rest % 64] + time;
+  const ms = Math.floor(now);
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastPrefix = timePrefix(ms);
+  }
+  return lastPrefix + randomPart();
+}
+
+/** Many ids share a millisecond under load: its prefix is built once. */
+let lastMs = -1;
+let lastPrefix = '';
+
+function timePrefix(ms: number): string {
+  const chars = new Array<string>(8);
+  let rest = ms;
+  for (let i = 7; i >= 0; i--) {
+    chars[i] = alphabet[rest % 64] as string;
     rest = Math.floor(rest / 64);
   }
-  return time + randomPart();
+  return chars.join('');
 }

@@ -34,7 +34,8 @@ const forbiddenKeys = new Set(['__proto__', 'constructor', 'prototype']);
 /**
  * Parse untrusted JSON: nesting deeper than `maxDepth` and prototype-polluting keys are a 400.
  * V8's JSON.parse is iterative, so a deep body cannot overflow the stack there; the parsed value
- * is then walked once, iteratively, to enforce depth and keys (cheaper than a reviver).
+ * is then walked once to enforce depth and keys (cheaper than a reviver). The walk recurses, but
+ * never deeper than `maxDepth + 1`.
  */
 export function parseJson(raw: Buffer, maxDepth: number): unknown {
   let value: unknown;
@@ -47,20 +48,16 @@ export function parseJson(raw: Buffer, maxDepth: number): unknown {
   return value;
 }
 
-function check(root: unknown, maxDepth: number): void {
-  if (typeof root !== 'object' || root === null) return;
-  const stack: Array<[object, number]> = [[root, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [object, number];
-    if (depth > maxDepth) throw new RequestError('too_deep', 400, `JSON body nests deeper than ${maxDepth} levels`);
-    if (Array.isArray(node)) {
-      for (const item of node) if (typeof item === 'object' && item !== null) stack.push([item, depth + 1]);
-      continue;
-    }
-    for (const key in node) {
-      if (forbiddenKeys.has(key)) throw new RequestError('forbidden_key', 400, `JSON body contains the key "${key}", which is not accepted`);
-      const item = (node as Record<string, unknown>)[key];
-      if (typeof item === 'object' && item !== null) stack.push([item, depth + 1]);
-    }
+function check(node: unknown, maxDepth: number, depth = 1): void {
+  // Recursion is bounded: it stops at maxDepth + 1 whatever the body's real depth.
+  if (typeof node !== 'object' || node === null) return;
+  if (depth > maxDepth) throw new RequestError('too_deep', 400, `JSON body nests deeper than ${maxDepth} levels`);
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) check(node[i], maxDepth, depth + 1);
+    return;
+  }
+  for (const key in node) {
+    if (forbiddenKeys.has(key)) throw new RequestError('forbidden_key', 400, `JSON body contains the key "${key}", which is not accepted`);
+    check((node as Record<string, unknown>)[key], maxDepth, depth + 1);
   }
 }

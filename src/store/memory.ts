@@ -35,7 +35,10 @@ export class MemoryStore implements Store {
 
   private append(draft: OutboxDraft): OutboxRecord {
     // The draft is the caller's fresh object: complete it in place rather than copy it.
-    const record = Object.assign(draft, { seq: ++this.seq, attempts: 0, updatedAt: draft.createdAt }) as OutboxRecord;
+    const record = draft as OutboxRecord;
+    record.seq = ++this.seq;
+    record.attempts = 0;
+    record.updatedAt = draft.createdAt;
     this.outbox.push(record);
     this.byId.set(record.id, record);
     return record;

@@ -96,7 +96,7 @@ export class SqliteStore implements Store {
       deletePart: db.prepare('DELETE FROM buffered WHERE id = ?'),
       openParts: db.prepare('SELECT body FROM buffered ORDER BY id'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at)
-        VALUES (@id, @type, @sessionKey, @channel, @createdAt, @body, @state, @createdAt)`),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
       byState: db.prepare('SELECT * FROM outbox WHERE state = ? ORDER BY seq LIMIT ?'),
@@ -151,8 +151,9 @@ export class SqliteStore implements Store {
   }
 
   private append(draft: OutboxDraft): OutboxRecord {
-    const seq = Number(this.statements.append.run(draft).lastInsertRowid);
-    return { ...draft, seq, attempts: 0, updatedAt: draft.createdAt };
+    const { id, type, sessionKey, channel, createdAt, body, state } = draft;
+    const seq = Number(this.statements.append.run(id, type, sessionKey, channel, createdAt, body, state, createdAt).lastInsertRowid);
+    return { id, type, sessionKey, channel, createdAt, body, state, seq, attempts: 0, updatedAt: createdAt };
   }
 
   async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
