@@ -2,17 +2,18 @@
 // against bare Koa + koa-router parsing the same JSON, side by side in one run.
 // Every request is a new session with a new id, so nothing is deduplicated or merged away.
 // This VM's throughput drifts by tens of percent from minute to minute, so targets are run in
-// rounds, rotated, and each is reported by its median round.
-// Usage: node bench/ingest.mjs [seconds=10] [connections=50] [rounds=3]
+// rounds, in rotated order; each round compares the servers it measured back to back, and the
+// ratio to bare Koa is the median of those per-round ratios (with their range).
+// Usage: node bench/ingest.mjs [seconds=8] [connections=50] [rounds=5]
 import autocannon from 'autocannon';
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const seconds = Number(process.argv[2] ?? 10);
+const seconds = Number(process.argv[2] ?? 8);
 const connections = Number(process.argv[3] ?? 50);
-const rounds = Number(process.argv[4] ?? 3);
+const rounds = Number(process.argv[4] ?? 5);
 const root = new URL('..', import.meta.url).pathname;
 
 async function start(name, script, env) {
@@ -59,11 +60,15 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const baseline = runs.get(targets[0][0]);
 const results = targets.map(([name]) => {
   const r = runs.get(name);
-  return { name, rps: median(r.map((x) => x.rps)), p99: median(r.map((x) => x.p99)), errors: r.reduce((a, x) => a + x.errors, 0), all: r.map((x) => Math.round(x.rps)) };
+  const ratios = r.map((x, round) => x.rps / baseline[round].rps);
+  return {
+    name, rps: median(r.map((x) => x.rps)), p99: median(r.map((x) => x.p99)), errors: r.reduce((a, x) => a + x.errors, 0),
+    ratio: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios), all: r.map((x) => Math.round(x.rps)),
+  };
 });
-const base = results[0].rps;
 console.log(`\ningest, ${rounds} rounds of ${seconds}s x ${connections} connections, every request a new session (node ${process.version})`);
-console.log('| server | median req/s | vs bare Koa | p99 ms | errors | each round |\n|---|---:|---:|---:|---:|---|');
-for (const r of results) console.log(`| ${r.name} | ${Math.round(r.rps)} | ${(r.rps / base).toFixed(2)}x | ${r.p99} | ${r.errors} | ${r.all.join(', ')} |`);
+console.log('| server | median req/s | vs bare Koa (median of rounds) | range over rounds | p99 ms | errors | each round req/s |\n|---|---:|---:|---:|---:|---:|---|');
+for (const r of results) console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.ratio.toFixed(2)}x | ${r.low.toFixed(2)}–${r.high.toFixed(2)} | ${r.p99} | ${r.errors} | ${r.all.join(', ')} |`);

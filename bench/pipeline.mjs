@@ -1,39 +1,97 @@
-// CPU per message of the pipeline alone (no HTTP): ingest through the real Pipeline, then wait
-// until every message has been flushed to the outbox, with each store. Every message is a new
-// session, as in bench/ingest.mjs. CPU is process.cpuUsage(), all threads (GC included).
-// Usage: node bench/pipeline.mjs [messages=60000]
-import { mkdtempSync, rmSync } from 'node:fs';
+// CPU per message of the pipeline alone (no HTTP), in a steady state: messages arrive at a fixed
+// rate, every one a new session, and wait out the debounce window as under load. Each setup runs
+// in a fresh child process; setups are rotated over rounds and reported by their median round.
+// Rows: the memory and SQLite stores with the default config, the memory store with
+// debounce.windowMs 0 (what holding every message through the window costs), and a floor that only
+// parses, validates and normalizes (what the bare-Koa baseline's JSON.parse grows into).
+// CPU is read from /proc: the main thread alone, and all threads (GC helpers included).
+// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import { createIntake } from '../dist/intake.js';
 
-const N = Number(process.argv[2] ?? 60_000);
+const setups = [
+  ['memory store', { store: 'memory' }],
+  ['sqlite store', { store: 'sqlite' }],
+  ['memory store, debounce.windowMs 0', { store: 'memory', debounce: { windowMs: 0 } }],
+  ['parse + validate + normalize only', { store: 'memory', floor: true }],
+];
 
-async function measure(store) {
-  const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
-  const intake = await createIntake({ configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent' }, env: {}, logger: pino({ level: 'silent' }), cwd: dir });
-  let flushed = 0;
-  intake.pipeline.outlet.subscribe(() => { flushed++; });
-  const before = process.cpuUsage();
-  const pending = [];
-  for (let n = 0; n < N; n++) {
-    const body = Buffer.from(JSON.stringify({ id: `b${n}`, sessionKey: `bench:u${n}`, sender: { id: `u${n}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: 1710234567 }));
-    pending.push(intake.pipeline.ingest('generic', { headers: {}, body, query: new URLSearchParams(), now: Date.now() }));
-    if (pending.length === 50) {
-      await Promise.all(pending);
-      pending.length = 0;
-      await new Promise((resolve) => setImmediate(resolve));
+if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3]));
+else await parent();
+
+async function parent() {
+  const rate = Number(process.argv[2] ?? 8000);
+  const seconds = Number(process.argv[3] ?? 6);
+  const rounds = Number(process.argv[4] ?? 3);
+  const results = new Map(setups.map(([name]) => [name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < setups.length; i++) {
+      const [name, setup] = setups[(i + round) % setups.length];
+      results.get(name).push(await run({ ...setup, rate, seconds }));
     }
   }
-  await Promise.all(pending);
-  while (flushed < N) await new Promise((resolve) => setTimeout(resolve, 20));
-  const cpu = process.cpuUsage(before);
-  await intake.close();
-  rmSync(dir, { recursive: true, force: true });
-  return (cpu.user + cpu.system) / N;
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  console.log(`\npipeline without HTTP, steady ${rate}/s for ${seconds}s, each message a new session, median of ${rounds} rounds (node ${process.version})`);
+  console.log('| setup | main thread µs/msg | all threads µs/msg | each round (main) |\n|---|---:|---:|---|');
+  for (const [name] of setups) {
+    const r = results.get(name);
+    console.log(`| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`);
+  }
 }
 
-console.log(`\npipeline without HTTP, ${N.toLocaleString('en')} messages, each a new session (node ${process.version})`);
-console.log('| store | CPU µs per message (ingest + flush) |\n|---|---:|');
-for (const store of ['memory', 'sqlite']) console.log(`| ${store} | ${(await measure(store)).toFixed(1)} |`);
+function run(setup) {
+  return new Promise((resolve, reject) => {
+    const child = fork(new URL(import.meta.url).pathname, ['--child', JSON.stringify(setup)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.once('message', resolve);
+    child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`bench child exited with ${code}`))));
+  });
+}
+
+async function child({ store, debounce, floor, rate, seconds }) {
+  const { default: pino } = await import('pino');
+  const { createIntake } = await import('../dist/intake.js');
+  const { parseJson } = await import('../dist/http/body.js');
+  const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
+  const intake = await createIntake({
+    configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}) },
+    env: {}, logger: pino({ level: 'silent' }), cwd: dir,
+  });
+  const { adapter } = intake.pipeline.channelOf('generic');
+  const ingest = floor
+    ? (delivery) => adapter.normalize(parseJson(delivery.body, 32), delivery)
+    : (delivery) => intake.pipeline.ingest('generic', delivery);
+  const mainTicks = () => {
+    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const query = new URLSearchParams();
+  let sent = 0;
+  let mark;
+  const start = Date.now();
+  const warmUp = 2;
+  await new Promise((resolve) => {
+    const timer = setInterval(() => {
+      const elapsed = (Date.now() - start) / 1000;
+      if (elapsed >= warmUp && !mark) mark = { main: mainTicks(), cpu: process.cpuUsage(), sent };
+      if (elapsed >= warmUp + seconds) {
+        clearInterval(timer);
+        resolve();
+        return;
+      }
+      // Catch up to the rate, but never more than 30 ms of messages in one tick.
+      const due = Math.min(Math.floor(elapsed * rate) - sent, rate * 0.03);
+      for (let i = 0; i < due; i++, sent++) {
+        const body = Buffer.from(JSON.stringify({ id: `p-${sent}`, sessionKey: `bench:user-${sent}`, sender: { id: `u${sent}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${sent} 的状态`, timestamp: 1710234567 }));
+        void ingest({ headers: {}, body, query, now: Date.now() });
+      }
+    }, 10);
+  });
+  const count = sent - mark.sent;
+  const cpu = process.cpuUsage(mark.cpu);
+  const result = { main: ((mainTicks() - mark.main) * 10_000) / count, all: (cpu.user + cpu.system) / count };
+  await intake.close();
+  rmSync(dir, { recursive: true, force: true });
+  process.send(result, () => process.exit(0));
+}
