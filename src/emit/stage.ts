@@ -57,8 +57,7 @@ export class OutputStage {
       return;
     }
     const last = parts[parts.length - 1]!.event;
-    // Text-only batches (the common case) skip the media stage's promise round trip.
-    const media = parts.some((part) => part.event.media.length > 0) ? await this.options.collectMedia(parts) : [];
+    const media = await this.options.collectMedia(parts);
     const single = parts.length === 1;
     const bots = single ? views.botsForEvent(first) : uniqueBots(parts.flatMap((part) => views.botsForEvent(part.event)));
     const mentionedBots = single ? views.mentionedBots(first) : uniqueBots(parts.flatMap((part) => views.mentionedBots(part.event)));

@@ -176,7 +176,9 @@ export class ClaimTable {
     const expires = new Float64Array(capacity);
     for (let i = 0; i < this.size; i++) {
       const from = (this.head + i) % this.capacity;
-      words.set(this.words.subarray(from * 3, from * 3 + 3), i * 3);
+      words[i * 3] = this.words[from * 3] as number;
+      words[i * 3 + 1] = this.words[from * 3 + 1] as number;
+      words[i * 3 + 2] = this.words[from * 3 + 2] as number;
       expires[i] = this.expires[from] as number;
     }
     this.words = words;
