@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
@@ -135,6 +136,28 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     expect((await service.intake.pipeline.store.outboxAfter(0, 10))).toHaveLength(0);
     expect(await service.intake.pipeline.store.openParts()).toHaveLength(0);
     expect(service.intake.pipeline.metrics.channelStats().signed?.rejected).toBe(2);
+  });
+
+  it('counts a chunked body against the limit while it streams: 413 past it, whole when under it', async () => {
+    service = await startService({ ...quick, server: { bodyLimitBytes: 2048 } });
+    // No Content-Length: the limit can only be enforced while the chunks arrive.
+    const chunked = (pieces: string[]) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = request(`${service!.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      for (const piece of pieces) req.write(piece);
+      req.end();
+    });
+    const big = JSON.stringify({ sessionKey: 'cli:big', content: 'b'.repeat(4000) });
+    const tooBig = await chunked([big.slice(0, 1000), big.slice(1000, 2000), big.slice(2000)]);
+    expect(tooBig).toMatchObject({ status: 413, body: { error: { code: 'body_too_large' } } });
+    const small = JSON.stringify({ id: 'chunked-1', sessionKey: 'cli:small', content: 'in three pieces' });
+    const fine = await chunked([small.slice(0, 10), small.slice(10, 30), small.slice(30)]);
+    expect(fine).toMatchObject({ status: 200, body: { accepted: 1, events: [{ id: 'chunked-1', verdict: 'accepted' }] } });
+    const frames = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frames.map((frame) => frame.data.content)).toEqual(['in three pieces']);
   });
 
   it('accepts a Standard Webhooks signed delivery and refuses a stale or tampered one', async () => {
