@@ -1,0 +1,54 @@
+// The servers the ingest benchmarks compare, and how they are started and fed.
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** [name, script, env]: the two baselines first, then agent-intake on each embedded store. */
+export const targets = [
+  ['bare Koa + koa-router', 'bench/bare-koa.mjs', {}],
+  ['seed sketch (naive algorithm)', 'bench/seed-sketch.mjs', {}],
+  ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory' }],
+  ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }],
+];
+
+/** Start one server in a child process with a working directory of its own. */
+export async function start([name, script, env]) {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
+  const child = fork(join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status < 500, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    name, pid: child.pid, url: `http://127.0.0.1:${port}`,
+    stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); },
+  };
+}
+
+/** An autocannon request whose body is a new message of a new session every time. */
+export function newSessionRequests(tag) {
+  let n = 0;
+  return [{
+    setupRequest(request) {
+      n++;
+      request.body = JSON.stringify({ id: `bench-${tag}-${n}`, sessionKey: `bench:user-${n}`, sender: { id: `u${n}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: 1710234567 });
+      return request;
+    },
+  }];
+}
+
+/** CPU ticks (1/100 s) a process has used: its main thread alone, and all its threads. */
+export function cpuTicks(pid) {
+  const ticks = (path) => {
+    const fields = readFileSync(path, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) };
+}
+
+export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
