@@ -8,6 +8,7 @@ const runs = [
   [node, ['--expose-gc', 'bench/media.mjs']],
   [node, ['bench/pipeline.mjs']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '8', '50', process.env.BENCH_ROUNDS ?? '5']],
+  [node, ['bench/ingest-cost.mjs', '1500', process.env.BENCH_SECONDS ?? '8', '3']],
 ];
 for (const [cmd, args] of runs) {
   const result = spawnSync(cmd, args, { stdio: 'inherit' });
