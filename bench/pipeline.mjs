@@ -7,9 +7,10 @@
 // CPU is read from /proc: the main thread alone, and all threads (GC helpers included).
 // Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]
 import { fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuTicks, median } from './servers.mjs';
 
 const setups = [
   ['memory store', { store: 'memory' }],
@@ -32,7 +33,6 @@ async function parent() {
       results.get(name).push(await run({ ...setup, rate, seconds }));
     }
   }
-  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
   console.log(`\npipeline without HTTP, steady ${rate}/s for ${seconds}s, each message a new session, median of ${rounds} rounds (node ${process.version})`);
   console.log('| setup | main thread µs/msg | all threads µs/msg | each round (main) |\n|---|---:|---:|---|');
   for (const [name] of setups) {
@@ -62,10 +62,7 @@ async function child({ store, debounce, floor, rate, seconds }) {
   const ingest = floor
     ? (delivery) => adapter.normalize(parseJson(delivery.body, 32), delivery)
     : (delivery) => intake.pipeline.ingest('generic', delivery);
-  const mainTicks = () => {
-    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  };
+  const mainTicks = () => cpuTicks(process.pid).main;
   const query = new URLSearchParams();
   let sent = 0;
   let mark;
