@@ -16,7 +16,7 @@ const rounds = Number(process.argv[4] ?? 3);
 
 const load = (server, duration) => autocannon({
   url: `${server.url}/webhooks/generic`, connections: 10, duration, overallRate: rate, method: 'POST',
-  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${duration}`),
+  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
 });
 
 const rows = new Map(targets.map(([name]) => [name, []]));

@@ -2,7 +2,7 @@ import type { ChannelConfig } from '../config/schema.js';
 import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { hmac } from '../signing.js';
-import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -29,7 +29,7 @@ function textOf(message: Json): string {
 export function lineAdapter(channel: ChannelConfig): Adapter {
   const channelSecret = secretOf(channel, 'channelSecret');
   const accessToken = settingOf(channel, 'accessToken');
-  const dataBaseUrl = (settingOf(channel, 'apiDataBaseUrl') ?? 'https://api-data.line.me').replace(/\/$/, '');
+  const dataBaseUrl = baseUrlOf(channel, 'apiDataBaseUrl', 'https://api-data.line.me');
   const namespace = channel.namespace ?? 'line';
   const fail = (problem: string) => shapeError(channel, 'a LINE webhook', problem);
 

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { platformJson } from './platform-api.js';
-import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -58,7 +58,7 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
     throw new ConfigError(`channels[${channel.index}].secretToken (channel "${channel.id}") must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires`, { channel: channel.id });
   }
   const botToken = settingOf(channel, 'botToken');
-  const apiBaseUrl = (settingOf(channel, 'apiBaseUrl') ?? 'https://api.telegram.org').replace(/\/$/, '');
+  const apiBaseUrl = baseUrlOf(channel, 'apiBaseUrl', 'https://api.telegram.org');
   const botId = botToken?.split(':')[0] ?? channel.id;
   const namespace = channel.namespace ?? 'tg';
   const fail = (problem: string) => shapeError(channel, 'a Telegram update', problem);

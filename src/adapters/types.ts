@@ -74,6 +74,11 @@ export function settingOf(channel: ChannelConfig, key: string): string | undefin
   return value;
 }
 
+/** A platform API base URL setting, or the platform's own, without a trailing slash. */
+export function baseUrlOf(channel: ChannelConfig, key: string, fallback: string): string {
+  return (settingOf(channel, key) ?? fallback).replace(/\/$/, '');
+}
+
 /** A signing secret: required unless the channel says `"verify": false`. */
 export function secretOf(channel: ChannelConfig, key: string): string | undefined {
   const secret = settingOf(channel, key);

@@ -4,7 +4,7 @@ import { RequestError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
-import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
 // Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -45,7 +45,7 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
   const appSecret = secretOf(channel, 'appSecret');
   const verifyToken = settingOf(channel, 'verifyToken');
   const accessToken = settingOf(channel, 'accessToken');
-  const graphBaseUrl = (settingOf(channel, 'graphBaseUrl') ?? 'https://graph.facebook.com/v21.0').replace(/\/$/, '');
+  const graphBaseUrl = baseUrlOf(channel, 'graphBaseUrl', 'https://graph.facebook.com/v21.0');
   const namespace = channel.namespace ?? 'wa';
   const fail = (problem: string) => shapeError(channel, 'a WhatsApp webhook', problem);
 
