@@ -94,3 +94,183 @@ export function mediaTypeOf(mimeType: string): MediaType {
   if (mimeType.startsWith('video/')) return 'video';
   return 'document';
 }
+
+/** One delivery of a logical event: which channel and bot, and that bot's own ids. */
+export interface Delivery {
+  channel: string;
+  adapter: string;
+  botId?: string;
+  platformId?: string;
+  /** Per-bot ids needed to act through this bot (message_id, request flag, ...). */
+  ids: Record<string, string>;
+  at: number;
+}
+
+/** Everything known of one logical event delivered by several bots or adapters. */
+export interface CorrelationRecord {
+  key: string;
+  kind: EventKind;
+  firstAt: number;
+  expiresAt: number;
+  /** Platform time of the first delivery, seconds. */
+  time: number;
+  /** In arrival order; the first is the primary. */
+  deliveries: Delivery[];
+}
+
+/** One event waiting in a debounce buffer (stored without its `raw` payload). */
+export interface BufferedPart {
+  /** Assigned by the store: a decimal integer, unique per store, growing with arrival. */
+  id: string;
+  debounceKey: string;
+  receivedAt: number;
+  event: InboundEvent;
+  /** Correlation group of the event, when its namespace is shared (read again at flush). */
+  correlationKey?: string;
+}
+
+/** A media reference exchanged for a fetchable URL, with the headers the platform wants. */
+export interface ResolvedMedia {
+  url: string;
+  headers?: Record<string, string>;
+  mimeType?: string;
+  size?: number;
+}
+
+/** A downloaded attachment, as the agent reads it. */
+export interface MediaItem {
+  type: MediaType;
+  /** Path relative to the working directory, inside the media folder. */
+  path: string;
+  mime: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** An attachment that could not be stored, and why. */
+export interface MediaFailure {
+  url: string;
+  reason: string;
+}
+
+/** Media of one buffered part after download: stored files and failures. */
+export interface PartMedia {
+  media: MediaItem[];
+  errors: MediaFailure[];
+}
+
+/** The one event the agent reads (CONTRACT §4). */
+export interface ProcessedMessage {
+  type: 'chat.processedMessage';
+  id: string;
+  seq: number;
+  sessionKey: string;
+  content: string;
+  media: MediaItem[];
+  sourceChannel: string;
+  channel: string;
+  timestamp: number;
+  messageIds: string[];
+  merged: number;
+  sender: Party;
+  conversation: { type: ConversationType; id: string };
+  replyBot: BotRef;
+  bots: BotRef[];
+  mentionedBots: BotRef[];
+  mediaErrors: MediaFailure[];
+}
+
+/** A notice or request, once per logical event (CONTRACT §4). */
+export interface ProcessedEvent {
+  type: 'chat.notice' | 'chat.request';
+  id: string;
+  seq: number;
+  sessionKey: string;
+  /** `group_increase`, `friend`, `reaction`, ... */
+  detail: string;
+  subType?: string;
+  sourceChannel: string;
+  channel: string;
+  timestamp: number;
+  sender: Party;
+  conversation: { type: ConversationType; id: string };
+  /** Identifying fields of the event (group_id, user_id, operator_id, ...). */
+  fields: Record<string, string>;
+  /** Every delivery of this event, with each bot's own ids (message id, request flag). */
+  participants: Array<BotRef & { ids: Record<string, string> }>;
+  replyBot: BotRef;
+  bots: BotRef[];
+}
+
+export type Output = ProcessedMessage | ProcessedEvent;
+export type OutputType = Output['type'];
+export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage' ? ProcessedMessage : ProcessedEvent;
+export type DeliveryState = 'none' | 'pending' | 'delivered' | 'dead';
+
+/** An output on its way into the outbox (the store assigns `seq`). */
+export interface OutboxDraft {
+  id: string;
+  type: OutputType;
+  sessionKey: string;
+  channel: string;
+  createdAt: number;
+  /** The output event as JSON, without `seq`. */
+  body: string;
+  /** `pending` when it must be pushed to the agent, else `none`. */
+  state: DeliveryState;
+  /** Platform ids (or ingest-answer ids) merged into it, for the trace. */
+  messageIds: string[];
+}
+
+export interface OutboxRecord extends OutboxDraft {
+  seq: number;
+  attempts: number;
+  lastError?: string;
+  updatedAt: number;
+  /** When a pending record's next push attempt is due. */
+  nextAttemptAt?: number;
+}
+
+/** The output event of an outbox record, with its seq in place. */
+export function outputOf(record: Pick<OutboxRecord, 'body' | 'seq'>): Output {
+  const { type, id, ...rest } = JSON.parse(record.body) as { type: Output['type']; id: string } & Record<string, unknown>;
+  return { type, id, seq: record.seq, ...rest } as unknown as Output;
+}
+
+/** The JSON text of an outbox record's event, built without re-serializing the body. */
+export function outputJson(record: Pick<OutboxRecord, 'body' | 'seq' | 'id'>): string {
+  // The body is stored as `{"type":...,"id":"...",<rest>}` without seq: splice seq in after id.
+  const marker = `"id":${JSON.stringify(record.id)}`;
+  const at = record.body.indexOf(marker);
+  if (at === -1) return JSON.stringify(outputOf(record));
+  const end = at + marker.length;
+  return `${record.body.slice(0, end)},"seq":${record.seq}${record.body.slice(end)}`;
+}
+
+/** What happened to one delivered event, or to one batch: the verdict trail (`/v1/trace`, `/v1/activity`). */
+export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored' | 'looped' | 'rejected';
+
+export interface TraceEntry {
+  /** Local sequence of the trail (resume point of `/v1/activity`). */
+  n: number;
+  at: number;
+  channel: string;
+  kind: 'verdict' | 'batch' | 'delivery';
+  /** verdict: the event's ingest-answer id; batch and delivery: the output id. */
+  id: string;
+  platformId?: string;
+  sessionKey?: string;
+  sender?: Party;
+  /** First characters of the text, for a feed. */
+  preview?: string;
+  verdict?: Verdict;
+  /** Why: the duplicated id, the correlated bot, the error code and message. */
+  reason?: string;
+  /** batch: the ids merged into `id`, and its seq. */
+  messageIds?: string[];
+  seq?: number;
+  /** delivery: state after an attempt, with attempts and the last error. */
+  state?: DeliveryState;
+  attempts?: number;
+  lastError?: string;
+}
