@@ -102,12 +102,20 @@ export interface Store {
   // --- operations ------------------------------------------------------------------------
   /** Claim counts for stats: live keys and keys evicted by the cap. */
   claimStats(): { keys: number; evicted: number };
+  /** Live correlation groups and groups evicted past `maxCorrelationGroups` (this instance's view may lag). */
+  correlationStats(): { groups: number; evicted: number };
   /** Throws when ingest could not record now (readiness answers 503 exactly then). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** A dedup claim: `key` is taken for `ttlMs`; a second claim inside that time fails. */
+/** Settings every store takes at open. */
+export interface StoreOptions {
+  /** Cap on live correlation groups; the oldest are evicted (and counted) past it. @default 4096 */
+  maxCorrelationGroups?: number;
+}
+
 export interface ClaimSpec {
   /** Already-hashed key, unique across spaces (see dedup/claims.ts). */
   key: string;
