@@ -1,0 +1,191 @@
+import type { BufferedPart, CorrelationRecord, Delivery, EventKind, OutboxDraft, OutboxRecord } from './events.js';
+
+export type { BufferedPart, CorrelationRecord, Delivery, OutboxDraft, OutboxRecord, OutputType, DeliveryState } from './events.js';
+
+/**
+ * The store behind every stage: correlation groups, dedup claims, debounce buffers, the
+ * outbox and the push queue. Every method keeps its meaning when several instances share one
+ * store (the Redis store): state lives here, never only in a process, and every hand-over
+ * between instances goes through a lease with a fencing token.
+ *
+ * Times are milliseconds. `now` arguments come from the caller's clock for the memory and
+ * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
+ * treat the deadlines it returns as the truth.
+ */
+export interface Store {
+  /** `memory`, `sqlite` or `redis`. */
+  readonly kind: string;
+  /** False when a restart loses everything (the memory store). */
+  readonly durable: boolean;
+  /** True when other instances may own buffers and pushes in this store (Redis). */
+  readonly shared: boolean;
+
+  // --- admission -------------------------------------------------------------------------
+  /**
+   * Record one webhook delivery, all its events in one atomic step: for each item, in order,
+   * correlation (when `correlation` is set), then its claims, then (when everything is new)
+   * append `part` to the buffer `part.debounceKey` and compute that buffer's deadline. Items
+   * refused by correlation or a claim change nothing. Resolves only once durable.
+   */
+  admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
+  /** The live correlation group of a key (the notice participants after a hold), if any. */
+  correlation(key: string, now: number): Promise<CorrelationRecord | undefined>;
+
+  // --- buffers with owners ---------------------------------------------------------------
+  /**
+   * Take up to `limit` buffers whose deadline is at or before `now`, oldest deadline first,
+   * at most one per session (`sessionKey`) in flight: a session whose earlier buffer is still
+   * leased waits. Each gets a fresh fencing token and a lease until `now + leaseMs`; a buffer
+   * whose lease ran out (its owner died) is due again and is taken over the same way.
+   * `now = Infinity` takes every buffer (shutdown of a store no one else shares).
+   */
+  claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]>;
+  /** Keep a lease alive while a slow flush (media) runs; false when the fence is stale. */
+  renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean>;
+  /**
+   * Move a leased batch to the outbox in one step: remove its parts, assign the next global
+   * seq, append `draft`, queue it for push when `draft.state` is `pending`, release the
+   * session, and re-arm the buffer from parts that arrived meanwhile. A stale fence (the lease
+   * was lost and another owner took the buffer) changes nothing and resolves `undefined`.
+   */
+  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
+  /** Give a lease back after a failed flush: the buffer is due again at `retryAt`. */
+  release(batch: LeasedBatch, retryAt: number): Promise<void>;
+  /** Earliest deadline of a buffer not leased, for the local timer (undefined: none). */
+  nextDeadline(): Promise<number | undefined>;
+  /** Open buffers (not yet committed) in the whole store. */
+  openBuffers(): Promise<number>;
+
+  // --- outbox ----------------------------------------------------------------------------
+  /** Outbox records with seq greater than `seq`, oldest first. */
+  outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
+  outboxGet(id: string): Promise<OutboxRecord | undefined>;
+  /** The highest seq ever assigned (0 when none): a resume point past it is from another store. */
+  lastSeq(): Promise<number>;
+  /**
+   * Every record committed from now on, in seq order, from any instance. Returns the
+   * unsubscribe function. Memory and SQLite call back synchronously inside `commit`.
+   */
+  tail(listener: (record: OutboxRecord) => void): () => void;
+  /**
+   * Drop records older than `olderThan` or beyond the newest `keepCount`, never one still
+   * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it).
+   */
+  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
+
+  // --- push queue ------------------------------------------------------------------------
+  /**
+   * Take up to `limit` records to push: for each session, only its oldest pending record, and
+   * only when that record is due (`nextAttemptAt <= now`) and no other pusher holds it.
+   * Each gets a token and a lease until `now + leaseMs`; an expired lease is taken over.
+   * Records carry their body (loaded now, not kept in memory while waiting).
+   */
+  claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]>;
+  /**
+   * Record the outcome of an attempt. `delivered` and `dead` end the record's turn and let the
+   * session's next record go; `retry` keeps it at the head of its session, due at `at`.
+   * A stale token (the lease was lost) changes nothing and resolves false.
+   */
+  ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean>;
+  /** When the earliest scheduled (not leased) pending record is due (undefined: none). */
+  nextPushAt(): Promise<number | undefined>;
+  /** Cluster-wide counts of undelivered and dead records (backpressure, stats, metrics). */
+  deliveryCounts(): Promise<{ pending: number; dead: number }>;
+  /** Records whose push exhausted its retries, oldest first. */
+  deadLetters(limit: number): Promise<OutboxRecord[]>;
+  /**
+   * Put dead letters back in their sessions' queues (one by id, or up to `limit` oldest),
+   * conditionally: a record that is no longer dead is not counted. Returns how many moved.
+   */
+  requeueDead(id: string | undefined, limit: number, now: number): Promise<number>;
+
+  // --- operations ------------------------------------------------------------------------
+  /** Claim counts for stats: live keys and keys evicted by the cap. */
+  claimStats(): { keys: number; evicted: number };
+  /** Live correlation groups and groups evicted past `maxCorrelationGroups` (this instance's view may lag). */
+  correlationStats(): { groups: number; evicted: number };
+  /** Throws when ingest could not record now (readiness answers 503 exactly then). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A dedup claim: `key` is taken for `ttlMs`; a second claim inside that time fails. */
+/** Settings every store takes at open. */
+export interface StoreOptions {
+  /** Cap on live correlation groups; the oldest are evicted (and counted) past it. @default 4096 */
+  maxCorrelationGroups?: number;
+}
+
+export interface ClaimSpec {
+  /** Already-hashed key, unique across spaces (see dedup/claims.ts). */
+  key: string;
+  /** Groups keys that share one TTL, so expiry is first-in first-out. */
+  space: string;
+  ttlMs: number;
+  /** Cap on live keys in the space; the oldest are evicted (and counted) past it. */
+  maxKeys: number;
+}
+
+/** How a buffer closes: the debounce options of the part's channel, resolved by the caller. */
+export interface BufferRule {
+  windowMs: number;
+  maxWaitMs: number;
+  maxMessages: number;
+}
+
+/** The correlation step of one event (only in namespaces several channels serve). */
+export interface CorrelationStep {
+  key: string;
+  kind: EventKind;
+  /** The group lives this long from its first delivery. */
+  windowMs: number;
+  /** Platform time of the event, seconds; notices farther apart than `toleranceS` are new events. */
+  time: number;
+  toleranceS: number;
+  /** This delivery: same channel+bot with the same platform id (or any notice) is a retry. */
+  delivery: Delivery;
+}
+
+export interface AdmitItem {
+  correlation?: CorrelationStep;
+  /** Claimed in order; the index of a taken one is returned. */
+  claims: readonly ClaimSpec[];
+  /** The part to buffer; the store assigns `part.id` (unique per store, growing). */
+  part: Omit<BufferedPart, 'id'>;
+  rule: BufferRule;
+  /** Counts once toward `maxMessages` per distinct value (an album); default: the part itself. */
+  unit?: string;
+  /** Close the buffer now, with this part last (a command). */
+  closeNow: boolean;
+}
+
+export type AdmitVerdict =
+  | { verdict: 'accepted'; partId: string; deadline: number; correlation?: CorrelationRecord }
+  /** A claim was taken: `claim` is its index in `AdmitItem.claims`. */
+  | { verdict: 'claimed'; claim: number }
+  /** Correlation: `retry` when the same bot delivered it again, else another bot's copy. */
+  | { verdict: 'correlated'; retry: boolean; correlation: CorrelationRecord };
+
+/** A closed buffer, leased to one flusher. */
+export interface LeasedBatch {
+  debounceKey: string;
+  sessionKey: string;
+  /** The parts taken, in arrival order; later arrivals stay for the next batch. */
+  parts: BufferedPart[];
+  fence: number;
+  leaseUntil: number;
+  reason: FlushReason;
+}
+
+export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover';
+
+export interface PushLease {
+  record: OutboxRecord;
+  token: number;
+  leaseUntil: number;
+}
+
+export type PushOutcome =
+  | { state: 'delivered'; attempts: number }
+  | { state: 'retry'; attempts: number; at: number; lastError: string }
+  | { state: 'dead'; attempts: number; lastError: string };
