@@ -219,7 +219,7 @@ export interface OutboxDraft {
   /** `pending` when it must be pushed to the agent, else `none`. */
   state: DeliveryState;
   /** Platform ids (or ingest-answer ids) merged into it, for the trace. */
-  messageIds: string[];
+  messageIds?: string[];
 }
 
 export interface OutboxRecord extends OutboxDraft {

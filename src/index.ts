@@ -6,14 +6,15 @@ export { loadConfig, envSettings } from './config/load.js';
 export type { Config, ChannelConfig } from './config/schema.js';
 
 // Data shapes
-export type { ProcessedMessage, ProcessedEvent, Output, MediaItem, MediaFailure } from './emit/output.js';
-export type { InboundEvent, Segment, MediaRef, EventKind, BotRef } from './events.js';
-export type { CorrelationRecord, Delivery } from './correlate/correlator.js';
+export type {
+  ProcessedMessage, ProcessedEvent, Output, MediaItem, MediaFailure, InboundEvent, Segment, MediaRef, EventKind, BotRef,
+  CorrelationRecord, Delivery, Verdict, TraceEntry,
+} from './events.js';
 export type { Handler } from './handlers/routes.js';
-export type { IngestSummary, Verdict } from './pipeline.js';
+export type { IngestSummary } from './ingest/admit.js';
 
 // Extending and operating
-export type { Store } from './store/types.js';
+export type { Store, StoreOptions } from './ports.js';
 export { MemoryStore } from './store/memory.js';
 export { SqliteStore } from './store/sqlite.js';
 export type { Clock } from './clock.js';

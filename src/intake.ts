@@ -1,21 +1,46 @@
 import type Koa from 'koa';
 import compose from 'koa-compose';
+import pino, { type Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { createAdapter, type Adapter, type PlatformReply, type RawDelivery } from './adapters/index.js';
+import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadOptions } from './config/load.js';
-import type { Config } from './config/schema.js';
-import type { Output, OutputOf } from './emit/output.js';
+import type { ChannelConfig, Config } from './config/schema.js';
+import { Bots, botsOf, pickReplyBot, soloRecord } from './correlate/bots.js';
+import { isCommand } from './debounce/command.js';
+import { FlushScheduler } from './debounce/scheduler.js';
+import { claimKey, dedupPlan } from './dedup/claims.js';
+import { Outlet } from './emit/outlet.js';
+import { createOutput, type Emitted } from './emit/stage.js';
+import { RequestError, UnavailableError, isIntakeError } from './errors.js';
+import type { BotRef, CorrelationRecord, InboundEvent, OutputOf, OutputType, Output, TraceEntry } from './events.js';
+import { Handlers, type Handler } from './handlers/routes.js';
 import { createApp } from './http/app.js';
-import { Pipeline, type IntakeDeps } from './pipeline.js';
-import type { OutputType } from './store/types.js';
-import type { BotRef, InboundEvent } from './events.js';
-import type { CorrelationRecord } from './correlate/correlator.js';
-import type { Handler } from './handlers/routes.js';
+import { parseJson } from './http/body.js';
+import { StreamHub } from './http/event-stream.js';
+import { createAdmit, type Admitted, type Plan } from './ingest/admit.js';
+import { MediaStage } from './media/index.js';
+import { Metrics } from './metrics/index.js';
+import type { AdmitItem, BufferRule, LeasedBatch, Store } from './ports.js';
+import { AgentPush } from './push/agent-push.js';
+import { openStore } from './store/index.js';
+import { Trail } from './trace/trail.js';
 
-export interface CreateIntakeOptions extends Omit<IntakeDeps, 'config'> {
+export interface CreateIntakeOptions {
   /** A loaded Config; or give `configFile`/`env` to load one. */
   config?: Config;
   /** Raw config object (CONTRACT §2 shape), validated like the file. */
   configFile?: Record<string, unknown>;
   env?: LoadOptions['env'];
+  /** Defaults to the store named by `config.store`. */
+  store?: Store;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** HTTP client for pushes to the agent. @default an undici Agent */
+  agentDispatcher?: Dispatcher;
+  /** Working directory for relative paths (store, media). */
+  cwd?: string;
 }
 
 /** The library surface of CONTRACT §7. */
@@ -23,10 +48,13 @@ export interface Intake {
   /** The Koa app serving CONTRACT §3; `app.listen()` or mount `middleware()` in your own. */
   readonly app: Koa;
   readonly config: Config;
-  readonly pipeline: Pipeline;
+  /** The store this instance runs on (for operators and tests; stages reach it only through the composition). */
+  readonly store: Store;
+  /** The metrics registry behind `/metrics`. */
+  readonly metrics: Metrics;
   /** The app as one Koa middleware, to mount inside another Koa app. */
   middleware(): Koa.Middleware;
-  /** Receive every output of a type (`chat.processedMessage`, `chat.notice`, `chat.request`). */
+  /** Receive every output of a type (`chat.processedMessage`, `chat.notice`, `chat.request`) flushed by this instance. */
   on<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
   off<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
   /**
@@ -34,8 +62,8 @@ export interface Intake {
    * `request.friend`, ...) once per logical event; a leading `!` runs it for every delivery.
    */
   handle(route: string | readonly string[], fn: Handler): Intake;
-  /** What the correlator knows of an event's logical group (every delivery, each bot's ids). */
-  correlation(event: InboundEvent): CorrelationRecord | undefined;
+  /** What is known of an event's logical group (every delivery, each bot's ids). */
+  correlation(event: InboundEvent): CorrelationRecord;
   /** Every bot that delivered this logical event, first arrival first. */
   botsForEvent(event: InboundEvent): BotRef[];
   /** Connected bots the message mentions, in mention order. */
@@ -43,46 +71,396 @@ export interface Intake {
   /** The bot that should answer: mentioned and connected, else first arrival, else the deliverer. */
   pickReplyBot(event: InboundEvent): BotRef;
   correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number };
-  /** Stop: flush every open buffer, finish in-flight work, close the store. */
+  /** Wait until every buffer due by now is flushed and every flush started has ended (tests, tools). */
+  settle(): Promise<void>;
+  /** Stop: flush every open buffer (store not shared), stop pushing, close the store. */
   close(): Promise<void>;
 }
 
+/** Poll period of a store other instances share: their buffers and pushes are found this late at most. */
+const SHARED_POLL_MS = 250;
+/** A signed delivery's id is remembered at least as long as its signature could be replayed. */
+const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
+
 /**
- * Build the service: config -> store -> stages -> HTTP app. Open buffers left by a previous
- * run of a durable store are re-armed before this resolves.
+ * The composition, in the order a message meets the stages:
+ *
+ *   config -> store -> adapters -> admit -> handlers -> media -> debounce -> emit -> push -> http
+ *
+ * A webhook is verified and normalized by its channel's adapter, admitted in one store step
+ * (correlation, claims, buffer append) and answered; then `handOn` gives the admitted events
+ * to handlers, starts their downloads and tells the flush scheduler their deadline. When a
+ * buffer is due, `flushBatch` merges it, waits for its media and commits it to the outbox;
+ * `published` hands the output to the emitter, the trail and the agent push. Stages meet only
+ * here and through the shapes of `events.ts` and `ports.ts`.
  */
 export async function createIntake(options: CreateIntakeOptions = {}): Promise<Intake> {
+  // 1. Config, and what touches the world.
   const config = options.config ?? loadConfig({
     ...(options.configFile ? { file: options.configFile } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),
   });
-  const pipeline = new Pipeline({ ...options, config });
-  const app = createApp(pipeline);
-  await pipeline.start();
+  const cwd = options.cwd ?? process.cwd();
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const metrics = options.metrics ?? new Metrics();
+
+  // 2. Store: claims, correlation groups, buffers, outbox and push queue.
+  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, redis: config.redis, logger });
+  if (!store.durable) logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
+
+  // 3. Adapters, one per configured channel; bots known from configuration.
+  const channels = new Map<string, { config: ChannelConfig; adapter: Adapter }>();
+  for (const channel of config.channels) channels.set(channel.id, { config: channel, adapter: createAdapter(channel) });
+  const bots = new Bots({ ...config.correlation, sharedNamespaces: sharedNamespaces(channels) });
+  for (const { config: channel, adapter } of channels.values()) {
+    for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);
+  }
+  const trail = new Trail();
+  const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
+  const counts = { observed: 0, duplicates: 0 };
+
+  // 4. Admit: the per-delivery decision, one store step.
+  const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
+  const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
+  const planOf = (deliveryId: string | undefined) => (event: InboundEvent, now: number): Plan => {
+    const channel = channels.get(event.channel)?.config;
+    const dedup = channel?.dedup ?? config.dedup;
+    const { claims, kinds } = dedupPlan(event, dedup);
+    if (deliveryId !== undefined && event.platformId === undefined) {
+      // A replayed signed delivery: its events have no ids, but the delivery has one.
+      claims.unshift({ key: claimKey('wh', event.channel, deliveryId, event.id), space: `wh:${event.channel}`, ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS), maxKeys: dedup.maxKeys });
+      kinds.unshift('deduped');
+    }
+    const correlation = bots.step(event, now);
+    if (correlation) counts.observed++;
+    const debounce = channel?.debounce ?? config.debounce;
+    const message = event.kind === 'message';
+    const item: AdmitItem = {
+      claims,
+      part: {
+        // Notices and requests are held (never merged) in a buffer of their own.
+        debounceKey: message ? `${event.sessionKey}\u0000${event.sender.id}` : `\u0001${event.channel}\u0000${event.id}`,
+        receivedAt: now,
+        // The buffered copy drops `raw`: only the normalized event waits out the window.
+        event: { ...event, raw: undefined },
+        ...(correlation ? { correlationKey: correlation.key } : {}),
+      },
+      rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,
+      closeNow: message && debounce.flushCommands && isCommand(event.text),
+      ...(correlation ? { correlation } : {}),
+      ...(event.fields?.media_group_id === undefined ? {} : { unit: `album:${event.fields.media_group_id}` }),
+    };
+    return { item, kinds };
+  };
+  const admitWith = (deliveryId: string | undefined) => createAdmit({
+    admit: (items, now) => store.admit(items, now),
+    isOwnBot: (namespace, id) => bots.isOwnBot(namespace, id),
+    plan: planOf(deliveryId),
+    count: (channel, adapter, action) => metrics.message(channel, adapter, action),
+    trail: record,
+  });
+  const admit = admitWith(undefined);
+
+  // 5. Handlers: library code that sees each logical event once (or every delivery with `!`).
+  const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
+  const groups = new WeakMap<InboundEvent, CorrelationRecord>();
+
+  // 6. Media: downloads start at admission and overlap the debounce window.
+  const media = new MediaStage({
+    cwd, channels: [...channels.keys()], concurrency: config.media.concurrency, clock, logger, metrics,
+    optionsFor: (channel) => channels.get(channel)?.config.media ?? config.media,
+    adapterFor: (channel) => channels.get(channel)?.adapter,
+  });
+
+  // 9 (built early: emit tells it about new output). Push to the agent.
+  const push = config.agent.url
+    ? new AgentPush({
+      config: config.agent, queue: store, clock, logger,
+      ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
+      ...(store.shared ? { pollMs: SHARED_POLL_MS } : {}),
+      onAttempt: (pushed, outcome) => {
+        metrics.deliveryResult(pushed.channel, outcome.state === 'retry' ? 'retried' : outcome.state);
+        if (outcome.state === 'delivered') metrics.deliveryLatency.observe((clock.now() - pushed.createdAt) / 1000);
+        record({
+          at: clock.now(), channel: pushed.channel, kind: 'delivery', id: pushed.id, seq: pushed.seq, sessionKey: pushed.sessionKey,
+          state: outcome.state === 'retry' ? 'pending' : outcome.state, attempts: outcome.attempts,
+          ...(outcome.state === 'delivered' ? {} : { lastError: outcome.lastError }),
+        });
+      },
+    })
+    : undefined;
+
+  // 8. Emit: a due batch becomes one output in the outbox.
+  const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
+  const output = createOutput({
+    clock, logger, pushes: push !== undefined,
+    commit: (batch, draft, now) => store.commit(batch, draft, now),
+    correlation: (key, now) => store.correlation(key, now),
+    collectMedia: (batch) => media.collect(batch.parts),
+    mediaMode: (channel) => channels.get(channel)?.config.debounce.media ?? config.debounce.media,
+    mentionedBots: (event) => bots.mentionedBots(event),
+    soloRecord, botsOf, pickReplyBot,
+  });
+
+  // 7. Debounce: buffers live in the store; this closes them when due, on any instance.
+  const scheduler = new FlushScheduler({
+    clock,
+    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
+    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
+    release: (batch, retryAt) => store.release(batch, retryAt),
+    nextDeadline: () => store.nextDeadline(),
+    flush: flushBatch,
+    onError: (error, batch) => {
+      metrics.storeError('flush');
+      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
+    },
+    ...(store.shared ? { pollMs: SHARED_POLL_MS } : {}),
+  });
+
+  // 10. HTTP.
+  const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
+  let closing = false;
+  let sinceTrim = 0;
+
+  /** Verify, normalize and record one delivery; resolves once everything in it is recorded. */
+  async function ingest(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
+    const { adapter } = channelOf(channelId);
+    if (closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel: channelId });
+    if (push?.saturated) {
+      throw new UnavailableError('outbox_full', `${push.pending} messages are waiting for the agent (agent.maxPending ${config.agent.maxPending}); retry later`, 30, { channel: channelId });
+    }
+    adapter.verify(delivery);
+    const normalized = adapter.normalize(parseJson(delivery.body, config.server.maxDepth), delivery);
+    if (normalized.ignored) {
+      metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
+      record({ at: delivery.now, channel: channelId, kind: 'verdict', id: '', verdict: 'ignored', reason: `${normalized.ignored} receipt(s) or meta event(s)` });
+    }
+    let admitted: Admitted | undefined;
+    if (normalized.events.length > 0) {
+      const deliveryId = adapter.deliveryId?.(delivery);
+      try {
+        admitted = await (deliveryId === undefined ? admit : admitWith(deliveryId))(normalized.events, delivery.now);
+      } catch (error) {
+        metrics.storeError('admit');
+        logger.error({ err: error, channel: channelId }, 'store unavailable; delivery refused');
+        throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', 5, { channel: channelId, cause: error });
+      }
+      handOn(admitted);
+    }
+    if (normalized.reply) return normalized.reply;
+    return { status: 200, body: admitted?.summary ?? { accepted: 0, duplicates: 0, events: [] } };
+  }
+
+  /** After the answer: handlers, downloads, and the buffer's deadline. */
+  function handOn(admitted: Admitted): void {
+    for (const [event, group] of admitted.groups) groups.set(event, group);
+    counts.duplicates += admitted.repeats.length;
+    for (const event of admitted.repeats) handlers.dispatch(event, true);
+    for (const { event, partId, deadline } of admitted.accepted) {
+      handlers.dispatch(event, false);
+      if (event.media.length > 0) media.begin({ id: partId, debounceKey: '', receivedAt: deadline, event });
+      scheduler.due(deadline);
+    }
+  }
+
+  /** A due buffer: merge, media, commit. */
+  async function flushBatch(batch: LeasedBatch): Promise<void> {
+    const emitted = await output(batch);
+    if (emitted) published(emitted);
+  }
+
+  /** A committed output: count it, trail it, hand it to the emitter and the push. */
+  function published({ record: committed, output: built, batch }: Emitted): void {
+    const first = batch.parts[0]!.event;
+    metrics.message(committed.channel, first.adapter, 'emitted');
+    if (batch.parts.length > 1) {
+      metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
+      logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: committed.seq }, `merged ${batch.parts.length} messages`);
+    }
+    record({
+      at: clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
+      messageIds: batch.parts.map((part) => part.event.id), reason: batch.reason, state: committed.state,
+    });
+    outlet.publish(committed, built as Omit<Output, 'seq'>);
+    if (committed.state === 'pending') push?.added();
+    // Trim by count as the outbox grows, not only on the minute.
+    if (++sinceTrim >= Math.max(100, config.events.retentionCount / 10)) void trim();
+  }
+
+  /** Drop retained output past `events.retentionMs` / `retentionCount` (never undelivered, never unread by a stream). */
+  async function trim(): Promise<void> {
+    sinceTrim = 0;
+    try {
+      await store.trimOutbox(clock.now() - config.events.retentionMs, config.events.retentionCount, streams.keepAfterSeq());
+    } catch (error) {
+      logger.warn({ err: error }, 'outbox trim failed');
+    }
+  }
+
+  function channelOf(id: string): { config: ChannelConfig; adapter: Adapter } {
+    const channel = channels.get(id);
+    if (!channel) throw new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
+    return channel;
+  }
+
+  const app = createApp({
+    config, logger, now: () => clock.now(),
+    hasChannel: (id) => channels.has(id),
+    ingest,
+    handshake(channelId, delivery) {
+      const { adapter } = channelOf(channelId);
+      if (!adapter.handshake) throw new RequestError('no_handshake', 405, `Channel "${channelId}" (${adapter.name}) takes POST only`, { channel: channelId });
+      return adapter.handshake(delivery);
+    },
+    rejected(channelId, error) {
+      const channel = channels.get(channelId);
+      if (!channel) return;
+      const code = isIntakeError(error) ? error.code : 'internal';
+      if (code === 'client_closed') return; // the client left; nothing was refused
+      metrics.message(channel.config.id, channel.adapter.name, 'rejected');
+      record({ at: clock.now(), channel: channelId, kind: 'verdict', id: '', verdict: 'rejected', reason: `${code}: ${(error as Error).message}` });
+      logger.warn({ channel: channelId, code, reason: (error as Error).message }, 'delivery rejected');
+    },
+    readiness,
+    stats,
+    metrics: metrics.registry,
+    outbox: store,
+    streams,
+    trail,
+    trace,
+    deadLetters: push && {
+      count: async () => (await store.deliveryCounts()).dead,
+      list: (limit) => store.deadLetters(limit),
+      retry: (id, limit) => push.retryDead(id, limit),
+    },
+  });
+
+  /** Reasons the service should not get traffic now (empty when ready): exactly when ingest would answer 503. */
+  async function readiness(): Promise<string[]> {
+    const problems: string[] = [];
+    if (closing) problems.push('shutting down');
+    try {
+      await store.ping();
+    } catch (error) {
+      problems.push(`store unavailable: ${(error as Error).message}`);
+    }
+    if (push?.saturated) problems.push(`outbox full: ${push.pending} undelivered (agent.maxPending ${config.agent.maxPending})`);
+    return problems;
+  }
+
+  /** `/v1/stats`: per-channel counters, buffers, claims, correlation, outbox. */
+  async function stats(): Promise<Record<string, unknown>> {
+    if (push) await push.refresh().catch(() => undefined);
+    return {
+      channels: metrics.channelStats(),
+      debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
+      claims: store.claimStats(),
+      correlator: correlationStats(),
+      delivery: push
+        ? { url: push.url, pending: push.pending, dead: push.dead, maxPending: config.agent.maxPending, saturated: push.saturated }
+        : { url: null },
+      store: store.kind,
+      streams: streams.count,
+    };
+  }
+
+  /** `/v1/trace/:id`: arrivals and verdicts, the outputs it went into, their delivery. */
+  async function trace(id: string): Promise<Record<string, unknown> | undefined> {
+    const found = trail.lookup(id);
+    const direct = await store.outboxGet(id);
+    const outputIds = new Set(found.outputs);
+    if (direct) outputIds.add(direct.id);
+    if (found.entries.length === 0 && outputIds.size === 0) return undefined;
+    const outputs = [];
+    for (const outputId of outputIds) {
+      const stored = direct?.id === outputId ? direct : await store.outboxGet(outputId);
+      const batch = found.entries.find((entry) => entry.kind === 'batch' && entry.id === outputId);
+      outputs.push({
+        id: outputId,
+        seq: stored?.seq ?? batch?.seq ?? null,
+        type: stored?.type ?? null,
+        sessionKey: stored?.sessionKey ?? batch?.sessionKey ?? null,
+        messageIds: batch?.messageIds ?? stored?.messageIds ?? [],
+        delivery: stored ? { state: stored.state, attempts: stored.attempts, lastError: stored.lastError ?? null } : null,
+        retained: stored !== undefined,
+      });
+    }
+    return {
+      id,
+      arrivals: found.entries.filter((entry) => entry.kind === 'verdict'),
+      outputs,
+      attempts: found.entries.filter((entry) => entry.kind === 'delivery'),
+    };
+  }
+
+  function correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number } {
+    return { ...store.correlationStats(), ...counts };
+  }
+
+  // Metrics read at scrape time.
+  metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => store.correlationStats().groups);
+  metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => counts.observed);
+  metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => counts.duplicates);
+  metrics.counterFrom('inbox_correlator_evicted_total', 'Correlation groups evicted past correlation.maxGroups', () => store.correlationStats().evicted);
+  if (push) {
+    metrics.gauge('inbox_outbox_pending', 'Processed messages not yet delivered to the agent (outbox depth)', () => push.pending);
+    metrics.gauge('inbox_outbox_dead', 'Messages in dead letters', () => push.dead);
+    metrics.gauge('inbox_outbox_max_pending', 'agent.maxPending: past it ingest answers 503', () => config.agent.maxPending);
+    metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () => (push.saturated ? 1 : 0));
+  }
+  metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
+  metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
+
+  // Start: media temporaries, the push queue, buffers left by a previous run (drained in
+  // chunks after this resolves, so the service listens at once), and the minute's trim.
+  await media.start();
+  await push?.start();
+  await scheduler.start();
+  const trimTimer = setInterval(() => void trim(), 60_000);
+  trimTimer.unref();
+
   const intake: Intake = {
     app,
     config,
-    pipeline,
+    store,
+    metrics,
     middleware: () => compose(app.middleware) as Koa.Middleware,
     on(event, listener) {
-      pipeline.outlet.emitter.on(event, listener as (output: Output) => unknown);
+      outlet.emitter.on(event, listener as (output: Output) => unknown);
       return intake;
     },
     off(event, listener) {
-      pipeline.outlet.emitter.off(event, listener as (output: Output) => unknown);
+      outlet.emitter.off(event, listener as (output: Output) => unknown);
       return intake;
     },
     handle(route, fn) {
-      pipeline.handlers.handle(route, fn);
+      handlers.handle(route, fn);
       return intake;
     },
-    correlation: (event) => pipeline.correlator.correlation(event),
-    botsForEvent: (event) => pipeline.correlator.botsForEvent(event),
-    mentionedBots: (event) => pipeline.correlator.mentionedBots(event),
-    pickReplyBot: (event) => pipeline.correlator.pickReplyBot(event),
-    correlationStats: () => pipeline.correlator.stats(),
-    close: () => pipeline.close(),
+    correlation: (event) => groups.get(event) ?? soloRecord(event),
+    botsForEvent: (event) => botsOf(groups.get(event), event),
+    mentionedBots: (event) => bots.mentionedBots(event),
+    pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
+    correlationStats,
+    settle: () => scheduler.idle(),
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearInterval(trimTimer);
+      await scheduler.close(!store.shared);
+      await media.close();
+      await push?.close();
+      await store.close();
+    },
   };
   return intake;
+}
+
+/** Namespaces several channels serve: only there can two adapters deliver one message. */
+function sharedNamespaces(channels: ReadonlyMap<string, { adapter: Adapter }>): Set<string> {
+  const perNamespace = new Map<string, number>();
+  for (const { adapter } of channels.values()) perNamespace.set(adapter.namespace, (perNamespace.get(adapter.namespace) ?? 0) + 1);
+  return new Set([...perNamespace].filter(([, count]) => count > 1).map(([namespace]) => namespace));
 }

@@ -49,6 +49,8 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
       if (problem) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${problem}`, { channel: channel.id, stage: 'adapter' });
     },
 
+    deliveryId: (delivery) => (secret ? headerOf(delivery, 'webhook-id') : undefined),
+
     normalize(body: unknown, delivery: RawDelivery) {
       const parsed = bodySchema.safeParse(body);
       if (!parsed.success) {

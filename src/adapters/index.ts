@@ -7,7 +7,7 @@ import { telegramAdapter } from './telegram.js';
 import { whatsappAdapter } from './whatsapp.js';
 import type { Adapter, AdapterFactory } from './types.js';
 
-export type { Adapter, Normalized, RawDelivery, PlatformReply, ResolvedMedia } from './types.js';
+export type { Adapter, Normalized, RawDelivery, PlatformReply } from './types.js';
 
 const factories: Record<AdapterName, AdapterFactory> = {
   generic: genericAdapter,

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ChannelConfig } from '../config/schema.js';
 import { ConfigError, RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
-import type { InboundEvent, MediaRef } from '../events.js';
+import type { InboundEvent, MediaRef, ResolvedMedia } from '../events.js';
 
 /** One HTTP delivery exactly as received: verification runs over these bytes. */
 export interface RawDelivery {
@@ -28,13 +28,6 @@ export interface Normalized {
   ignored?: number;
 }
 
-/** A media reference exchanged for a fetchable URL, with the headers the platform wants. */
-export interface ResolvedMedia {
-  url: string;
-  headers?: Record<string, string>;
-  mimeType?: string;
-  size?: number;
-}
 
 /**
  * A platform adapter: verify the raw bytes, then turn the parsed body into events. It drops
@@ -52,6 +45,12 @@ export interface Adapter {
   handshake?(delivery: RawDelivery): PlatformReply;
   /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */
   resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia>;
+  /**
+   * The id of a signed delivery (Standard Webhooks `webhook-id`), once verified: a replay of
+   * the same signed bytes inside the signature tolerance is then a duplicate even when the
+   * events carry no ids of their own.
+   */
+  deliveryId?(delivery: RawDelivery): string | undefined;
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
 }

@@ -43,6 +43,11 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_CORRELATION_NOTICE_HOLD_MS', 'correlation.noticeHoldMs', 'int'],
   ['INTAKE_EVENTS_RETENTION_MS', 'events.retentionMs', 'int'],
   ['INTAKE_EVENTS_RETENTION_COUNT', 'events.retentionCount', 'int'],
+  ['INTAKE_EVENTS_MAX_STREAMS', 'events.maxStreams', 'int'],
+  ['INTAKE_REDIS_COMMAND_TIMEOUT_MS', 'redis.commandTimeoutMs', 'int'],
+  ['INTAKE_REDIS_WAIT_REPLICAS', 'redis.waitReplicas', 'int'],
+  ['INTAKE_REDIS_WAIT_TIMEOUT_MS', 'redis.waitTimeoutMs', 'int'],
+  ['INTAKE_REDIS_KEY_PREFIX', 'redis.keyPrefix', 'string'],
   ['INTAKE_AGENT_URL', 'agent.url', 'string'],
   ['INTAKE_AGENT_SECRET', 'agent.secret', 'string'],
   ['INTAKE_AGENT_TIMEOUT_MS', 'agent.timeoutMs', 'int'],
@@ -198,9 +203,6 @@ export function loadConfig(options: LoadOptions = {}): Config {
     });
   });
 
-  if (raw.store.startsWith('redis://')) {
-    throw new ConfigError('store: "redis://" is not available in this version; use "sqlite:<path>" (default) or "memory"');
-  }
   if (raw.agent.url !== undefined && raw.agent.secret === undefined) {
     throw new ConfigError('agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives');
   }

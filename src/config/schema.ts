@@ -11,7 +11,8 @@ export const defaults = {
     sweepIntervalMs: 3_600_000, allowHosts: [] as string[], allowPorts: [] as number[], maxPerMessage: 10, concurrency: 8,
   },
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
-  events: { retentionMs: 86_400_000, retentionCount: 10_000 },
+  events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
+  redis: { commandTimeoutMs: 1_000, waitReplicas: 0, waitTimeoutMs: 1_000, keyPrefix: 'ai' },
   agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
 } as const;
 
@@ -72,7 +73,7 @@ export const configSchema = z.object({
     maxDepth: positive,
     apiToken: z.string().optional(),
   }).strict(),
-  store: z.string().regex(/^(memory|sqlite:.+|redis:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://host:port[/db]"'),
+  store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),
   dedup: dedupSchema,
   debounce: debounceSchema,
   media: mediaSchema,
@@ -83,7 +84,13 @@ export const configSchema = z.object({
     maxGroups: positive,
     noticeHoldMs: ms,
   }).strict(),
-  events: z.object({ retentionMs: positive, retentionCount: positive }).strict(),
+  events: z.object({ retentionMs: positive, retentionCount: positive, maxStreams: positive }).strict(),
+  redis: z.object({
+    commandTimeoutMs: positive,
+    waitReplicas: z.number().int().min(0).max(16),
+    waitTimeoutMs: positive,
+    keyPrefix: z.string().regex(/^[A-Za-z0-9_:-]{1,32}$/, 'letters, digits, "_", ":" or "-", at most 32'),
+  }).strict(),
   agent: z.object({
     url: z.url({ protocol: /^https?$/ }).optional(),
     secret: z.string().regex(/^(whsec_)?[A-Za-z0-9+/=]+$/, 'a "whsec_<base64>" secret').optional(),

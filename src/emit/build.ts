@@ -1,7 +1,5 @@
-import type { BotRef, InboundEvent } from '../events.js';
-import type { BufferedPart } from '../store/types.js';
-import { joinFragments } from '../debounce/merge.js';
-import type { MediaFailure, MediaItem, ProcessedEvent, ProcessedMessage } from './output.js';
+import type { BotRef, BufferedPart, InboundEvent, PartMedia, ProcessedEvent, ProcessedMessage } from '../events.js';
+import { joinFragments } from './join.js';
 
 /** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */
 export interface BotFields {
@@ -10,11 +8,6 @@ export interface BotFields {
   mentionedBots: BotRef[];
 }
 
-/** Media of one part after download: stored files and failures. */
-export interface PartMedia {
-  media: MediaItem[];
-  errors: MediaFailure[];
-}
 
 /**
  * Merge a batch into the processed message, without `seq` (the outbox assigns it).

@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { OutboxRecord } from '../store/types.js';
-import { outputOf, type Output } from './output.js';
+import { outputOf, type OutboxRecord, type Output } from '../events.js';
 
 /** The output with its seq in place after `id`, as on the wire. */
 function withSeq(built: Omit<Output, 'seq'>, seq: number): Output {

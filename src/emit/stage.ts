@@ -1,104 +1,89 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config/schema.js';
-import type { Batch } from '../debounce/debouncer.js';
-import { ownBot, type BotRef, type InboundEvent } from '../events.js';
-import type { Metrics } from '../metrics/index.js';
-import type { BufferedPart, OutboxDraft, OutboxRecord, Store } from '../store/types.js';
-import { buildProcessedEvent, buildProcessedMessage, type PartMedia } from './build.js';
-import type { Outlet } from './outlet.js';
+import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type Output, type OutboxDraft, type OutboxRecord, type PartMedia } from '../events.js';
+import type { LeasedBatch } from '../ports.js';
+import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { outputId } from './output-id.js';
-import type { Output } from './output.js';
-
-/** What the output needs to know about who delivered an event (the correlator's views). */
-export interface BotViews {
-  botsForEvent(event: InboundEvent): BotRef[];
-  mentionedBots(event: InboundEvent): BotRef[];
-  pickReplyBot(event: InboundEvent): BotRef;
-  correlation(event: InboundEvent): { deliveries: Array<{ channel: string; botId?: string; ids: Record<string, string> }> };
-}
 
 export interface OutputStageOptions {
-  config: Config;
-  store: Store;
   clock: Clock;
   logger: Logger;
-  metrics: Metrics;
-  outlet: Outlet;
-  views: BotViews;
+  /** Store port: move a leased batch to the outbox (undefined: the lease was lost). */
+  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
+  /** Store port: the correlation group of a buffered event, read at flush time. */
+  correlation(key: string, now: number): Promise<CorrelationRecord | undefined>;
   /** Wait for the downloads of a batch. */
-  collectMedia(parts: readonly BufferedPart[]): Promise<PartMedia[]>;
+  collectMedia(batch: LeasedBatch): Promise<PartMedia[]>;
   /** `debounce.media` of a channel. */
   mediaMode(channel: string): 'all' | 'first';
-  adapterName(channel: string): string;
-  /** A record entered the outbox waiting for push. */
-  onPending(): void;
+  /** Connected bots an event mentions. */
+  mentionedBots(event: InboundEvent): BotRef[];
+  /** The group of an event that was not correlated. */
+  soloRecord(event: InboundEvent): CorrelationRecord;
+  botsOf(record: CorrelationRecord | undefined, event: InboundEvent): BotRef[];
+  pickReplyBot(mentioned: readonly BotRef[], bots: readonly BotRef[], event: InboundEvent): BotRef;
+  /** Whether outputs are queued for push to the agent. */
+  pushes: boolean;
+}
+
+/** A committed output, and the object it was serialized from. */
+export interface Emitted {
+  record: OutboxRecord;
+  output: Omit<Output, 'seq'>;
+  batch: LeasedBatch;
 }
 
 /**
- * The end of the pipeline: a closed batch becomes one output, moved from the buffer to the
- * outbox in one store step, then published on the emitter, the event stream and the push.
+ * The end of the pipeline: a leased batch becomes one output (merged text, media, the bots
+ * that delivered it), moved from its buffer to the outbox in one store step. Returns undefined
+ * when the lease was lost meanwhile: another instance owns the batch and commits it once.
  */
-export class OutputStage {
-  private sinceTrim = 0;
+export function createOutput(options: OutputStageOptions) {
+  const { clock } = options;
 
-  constructor(private readonly options: OutputStageOptions) {}
+  async function groupOf(event: InboundEvent, key: string | undefined, now: number): Promise<CorrelationRecord | undefined> {
+    return key === undefined ? undefined : options.correlation(key, now);
+  }
 
-  async flushBatch(batch: Batch): Promise<void> {
-    const { views, clock, store, metrics, logger } = this.options;
+  return async function output(batch: LeasedBatch): Promise<Emitted | undefined> {
     const parts = batch.parts;
     const first = parts[0]!.event;
     const now = clock.now();
+    let built: Omit<Output, 'seq'>;
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
-      const participants = views.correlation(first).deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
-      const output = buildProcessedEvent(outputId(now), first, participants, { replyBot: views.pickReplyBot(first), bots: views.botsForEvent(first) });
-      this.publish(await store.flush(parts.map((part) => part.id), this.draft(output, now)), output);
-      return;
+      const group = await groupOf(first, parts[0]!.correlationKey, now) ?? options.soloRecord(first);
+      const participants = group.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
+      const bots = options.botsOf(group, first);
+      built = buildProcessedEvent(outputId(now), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
+    } else {
+      const last = parts[parts.length - 1]!.event;
+      const [media, groups] = await Promise.all([
+        options.collectMedia(batch),
+        Promise.all(parts.map((part) => groupOf(part.event, part.correlationKey, now))),
+      ]);
+      const bots = uniqueBots(parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
+      const mentionedBots = uniqueBots(parts.flatMap((part) => options.mentionedBots(part.event)));
+      const lastBots = options.botsOf(groups[groups.length - 1], last);
+      const replyBot = options.pickReplyBot(options.mentionedBots(last), lastBots, last);
+      built = buildProcessedMessage(outputId(now), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
     }
-    const last = parts[parts.length - 1]!.event;
-    const media = await this.options.collectMedia(parts);
-    const single = parts.length === 1;
-    const bots = single ? views.botsForEvent(first) : uniqueBots(parts.flatMap((part) => views.botsForEvent(part.event)));
-    const mentionedBots = single ? views.mentionedBots(first) : uniqueBots(parts.flatMap((part) => views.mentionedBots(part.event)));
-    const message = buildProcessedMessage(outputId(now), parts, media, this.options.mediaMode(first.channel), { replyBot: views.pickReplyBot(last), bots, mentionedBots });
-    const record = await store.flush(parts.map((part) => part.id), this.draft(message, now));
-    if (parts.length > 1) {
-      metrics.message(first.channel, first.adapter, 'debounced', parts.length - 1);
-      logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: parts.length, reason: batch.reason, seq: record.seq }, `merged ${parts.length} messages`);
-    }
-    this.publish(record, message);
-  }
-
-  /** Drop retained output past `events.retentionMs` / `retentionCount` (never undelivered). */
-  async trim(): Promise<void> {
-    this.sinceTrim = 0;
-    try {
-      const { retentionMs, retentionCount } = this.options.config.events;
-      await this.options.store.trimOutbox(this.options.clock.now() - retentionMs, retentionCount);
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'outbox trim failed');
-    }
-  }
-
-  private draft(output: Omit<Output, 'seq'>, now: number): OutboxDraft {
-    return {
-      id: output.id, type: output.type, sessionKey: output.sessionKey, channel: output.channel, createdAt: now,
-      body: JSON.stringify(output), state: this.options.config.agent.url ? 'pending' : 'none',
+    const draft: OutboxDraft = {
+      id: built.id, type: built.type, sessionKey: built.sessionKey, channel: built.channel, createdAt: now,
+      body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
+      messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
     };
-  }
-
-  private publish(record: OutboxRecord, output: Omit<Output, 'seq'>): void {
-    this.options.metrics.message(record.channel, this.options.adapterName(record.channel), 'emitted');
-    this.options.outlet.publish(record, output);
-    if (record.state === 'pending') this.options.onPending();
-    // Trim by count as the outbox grows, not only on the minute: a busy memory store would
-    // otherwise hold a minute of output on the heap.
-    if (++this.sinceTrim >= Math.max(100, this.options.config.events.retentionCount / 10)) void this.trim();
-  }
+    const record = await options.commit(batch, draft, now);
+    if (!record) {
+      options.logger.warn({ sessionKey: batch.sessionKey, fence: batch.fence }, 'flush lease lost; another instance owns this batch');
+      return undefined;
+    }
+    return { record, output: built, batch };
+  };
 }
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
+  if (bots.length <= 1) return bots;
   const seen = new Set<string>();
   return bots.filter((bot) => {
     const key = `${bot.channel}\u0000${bot.botId ?? ''}`;

@@ -1,54 +1,106 @@
 import Koa from 'koa';
 import Router from 'koa-router';
-import type { RawDelivery } from '../adapters/types.js';
-import type { IngestResult, Pipeline } from '../pipeline.js';
+import type { Logger } from 'pino';
+import type { PlatformReply, RawDelivery } from '../adapters/types.js';
+import type { Config } from '../config/schema.js';
 import { RequestError } from '../errors.js';
+import { outputOf, type OutboxRecord, type TraceEntry } from '../events.js';
 import { safeEqual } from '../signing.js';
 import { isJsonType, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';
-import { eventStream } from './event-stream.js';
-import { outputOf } from '../emit/output.js';
+import type { OutboxReader, StreamHub } from './event-stream.js';
+
+/** The narrow ports the HTTP surface talks to; the composition (src/intake.ts) provides them. */
+export interface HttpPorts {
+  config: Config;
+  logger: Logger;
+  now(): number;
+  /** Whether a channel id is configured. */
+  hasChannel(id: string): boolean;
+  /** Verify, normalize and record one delivery; resolves once everything in it is recorded. */
+  ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
+  /** Answer a GET on a webhook URL (platform handshakes). */
+  handshake(channel: string, delivery: RawDelivery): PlatformReply;
+  /** Count and log a refused delivery. */
+  rejected(channel: string, error: unknown): void;
+  /** Reasons the service should not get traffic now (empty when ready). */
+  readiness(): Promise<string[]>;
+  stats(): Promise<Record<string, unknown>>;
+  metrics: { readonly contentType: string; metrics(): Promise<string> };
+  outbox: OutboxReader & { outboxGet(id: string): Promise<OutboxRecord | undefined> };
+  streams: StreamHub;
+  trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
+  /** What happened to one message (undefined: nothing known). */
+  trace(id: string): Promise<Record<string, unknown> | undefined>;
+  /** Dead letters, when push to the agent is configured. */
+  deadLetters: {
+    count(): Promise<number>;
+    list(limit: number): Promise<OutboxRecord[]>;
+    retry(id: string | undefined, limit: number): Promise<number>;
+  } | undefined;
+  /** Extra routes (the operator console), mounted after the API. */
+  extra?: (router: Router, requireToken: Koa.Middleware) => void;
+}
 
 /** Send what the pipeline or a platform convention answered. */
-function answer(ctx: Koa.Context, result: IngestResult): void {
+function answer(ctx: Koa.Context, result: PlatformReply): void {
   ctx.status = result.status;
   if (result.contentType) ctx.type = result.contentType;
   if (result.body !== undefined) ctx.body = result.body;
 }
 
+const MAX_LIST = 1000;
+
+/** `?limit=`: a positive integer up to 1000, else a 400 naming what is allowed. */
+function limitOf(ctx: Koa.Context, fallback: number): number {
+  const raw = ctx.query.limit;
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 1 || value > MAX_LIST) {
+    throw new RequestError('bad_limit', 400, `limit must be an integer from 1 to ${MAX_LIST} (got "${String(raw)}")`);
+  }
+  return value;
+}
+
 /**
  * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
  */
-export function createApp(pipeline: Pipeline): Koa {
+export function createApp(ports: HttpPorts): Koa {
   const app = new Koa();
   app.proxy = false;
   // Koa reports errors that escaped the responder (a client gone mid-stream) here.
   app.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET' || error.code === 'EPIPE') return;
-    pipeline.logger.error({ err: error }, 'http error');
+    ports.logger.error({ err: error }, 'http error');
   });
   const router = new Router();
-  const { config } = pipeline;
+  const { config } = ports;
   const deliveryOf = (ctx: Koa.Context, body: Buffer): RawDelivery =>
-    ({ headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: pipeline.clock.now() });
+    ({ headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: ports.now() });
+  const unknownChannel = (id: string) => new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
 
-  router.post('/webhooks/:channel', async (ctx) => {
-    const channelId = ctx.params.channel as string;
+  /** The webhook route, matched before the router: it is the hot path. */
+  const webhook: Koa.Middleware = async (ctx, next) => {
+    if (ctx.method !== 'POST' || !ctx.path.startsWith('/webhooks/')) return next();
+    const channelId = decodeURIComponent(ctx.path.slice('/webhooks/'.length));
+    if (channelId.includes('/')) return next();
     try {
-      pipeline.channelOf(channelId);
+      if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
       if (!isJsonType(ctx.get('content-type'))) {
         throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${ctx.get('content-type') || 'none'}")`, { channel: channelId });
       }
       const body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
-      answer(ctx, await pipeline.ingest(channelId, deliveryOf(ctx, body)));
+      answer(ctx, await ports.ingest(channelId, deliveryOf(ctx, body)));
     } catch (error) {
-      pipeline.rejected(channelId, error);
+      ports.rejected(channelId, error);
       throw error;
     }
-  });
+  };
 
   router.get('/webhooks/:channel', async (ctx) => {
-    answer(ctx, pipeline.handshake(ctx.params.channel as string, deliveryOf(ctx, Buffer.alloc(0))));
+    const channelId = ctx.params.channel as string;
+    if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
+    answer(ctx, ports.handshake(channelId, deliveryOf(ctx, Buffer.alloc(0))));
   });
 
   router.get('/healthz', (ctx) => {
@@ -56,14 +108,7 @@ export function createApp(pipeline: Pipeline): Koa {
   });
 
   router.get('/readyz', async (ctx) => {
-    const problems: string[] = [];
-    if (pipeline.isClosing) problems.push('shutting down');
-    try {
-      await pipeline.store.ping();
-    } catch (error) {
-      problems.push(`store unreachable: ${(error as Error).message}`);
-    }
-    problems.push(...pipeline.readinessProblems());
+    const problems = await ports.readiness();
     ctx.status = problems.length === 0 ? 200 : 503;
     ctx.body = { ready: problems.length === 0, problems };
   });
@@ -77,54 +122,72 @@ export function createApp(pipeline: Pipeline): Koa {
     await next();
   };
 
-  router.get('/v1/events', requireToken, eventStream(pipeline));
+  router.get('/v1/events', requireToken, ports.streams.events(ports.outbox));
+  router.get('/v1/activity', requireToken, ports.streams.activityStream(ports.trail));
 
   router.get('/v1/events/:id', requireToken, async (ctx) => {
-    const record = await pipeline.store.outboxGet(ctx.params.id as string);
+    const record = await ports.outbox.outboxGet(ctx.params.id as string);
     if (!record) throw new RequestError('not_found', 404, `No event "${ctx.params.id}" is retained (unknown, or older than events.retentionMs)`);
-    const delivery: Record<string, unknown> = { state: record.state, attempts: record.attempts };
-    if (record.lastError !== undefined) delivery.lastError = record.lastError;
-    ctx.body = { event: outputOf(record), delivery };
+    ctx.body = { event: outputOf(record), delivery: deliveryOf1(record) };
+  });
+
+  router.get('/v1/trace/:id', requireToken, async (ctx) => {
+    const trace = await ports.trace(ctx.params.id as string);
+    if (!trace) throw new RequestError('not_found', 404, `Nothing is known of "${ctx.params.id}": not a platform id, ingest id or output id seen by this instance recently, nor a retained output`);
+    ctx.body = trace;
   });
 
   router.get('/v1/stats', requireToken, async (ctx) => {
-    ctx.body = await pipeline.stats();
+    ctx.body = await ports.stats();
   });
 
   router.get('/metrics', requireToken, async (ctx) => {
-    ctx.type = pipeline.metrics.registry.contentType;
-    ctx.body = await pipeline.metrics.registry.metrics();
+    ctx.type = ports.metrics.contentType;
+    ctx.body = await ports.metrics.metrics();
   });
 
+  const deadLetters = () => {
+    if (!ports.deadLetters) throw new RequestError('push_not_configured', 409, 'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)');
+    return ports.deadLetters;
+  };
+
   router.get('/v1/deadletters', requireToken, async (ctx) => {
-    const limit = Math.min(Number(ctx.query.limit ?? 100) || 100, 1000);
-    const records = await pipeline.store.deadLetters(limit);
+    const limit = limitOf(ctx, 100);
+    if (!ports.deadLetters) {
+      ctx.body = { count: 0, deadletters: [] };
+      return;
+    }
+    const [count, records] = await Promise.all([ports.deadLetters.count(), ports.deadLetters.list(limit)]);
     ctx.body = {
-      count: pipeline.push?.dead ?? records.length,
+      count,
       deadletters: records.map((r) => ({ id: r.id, seq: r.seq, type: r.type, sessionKey: r.sessionKey, channel: r.channel, attempts: r.attempts, lastError: r.lastError ?? null, failedAt: r.updatedAt })),
     };
   });
 
-  const requirePush = () => {
-    if (!pipeline.push) throw new RequestError('push_not_configured', 409, 'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)');
-    return pipeline.push;
-  };
-
   router.post('/v1/deadletters/retry', requireToken, async (ctx) => {
-    ctx.body = { requeued: await requirePush().retryDead() };
+    ctx.body = { requeued: await deadLetters().retry(undefined, limitOf(ctx, MAX_LIST)) };
   });
 
   router.post('/v1/deadletters/:id/retry', requireToken, async (ctx) => {
-    const requeued = await requirePush().retryDead(ctx.params.id as string);
+    const requeued = await deadLetters().retry(ctx.params.id as string, 1);
     if (requeued === 0) throw new RequestError('not_found', 404, `No dead letter "${ctx.params.id}"`);
     ctx.body = { requeued };
   });
 
-  app.use(errorResponder(pipeline.logger));
+  ports.extra?.(router, requireToken);
+
+  app.use(errorResponder(ports.logger));
+  app.use(webhook);
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use((ctx) => {
     throw new RequestError('not_found', 404, `No route for ${ctx.method} ${ctx.path}`);
   });
   return app;
+}
+
+function deliveryOf1(record: OutboxRecord): Record<string, unknown> {
+  const delivery: Record<string, unknown> = { state: record.state, attempts: record.attempts };
+  if (record.lastError !== undefined) delivery.lastError = record.lastError;
+  return delivery;
 }

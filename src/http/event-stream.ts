@@ -1,20 +1,29 @@
 import type Koa from 'koa';
+import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
-import { RequestError } from '../errors.js';
-import type { Pipeline } from '../pipeline.js';
-import type { OutboxRecord } from '../store/types.js';
-import { outputJson } from '../emit/output.js';
+import { RequestError, UnavailableError } from '../errors.js';
+import { outputJson, type OutboxRecord, type TraceEntry } from '../events.js';
 
 const REPLAY_PAGE = 500;
 const HEARTBEAT_MS = 15_000;
-/**
- * A client that stops reading is cut off past this much unsent output, instead of growing
- * the heap without bound; it reconnects with Last-Event-ID and resumes where it was.
- */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** A stream cut as too slow keeps the records it had not read from being trimmed this long. */
+const CUT_GRACE_MS = 10 * 60_000;
 
-function frame(record: OutboxRecord): string {
-  return `id: ${record.seq}\nevent: ${record.type}\ndata: ${outputJson(record)}\n\n`;
+/** The outbox as the event stream reads it (store ports). */
+export interface OutboxReader {
+  outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
+  lastSeq(): Promise<number>;
+  /** Records committed from now on, in seq order, from any instance. */
+  tail(listener: (record: OutboxRecord) => void): () => void;
+}
+
+export interface StreamOptions {
+  logger: Logger;
+  now(): number;
+  /** Streams open at once, across `/v1/events` and `/v1/activity`; past it a client gets 503. @default 100 */
+  maxStreams?: number;
+  /** Unsent bytes a client may fall behind before it is cut (it resumes with Last-Event-ID). @default 1 MiB */
+  maxBufferedBytes?: number;
 }
 
 /** `Last-Event-ID` wins over `?after=`; neither means live only. */
@@ -25,15 +34,107 @@ function resumePoint(ctx: Koa.Context): number | undefined {
   return Number(raw);
 }
 
+interface Client {
+  lastSent: number;
+  write(text: string): void;
+}
+
 /**
- * `GET /v1/events`: Server-Sent Events. A client resuming after seq N gets every retained
- * record after N, then live records, with no gap and no repeat: live records that arrive
- * during the replay are held and sent only if the replay did not already cover them.
+ * Server-Sent Events for `/v1/events` (the outbox) and `/v1/activity` (the verdict trail).
+ * Each record is serialized once and the same frame goes to every client. A client that
+ * resumes after seq N gets every retained record after N, then live ones, with no gap and no
+ * repeat (live records arriving during the replay are held); when records it asked for were
+ * already trimmed, a `gap` event says so before the replay. A client that stops reading is cut
+ * past `maxBufferedBytes` (logged once), and what it had not read is kept from trimming for a
+ * while so that it can resume.
  */
-export function eventStream(pipeline: Pipeline, options: { maxBufferedBytes?: number } = {}): Koa.Middleware {
-  const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
-  return async function eventStream(ctx) {
-    const after = resumePoint(ctx);
+export class StreamHub {
+  private readonly maxStreams: number;
+  private readonly maxBuffered: number;
+  private readonly outputs = new Set<Client>();
+  private readonly activity = new Set<Client>();
+  /** Streams cut as too slow: the seq they had reached, and when. */
+  private readonly cut = new Map<Client, { lastSent: number; at: number }>();
+  private untail: (() => void) | undefined;
+
+  constructor(private readonly options: StreamOptions) {
+    this.maxStreams = options.maxStreams ?? 100;
+    this.maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+  }
+
+  get count(): number {
+    return this.outputs.size + this.activity.size;
+  }
+
+  /** The highest seq the trim must keep everything after (what a connected or recently cut stream has not read). */
+  keepAfterSeq(): number {
+    let keep = Number.MAX_SAFE_INTEGER;
+    for (const client of this.outputs) if (client.lastSent < keep) keep = client.lastSent;
+    const now = this.options.now();
+    for (const [client, cut] of this.cut) {
+      if (now - cut.at > CUT_GRACE_MS) this.cut.delete(client);
+      else if (cut.lastSent < keep) keep = cut.lastSent;
+    }
+    return keep;
+  }
+
+  /** `GET /v1/events`. */
+  events(reader: OutboxReader): Koa.Middleware {
+    return async (ctx) => {
+      const after = resumePoint(ctx);
+      if (after !== undefined) {
+        const last = await reader.lastSeq();
+        if (after > last) {
+          throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${last} or without Last-Event-ID`);
+        }
+      }
+      if (!this.untail) this.untail = reader.tail((record) => this.fanOut(record));
+      await this.serve(ctx, this.outputs, after, () => reader.lastSeq(), async (from) => {
+        const page = await reader.outboxAfter(from, REPLAY_PAGE);
+        return { frames: page.map((record) => ({ n: record.seq, text: frame(record) })), more: page.length === REPLAY_PAGE };
+      });
+    };
+  }
+
+  /** `GET /v1/activity`: the verdict trail, resumable by its sequence. */
+  activityStream(trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void }): Koa.Middleware {
+    let subscribed = false;
+    return async (ctx) => {
+      const after = resumePoint(ctx);
+      if (!subscribed) {
+        subscribed = true;
+        trail.subscribe((entry) => this.broadcast(this.activity, entry.n, `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n`));
+      }
+      await this.serve(ctx, this.activity, after, async () => trail.last, async (from) => {
+        const page = trail.after(from, REPLAY_PAGE);
+        return { frames: page.map((entry) => ({ n: entry.n, text: `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n` })), more: page.length === REPLAY_PAGE };
+      });
+    };
+  }
+
+  private fanOut(record: OutboxRecord): void {
+    if (this.outputs.size === 0) return;
+    this.broadcast(this.outputs, record.seq, frame(record));
+  }
+
+  private broadcast(clients: Set<Client>, n: number, text: string): void {
+    for (const client of clients) {
+      if (n <= client.lastSent) continue;
+      client.lastSent = n;
+      client.write(text);
+    }
+  }
+
+  private async serve(
+    ctx: Koa.Context,
+    clients: Set<Client>,
+    after: number | undefined,
+    newest: () => Promise<number>,
+    page: (from: number) => Promise<{ frames: Array<{ n: number; text: string }>; more: boolean }>,
+  ): Promise<void> {
+    if (this.count >= this.maxStreams) {
+      throw new UnavailableError('too_many_streams', `${this.count} event streams are open (events.maxStreams ${this.maxStreams}); retry later`, 5);
+    }
     const stream = new PassThrough();
     ctx.req.socket.setTimeout(0);
     ctx.req.socket.setNoDelay(true);
@@ -41,56 +142,79 @@ export function eventStream(pipeline: Pipeline, options: { maxBufferedBytes?: nu
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     ctx.body = stream;
 
-    let lastSent = after ?? Number.MAX_SAFE_INTEGER;
-    let held: OutboxRecord[] | undefined = after === undefined ? undefined : [];
-    const write = (text: string) => {
-      if (stream.writableLength > maxBuffered) {
-        pipeline.logger.warn({ lastSent }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
-        stop();
-        return;
-      }
-      stream.write(text);
-    };
-    const send = (record: OutboxRecord) => {
-      if (after !== undefined && record.seq <= lastSent) return;
-      lastSent = record.seq;
-      write(frame(record));
-    };
-    const unsubscribe = pipeline.outlet.subscribe((record) => {
-      if (held) held.push(record);
-      else if (after === undefined) {
-        lastSent = record.seq;
-        write(frame(record));
-      } else send(record);
-    });
-    const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
-    heartbeat.unref();
     let stopped = false;
-    function stop() {
+    // Frames broadcast before the replay (or the live start point) is settled wait here.
+    let held: string[] | undefined = [];
+    const client: Client = {
+      // Live only: everything from now on. Resuming: nothing live is sent until the replay is done.
+      lastSent: after ?? Number.MAX_SAFE_INTEGER,
+      write: (text) => {
+        if (stopped) return;
+        if (held) {
+          held.push(text);
+          return;
+        }
+        if (stream.writableLength > this.maxBuffered) {
+          this.options.logger.warn({ lastSent: client.lastSent }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
+          this.cut.set(client, { lastSent: client.lastSent, at: this.options.now() });
+          stop();
+          return;
+        }
+        stream.write(text);
+      },
+    };
+    const stop = () => {
       if (stopped) return;
       stopped = true;
       clearInterval(heartbeat);
-      unsubscribe();
+      clients.delete(client);
       stream.end();
-    }
+    };
+    const heartbeat = setInterval(() => client.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
     ctx.req.on('close', stop);
     stream.write('retry: 2000\n\n');
-
-    if (after !== undefined) {
-      try {
-        while (!stopped) {
-          const page = await pipeline.store.outboxAfter(lastSent, REPLAY_PAGE);
-          for (const record of page) send(record);
-          if (page.length < REPLAY_PAGE) break;
-        }
-      } catch (error) {
-        pipeline.logger.error({ err: error }, 'event stream replay failed');
-        stop();
-        return;
-      }
-      const pending = held ?? [];
+    if (after === undefined) {
+      // Live from here: what was committed before the connection is not sent.
+      clients.add(client);
+      client.lastSent = await newest().catch(() => 0);
       held = undefined;
-      for (const record of pending) send(record);
+      return;
     }
-  };
+    clients.add(client);
+    let from = after;
+    const live = held as string[];
+    try {
+      for (let first = true; !stopped; first = false) {
+        const { frames, more } = await page(from);
+        if (first && frames.length > 0 && (frames[0] as { n: number }).n > after + 1) {
+          stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: (frames[0] as { n: number }).n })}\n\n`);
+        }
+        for (const f of frames) {
+          stream.write(f.text);
+          from = f.n;
+        }
+        if (!more) break;
+      }
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'event stream replay failed');
+      stop();
+      return;
+    }
+    // Live frames that came during the replay: send those past where the replay ended.
+    held = undefined;
+    const replayedTo = from;
+    client.lastSent = replayedTo;
+    for (const text of live) {
+      const n = Number(/^id: (\d+)/.exec(text)?.[1] ?? 0);
+      if (n > replayedTo) {
+        client.write(text);
+        client.lastSent = n;
+      }
+    }
+  }
+}
+
+function frame(record: OutboxRecord): string {
+  return `id: ${record.seq}\nevent: ${record.type}\ndata: ${outputJson(record)}\n\n`;
 }

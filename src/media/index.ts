@@ -4,14 +4,10 @@ import { fileTypeFromBuffer } from 'file-type';
 import mime from 'mime';
 import { nanoid } from 'nanoid';
 import type { Logger } from 'pino';
-import type { Adapter } from '../adapters/types.js';
 import type { Clock } from '../clock.js';
 import type { MediaOptions } from '../config/schema.js';
-import type { PartMedia } from '../emit/build.js';
-import type { MediaFailure, MediaItem } from '../emit/output.js';
-import { mediaTypeOf, type MediaRef } from '../events.js';
+import { mediaTypeOf, type BufferedPart, type MediaFailure, type MediaItem, type MediaRef, type PartMedia, type ResolvedMedia } from '../events.js';
 import type { MediaResult, Metrics } from '../metrics/index.js';
-import type { BufferedPart } from '../store/types.js';
 import { fetchToFile, MediaError, type FailureKind } from './fetch.js';
 import { ensureFolder, sessionFolder, sweepStale, sweepTemporaries } from './sandbox.js';
 
@@ -26,8 +22,8 @@ export interface MediaStageOptions {
   metrics: Metrics;
   /** Media options of a channel (global values overridden by the channel's). */
   optionsFor(channel: string): MediaOptions;
-  /** The adapter of a channel, for platform media resolvers. */
-  adapterFor(channel: string): Adapter | undefined;
+  /** The adapter of a channel, for platform media resolvers (exchange a platform media id for a URL). */
+  adapterFor(channel: string): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
 }
 
 const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked' };

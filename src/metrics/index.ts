@@ -21,6 +21,7 @@ export class Metrics {
   private readonly mediaBytes: Counter<'channel'>;
   private readonly mediaDownloads: Counter<'channel' | 'result'>;
   private readonly delivery: Counter<'result'>;
+  private readonly storeErrors: Counter<'op'>;
   readonly deliveryLatency: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
 
@@ -40,6 +41,7 @@ export class Metrics {
     this.mediaBytes = new Counter({ name: 'inbox_media_downloaded_bytes_total', help: 'Bytes of media stored', labelNames: ['channel'], registers });
     this.mediaDownloads = new Counter({ name: 'inbox_media_downloads_total', help: 'Media downloads by result', labelNames: ['channel', 'result'], registers });
     this.delivery = new Counter({ name: 'inbox_delivery_total', help: 'Pushes to the agent by result', labelNames: ['result'], registers });
+    this.storeErrors = new Counter({ name: 'inbox_store_errors_total', help: 'Store calls that failed, by operation', labelNames: ['op'], registers });
     this.deliveryLatency = new Histogram({
       name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
@@ -64,14 +66,19 @@ export class Metrics {
     }
   }
 
+  /** A store call that failed (`admit`, `flush`, ...): the store is away or broken. */
+  storeError(op: string): void {
+    this.storeErrors.inc({ op });
+  }
+
   deliveryResult(channel: string, result: DeliveryResult): void {
     this.delivery.inc({ result });
     this.tally(channel, `delivery_${result}`, 1);
   }
 
   /** Register a gauge whose value is read at scrape time. */
-  gauge(name: string, help: string, read: () => number): void {
-    new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+  gauge(name: string, help: string, read: () => number | Promise<number>): void {
+    new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
   }
 
   /** Register a counter whose running total is kept elsewhere and read at scrape time. */

@@ -1,0 +1,213 @@
+import type { Clock } from '../clock.js';
+import type { LeasedBatch } from '../ports.js';
+
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
+export interface SchedulerOptions {
+  clock: Clock;
+  /** Store port: take due buffers with a lease (see `Store.claimDue`). */
+  claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]>;
+  renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean>;
+  release(batch: LeasedBatch, retryAt: number): Promise<void>;
+  nextDeadline(): Promise<number | undefined>;
+  /** Turn a leased batch into output (merge, media, commit); throws to retry later. */
+  flush(batch: LeasedBatch): Promise<void>;
+  onError(error: unknown, batch: LeasedBatch | undefined): void;
+  /** How long a flusher owns a buffer before another instance may take it over. @default 30000 */
+  leaseMs?: number;
+  /**
+   * Look for due buffers this often even without a local deadline: buffers admitted by other
+   * instances, or left by one that died. Undefined for a store no one else shares.
+   */
+  pollMs?: number;
+  /** Deadlines are rounded up to this grid, so one timer wake closes every buffer due in it. @default 10 */
+  gridMs?: number;
+  /** Batches taken per store call and flushes running at once (a restart backlog drains in such chunks). @default 64 */
+  chunk?: number;
+}
+
+/**
+ * Closes debounce buffers when they are due. The buffers and their deadlines live in the
+ * store; this keeps one timer for the earliest deadline it knows of (from admissions, from
+ * the store at start, and by polling a shared store), takes due buffers with a lease, and
+ * hands each to `flush`. The store lets one buffer per session be leased at a time, so a
+ * session's batches come out in order on any number of instances.
+ */
+export class FlushScheduler {
+  private readonly leaseMs: number;
+  private readonly gridMs: number;
+  private readonly chunk: number;
+  private timer: unknown;
+  private timerAt = Infinity;
+  private pollTimer: unknown;
+  private renewTimer: unknown;
+  private running = false;
+  private again = false;
+  private readonly inflight = new Set<LeasedBatch>();
+  private readonly failures = new Map<string, number>();
+  private idleWaiters: Array<() => void> = [];
+  private stopped = false;
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.gridMs = options.gridMs ?? 10;
+    this.chunk = options.chunk ?? 64;
+  }
+
+  /** Flushes running now. */
+  get flushing(): number {
+    return this.inflight.size;
+  }
+
+  /** Arm for the store's earliest deadline (buffers left by a previous run) and start polling. */
+  async start(): Promise<void> {
+    const next = await this.options.nextDeadline();
+    if (next !== undefined) this.due(next);
+    this.poll();
+  }
+
+  /** A buffer is due at `deadline` (from an admission). */
+  due(deadline: number): void {
+    if (this.stopped) return;
+    const at = Math.ceil(deadline / this.gridMs) * this.gridMs;
+    if (at >= this.timerAt) return;
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = this.options.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.run();
+    }, Math.max(0, at - this.options.clock.now()));
+  }
+
+  private poll(): void {
+    const { pollMs } = this.options;
+    if (pollMs === undefined || this.stopped) return;
+    this.pollTimer = this.options.clock.setTimeout(() => {
+      this.run();
+      this.poll();
+    }, pollMs);
+  }
+
+  /** One pass at a time; a request during a pass runs another after it. */
+  private run(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.pass(this.options.clock.now()).catch((error: unknown) => this.options.onError(error, undefined)).finally(() => {
+      this.running = false;
+      if (this.again) {
+        this.again = false;
+        this.run();
+      } else void this.rearm();
+    });
+  }
+
+  /** Take due buffers in chunks, never more than `chunk` flushes at once. */
+  private async pass(now: number): Promise<void> {
+    for (;;) {
+      const room = this.chunk - this.inflight.size;
+      if (room <= 0) return; // a finishing flush asks for another pass
+      const batches = await this.options.claimDue(now, this.leaseMs, room);
+      for (const batch of batches) this.start1(batch);
+      if (batches.length < room || this.stopped) return;
+      // A backlog (a restart after downtime): let the event loop answer requests between chunks.
+      await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, 0));
+    }
+  }
+
+  private async rearm(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const next = await this.options.nextDeadline();
+      if (next !== undefined) this.due(next);
+    } catch (error) {
+      this.options.onError(error, undefined);
+    }
+  }
+
+  private start1(batch: LeasedBatch): void {
+    this.inflight.add(batch);
+    this.armRenewal();
+    void this.options.flush(batch).then(
+      () => this.failures.delete(batch.debounceKey),
+      (error: unknown) => this.failed(batch, error),
+    ).finally(() => {
+      this.inflight.delete(batch);
+      if (this.inflight.size === 0) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
+      }
+      // The session may have its next buffer due now that this one is committed.
+      this.run();
+    });
+  }
+
+  /** A failed flush gives its lease back, due again after a backoff, ahead of later batches. */
+  private async failed(batch: LeasedBatch, error: unknown): Promise<void> {
+    this.options.onError(error, batch);
+    const attempt = this.failures.get(batch.debounceKey) ?? 0;
+    this.failures.set(batch.debounceKey, attempt + 1);
+    const retryAt = this.options.clock.now() + Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
+    // If the store is away the lease simply runs out and the buffer is taken over then.
+    await this.options.release(batch, retryAt).catch(() => undefined);
+    this.due(retryAt);
+  }
+
+  /** Keep the leases of slow flushes (media downloads) alive. */
+  private armRenewal(): void {
+    if (this.renewTimer !== undefined) return;
+    this.renewTimer = this.options.clock.setTimeout(() => {
+      this.renewTimer = undefined;
+      const now = this.options.clock.now();
+      for (const batch of this.inflight) {
+        void this.options.renewLease(batch, now, this.leaseMs).then((held) => {
+          if (held) batch.leaseUntil = now + this.leaseMs;
+        }, () => undefined);
+      }
+      if (this.inflight.size > 0) this.armRenewal();
+    }, this.leaseMs / 3);
+  }
+
+  /** Wait for every flush already started. */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0 || this.running) {
+      await new Promise<void>((resolve) => {
+        if (this.inflight.size === 0) this.options.clock.setTimeout(resolve, 1);
+        else this.idleWaiters.push(resolve);
+      });
+    }
+  }
+
+  /**
+   * Shutdown: stop the timers and, for a store no one else shares, flush every open buffer now
+   * (one attempt; what fails stays in the store for the next start). A shared store's buffers
+   * are left to the instances still running, which flush them when due.
+   */
+  async close(flushOpen: boolean): Promise<void> {
+    this.stopped = true;
+    for (const timer of [this.timer, this.pollTimer]) if (timer !== undefined) this.options.clock.clearTimeout(timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    while (this.running) await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, 1));
+    await this.idle();
+    if (flushOpen) {
+      for (;;) {
+        const batches = await this.options.claimDue(Infinity, this.leaseMs, this.chunk);
+        if (batches.length === 0) break;
+        const outcomes = await Promise.all(batches.map((batch) => this.options.flush(batch).then(() => true, async (error: unknown) => {
+          this.options.onError(error, batch);
+          await this.options.release(batch, this.options.clock.now()).catch(() => undefined);
+          return false;
+        })));
+        // One attempt each: a failure means the store is away, and the rest waits for the next start.
+        if (batches.length < this.chunk || outcomes.includes(false)) break;
+      }
+    }
+    if (this.renewTimer !== undefined) this.options.clock.clearTimeout(this.renewTimer);
+    this.renewTimer = undefined;
+  }
+}

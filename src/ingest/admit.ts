@@ -1,0 +1,128 @@
+import type { CorrelationRecord, InboundEvent, TraceEntry, Verdict } from '../events.js';
+import type { AdmitItem, AdmitVerdict } from '../ports.js';
+
+/** What a taken claim means, by its index in the item's claims. */
+export type DuplicateKind = 'deduped' | 'fuzzy_deduped';
+
+/** The ingest answer of CONTRACT §3. */
+export interface IngestSummary {
+  accepted: number;
+  duplicates: number;
+  events: Array<{ id: string; verdict: AnswerVerdict }>;
+}
+
+/** Verdicts as the ingest answer names them (a looped message is `ignored` there). */
+export type AnswerVerdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
+
+/** One event the store took: it waits in a buffer until `deadline`. */
+export interface AcceptedEvent {
+  event: InboundEvent;
+  partId: string;
+  deadline: number;
+}
+
+export interface Admitted {
+  summary: IngestSummary;
+  accepted: AcceptedEvent[];
+  /** Deliveries of events already taken (retries, other bots' copies): `!` handlers see them. */
+  repeats: InboundEvent[];
+  /** Correlation groups the store returned, by event (the library's correlation views). */
+  groups: Array<[InboundEvent, CorrelationRecord]>;
+}
+
+/** How one event enters the store, and what each of its claims means when taken. */
+export interface Plan {
+  item: AdmitItem;
+  kinds: readonly DuplicateKind[];
+}
+
+export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped';
+
+export interface AdmitOptions {
+  /** The store port: one atomic step per delivery. */
+  admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
+  /** Bot-loop guard: a message sent by one of our own bots is dropped. */
+  isOwnBot(namespace: string, id: string): boolean;
+  /** Claims, correlation step and buffer rule of an event, built by the composition. */
+  plan(event: InboundEvent, now: number): Plan;
+  count(channel: string, adapter: string, action: Action): void;
+  /** The verdict trail (`/v1/trace`, `/v1/activity`). */
+  trail(entry: Omit<TraceEntry, 'n'>): void;
+}
+
+const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
+
+/**
+ * The per-delivery decision: every event of one webhook delivery is checked against our own
+ * bots, then correlated, claimed and buffered in ONE store step, and gets its verdict. The
+ * webhook is answered only after that step resolved, so an acknowledged event is recorded.
+ * Store errors propagate: the caller answers 503 and nothing was recorded.
+ */
+export function createAdmit(options: AdmitOptions) {
+  return async function admit(events: readonly InboundEvent[], now: number): Promise<Admitted> {
+    const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
+    const plans: Array<Plan | undefined> = [];
+    const items: AdmitItem[] = [];
+    for (const event of events) {
+      options.count(event.channel, event.adapter, 'received');
+      if (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id)) {
+        plans.push(undefined);
+        continue;
+      }
+      const plan = options.plan(event, now);
+      plans.push(plan);
+      items.push(plan.item);
+    }
+    const verdicts = items.length > 0 ? await options.admit(items, now) : [];
+    let next = 0;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i] as InboundEvent;
+      const plan = plans[i];
+      let verdict: Verdict;
+      let reason: string | undefined;
+      if (!plan) {
+        verdict = 'looped';
+        reason = `sent by our own bot ${event.sender.id}`;
+        options.count(event.channel, event.adapter, 'looped');
+      } else {
+        const result = verdicts[next++] as AdmitVerdict;
+        if (result.verdict === 'accepted') {
+          verdict = 'accepted';
+          admitted.accepted.push({ event, partId: result.partId, deadline: result.deadline });
+          if (result.correlation) admitted.groups.push([event, result.correlation]);
+        } else if (result.verdict === 'claimed') {
+          const kind = plan.kinds[result.claim] ?? 'deduped';
+          verdict = duplicateVerdict[kind];
+          reason = kind === 'deduped' ? `platform id ${event.platformId ?? event.id} was already taken` : 'the same sender sent the same content within dedup.fuzzyWindowMs';
+          options.count(event.channel, event.adapter, kind);
+          admitted.repeats.push(event);
+        } else {
+          const first = result.correlation.deliveries[0];
+          verdict = result.retry ? 'duplicate' : 'correlated';
+          reason = result.retry ? 'the same bot delivered it again' : `first delivered by ${first ? `${first.channel}${first.botId ? `/${first.botId}` : ''}` : 'another bot'}`;
+          options.count(event.channel, event.adapter, result.retry ? 'deduped' : 'correlated');
+          admitted.repeats.push(event);
+          admitted.groups.push([event, result.correlation]);
+        }
+      }
+      const answer: AnswerVerdict = verdict === 'looped' || verdict === 'rejected' ? 'ignored' : verdict;
+      if (answer === 'accepted') admitted.summary.accepted++;
+      else if (answer !== 'ignored') admitted.summary.duplicates++;
+      admitted.summary.events.push({ id: event.id, verdict: answer });
+      options.trail(trailEntry(event, verdict, now, reason));
+    }
+    return admitted;
+  };
+}
+
+const PREVIEW = 120;
+
+function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined): Omit<TraceEntry, 'n'> {
+  const entry: Omit<TraceEntry, 'n'> = {
+    at, channel: event.channel, kind: 'verdict', id: event.id, sessionKey: event.sessionKey, sender: event.sender,
+    preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text, verdict,
+  };
+  if (event.platformId !== undefined) entry.platformId = event.platformId;
+  if (reason !== undefined) entry.reason = reason;
+  return entry;
+}
