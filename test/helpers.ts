@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { createIntake, type Intake } from '../src/intake.js';
 import { loadConfig } from '../src/config/load.js';
+import type { Clock } from '../src/clock.js';
 import type { Metrics } from '../src/metrics/index.js';
 
 export const silent = pino({ level: 'silent' });
@@ -25,14 +26,14 @@ export interface Running {
 }
 
 /** Start the real service on a random loopback port, with a temporary sqlite file by default. */
-export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics } = {}): Promise<Running> {
+export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock } = {}): Promise<Running> {
   const dir = options.dir ?? tempDir().path;
   const config = loadConfig({
     env: {},
     cwd: dir,
     file: { store: `sqlite:${join(dir, 'intake.db')}`, media: { dir: join(dir, 'media') }, logLevel: 'silent', ...file, server: { port: 0, ...(file.server as object | undefined) } },
   });
-  const intake = await createIntake({ config, logger: silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}) });
+  const intake = await createIntake({ config, logger: silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}) });
   const server = createServer(intake.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

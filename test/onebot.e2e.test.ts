@@ -58,8 +58,8 @@ describe('two OneBot channels on the real server', () => {
     const body = fixtureBytes('onebot', 'napcat-group.json');
     await deliver('qq-a', 'secret-a', body);
     await deliver('qq-a', 'secret-a', body);
-    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 1);
-    expect(service.intake.pipeline.metrics.channelStats()['qq-a']).toMatchObject({ received: 2, deduped: 1 });
+    await until(async () => (await service.intake.store.outboxAfter(0, 10)).length === 1);
+    expect(service.intake.metrics.channelStats()['qq-a']).toMatchObject({ received: 2, deduped: 1 });
   });
 
   it('emits a notice once, naming every bot, with each bot\'s own request flag', async () => {
@@ -98,7 +98,7 @@ describe('two OneBot channels on the real server', () => {
     const loop2 = await deliver('qq-b', 'secret-b', JSON.stringify({ ...fromBot, self_id: 20002000, user_id: 30003000, message_id: 3 }));
     expect([loop1.status, loop2.status]).toEqual([204, 204]);
     expect(handled).toBe(1);
-    expect(service.intake.pipeline.metrics.channelStats()['qq-b']).toMatchObject({ looped: 2 });
+    expect(service.intake.metrics.channelStats()['qq-b']).toMatchObject({ looped: 2 });
   });
 
   it('answers a bad, short or missing signature 401 with the JSON error, never 500', async () => {

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 
 const quick = { debounce: { windowMs: 150, maxMessages: 3, maxWaitMs: 600 }, dedup: { fuzzyWindowMs: 400 } };
 
@@ -42,13 +43,16 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   });
 
   it('drops a double send without ids inside the fuzzy window and admits it after', async () => {
-    service = await startService({ ...quick, debounce: { windowMs: 50, maxMessages: 1 } });
+    const clock = new ManualClock();
+    service = await startService({ ...quick, debounce: { windowMs: 50, maxMessages: 1 } }, { clock });
     expect((await post({ sessionKey: 'cli:carol', content: 'restart  the service' })).body.accepted).toBe(1);
     const twin = await post({ sessionKey: 'cli:carol', content: 'restart the service' });
     expect(twin.body).toMatchObject({ accepted: 0, duplicates: 1, events: [{ verdict: 'fuzzy_duplicate' }] });
     // A message with its own id is never a fuzzy duplicate under the default `no-id` policy.
     expect((await post({ id: 'x1', sessionKey: 'cli:carol', content: 'restart the service' })).body.accepted).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 450));
+    await clock.advance(399);
+    expect((await post({ sessionKey: 'cli:carol', content: 'restart the service' })).body.accepted).toBe(0);
+    await clock.advance(1);
     expect((await post({ sessionKey: 'cli:carol', content: 'restart the service' })).body.accepted).toBe(1);
   });
 
@@ -65,33 +69,39 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   });
 
   it('flushes at maxMessages, at maxWaitMs, and on a command', async () => {
-    service = await startService({ debounce: { windowMs: 300, maxMessages: 2, maxWaitMs: 500 } });
-    const seen: Array<{ content: string; merged: number; at: number }> = [];
-    const started = Date.now();
-    service.intake.on('chat.processedMessage', (m) => { seen.push({ content: m.content, merged: m.merged, at: Date.now() - started }); });
-    await post([{ sessionKey: 'cli:e', content: 'a' }, { sessionKey: 'cli:e', content: 'b' }]);
+    let clock = new ManualClock();
+    service = await startService({ debounce: { windowMs: 300, maxMessages: 2, maxWaitMs: 500 } }, { clock });
+    const seen: Array<{ content: string; merged: number }> = [];
+    service.intake.on('chat.processedMessage', (m) => { seen.push({ content: m.content, merged: m.merged }); });
+    await post([{ sessionKey: 'cli:e', content: 'a' }, { sessionKey: 'cli:e', content: 'b' }, { sessionKey: 'cli:e', content: 'c' }]);
+    // The count closes the buffer at once: well inside the 300 ms window.
+    await clock.advance(10);
     await until(() => seen.length === 1);
     expect(seen[0]).toMatchObject({ content: 'a b', merged: 2 });
-    expect(seen[0]!.at).toBeLessThan(250);
 
     await post({ sessionKey: 'cli:f', content: 'hello' });
     await post({ sessionKey: 'cli:f', content: '/reset' });
+    await clock.advance(10);
     await until(() => seen.length === 2);
     expect(seen[1]).toMatchObject({ content: 'hello /reset', merged: 2 });
+    // The third fragment of the first delivery started a batch of its own.
+    await clock.advance(300);
+    await until(() => seen.length === 3);
+    expect(seen[2]).toMatchObject({ content: 'c', merged: 1 });
 
     // maxWait: with maxMessages 2 a chatty user hits the count first, so use a wide count here.
     await service.stop();
-    service = await startService({ debounce: { windowMs: 200, maxMessages: 50, maxWaitMs: 500 } });
+    clock = new ManualClock();
+    service = await startService({ debounce: { windowMs: 200, maxMessages: 50, maxWaitMs: 500 } }, { clock });
     const merged: number[] = [];
     service.intake.on('chat.processedMessage', (m) => { merged.push(m.merged); });
-    const t0 = Date.now();
-    while (Date.now() - t0 < 700) {
-      await post({ sessionKey: 'cli:g', content: 'x' + Date.now() });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 8; i++) {
+      await post({ sessionKey: 'cli:g', content: `x${i}` });
+      await clock.advance(100);
     }
     await until(() => merged.length >= 1);
-    expect(merged[0]).toBeGreaterThan(2);
-    expect(merged[0]).toBeLessThan(7);
+    // Parts at 0, 100, ... 500 ms: the window (200 ms) never closes, maxWait does at 500 ms.
+    expect(merged[0]).toBe(6);
   });
 
   it('keeps two people of one group apart', async () => {
@@ -132,10 +142,10 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     expect(wrongType.status).toBe(415);
     expect(((await wrongType.json()) as any).error.code).toBe('unsupported_media_type');
 
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await service.intake.pipeline.store.outboxAfter(0, 10))).toHaveLength(0);
-    expect(await service.intake.pipeline.store.openParts()).toHaveLength(0);
-    expect(service.intake.pipeline.metrics.channelStats().signed?.rejected).toBe(2);
+    await service.intake.settle();
+    expect((await service.intake.store.outboxAfter(0, 10))).toHaveLength(0);
+    expect(await service.intake.store.openBuffers()).toBe(0);
+    expect(service.intake.metrics.channelStats().signed?.rejected).toBe(2);
   });
 
   it('counts a chunked body against the limit while it streams: 413 past it, whole when under it', async () => {
@@ -176,7 +186,7 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   it('resumes the event stream after Last-Event-ID or ?after= with nothing missing or repeated', async () => {
     service = await startService({ ...quick, debounce: { windowMs: 20, maxMessages: 1 } });
     for (let i = 1; i <= 5; i++) await post({ id: `r${i}`, sessionKey: `cli:r${i}`, content: `n${i}` });
-    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 5);
+    await until(async () => (await service.intake.store.outboxAfter(0, 10)).length === 5);
     const resumed = await readEvents(`${service.url}/v1/events`, 4, {
       headers: { 'Last-Event-ID': '2' },
       onOpen: () => post({ id: 'r6', sessionKey: 'cli:r6', content: 'n6' }),
@@ -206,7 +216,7 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
     await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
     await post({ id: 'k2', sessionKey: 'cli:secret-user', content: 'b' });
-    await until(async () => (await service.intake.pipeline.store.outboxAfter(0, 10)).length === 1);
+    await until(async () => (await service.intake.store.outboxAfter(0, 10)).length === 1);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="received"\} 3/);
     expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="deduped"\} 1/);
@@ -225,8 +235,7 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     // Close the server without flushing: simulate a crash by stopping timers and closing the store.
     service.server.closeAllConnections();
     service.server.close();
-    service.intake.pipeline.debouncer.stop();
-    await service.intake.pipeline.store.close();
+    await service.intake.store.close();
 
     service = await startService({ debounce: { windowMs: 100, maxWaitMs: 200 } }, { dir });
     expect((await post({ id: 'keep-1', sessionKey: 'cli:h', content: 'before' })).body.events[0].verdict).toBe('duplicate');

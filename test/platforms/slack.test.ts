@@ -68,7 +68,7 @@ describe('Slack Events channel', () => {
       const response = await post(name);
       expect([name, response.status, response.body.accepted]).toEqual([name, 200, 0]);
     }
-    expect(service.intake.pipeline.metrics.channelStats().slack).toMatchObject({ ignored: 3 });
+    expect(service.intake.metrics.channelStats().slack).toMatchObject({ ignored: 3 });
   });
 
   it('keeps direct messages private and downloads shared files with the bot token', async () => {

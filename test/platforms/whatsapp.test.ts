@@ -78,7 +78,7 @@ describe('WhatsApp Cloud API channel', () => {
     expect(retry.body.events).toEqual([{ id: 'wamid.HBgL1', verdict: 'duplicate' }]);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
     expect(frame?.data).toMatchObject({ sessionKey: 'wa:16505551234', sender: { id: '16505551234', name: 'Ana' }, content: '帮我查一下', messageIds: ['wamid.HBgL1'], replyBot: { channel: 'wa', botId: '1065' } });
-    expect(service.intake.pipeline.metrics.channelStats().wa).toMatchObject({ ignored: 2, received: 2, deduped: 1 });
+    expect(service.intake.metrics.channelStats().wa).toMatchObject({ ignored: 2, received: 2, deduped: 1 });
   });
 
   it('downloads media by id through the Graph API with the access token', async () => {

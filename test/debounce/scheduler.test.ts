@@ -1,0 +1,189 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { FlushScheduler } from '../../src/debounce/scheduler.js';
+import type { BufferedPart, InboundEvent, OutboxDraft } from '../../src/events.js';
+import type { BufferRule, LeasedBatch, Store } from '../../src/ports.js';
+import { MemoryStore } from '../../src/store/memory.js';
+
+const rule: BufferRule = { windowMs: 1500, maxMessages: 3, maxWaitMs: 7500 };
+
+let n = 0;
+function event(sessionKey: string, text: string, sender = 'u1'): InboundEvent {
+  n++;
+  return {
+    id: `e${n}`, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey },
+    sessionKey, sender: { id: sender }, segments: [], text, media: [], mentions: [], timestamp: 0, raw: undefined,
+  };
+}
+
+const draft = (batch: LeasedBatch): OutboxDraft => ({
+  id: `o${batch.fence}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: Date.now(),
+  body: JSON.stringify({ type: 'chat.processedMessage', id: `o${batch.fence}` }), state: 'none',
+});
+
+/** The scheduler on a real memory store, driven by vitest's fake clock. */
+function setup(options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatch, store: Store) => Promise<void> } = {}) {
+  const store = new MemoryStore();
+  const batches: LeasedBatch[] = [];
+  const errors: unknown[] = [];
+  const scheduler = new FlushScheduler({
+    clock: systemClock,
+    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
+    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
+    release: (batch, retryAt) => store.release(batch, retryAt),
+    nextDeadline: () => store.nextDeadline(),
+    flush: options.flush ? (batch) => options.flush!(batch, store) : async (batch) => {
+      batches.push(batch);
+      await store.commit(batch, draft(batch), Date.now());
+    },
+    onError: (error) => errors.push(error),
+  });
+  async function add(e: InboundEvent, add: { command?: boolean; receivedAt?: number } = {}): Promise<void> {
+    const now = Date.now();
+    const [verdict] = await store.admit([{
+      claims: [], rule: { ...rule, ...options.rule }, closeNow: add.command ?? false,
+      part: { debounceKey: `${e.sessionKey}\u0000${e.sender.id}`, receivedAt: add.receivedAt ?? now, event: e },
+    }], now);
+    if (verdict?.verdict === 'accepted') scheduler.due(verdict.deadline);
+  }
+  return { store, scheduler, batches, errors, add };
+}
+
+const texts = (batch: Pick<LeasedBatch, 'parts'> | undefined) => batch?.parts.map((p: BufferedPart) => p.event.text);
+
+describe('FlushScheduler on the store', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it('merges fragments that arrive inside the window into one batch', async () => {
+    const { add, batches } = setup();
+    await add(event('s', 'a'));
+    await vi.advanceTimersByTimeAsync(1000);
+    await add(event('s', 'b'));
+    await vi.advanceTimersByTimeAsync(1499);
+    expect(batches).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toHaveLength(1);
+    expect(texts(batches[0])).toEqual(['a', 'b']);
+    expect(batches[0]?.reason).toBe('window');
+  });
+
+  it('flushes at once when the buffer reaches maxMessages, and a fourth part starts the next batch', async () => {
+    const { add, batches } = setup();
+    for (const t of ['a', 'b', 'c', 'd']) await add(event('s', t));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.reason).toBe('count');
+    expect(texts(batches[0])).toEqual(['a', 'b', 'c']);
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(texts(batches[1])).toEqual(['d']);
+  });
+
+  it('flushes at maxWaitMs after the first part however chatty the user is', async () => {
+    const { add, batches } = setup({ rule: { maxMessages: 100 } });
+    for (let i = 0; i < 10; i++) {
+      await add(event('s', `m${i}`));
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    // 10 parts over 10 s, each 1 s apart: the 1.5 s window never closes, the 7.5 s deadline does.
+    expect(batches.length).toBeGreaterThanOrEqual(1);
+    expect(batches[0]?.reason).toBe('max_wait');
+    expect(batches[0]?.parts).toHaveLength(8);
+  });
+
+  it('flushes a command at once, with the command as the last part', async () => {
+    const { add, batches } = setup();
+    await add(event('s', 'hello'));
+    await add(event('s', '/reset'), { command: true });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.reason).toBe('command');
+    expect(texts(batches[0])).toEqual(['hello', '/reset']);
+  });
+
+  it('keeps two senders of one group apart', async () => {
+    const { add, batches } = setup();
+    await add(event('g', 'from alice', 'alice'));
+    await add(event('g', 'from bob', 'bob'));
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(batches.map(texts)).toEqual([['from alice'], ['from bob']]);
+  });
+
+  it('emits batches of one session in order even when an earlier flush is slower', async () => {
+    const order: string[] = [];
+    const { add } = setup({
+      flush: async (batch, store) => {
+        if (batch.parts[0]?.event.text === 'slow') await new Promise((resolve) => setTimeout(resolve, 500));
+        order.push(batch.parts[0]?.event.text as string);
+        await store.commit(batch, draft(batch), Date.now());
+      },
+    });
+    await add(event('s', 'slow', 'alice'));
+    await vi.advanceTimersByTimeAsync(1500);
+    await add(event('s', '/fast', 'bob'), { command: true });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(order).toEqual(['slow', '/fast']);
+  });
+
+  it('flushes every open buffer at close', async () => {
+    const { add, batches, scheduler, store } = setup();
+    await add(event('s1', 'a'));
+    await add(event('s2', 'b'));
+    await scheduler.close(true);
+    expect(batches.map((b) => b.reason)).toEqual(['shutdown', 'shutdown']);
+    expect(await store.openBuffers()).toBe(0);
+  });
+
+  it('flushes at start a buffer left by a previous run whose window already passed', async () => {
+    const { add, batches, scheduler } = setup();
+    await add(event('s', 'left over'), { receivedAt: Date.now() - 60_000 });
+    // No admission told this scheduler: it finds the deadline in the store.
+    await scheduler.start();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(batches).toHaveLength(1);
+  });
+
+  it("tries a failed flush again with backoff, keeping the session's later batches behind it", async () => {
+    const emitted: string[] = [];
+    let failures = 2;
+    const { add, errors } = setup({
+      flush: async (batch, store) => {
+        if (batch.parts[0]?.event.text === 'first' && failures-- > 0) throw new Error('store busy');
+        emitted.push(texts(batch)!.join(' '));
+        await store.commit(batch, draft(batch), Date.now());
+      },
+    });
+    await add(event('s', 'first', 'alice'), { command: true });
+    await add(event('s', '/second', 'bob'), { command: true });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(emitted).toEqual([]);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(emitted).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1010);
+    expect(emitted).toEqual(['first', '/second']);
+    expect(errors).toHaveLength(2);
+  });
+
+  it('makes one attempt at shutdown and leaves the rest in the store for the next start', async () => {
+    const { add, errors, scheduler, store } = setup({ flush: async () => { throw new Error('store closed'); } });
+    await add(event('s', 'bye'));
+    await scheduler.close(true);
+    expect(errors).toHaveLength(1);
+    expect(await store.openBuffers()).toBe(1);
+  });
+
+  it('drains a backlog in chunks, answering the event loop between them', async () => {
+    const { add, batches, scheduler } = setup();
+    for (let i = 0; i < 200; i++) await add(event(`s${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
+    let between = 0;
+    const probe = setInterval(() => between++, 0);
+    await scheduler.start();
+    await vi.advanceTimersByTimeAsync(50);
+    clearInterval(probe);
+    expect(batches).toHaveLength(200);
+    // 200 buffers in chunks of 64: the loop ran other timers between the chunks.
+    expect(between).toBeGreaterThan(1);
+  });
+});
