@@ -124,13 +124,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // 4. Admit: the per-delivery decision, one store step.
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
-  const planOf = (deliveryId: string | undefined) => (event: InboundEvent, now: number): Plan => {
+  const planOf = (deliveryId: string | undefined) => (event: InboundEvent, now: number, index: number): Plan => {
     const channel = channels.get(event.channel)?.config;
     const dedup = channel?.dedup ?? config.dedup;
     const { claims, kinds } = dedupPlan(event, dedup);
     if (deliveryId !== undefined && event.platformId === undefined) {
       // A replayed signed delivery: its events have no ids, but the delivery has one.
-      claims.unshift({ key: claimKey('wh', event.channel, deliveryId, event.id), space: `wh:${event.channel}`, ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS), maxKeys: dedup.maxKeys });
+      claims.unshift({ key: claimKey('wh', event.channel, deliveryId, String(index)), space: `wh:${event.channel}`, ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS), maxKeys: dedup.maxKeys });
       kinds.unshift('deduped');
     }
     const correlation = bots.step(event, now);

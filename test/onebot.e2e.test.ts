@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../src/events.js';
 import { fixtureBytes } from './fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from './helpers.js';
+import { ManualClock } from './manual-clock.js';
 
 const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
@@ -82,6 +83,38 @@ describe('two OneBot channels on the real server', () => {
       ],
     });
     expect(await readEvents(`${service.url}/v1/events?after=${frame?.id}`, 1, { timeoutMs: 400 })).toEqual([]);
+  });
+
+  it('keeps every bot\'s request flag when the process restarts during the notice hold', async () => {
+    const clock = new ManualClock();
+    service = await startService({ correlation: { noticeHoldMs: 1000 }, channels: [
+      { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+      { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+    ] }, { clock });
+    const dir = service.dir;
+    const request = JSON.parse(fixtureBytes('onebot', 'request-group-add.json').toString());
+    await deliver('qq-a', 'secret-a', JSON.stringify(request));
+    await deliver('qq-b', 'secret-b', JSON.stringify({ ...request, self_id: 20002000, flag: 'flag-from-bot-b' }));
+    // A crash: the store closes without the held notice being flushed.
+    service.server.closeAllConnections();
+    service.server.close();
+    await service.intake.store.close();
+
+    // The service comes back 5 s later: the hold ran out while it was down.
+    const later = new ManualClock(clock.now() + 5_000);
+    service = await startService({
+      correlation: { noticeHoldMs: 1000 },
+      channels: [
+        { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+        { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+      ],
+    }, { dir, clock: later });
+    await later.advance(10);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frame?.data.participants).toEqual([
+      { channel: 'qq-a', botId: '10001000', ids: { flag: 'flag-from-bot-a' } },
+      { channel: 'qq-b', botId: '20002000', ids: { flag: 'flag-from-bot-b' } },
+    ]);
   });
 
   it('drops messages sent by one of our own bots before handlers', async () => {

@@ -44,7 +44,7 @@ export interface AdmitOptions {
   /** Bot-loop guard: a message sent by one of our own bots is dropped. */
   isOwnBot(namespace: string, id: string): boolean;
   /** Claims, correlation step and buffer rule of an event, built by the composition. */
-  plan(event: InboundEvent, now: number): Plan;
+  plan(event: InboundEvent, now: number, index: number): Plan;
   count(channel: string, adapter: string, action: Action): void;
   /** The verdict trail (`/v1/trace`, `/v1/activity`). */
   trail(entry: Omit<TraceEntry, 'n'>): void;
@@ -63,13 +63,13 @@ export function createAdmit(options: AdmitOptions) {
     const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
-    for (const event of events) {
+    for (const [index, event] of events.entries()) {
       options.count(event.channel, event.adapter, 'received');
       if (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id)) {
         plans.push(undefined);
         continue;
       }
-      const plan = options.plan(event, now);
+      const plan = options.plan(event, now, index);
       plans.push(plan);
       items.push(plan.item);
     }

@@ -1,37 +1,125 @@
 import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventStream } from '../../src/http/event-stream.js';
-import type { OutboxRecord } from '../../src/store/types.js';
-import { startService, until, type Running } from '../helpers.js';
+import type { OutboxRecord } from '../../src/events.js';
+import { errorResponder } from '../../src/http/errors.js';
+import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
+import { readEvents, silent, until } from '../helpers.js';
 
-describe('event stream back-pressure', () => {
-  let service: Running;
-  afterEach(async () => service?.stop());
+/** An outbox in an array: what a store gives the event stream. */
+class FakeOutbox implements OutboxReader {
+  records: OutboxRecord[] = [];
+  private readonly listeners = new Set<(record: OutboxRecord) => void>();
+  body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'hello' });
 
-  it('cuts off a client that stops reading instead of buffering without bound', async () => {
-    service = await startService();
-    const app = new Koa();
-    app.silent = true; // the cut-off client's closed socket is expected here
-    app.use(eventStream(service.intake.pipeline, { maxBufferedBytes: 64 * 1024 }));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    const port = (server.address() as { port: number }).port;
-    // A raw client that sends the request and then never reads.
-    const socket = connect(port, '127.0.0.1');
+  add(seq: number): OutboxRecord {
+    const record: OutboxRecord = { id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state: 'none', body: this.body.replace('"x"', `"x${seq}"`) };
+    this.records.push(record);
+    for (const listener of this.listeners) listener(record);
+    return record;
+  }
+
+  async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
+    return this.records.filter((r) => r.seq > seq).slice(0, limit);
+  }
+
+  async lastSeq(): Promise<number> {
+    return this.records.at(-1)?.seq ?? 0;
+  }
+
+  tail(listener: (record: OutboxRecord) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+async function serveHub(hub: StreamHub, outbox: FakeOutbox): Promise<{ url: string; close(): void }> {
+  const app = new Koa();
+  app.silent = true; // a cut-off client's closed socket is expected here
+  app.use(errorResponder(silent));
+  app.use(hub.events(outbox));
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => { server.closeAllConnections(); server.close(); } };
+}
+
+describe('event stream', () => {
+  let close: (() => void) | undefined;
+  afterEach(() => close?.());
+
+  it('cuts off a client that stops reading, logs it once, and keeps what it missed from trimming', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line); } });
+    const hub = new StreamHub({ logger, now: () => 0, maxBufferedBytes: 64 * 1024 });
+    const outbox = new FakeOutbox();
+    outbox.body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(10_000) });
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    // A raw client that asks to resume after 0, then never reads.
+    const socket = connect(Number(new URL(served.url).port), '127.0.0.1');
     socket.on('error', () => {});
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    outbox.add(1);
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\n\r\n');
     socket.pause();
-    const outlet = service.intake.pipeline.outlet;
-    await until(() => outlet.streamCount === 1);
-    const body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(10_000) });
-    for (let seq = 1; seq <= 2000 && outlet.streamCount > 0; seq++) {
-      const record: OutboxRecord = { id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state: 'none', body };
-      outlet.publish(record);
+    await until(() => hub.count === 1);
+    for (let seq = 2; seq <= 2000 && hub.count > 0; seq++) {
+      outbox.add(seq);
       await new Promise((resolve) => setImmediate(resolve));
     }
-    expect(outlet.streamCount).toBe(0);
+    expect(hub.count).toBe(0);
+    expect(lines.filter((line) => line.includes('too slow'))).toHaveLength(1);
+    // It had been sent more than seq 1 but far from everything: the trim keeps the rest.
+    const keep = hub.keepAfterSeq();
+    expect(keep).toBeGreaterThan(1);
+    expect(keep).toBeLessThan(outbox.records.length);
     socket.destroy();
-    server.close();
+  });
+
+  it('replays after Last-Event-ID, then goes live, and says so when records in between were trimmed', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0 });
+    const outbox = new FakeOutbox();
+    for (let seq = 1; seq <= 5; seq++) outbox.add(seq);
+    outbox.records = outbox.records.filter((r) => r.seq !== 2 && r.seq !== 3); // trimmed
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const response = await fetch(served.url, { headers: { 'last-event-id': '1' } });
+    const reader = response.body!.getReader();
+    let text = '';
+    const readUntil = async (needle: string) => {
+      while (!text.includes(needle)) text += new TextDecoder().decode((await reader.read()).value);
+    };
+    await readUntil('id: 5');
+    outbox.add(6);
+    await readUntil('id: 6');
+    await reader.cancel();
+    expect(text.indexOf('event: gap')).toBeLessThan(text.indexOf('id: 4'));
+    expect(text).toContain('data: {"after":1,"next":4}');
+    expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['4', '5', '6']);
+  });
+
+  it('answers 409 to a resume point ahead of the store instead of an open stream that never delivers', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0 });
+    const outbox = new FakeOutbox();
+    outbox.add(1);
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const response = await fetch(served.url, { headers: { 'last-event-id': '99' } });
+    expect(response.status).toBe(409);
+    expect(((await response.json()) as any).error).toMatchObject({ code: 'resume_point_ahead' });
+  });
+
+  it('refuses streams past maxStreams with 503', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0, maxStreams: 1 });
+    const outbox = new FakeOutbox();
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const first = readEvents(served.url, 1, { timeoutMs: 2000, onOpen: async () => {
+      const second = await fetch(served.url);
+      expect(second.status).toBe(503);
+      outbox.add(1);
+    } });
+    expect((await first).map((f) => f.id)).toEqual(['1']);
   });
 });

@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OutboxDraft } from '../../src/events.js';
+import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
+import { AgentPush } from '../../src/push/agent-push.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { silent, until } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
+import { serve, type TestServer } from '../media/servers.js';
+
+const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
+
+/** Put one pending record in the store's push queue, as a flush would. */
+async function enqueue(store: Store, id: string, sessionKey: string, now: number): Promise<void> {
+  const [verdict] = await store.admit([{ claims: [], rule: { windowMs: 0, maxWaitMs: 0, maxMessages: 1 }, closeNow: true, part: {
+    debounceKey: `${sessionKey}:${id}`, receivedAt: now, event: {
+      id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey }, sessionKey,
+      sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 0, raw: undefined,
+    },
+  } }], now);
+  expect(verdict?.verdict).toBe('accepted');
+  const [batch] = await store.claimDue(now, 30_000, 1);
+  const draft: OutboxDraft = { id, type: 'chat.processedMessage', sessionKey, channel: 'c', createdAt: now, body: JSON.stringify({ type: 'chat.processedMessage', id }), state: 'pending' };
+  expect(await store.commit(batch!, draft, now)).toBeDefined();
+}
+
+describe('AgentPush', () => {
+  let agent: TestServer | undefined;
+  afterEach(async () => agent?.close());
+
+  it('keeps a delivered record delivered when the store fails to record it at first, with exact counts', async () => {
+    agent = await serve((_req, res) => res.end());
+    const store = new MemoryStore();
+    const clock = new ManualClock();
+    await enqueue(store, 'o1', 's', clock.now());
+    const outcomes: PushOutcome[] = [];
+    let failures = 2;
+    const queue = {
+      claimPush: store.claimPush.bind(store),
+      nextPushAt: store.nextPushAt.bind(store),
+      deliveryCounts: store.deliveryCounts.bind(store),
+      requeueDead: store.requeueDead.bind(store),
+      async ackPush(lease: PushLease, outcome: PushOutcome, now: number) {
+        outcomes.push(outcome);
+        if (failures-- > 0) throw new Error('disk I/O error');
+        return store.ackPush(lease, outcome, now);
+      },
+    };
+    const push = new AgentPush({
+      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs: 10, maxBackoffMs: 100 },
+      queue, clock, logger: silent, onAttempt: () => undefined,
+    });
+    await push.start();
+    await until(async () => (await store.outboxGet('o1'))?.state === 'delivered');
+    // Every write asked for "delivered"; none turned it into a dead letter.
+    expect(outcomes.map((o) => o.state)).toEqual(['delivered', 'delivered', 'delivered']);
+    expect(await store.deliveryCounts()).toEqual({ pending: 0, dead: 0 });
+    expect([push.pending, push.dead]).toEqual([0, 0]);
+    expect(agent.hits.get('/inbox')).toBe(1);
+    await push.close();
+  });
+
+  it('schedules a retry in the store at the backoff the clock says, honouring Retry-After', async () => {
+    let n = 0;
+    agent = await serve((_req, res) => {
+      n++;
+      if (n === 1) {
+        res.statusCode = 503;
+        res.setHeader('retry-after', '3');
+      }
+      res.end();
+    });
+    const store = new MemoryStore();
+    const clock = new ManualClock();
+    await enqueue(store, 'o1', 's', clock.now());
+    const push = new AgentPush({
+      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs: 10, maxBackoffMs: 60_000 },
+      queue: store, clock, logger: silent, random: () => 0, onAttempt: () => undefined,
+    });
+    await push.start();
+    await until(async () => (await store.outboxGet('o1'))?.attempts === 1);
+    expect(await store.outboxGet('o1')).toMatchObject({ state: 'pending', attempts: 1, lastError: 'agent answered HTTP 503' });
+    await clock.advance(2_999);
+    expect(n).toBe(1);
+    await clock.advance(1);
+    await until(async () => (await store.outboxGet('o1'))?.state === 'delivered');
+    expect(n).toBe(2);
+    await push.close();
+  });
+});

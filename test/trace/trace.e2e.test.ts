@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { standardWebhooks } from '../../src/signing.js';
+import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
+
+const SECRET = 'whsec_' + Buffer.from('generic-channel-secret-0123456789').toString('base64');
+
+describe('the verdict trail', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  const post = (body: unknown, path = '/webhooks/generic', headers: Record<string, string> = {}) => postJson(`${service.url}${path}`, body, headers);
+
+  it('answers what happened to a message: its verdicts, the output it went into, and its delivery', async () => {
+    const clock = new ManualClock();
+    service = await startService({ debounce: { windowMs: 100, maxMessages: 5, maxWaitMs: 1000 } }, { clock });
+    await post({ id: 'm1', sessionKey: 'cli:t', content: 'one' });
+    await post({ id: 'm1', sessionKey: 'cli:t', content: 'one' });
+    await post({ id: 'm2', sessionKey: 'cli:t', content: 'two' });
+    await clock.advance(110);
+    await until(async () => (await service.intake.store.outboxAfter(0, 10)).length === 1);
+    const trace = (await (await fetch(`${service.url}/v1/trace/m1`)).json()) as any;
+    expect(trace.arrivals.map((a: any) => [a.id, a.verdict])).toEqual([['m1', 'accepted'], ['m1', 'duplicate'], ['m2', 'accepted']]);
+    expect(trace.arrivals[1].reason).toMatch(/already taken/);
+    expect(trace.outputs).toHaveLength(1);
+    expect(trace.outputs[0]).toMatchObject({ messageIds: ['m1', 'm2'], delivery: { state: 'none', attempts: 0 }, retained: true });
+    // The output id resolves to the same trail.
+    const byOutput = (await (await fetch(`${service.url}/v1/trace/${trace.outputs[0].id}`)).json()) as any;
+    expect(byOutput.outputs[0].id).toBe(trace.outputs[0].id);
+    expect(byOutput.arrivals.map((a: any) => a.id)).toContain('m2');
+    expect((await fetch(`${service.url}/v1/trace/never-seen`)).status).toBe(404);
+  });
+
+  it('streams verdicts as deliveries arrive, resumable by sequence', async () => {
+    service = await startService({ channels: [{ id: 'generic', adapter: 'generic' }, { id: 'signed', adapter: 'generic', secret: SECRET }] });
+    const frames = readEvents(`${service.url}/v1/activity`, 3, {
+      onOpen: async () => {
+        await post({ id: 'a1', sessionKey: 'cli:x', content: 'hi' });
+        await post({ id: 'a1', sessionKey: 'cli:x', content: 'hi' });
+        await post({ sessionKey: 'cli:x', content: 'unsigned' }, '/webhooks/signed');
+      },
+    });
+    const got = await frames;
+    expect(got.map((f) => [f.event, f.data.verdict])).toEqual([['activity', 'accepted'], ['activity', 'duplicate'], ['activity', 'rejected']]);
+    expect(got[2]!.data.reason).toMatch(/^bad_signature/);
+    const resumed = await readEvents(`${service.url}/v1/activity?after=${got[0]!.id}`, 2);
+    expect(resumed.map((f) => f.data.verdict)).toEqual(['duplicate', 'rejected']);
+  });
+
+  it('takes a replayed signed delivery without ids for a duplicate (the webhook-id is a claim)', async () => {
+    const clock = new ManualClock();
+    service = await startService({ channels: [{ id: 'signed', adapter: 'generic', secret: SECRET }] }, { clock });
+    const body = JSON.stringify({ sessionKey: 'cli:r', content: 'pay the invoice' });
+    const timestamp = Math.floor(clock.now() / 1000);
+    const headers = { 'webhook-id': 'msg_replayed', 'webhook-timestamp': String(timestamp), 'webhook-signature': standardWebhooks.sign(SECRET, 'msg_replayed', timestamp, body) };
+    const first = await post(body, '/webhooks/signed', headers);
+    expect(first.body.accepted).toBe(1);
+    for (let i = 0; i < 2; i++) {
+      // Past the fuzzy window (2 s), inside the signature tolerance (5 min).
+      await clock.advance(60_000);
+      const again = await post(body, '/webhooks/signed', headers);
+      expect(again.body).toMatchObject({ accepted: 0, duplicates: 1 });
+    }
+  });
+});
