@@ -53,15 +53,16 @@ async function child({ store, debounce, floor, rate, seconds }) {
   const { default: pino } = await import('pino');
   const { createIntake } = await import('../dist/intake.js');
   const { parseJson } = await import('../dist/http/body.js');
+  const { createAdapter } = await import('../dist/adapters/index.js');
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
     configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}) },
     env: {}, logger: pino({ level: 'silent' }), cwd: dir,
   });
-  const { adapter } = intake.pipeline.channelOf('generic');
+  const adapter = createAdapter(intake.config.channels[0]);
   const ingest = floor
     ? (delivery) => adapter.normalize(parseJson(delivery.body, 32), delivery)
-    : (delivery) => intake.pipeline.ingest('generic', delivery);
+    : (delivery) => intake.ingest('generic', delivery);
   const mainTicks = () => cpuTicks(process.pid).main;
   const query = new URLSearchParams();
   let sent = 0;

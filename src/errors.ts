@@ -7,8 +7,6 @@ export interface ErrorContext {
   channel?: string;
   /** Pipeline stage that threw (adapter, dedup, media, ...). */
   stage?: string;
-  /** Platform message id, when one is known. */
-  messageId?: string;
   cause?: unknown;
 }
 

@@ -54,6 +54,11 @@ export interface Intake {
   readonly metrics: Metrics;
   /** The app as one Koa middleware, to mount inside another Koa app. */
   middleware(): Koa.Middleware;
+  /**
+   * Ingest one delivery without HTTP (a OneBot WebSocket, a queue consumer): verified,
+   * normalized and admitted exactly as a webhook; resolves with the answer a webhook would get.
+   */
+  ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
   /** Receive every output of a type (`chat.processedMessage`, `chat.notice`, `chat.request`) flushed by this instance. */
   on<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
   off<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
@@ -427,6 +432,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     store,
     metrics,
     middleware: () => compose(app.middleware) as Koa.Middleware,
+    ingest,
     on(event, listener) {
       outlet.emitter.on(event, listener as (output: Output) => unknown);
       return intake;

@@ -35,10 +35,6 @@ export class Handlers {
     this.registrations.push({ routes: new Set(list.map((r) => r.replace(/^!/, ''))), everyDelivery, fn, seen: new WeakSet() });
   }
 
-  get size(): number {
-    return this.registrations.length;
-  }
-
   /** Run every matching handler for a delivery; `duplicate` deliveries reach `!` routes only. */
   dispatch(event: InboundEvent, duplicate: boolean): void {
     if (this.registrations.length === 0) return;
