@@ -71,8 +71,8 @@ export class SqliteRows implements Rows {
       logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
       purgeExpiredClaims: db.prepare('DELETE FROM claim_log WHERE expires_at <= ?'),
       // The log replays into tables capped at maxKeys per space: older rows are dead weight.
-      purgeSpace: db.prepare(`DELETE FROM claim_log WHERE space = ?1 AND rowid < (
-        SELECT rowid FROM claim_log WHERE space = ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2)`),
+      purgeSpace: db.prepare(`DELETE FROM claim_log WHERE space = @space AND rowid < (
+        SELECT rowid FROM claim_log WHERE space = @space ORDER BY rowid DESC LIMIT 1 OFFSET @offset)`),
       saveGroup: db.prepare(`INSERT INTO correlation_groups (key, kind, first_at, expires_at, time, deliveries) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, first_at = excluded.first_at, expires_at = excluded.expires_at,
         time = excluded.time, deliveries = excluded.deliveries`),
@@ -112,7 +112,7 @@ export class SqliteRows implements Rows {
   purge(now: number): void {
     this.loggedSincePurge = 0;
     this.statements.purgeExpiredClaims.run(now);
-    for (const [space, maxKeys] of this.spaces) this.statements.purgeSpace.run(space, maxKeys - 1);
+    for (const [space, maxKeys] of this.spaces) this.statements.purgeSpace.run({ space, offset: maxKeys - 1 });
     this.statements.purgeGroups.run(now);
   }
 
