@@ -278,9 +278,11 @@ export class RedisStore implements Store {
     if (!wait) {
       wait = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         this.replicaWaits.delete(client);
-        const acked = await client.wait(this.waitReplicas, this.commandTimeoutMs);
+        // WAIT answers within its own timeout; leave the command timeout room to carry the answer.
+        const waitMs = Math.max(1, Math.floor(this.commandTimeoutMs / 2));
+        const acked = await client.wait(this.waitReplicas, waitMs);
         if (acked < this.waitReplicas) {
-          throw new Error(`only ${acked} of ${this.waitReplicas} replicas acknowledged within ${this.commandTimeoutMs} ms`);
+          throw new Error(`only ${acked} of ${this.waitReplicas} replicas acknowledged within ${waitMs} ms`);
         }
       });
       this.replicaWaits.set(client, wait);
