@@ -25,6 +25,23 @@ const TRIM_BATCH = 1000;
 /** claimStats / correlationStats are refreshed in the background at most this often. */
 const STATS_EVERY_MS = 1000;
 
+/*
+ * Keys, all under `{<keyPrefix>}:` (one Cluster slot):
+ *   c:<claim> STRING PX, cs:<space> ZSET claim -> expiry (cap + stats), corr:<key> LIST PX and
+ *   corrs ZSET (cap + stats), pid / fence / seq / ptoken INCR, buf:<debounceKey> LIST of parts,
+ *   bm:<debounceKey> HASH meta, bu:<debounceKey> SET of units, due ZSET (deadline, or lease end),
+ *   lock:<session> `<fence> <leaseUntil>` PX, wait:<session> SET of buffers waiting for the lock,
+ *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
+ *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
+ *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters.
+ *
+ * Durability: "resolves once durable" holds as far as the server's settings promise. With
+ * AOF `everysec` a host crash can lose the last second of acknowledged admissions; use
+ * `appendfsync always`, or a replica with `waitReplicas: 1` (one WAIT per connection per tick,
+ * admit and commit fail when the replica did not acknowledge; the write itself stays on the
+ * primary, so the platform's retry is then refused as a duplicate).
+ */
+
 /**
  * Shared store on Redis >= 7: several instances admit, flush and push through one server.
  * Every step is one Lua script on keys under one hash tag (Redis Cluster keeps them in one
