@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import { MemoryStore } from './memory.js';
 import { RedisStore, type RedisStoreOptions } from './redis.js';
 import { SqliteStore } from './sqlite.js';
-import type { Store, StoreOptions } from './types.js';
+import type { Store } from './types.js';
 
 export type { Store, StoreOptions } from './types.js';
 export type { RedisStoreOptions } from './redis.js';

@@ -61,7 +61,7 @@ const PURGE_EVERY = 4096;
 
 /** The rows of the SQLite store; every method runs inside the store's current transaction. */
 export class SqliteRows implements Rows {
-  readonly statements;
+  private readonly statements;
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
   private loggedSincePurge = 0;

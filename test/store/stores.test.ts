@@ -125,13 +125,13 @@ describe('sqlite store', () => {
 
 describe('openStore', () => {
   it('opens the store a spec names and refuses others', async () => {
-    const memory = openStore('memory');
+    const memory = await openStore('memory');
     expect(memory.kind).toBe('memory');
     await memory.close();
     const dir = tempDir().path;
-    const sqlite = openStore('sqlite:data/s.db', dir, { maxCorrelationGroups: 10 });
+    const sqlite = await openStore('sqlite:data/s.db', dir, { maxCorrelationGroups: 10 });
     expect(sqlite).toMatchObject({ kind: 'sqlite', durable: true, shared: false, path: join(dir, 'data/s.db') });
     await sqlite.close();
-    expect(() => openStore('redis:x')).toThrow('store: unsupported value "redis:x"');
+    await expect(openStore('redis:x')).rejects.toThrow('store: unsupported value "redis:x"');
   });
 });
