@@ -7,20 +7,13 @@ import pRetry, { AbortError } from 'p-retry';
 import { sleep } from '../clock.js';
 import { Agent, request, type Dispatcher } from 'undici';
 import { BlockedAddressError, checkUrl, guardedLookup, type UrlPolicy } from './guard.js';
+import { MediaError } from './errors.js';
 import { TEMP_SUFFIX } from './sandbox.js';
+
+export { MediaError, isMediaError, type FailureKind } from './errors.js';
 
 const MAX_REDIRECTS = 3;
 const SNIFF_BYTES = 4100;
-
-/** Why a download failed, as the processed message's `mediaErrors[].reason` starts. */
-export type FailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network' | 'bad_url';
-
-export class MediaError extends Error {
-  override name = 'MediaError';
-  constructor(readonly kind: FailureKind, message: string, readonly retryable: boolean, readonly retryAfterMs?: number) {
-    super(message);
-  }
-}
 
 export interface FetchOptions extends UrlPolicy {
   maxBytes: number;

@@ -12,7 +12,8 @@ import type { MediaFailure, MediaItem } from '../emit/output.js';
 import { mediaTypeOf, type MediaRef } from '../events.js';
 import type { MediaResult, Metrics } from '../metrics/index.js';
 import type { BufferedPart } from '../store/types.js';
-import { fetchToFile, MediaError, type FailureKind } from './fetch.js';
+import { MediaError, type FailureKind } from './errors.js';
+import { fetchToFile } from './fetch.js';
 import { ensureFolder, sessionFolder, sweepStale, sweepTemporaries } from './sandbox.js';
 
 export interface MediaStageOptions {
@@ -30,7 +31,7 @@ export interface MediaStageOptions {
   adapterFor(channel: string): Adapter | undefined;
 }
 
-const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked' };
+const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed' };
 
 /**
  * Attachment download, started as soon as a message is recorded so it overlaps the debounce
