@@ -455,8 +455,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       if (closing) return;
       closing = true;
       clearInterval(trimTimer);
-      await scheduler.close(!store.shared);
+      // Downloads are aborted first: text-only batches still flush now, batches waiting for
+      // media fail their one attempt and stay in the store for the next start.
       await media.close();
+      await scheduler.close(!store.shared);
       await push?.close();
       await store.close();
     },
