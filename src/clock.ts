@@ -1,5 +1,3 @@
-import { setTimeout as wait } from 'node:timers/promises';
-
 /** Time as the stages see it; injected so tests can drive every window with a fake clock. */
 export interface Clock {
   now(): number;
@@ -21,8 +19,3 @@ export const systemClock: Clock = {
   },
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
-
-/** Wait `ms`, or less if `signal` aborts first; never rejects. */
-export function sleep(ms: number, signal: AbortSignal): Promise<unknown> {
-  return wait(ms, undefined, { signal }).catch(() => undefined);
-}

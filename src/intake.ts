@@ -84,6 +84,8 @@ export interface Intake {
 
 /** Poll period of a store other instances share: their buffers and pushes are found this late at most. */
 const SHARED_POLL_MS = 250;
+/** Retry-After of a 503 for a store that could not record, and how long readiness then fails. */
+const STORE_RETRY_AFTER_S = 5;
 /** A signed delivery's id is remembered at least as long as its signature could be replayed. */
 const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
@@ -228,6 +230,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
   let closing = false;
   let sinceTrim = 0;
+  /**
+   * The last admission failed (disk full, read-only file, Redis away): readiness fails for as
+   * long as the 503's Retry-After asks platforms to wait, then lets traffic try again.
+   */
+  let admitFailing: { at: number; reason: string } | undefined;
 
   /** Verify, normalize and record one delivery; resolves once everything in it is recorded. */
   async function ingest(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
@@ -247,10 +254,12 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       const deliveryId = adapter.deliveryId?.(delivery);
       try {
         admitted = await (deliveryId === undefined ? admit : admitWith(deliveryId))(normalized.events, delivery.now);
+        admitFailing = undefined;
       } catch (error) {
+        admitFailing = { at: clock.now(), reason: (error as Error).message };
         metrics.storeError('admit');
         logger.error({ err: error, channel: channelId }, 'store unavailable; delivery refused');
-        throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', 5, { channel: channelId, cause: error });
+        throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', STORE_RETRY_AFTER_S, { channel: channelId, cause: error });
       }
       handOn(admitted);
     }
@@ -330,7 +339,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     },
     readiness,
     stats,
-    metrics: metrics.registry,
+    metrics: { contentType: metrics.contentType, metrics: () => metrics.scrape() },
     outbox: store,
     streams,
     trail,
@@ -351,6 +360,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     } catch (error) {
       problems.push(`store unavailable: ${(error as Error).message}`);
     }
+    if (admitFailing && clock.now() - admitFailing.at < STORE_RETRY_AFTER_S * 1000) problems.push(`the last delivery could not be recorded: ${admitFailing.reason}`);
     if (push?.saturated) problems.push(`outbox full: ${push.pending} undelivered (agent.maxPending ${config.agent.maxPending})`);
     return problems;
   }

@@ -11,7 +11,7 @@ export class ManualClock implements Clock {
   private next = 1;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
 
-  constructor(start = 1_700_000_000_000) {
+  constructor(start = Math.floor(Date.now() / 1000) * 1000) {
     this.t = start;
   }
 

@@ -25,9 +25,12 @@ export class Metrics {
   readonly deliveryLatency: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
 
+  /** Node's process metrics start at the first scrape (see `scrape`), or never when off. */
+  private defaultMetrics: 'off' | 'waiting' | 'on';
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.defaultMetrics = options.defaultMetrics === false ? 'off' : 'waiting';
     const counts = this.messageCounts;
     new Counter({
       name: 'inbox_messages_total', help: 'Inbound messages by channel and what happened to them', labelNames: ['channel', 'adapter', 'action'], registers,
@@ -46,6 +49,24 @@ export class Metrics {
       name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
     });
+  }
+
+  /**
+   * The Prometheus exposition. Node's default process metrics (event-loop lag monitor, GC
+   * observer) wake the process and cost CPU per request even when nobody reads them, so they
+   * are registered at the first scrape: a deployment that scrapes gets them from its second
+   * scrape on, one that never scrapes pays nothing.
+   */
+  async scrape(): Promise<string> {
+    if (this.defaultMetrics === 'waiting') {
+      this.defaultMetrics = 'on';
+      collectDefaultMetrics({ register: this.registry });
+    }
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
   }
 
   /** Count one message event for a channel. */

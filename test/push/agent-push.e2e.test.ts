@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, tempDir, until, type Running } from '../helpers.js';
 import { serve, type TestServer } from '../media/servers.js';
+import { ManualClock } from '../manual-clock.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 
@@ -51,10 +52,10 @@ describe('push to the agent', () => {
     agent.hits.clear();
   });
 
-  const start = (agentOptions: Record<string, unknown> = {}, dir?: string) => startService({
+  const start = (agentOptions: Record<string, unknown> = {}, dir?: string, clock?: ManualClock) => startService({
     debounce: { windowMs: 30, maxWaitMs: 100, maxMessages: 1 },
     agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 20, minBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 1000, ...agentOptions },
-  }, dir ? { dir } : {});
+  }, { ...(dir ? { dir } : {}), ...(clock ? { clock } : {}) });
   const send = (sessionKey: string, content: string) => postJson(`${service.url}/webhooks/generic`, { sessionKey, content });
 
   it('signs each push so an independent Standard Webhooks check verifies it', async () => {
@@ -72,8 +73,8 @@ describe('push to the agent', () => {
     answer = (n, body) => { ids.push(body.id); return n <= 2 ? 503 : 200; };
     service = await start();
     await send('cli:b', 'retry me');
-    await until(() => received.length === 1);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => ids.length === 3);
+    await service.intake.settle();
     expect(received).toHaveLength(1);
     expect(new Set(ids).size).toBe(1);
     expect(ids).toHaveLength(3);
@@ -85,16 +86,22 @@ describe('push to the agent', () => {
   it('loses nothing through an outage and keeps each session in order', async () => {
     let down = true;
     answer = () => (down ? 503 : 200);
-    service = await start({ concurrency: 4 });
+    const clock = new ManualClock();
+    service = await start({ concurrency: 4 }, undefined, clock);
     for (let i = 1; i <= 5; i++) {
       await send('cli:one', `one-${i}`);
       await send('cli:two', `two-${i}`);
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      await clock.advance(40);
     }
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Through a few backoffs (20-100 ms) with the agent down: attempts fail, nothing is lost.
+    for (let i = 0; i < 10; i++) await clock.advance(100);
+    await until(() => (agent.hits.get('/inbox') ?? 0) >= 4);
     expect(received).toHaveLength(0);
     down = false;
-    await until(() => received.length === 10, 10_000);
+    await until(async () => {
+      await clock.advance(100);
+      return received.length === 10;
+    }, 10_000);
     const order = (session: string) => received.filter((r) => r.body.sessionKey === session).map((r) => r.body.content);
     expect(order('cli:one')).toEqual(['one-1', 'one-2', 'one-3', 'one-4', 'one-5']);
     expect(order('cli:two')).toEqual(['two-1', 'two-2', 'two-3', 'two-4', 'two-5']);
@@ -130,6 +137,26 @@ describe('push to the agent', () => {
     fail = false;
     expect(await (await fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST' })).json()).toEqual({ requeued: 2 });
     await until(() => received.length === 2);
+  });
+
+  it('keeps counts exact under parallel retry-all calls, and refuses a limit out of range', async () => {
+    let fail = true;
+    answer = () => (fail ? 400 : 200);
+    service = await start();
+    for (const session of ['p1', 'p2', 'p3', 'p4']) await send(`cli:${session}`, 'x');
+    await until(async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).count === 4);
+    fail = false;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST' }).then((r) => r.json() as Promise<any>)));
+    expect(answers.reduce((sum, a) => sum + a.requeued, 0)).toBe(4);
+    await until(() => received.length === 4);
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.delivery).toMatchObject({ pending: 0, dead: 0, saturated: false });
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+    for (const limit of ['-1', '0', '1001', 'abc']) {
+      const bad = await fetch(`${service.url}/v1/deadletters/retry?limit=${limit}`, { method: 'POST' });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as any).error.code).toBe('bad_limit');
+    }
   });
 
   it('resumes undelivered messages after a restart', async () => {
