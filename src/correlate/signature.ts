@@ -1,14 +1,12 @@
-import { hash } from 'node:crypto';
+import { digest, md5InName } from '../digest.js';
 import type { InboundEvent, Segment } from '../events.js';
 
 const TEXT_LIMIT = 256;
 /** Query parameters that change per fetch or per bot and say nothing about the content. */
 const volatileParams = new Set(['rkey', 'token', 'expires', 'expire', 'sig', 'signature', 't', 'ts', 'timestamp', 'x-amz-signature', 'x-amz-date']);
-const md5InName = /\b([0-9a-fA-F]{32})\b/;
 
 const mediaSegments = { image: 1, flash: 1, record: 1, video: 1, file: 1 };
 
-const digest = (text: string): string => hash('sha256', text, 'base64url').slice(0, 16);
 
 /** Stable form of a JSON card: keys sorted, layout whitespace gone. */
 function canonicalJson(text: string): string {
@@ -39,7 +37,7 @@ export function normalizeUrl(raw: string): string {
 
 /** An image's identity: a content hash (md5/sha1), else an md5 inside the file name, else its URL. */
 function imageIdentity(data: Record<string, string>): string {
-  const hashed = data.md5 ?? data.sha1 ?? data.file?.match(md5InName)?.[1] ?? data.url?.match(md5InName)?.[1];
+  const hashed = data.md5 ?? data.sha1 ?? md5InName(data.file) ?? md5InName(data.url);
   if (hashed) return `h:${hashed.toLowerCase()}`;
   const url = data.url ?? (data.file && /^https?:/i.test(data.file) ? data.file : undefined);
   return url ? `u:${normalizeUrl(url)}` : `f:${data.file ?? ''}`;

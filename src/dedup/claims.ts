@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { digest } from '../digest.js';
 import type { DedupOptions } from '../config/schema.js';
 import type { InboundEvent } from '../events.js';
 import type { ClaimSpec } from '../store/types.js';
@@ -12,13 +12,9 @@ export interface DedupPlan {
   kinds: DuplicateKind[];
 }
 
-/**
- * A 96-bit digest of the key parts: fixed-size keys keep the claim tables small whatever the
- * platform's ids look like (WhatsApp's are ~60 characters), and no id can collide by spelling.
- */
+/** The claim key of its parts: a 96-bit digest (WhatsApp's ids alone are ~60 characters). */
 export function claimKey(...parts: string[]): string {
-  // One-shot crypto.hash is ~2.5x faster than createHash().update().digest() for short input.
-  return hash('sha256', parts.join('\u0000'), 'base64url').slice(0, 16);
+  return digest(parts.join('\u0000'));
 }
 
 /** The content a double send repeats: text with whitespace folded, plus each attachment's identity. */
