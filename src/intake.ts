@@ -113,7 +113,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const metrics = options.metrics ?? new Metrics();
 
   // 2. Store: claims, correlation groups, buffers, outbox and push queue.
-  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, redis: config.redis, logger });
+  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger });
   if (!store.durable) logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
 
   // 3. Adapters, one per configured channel; bots known from configuration.

@@ -46,7 +46,6 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_EVENTS_MAX_STREAMS', 'events.maxStreams', 'int'],
   ['INTAKE_REDIS_COMMAND_TIMEOUT_MS', 'redis.commandTimeoutMs', 'int'],
   ['INTAKE_REDIS_WAIT_REPLICAS', 'redis.waitReplicas', 'int'],
-  ['INTAKE_REDIS_WAIT_TIMEOUT_MS', 'redis.waitTimeoutMs', 'int'],
   ['INTAKE_REDIS_KEY_PREFIX', 'redis.keyPrefix', 'string'],
   ['INTAKE_AGENT_URL', 'agent.url', 'string'],
   ['INTAKE_AGENT_SECRET', 'agent.secret', 'string'],

@@ -12,7 +12,7 @@ export const defaults = {
   },
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
-  redis: { commandTimeoutMs: 1_000, waitReplicas: 0, waitTimeoutMs: 1_000, keyPrefix: 'ai' },
+  redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
   agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
 } as const;
 
@@ -88,7 +88,6 @@ export const configSchema = z.object({
   redis: z.object({
     commandTimeoutMs: positive,
     waitReplicas: z.number().int().min(0).max(16),
-    waitTimeoutMs: positive,
     keyPrefix: z.string().regex(/^[A-Za-z0-9_:-]{1,32}$/, 'letters, digits, "_", ":" or "-", at most 32'),
   }).strict(),
   agent: z.object({

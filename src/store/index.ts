@@ -1,17 +1,24 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { MemoryStore } from './memory.js';
+import { RedisStore, type RedisStoreOptions } from './redis.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
-export type { Store } from './types.js';
+export type { Store, StoreOptions } from './types.js';
+export type { RedisStoreOptions } from './redis.js';
 
-/** Open the store named by the `store` setting (`memory` or `sqlite:<path>`). */
-export function openStore(spec: string, cwd = process.cwd()): Store {
-  if (spec === 'memory') return new MemoryStore();
+/**
+ * Open the store named by the `store` setting: `memory`, `sqlite:<path>`, or
+ * `redis://[:password@]host:port[/db]` / `rediss://...` (TLS). Async because a shared store
+ * connects at start, and fails there when it cannot.
+ */
+export async function openStore(spec: string, cwd = process.cwd(), options: RedisStoreOptions = {}): Promise<Store> {
+  if (spec === 'memory') return new MemoryStore(options);
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
-    return new SqliteStore(path === ':memory:' ? path : resolve(cwd, path));
+    return new SqliteStore(path === ':memory:' ? path : resolve(cwd, path), options);
   }
-  throw new ConfigError(`store: unsupported value "${spec}"; use "memory" or "sqlite:<path>"`);
+  if (spec.startsWith('redis://') || spec.startsWith('rediss://')) return RedisStore.open(spec, options);
+  throw new ConfigError(`store: unsupported value "${spec}"; use "memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]"`);
 }

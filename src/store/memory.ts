@@ -1,7 +1,68 @@
-import { ClaimTables } from './claim-table.js';
+import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {
-  Admission, AdmitResult, BufferedPart, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
+  AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from './types.js';
+
+/** The rows of the memory store: part bodies and the outbox, in this process only. */
+class MemoryRows implements Rows {
+  readonly parts = new Map<string, BufferedPart>();
+  /** Outbox in seq order; `byId` and `bySeq` index the same records. */
+  outbox: OutboxRecord[] = [];
+  readonly byId = new Map<string, OutboxRecord>();
+  readonly bySeq = new Map<number, OutboxRecord>();
+  seq = 0;
+  private partCount = 0;
+
+  claimTaken(): void {}
+  groupSaved(): void {}
+  groupsDropped(): void {}
+  bufferSaved(): void {}
+  bufferDropped(): void {}
+  recordSaved(): void {}
+
+  partAdded(part: Omit<BufferedPart, 'id'>): string {
+    const id = String(++this.partCount);
+    this.parts.set(id, { ...part, id });
+    return id;
+  }
+
+  partBodies(ids: readonly string[]): BufferedPart[] {
+    return ids.map((id) => this.parts.get(id) as BufferedPart);
+  }
+
+  partsDeleted(ids: readonly string[]): void {
+    for (const id of ids) this.parts.delete(id);
+  }
+
+  outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
+    if (this.byId.has(draft.id)) throw new Error(`memory store: the outbox already has a record "${draft.id}"`);
+    const record: OutboxRecord = { ...draft, seq: ++this.seq, attempts: 0, updatedAt: now };
+    if (draft.state === 'pending') record.nextAttemptAt = now;
+    this.outbox.push(record);
+    this.byId.set(record.id, record);
+    this.bySeq.set(record.seq, record);
+    return record;
+  }
+
+  record(seq: number): OutboxRecord | undefined {
+    return this.bySeq.get(seq);
+  }
+
+  deadRecords(id: string | undefined, limit: number): OutboxRecord[] {
+    if (id !== undefined) {
+      const record = this.byId.get(id);
+      return record?.state === 'dead' ? [record] : [];
+    }
+    // Dead letters are rare and read by an operator: a scan of the retained outbox is fine.
+    const found: OutboxRecord[] = [];
+    for (const record of this.outbox) {
+      if (found.length >= limit) break;
+      if (record.state === 'dead') found.push(record);
+    }
+    return found;
+  }
+}
 
 /**
  * Volatile store: everything lives in this process and is gone on restart. Fast, and the
@@ -10,136 +71,167 @@ import type {
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly durable = false;
-  private readonly claims = new ClaimTables();
-  private readonly parts = new Map<string, BufferedPart>();
-  /** Outbox in seq order; `byId` indexes the same records. */
-  private outbox: OutboxRecord[] = [];
-  private readonly byId = new Map<string, OutboxRecord>();
-  private seq = 0;
+  readonly shared = false;
+  private readonly rows = new MemoryRows();
+  private readonly state: LocalState;
+  private readonly listeners = new Set<(record: OutboxRecord) => void>();
+  /** The latest `now` seen, for stats that take no clock. */
+  private now = 0;
   private closed = false;
 
-  async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
-    this.assertOpen();
-    const results: AdmitResult[] = [];
-    for (const admission of admissions) {
-      const taken = this.claims.claimAll(admission.claims, now);
-      if (taken !== -1) {
-        results.push({ taken });
-        continue;
-      }
-      if (admission.part) this.parts.set(admission.part.id, admission.part);
-      results.push(admission.emit ? { taken, record: this.append(admission.emit) } : { taken });
-    }
-    return results;
+  constructor(options: StoreOptions = {}) {
+    this.state = new LocalState(this.rows, {
+      maxCorrelationGroups: options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS, tokenBase: 0, dead: 0,
+    });
   }
 
-  private append(draft: OutboxDraft): OutboxRecord {
-    // The draft is the caller's fresh object: complete it in place rather than copy it.
-    const record = draft as OutboxRecord;
-    record.seq = ++this.seq;
-    record.attempts = 0;
-    record.updatedAt = draft.createdAt;
-    this.outbox.push(record);
-    this.byId.set(record.id, record);
+  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
+    this.use(now);
+    return this.state.admit(items, now);
+  }
+
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    this.use(now);
+    return this.state.correlation(key, now);
+  }
+
+  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    this.use(now);
+    return this.state.claimDue(now, leaseMs, limit).map((batch) => ({ ...batch, parts: batch.parts.map((part) => ({ ...part })) }));
+  }
+
+  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
+    this.use(now);
+    return this.state.renewLease(batch, now, leaseMs);
+  }
+
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    this.use(now);
+    const record = this.state.commit(batch, draft, now);
+    if (record) {
+      for (const listener of this.listeners) {
+        try {
+          listener({ ...record });
+        } catch {
+          // A listener's failure is its own; the record is committed either way.
+        }
+      }
+    }
     return record;
   }
 
-  async openParts(): Promise<BufferedPart[]> {
-    this.assertOpen();
-    return [...this.parts.values()];
+  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
+    this.use();
+    this.state.release(batch, retryAt);
   }
 
-  async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
-    this.assertOpen();
-    for (const id of partIds) this.parts.delete(id);
-    return this.append(draft);
+  async nextDeadline(): Promise<number | undefined> {
+    return this.state.buffers.nextDue();
+  }
+
+  async openBuffers(): Promise<number> {
+    return this.state.buffers.size;
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
-    this.assertOpen();
+    this.use();
+    const { outbox } = this.rows;
     let low = 0;
-    let high = this.outbox.length;
+    let high = outbox.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((this.outbox[mid] as OutboxRecord).seq <= seq) low = mid + 1;
+      if ((outbox[mid] as OutboxRecord).seq <= seq) low = mid + 1;
       else high = mid;
     }
-    return this.outbox.slice(low, low + limit).map((record) => ({ ...record }));
+    return outbox.slice(low, low + limit).map((record) => ({ ...record }));
   }
 
   async outboxGet(id: string): Promise<OutboxRecord | undefined> {
-    this.assertOpen();
-    const record = this.byId.get(id);
+    this.use();
+    const record = this.rows.byId.get(id);
     return record && { ...record };
   }
 
-  async trimOutbox(olderThan: number, keepCount: number): Promise<number> {
+  async lastSeq(): Promise<number> {
+    return this.rows.seq;
+  }
+
+  tail(listener: (record: OutboxRecord) => void): () => void {
+    // A wrapper, so one listener subscribed twice is called twice and unsubscribed once each.
+    const wrapped = (record: OutboxRecord): void => listener(record);
+    this.listeners.add(wrapped);
+    return () => this.listeners.delete(wrapped);
+  }
+
+  async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
+    this.use();
+    const rows = this.rows;
     // Records are in seq (= creation) order: drop from the front while over the count or too
     // old, stepping over what still waits for delivery; compact the array only then.
     let kept: OutboxRecord[] | undefined;
     let removed = 0;
     let i = 0;
-    for (; i < this.outbox.length; i++) {
-      const record = this.outbox[i] as OutboxRecord;
-      const over = this.outbox.length - i + (kept?.length ?? 0) > keepCount;
-      if (!over && record.createdAt >= olderThan) break;
+    for (; i < rows.outbox.length; i++) {
+      const record = rows.outbox[i] as OutboxRecord;
+      const over = rows.outbox.length - i + (kept?.length ?? 0) > keepCount;
+      if ((!over && record.createdAt >= olderThan) || record.seq > keepAfterSeq) break;
       if (record.state === 'pending' || record.state === 'dead') (kept ??= []).push(record);
       else {
-        this.byId.delete(record.id);
+        rows.byId.delete(record.id);
+        rows.bySeq.delete(record.seq);
         removed++;
       }
     }
-    if (i > 0) this.outbox = kept ? [...kept, ...this.outbox.slice(i)] : this.outbox.slice(i);
+    if (i > 0) rows.outbox = kept ? [...kept, ...rows.outbox.slice(i)] : rows.outbox.slice(i);
     return removed;
   }
 
-  async pendingDeliveries(limit: number): Promise<OutboxRecord[]> {
-    return this.withState('pending', limit);
+  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
+    this.use(now);
+    return this.state.claimPush(now, leaseMs, limit);
+  }
+
+  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
+    this.use(now);
+    return this.state.ackPush(lease, outcome, now);
+  }
+
+  async nextPushAt(): Promise<number | undefined> {
+    return this.state.pushes.nextDue();
+  }
+
+  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
+    return this.state.deliveryCounts();
   }
 
   async deadLetters(limit: number): Promise<OutboxRecord[]> {
-    return this.withState('dead', limit);
+    this.use();
+    return this.rows.deadRecords(undefined, limit).map((record) => ({ ...record }));
   }
 
-  async countByState(state: DeliveryState): Promise<number> {
-    let count = 0;
-    for (const record of this.outbox) if (record.state === state) count++;
-    return count;
-  }
-
-  private withState(state: DeliveryState, limit: number): OutboxRecord[] {
-    const found: OutboxRecord[] = [];
-    for (const record of this.outbox) {
-      if (record.state !== state) continue;
-      found.push({ ...record });
-      if (found.length === limit) break;
-    }
-    return found;
-  }
-
-  async setDelivery(id: string, update: DeliveryUpdate): Promise<void> {
-    const record = this.byId.get(id);
-    if (!record) return;
-    record.state = update.state;
-    record.attempts = update.attempts;
-    record.updatedAt = update.now;
-    if (update.lastError === undefined) delete record.lastError;
-    else record.lastError = update.lastError;
+  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
+    this.use(now);
+    return this.state.requeueDead(id, limit, now);
   }
 
   claimStats(): { keys: number; evicted: number } {
-    return this.claims.stats();
+    return this.state.claims.stats();
+  }
+
+  correlationStats(): { groups: number; evicted: number } {
+    return this.state.correlationStats(this.now);
   }
 
   async ping(): Promise<void> {
-    this.assertOpen();
+    this.use();
   }
 
   async close(): Promise<void> {
     this.closed = true;
   }
 
-  private assertOpen(): void {
+  private use(now?: number): void {
     if (this.closed) throw new Error('memory store is closed');
+    if (now !== undefined && now > this.now && now !== Infinity) this.now = now;
   }
 }

@@ -1,232 +1,317 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ClaimTables } from './claim-table.js';
+import { UnavailableError } from '../errors.js';
+import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { MAX_CORRELATION_GROUPS, type LocalState } from './local-state.js';
+import { openExclusive } from './sqlite-open.js';
+import { loadState, migrate } from './sqlite-load.js';
+import { SqliteRows, schema, toRecord } from './sqlite-rows.js';
 import type {
-  Admission, AdmitResult, BufferedPart, ClaimSpec, DeliveryState, DeliveryUpdate, OutboxDraft, OutboxRecord, Store,
+  AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from './types.js';
-
-const schema = `
-CREATE TABLE IF NOT EXISTS claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS claim_log_expiry ON claim_log (expires_at);
--- Buffered parts, keyed by their integer id (see part-id.ts): large rows in a rowid table.
-CREATE TABLE IF NOT EXISTS buffered (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS outbox (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  id TEXT NOT NULL UNIQUE,
-  type TEXT NOT NULL,
-  session_key TEXT NOT NULL,
-  channel TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  body TEXT NOT NULL,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT,
-  updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outbox_state ON outbox (state, seq) WHERE state IN ('pending', 'dead');
-DROP INDEX IF EXISTS outbox_created;
-`;
-
-interface OutboxRow {
-  seq: number; id: string; type: string; session_key: string; channel: string; created_at: number;
-  body: string; state: string; attempts: number; last_error: string | null; updated_at: number;
-}
-
-function toRecord(row: OutboxRow): OutboxRecord {
-  const record: OutboxRecord = {
-    seq: row.seq, id: row.id, type: row.type as OutboxRecord['type'], sessionKey: row.session_key, channel: row.channel,
-    createdAt: row.created_at, body: row.body, state: row.state as DeliveryState, attempts: row.attempts, updatedAt: row.updated_at,
-  };
-  if (row.last_error !== null) record.lastError = row.last_error;
-  return record;
-}
-
-/** How many admissions pass between two sweeps of the expired claim log. */
-const PURGE_EVERY = 4096;
-
-/** Claims taken inside a transaction, applied to the live tables only once it commits. */
-interface Taken {
-  claims: Array<{ claim: ClaimSpec; now: number }>;
-  keys: Set<string>;
-}
-const newTaken = (): Taken => ({ claims: [], keys: new Set() });
 
 /** One write waiting for the next group commit. */
 interface PendingWrite {
-  run(taken: Taken): unknown;
+  run(): unknown;
+  /** The write commits a batch: its record goes to the tail listeners once durable. */
+  tails: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** How often, at most, writes compare the file at the path with the one open (ms of `now`). */
+const IDENTITY_CHECK_MS = 1000;
+
 /**
- * The embedded durable store (better-sqlite3, WAL).
+ * The embedded durable store (better-sqlite3, WAL), for one instance.
  *
- * - Group commit: writes requested in one turn of the event loop share one transaction; each
- *   is acknowledged only after that commit, and one failing write cannot fail the others.
- * - Claims are checked in memory (the same FIFO tables as the memory store) and made durable
- *   in an append-only log that is replayed at start: a hashed key in a B-tree would cost a
- *   random page write per claim, the log costs a sequential one.
+ * - One owner: the file is locked exclusively at open, so the in-memory indexes (LocalState)
+ *   are the truth about its rows; a second store or process on the same file fails at open.
+ * - Group commit: writes requested in one turn of the event loop share one transaction, each
+ *   in its own savepoint, so one failing write cannot fail the others. A write is acknowledged
+ *   only after the commit. When a write fails after changing the indexes (or the commit
+ *   fails), the indexes are rebuilt from the rows, which are the truth.
+ * - Claims are checked in memory and made durable in an append-only log replayed at start:
+ *   a hashed key in a B-tree would cost a random page write per claim, the log a sequential one.
  * - `synchronous=NORMAL` in WAL mode survives a process crash (kill -9), not a power cut.
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly durable = true;
+  readonly shared = false;
   private readonly db: Database.Database;
-  private readonly claims = new ClaimTables();
-  private admitsSincePurge = 0;
-  private readonly statements;
+  private readonly rows: SqliteRows;
+  private state: LocalState;
+  private readonly maxCorrelationGroups: number;
   private readonly groupTx;
-  private readonly singleTx;
+  private readonly savepoint;
+  private readonly statements;
   private queue: PendingWrite[] = [];
+  private readonly listeners = new Set<(record: OutboxRecord) => void>();
+  /** dev+ino of the file opened, to notice it deleted or replaced under us. */
+  private readonly identity: { dev: number; ino: number } | undefined;
+  private checkedAt = -Infinity;
+  private broken: Error | undefined;
+  private closed = false;
+  /** The latest `now` seen, for stats and rebuilds that take no clock. */
+  private now: number;
 
-  constructor(readonly path: string, now = Date.now()) {
+  constructor(readonly path: string, options: StoreOptions & { now?: number } = {}) {
+    this.now = options.now ?? Date.now();
+    this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.exec(schema);
+    this.db = openExclusive(path);
     const db = this.db;
+    try {
+      db.exec(schema);
+      migrate(db);
+      this.identity = path === ':memory:' ? undefined : identityOf(path);
+      // Fences and push tokens are epoch x 2^32 + a counter: they never repeat across restarts
+      // (2^21 restarts of 2^32 tokens each stay below 2^53).
+      const epoch = db.prepare(`INSERT INTO meta (name, value) VALUES ('epoch', 1)
+        ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).pluck().get() as number;
+      this.rows = new SqliteRows(db);
+      this.state = loadState(db, this.rows, this.now, this.maxCorrelationGroups, epoch * 2 ** 32);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
     this.statements = {
-      logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
-      liveClaims: db.prepare('SELECT key, space, ttl_ms, max_keys, expires_at FROM claim_log WHERE expires_at > ? ORDER BY rowid'),
-      purgeClaims: db.prepare('DELETE FROM claim_log WHERE expires_at <= ?'),
-      insertPart: db.prepare('INSERT INTO buffered (id, body) VALUES (?, ?)'),
-      deletePart: db.prepare('DELETE FROM buffered WHERE id = ?'),
-      openParts: db.prepare('SELECT body FROM buffered ORDER BY id'),
-      append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
-      byState: db.prepare('SELECT * FROM outbox WHERE state = ? ORDER BY seq LIMIT ?'),
-      countState: db.prepare('SELECT count(*) AS n FROM outbox WHERE state = ?'),
-      setDelivery: db.prepare('UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ? WHERE id = ?'),
+      lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'").pluck(),
       // Seq order is creation order, so the newest record older than the cutoff bounds the trim
       // (found by a short backward scan, with no index on created_at to keep up per insert).
-      trimOld: db.prepare(`DELETE FROM outbox WHERE seq <= (SELECT seq FROM outbox WHERE created_at < ? ORDER BY seq DESC LIMIT 1)
+      trimOld: db.prepare(`DELETE FROM outbox WHERE seq <= min((SELECT seq FROM outbox WHERE created_at < ? ORDER BY seq DESC LIMIT 1), ?)
         AND state NOT IN ('pending', 'dead')`),
-      trimCount: db.prepare(`DELETE FROM outbox WHERE seq <= (SELECT seq FROM outbox ORDER BY seq DESC LIMIT 1 OFFSET ?)
+      trimCount: db.prepare(`DELETE FROM outbox WHERE seq <= min((SELECT seq FROM outbox ORDER BY seq DESC LIMIT 1 OFFSET ?), ?)
         AND state NOT IN ('pending', 'dead')`),
     };
-    this.groupTx = db.transaction((writes: PendingWrite[], taken: Taken) => writes.map((write) => write.run(taken)));
-    this.singleTx = db.transaction((write: PendingWrite, taken: Taken) => write.run(taken));
-    for (const row of this.statements.liveClaims.iterate(now) as Iterable<{ key: string; space: string; ttl_ms: number; max_keys: number; expires_at: number }>) {
-      this.claims.table({ space: row.space, ttlMs: row.ttl_ms, maxKeys: row.max_keys }).restore(row.key, row.expires_at, now);
-    }
+    this.groupTx = db.transaction((body: () => void) => body());
+    // Called inside groupTx, better-sqlite3 runs this as a savepoint.
+    this.savepoint = db.transaction((run: () => unknown) => run());
   }
 
-  private write<T>(run: (taken: Taken) => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.queue.length === 0) setImmediate(() => this.commit());
-      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
-    });
+  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
+    this.use(now);
+    return this.write(() => this.state.admit(items, now));
   }
 
-  private commit(): void {
-    const writes = this.queue;
-    this.queue = [];
-    try {
-      const taken = newTaken();
-      const results = this.groupTx(writes, taken);
-      this.apply(taken);
-      writes.forEach((write, i) => write.resolve(results[i]));
-    } catch {
-      // The group rolled back: run each write alone so one bad write cannot fail the others.
-      for (const write of writes) {
-        try {
-          const taken = newTaken();
-          const result = this.singleTx(write, taken);
-          this.apply(taken);
-          write.resolve(result);
-        } catch (error) {
-          write.reject(error);
-        }
-      }
-    }
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    this.use();
+    return this.state.correlation(key, now);
   }
 
-  private apply(taken: Taken): void {
-    for (const { claim, now } of taken.claims) this.claims.table(claim).claim(claim.key, now);
+  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    this.use(now);
+    // Leases live in memory only: this file has one owner, and a restart ends every lease.
+    return this.state.claimDue(now, leaseMs, limit);
   }
 
-  private append(draft: OutboxDraft): OutboxRecord {
-    const { id, type, sessionKey, channel, createdAt, body, state } = draft;
-    const seq = Number(this.statements.append.run(id, type, sessionKey, channel, createdAt, body, state, createdAt).lastInsertRowid);
-    return { id, type, sessionKey, channel, createdAt, body, state, seq, attempts: 0, updatedAt: createdAt };
+  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
+    this.use(now);
+    return this.state.renewLease(batch, now, leaseMs);
   }
 
-  async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
-    if (++this.admitsSincePurge >= PURGE_EVERY) {
-      this.admitsSincePurge = 0;
-      void this.write(() => this.statements.purgeClaims.run(now)).catch(() => undefined);
-    }
-    return this.write((taken) => admissions.map((admission) => this.admitOne(admission, now, taken)));
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    this.use(now);
+    return this.write(() => this.state.commit(batch, draft, now), true);
   }
 
-  private admitOne(admission: Admission, now: number, taken: Taken): AdmitResult {
-    for (let i = 0; i < admission.claims.length; i++) {
-      const claim = admission.claims[i] as ClaimSpec;
-      // Taken before, or earlier in this same transaction (two copies in one delivery).
-      if (this.claims.table(claim).has(claim.key, now) || taken.keys.has(claim.key)) return { taken: i };
-      taken.claims.push({ claim, now });
-      taken.keys.add(claim.key);
-      this.statements.logClaim.run(claim.key, claim.space, claim.ttlMs, claim.maxKeys, now + claim.ttlMs);
-    }
-    if (admission.part) this.statements.insertPart.run(Number(admission.part.id), JSON.stringify(admission.part));
-    return admission.emit ? { taken: -1, record: this.append(admission.emit) } : { taken: -1 };
+  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
+    this.use();
+    return this.write(() => this.state.release(batch, retryAt));
   }
 
-  async openParts(): Promise<BufferedPart[]> {
-    return (this.statements.openParts.all() as Array<{ body: string }>).map((row) => JSON.parse(row.body) as BufferedPart);
+  async nextDeadline(): Promise<number | undefined> {
+    return this.state.buffers.nextDue();
   }
 
-  async flush(partIds: readonly string[], draft: OutboxDraft): Promise<OutboxRecord> {
-    return this.write(() => {
-      for (const id of partIds) this.statements.deletePart.run(Number(id));
-      return this.append(draft);
-    });
+  async openBuffers(): Promise<number> {
+    return this.state.buffers.size;
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
-    return (this.statements.after.all(seq, limit) as OutboxRow[]).map(toRecord);
+    this.use();
+    return (this.statements.after.all(seq, limit) as Parameters<typeof toRecord>[0][]).map(toRecord);
   }
 
   async outboxGet(id: string): Promise<OutboxRecord | undefined> {
-    const row = this.statements.byId.get(id) as OutboxRow | undefined;
+    this.use();
+    const row = this.statements.byId.get(id) as Parameters<typeof toRecord>[0] | undefined;
     return row && toRecord(row);
   }
 
-  async trimOutbox(olderThan: number, keepCount: number): Promise<number> {
-    return this.write(() => this.statements.trimOld.run(olderThan).changes + this.statements.trimCount.run(keepCount).changes);
+  async lastSeq(): Promise<number> {
+    this.use();
+    return (this.statements.lastSeq.get() as number | undefined) ?? 0;
   }
 
-  async pendingDeliveries(limit: number): Promise<OutboxRecord[]> {
-    return (this.statements.byState.all('pending', limit) as OutboxRow[]).map(toRecord);
+  tail(listener: (record: OutboxRecord) => void): () => void {
+    const wrapped = (record: OutboxRecord): void => listener(record);
+    this.listeners.add(wrapped);
+    return () => this.listeners.delete(wrapped);
+  }
+
+  async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
+    this.use();
+    return this.write(() => this.statements.trimOld.run(olderThan, keepAfterSeq).changes + this.statements.trimCount.run(keepCount, keepAfterSeq).changes);
+  }
+
+  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
+    this.use(now);
+    return this.state.claimPush(now, leaseMs, limit);
+  }
+
+  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
+    this.use(now);
+    return this.write(() => this.state.ackPush(lease, outcome, now));
+  }
+
+  async nextPushAt(): Promise<number | undefined> {
+    return this.state.pushes.nextDue();
+  }
+
+  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
+    return this.state.deliveryCounts();
   }
 
   async deadLetters(limit: number): Promise<OutboxRecord[]> {
-    return (this.statements.byState.all('dead', limit) as OutboxRow[]).map(toRecord);
+    this.use();
+    return this.rows.deadRecords(undefined, limit);
   }
 
-  async countByState(state: DeliveryState): Promise<number> {
-    return (this.statements.countState.get(state) as { n: number }).n;
-  }
-
-  async setDelivery(id: string, update: DeliveryUpdate): Promise<void> {
-    await this.write(() => this.statements.setDelivery.run(update.state, update.attempts, update.lastError ?? null, update.now, id));
+  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
+    this.use(now);
+    // Each call reads which records are dead inside its own write: two calls never move one twice.
+    return this.write(() => this.state.requeueDead(id, limit, now));
   }
 
   claimStats(): { keys: number; evicted: number } {
-    return this.claims.stats();
+    return this.state.claims.stats();
+  }
+
+  correlationStats(): { groups: number; evicted: number } {
+    return this.state.correlationStats(this.now);
   }
 
   async ping(): Promise<void> {
+    this.use();
+    this.checkFile(undefined);
     this.db.prepare('SELECT 1').get();
   }
 
   async close(): Promise<void> {
-    if (this.queue.length > 0) this.commit();
-    if (this.db.open) this.db.close();
+    if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
+    this.closed = true;
+    try {
+      if (!this.broken) this.groupTx(() => this.rows.purge(this.now));
+    } finally {
+      this.db.close();
+    }
   }
+
+  private use(now?: number): void {
+    if (this.closed) throw new UnavailableError('store_closed', `SQLite store "${this.path}" is closed`, 5, { stage: 'store' });
+    if (now === undefined) return;
+    if (now > this.now && now !== Infinity) this.now = now;
+    this.checkFile(now);
+  }
+
+  /**
+   * Refuse to write into a file no longer at its path (deleted or replaced by a restore): the
+   * writes would succeed into an orphan and vanish at restart. Checked at most once per
+   * IDENTITY_CHECK_MS of the callers' clock; ping() always checks.
+   */
+  private checkFile(now: number | undefined): void {
+    if (this.broken) throw this.broken;
+    if (!this.identity) return;
+    if (now !== undefined && Number.isFinite(now) && now >= this.checkedAt && now - this.checkedAt < IDENTITY_CHECK_MS) return;
+    if (now !== undefined && Number.isFinite(now)) this.checkedAt = now;
+    const current = identityOf(this.path);
+    if (current?.dev === this.identity.dev && current.ino === this.identity.ino) return;
+    this.broken = new UnavailableError(
+      'store_unavailable', `SQLite store file "${this.path}" was deleted or replaced while the service ran; restart the service`, 5, { stage: 'store' },
+    );
+    throw this.broken;
+  }
+
+  private write<T>(run: () => T, tails = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.queue.length === 0) setImmediate(() => this.flush());
+      this.queue.push({ run, tails, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  private flush(): void {
+    const writes = this.queue;
+    this.queue = [];
+    if (writes.length === 0) return;
+    const outcomes: Outcome[] = [];
+    let dirty = false;
+    try {
+      this.groupTx(() => {
+        for (const write of writes) {
+          try {
+            outcomes.push({ ok: true, value: this.savepoint(write.run) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+            // A refused row (a duplicate outbox id) is refused before the indexes change.
+            if (!isConstraint(error)) dirty = true;
+          }
+        }
+      });
+    } catch (error) {
+      // The commit itself failed: none of the group is on disk.
+      this.rebuild();
+      for (const write of writes) write.reject(error);
+      return;
+    }
+    if (dirty) this.rebuild();
+    writes.forEach((write, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if (!outcome.ok) return write.reject(outcome.error);
+      if (write.tails && outcome.value) this.announce(outcome.value as OutboxRecord);
+      write.resolve(outcome.value);
+    });
+    if (this.rows.purgeDue) {
+      try {
+        this.groupTx(() => this.rows.purge(this.now));
+      } catch {
+        // The next purge tries again; the log is only larger meanwhile.
+      }
+    }
+  }
+
+  /** Make the indexes the rows' view again after a failed write; leases in flight are lost. */
+  private rebuild(): void {
+    this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
+  }
+
+  private announce(record: OutboxRecord): void {
+    for (const listener of this.listeners) {
+      try {
+        listener({ ...record });
+      } catch {
+        // A listener's failure is its own; the record is committed either way.
+      }
+    }
+  }
+}
+
+function identityOf(path: string): { dev: number; ino: number } | undefined {
+  try {
+    const { dev, ino } = statSync(path);
+    return { dev, ino };
+  } catch {
+    return undefined;
+  }
+}
+
+function isConstraint(error: unknown): boolean {
+  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_CONSTRAINT');
 }

@@ -1,16 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { Admission, AdmitResult } from '../../src/store/types.js';
+import type { AdmitItem, AdmitVerdict } from '../../src/ports.js';
 import { createIntake, type Intake } from '../../src/intake.js';
 import { loadConfig } from '../../src/config/load.js';
-import { silent } from '../helpers.js';
+import { silent, until } from '../helpers.js';
 
 /** A store that can be switched off, like a database that went away. */
 class FlakyStore extends MemoryStore {
   down = false;
-  override async admit(admissions: readonly Admission[], now: number): Promise<AdmitResult[]> {
+  override async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
     if (this.down) throw new Error('connection refused');
-    return super.admit(admissions, now);
+    return super.admit(items, now);
   }
   override async ping(): Promise<void> {
     if (this.down) throw new Error('connection refused');
@@ -41,7 +41,7 @@ describe('an unreachable store', () => {
     store.down = false;
     const retried = await post();
     expect(((await retried.json()) as any).events).toEqual([{ id: 'm1', verdict: 'accepted' }]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => outputs.length === 1);
     expect(outputs).toEqual(['hello']);
     server.close();
   });

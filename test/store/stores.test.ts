@@ -1,99 +1,137 @@
+import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
+import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { BufferedPart, ClaimSpec, OutboxDraft, Store } from '../../src/store/types.js';
 import { tempDir } from '../helpers.js';
+import { describeStoreContract } from './contract.js';
+import { claim, draft, item, verdicts } from './fixtures.js';
 
-const claim = (key: string, ttlMs = 1000): ClaimSpec => ({ key, space: 'id:c', ttlMs, maxKeys: 100 });
-const part = (id: string): BufferedPart => ({
-  id, debounceKey: 'k', receivedAt: 1, event: {
-    id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: 's' },
-    sessionKey: 's', sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+describeStoreContract('memory', async () => new MemoryStore());
+
+describeStoreContract(
+  'sqlite',
+  async () => new SqliteStore(join(tempDir().path, 'store.db'), { now: 0 }),
+  async (store) => {
+    await store.close();
+    return new SqliteStore((store as SqliteStore).path, { now: 0 });
   },
-});
-const draft = (id: string): OutboxDraft => ({ id, type: 'chat.processedMessage', sessionKey: 's', channel: 'c', createdAt: 1, body: `{"type":"chat.processedMessage","id":"${id}"}`, state: 'none' });
-
-const stores: Array<[string, () => Store]> = [
-  ['memory', () => new MemoryStore()],
-  ['sqlite', () => new SqliteStore(join(tempDir().path, 's.db'))],
-];
-
-describe.each(stores)('%s store', (_name, open) => {
-  it('admits a delivery whole: claims in order, parts appended only when every claim is new', async () => {
-    const store = open();
-    const results = await store.admit([
-      { claims: [claim('a')], part: part('1') },
-      { claims: [claim('a')], part: part('2') },
-      { claims: [claim('b'), claim('a')], part: part('3') },
-    ], 0);
-    expect(results.map((r) => r.taken)).toEqual([-1, 0, 1]);
-    expect((await store.openParts()).map((p) => p.id)).toEqual(['1']);
-    expect((await store.admit([{ claims: [claim('b')] }], 10)).map((r) => r.taken)).toEqual([0]);
-    expect((await store.admit([{ claims: [claim('a')] }], 1000)).map((r) => r.taken)).toEqual([-1]);
-    await store.close();
-  });
-
-  it('moves a flushed batch from the buffer to the outbox in one step, with increasing seqs', async () => {
-    const store = open();
-    await store.admit([{ claims: [], part: part('1') }, { claims: [], part: part('2') }], 0);
-    const first = await store.flush(['1', '2'], draft('o1'));
-    const second = await store.flush([], draft('o2'));
-    expect(second.seq).toBeGreaterThan(first.seq);
-    expect(await store.openParts()).toEqual([]);
-    expect((await store.outboxAfter(first.seq, 10)).map((r) => r.id)).toEqual(['o2']);
-    expect((await store.outboxGet('o1'))?.seq).toBe(first.seq);
-    await store.close();
-  });
-
-  it('never trims what still waits for delivery', async () => {
-    const store = open();
-    await store.flush([], { ...draft('pending'), state: 'pending' });
-    await store.flush([], draft('done'));
-    await store.flush([], draft('new'));
-    await store.trimOutbox(Number.MAX_SAFE_INTEGER, 0);
-    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['pending']);
-    await store.close();
-  });
-});
+);
 
 describe('sqlite store', () => {
-  it('keeps claims, parts and the outbox across a reopen', async () => {
-    const path = join(tempDir().path, 'r.db');
-    const store = new SqliteStore(path, 0);
-    await store.admit([{ claims: [claim('kept', 60_000)], part: part('1') }], 0);
-    await store.flush([], draft('o1'));
+  const open: SqliteStore[] = [];
+  const sqlite = (path: string, now = 0): SqliteStore => {
+    const store = new SqliteStore(path, { now });
+    open.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    for (const store of open.splice(0)) await store.close().catch(() => undefined);
+  });
+
+  it('refuses a second store on the same file, naming the file', () => {
+    const path = join(tempDir().path, 'owned.db');
+    sqlite(path);
+    expect(() => sqlite(path)).toThrow(`SQLite store "${path}" is in use by another instance`);
+  });
+
+  it('refuses a second process on the same file', () => {
+    const path = join(tempDir().path, 'owned.db');
+    sqlite(path);
+    // A plain connection from another process cannot even read the file while it is owned.
+    const script = `const D = require('better-sqlite3'); const db = new D(${JSON.stringify(path)}, { timeout: 100 });
+      try { db.prepare('SELECT count(*) FROM outbox').get(); console.log('read'); } catch (e) { console.log(e.code); }`;
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: process.cwd(), encoding: 'utf8' }).trim();
+    expect(out).toMatch(/^SQLITE_BUSY/);
+  });
+
+  it('opens the file again once its owner closed it', async () => {
+    const path = join(tempDir().path, 'owned.db');
+    await sqlite(path).close();
+    await sqlite(path).ping();
+  });
+
+  it('fails writes and ping once its file was deleted', async () => {
+    const path = join(tempDir().path, 'gone.db');
+    const store = sqlite(path);
+    expect(verdicts(await store.admit([item('1')], 0))).toEqual(['accepted']);
+    unlinkSync(path);
+    await expect(store.ping()).rejects.toThrow(`SQLite store file "${path}" was deleted or replaced while the service ran; restart the service`);
+    await expect(store.admit([item('2')], 1000)).rejects.toThrow('deleted or replaced');
+  });
+
+  it('notices a file replaced under it within a second of the callers\' clock', async () => {
+    const path = join(tempDir().path, 'swapped.db');
+    const store = sqlite(path);
+    await store.admit([item('1')], 0);
+    renameSync(path, `${path}.old`);
+    writeFileSync(path, '');
+    // Checked at most once a second: a write 999 ms after the last check still goes through.
+    await store.admit([item('2')], 999);
+    await expect(store.admit([item('3')], 1000)).rejects.toThrow('deleted or replaced');
+  });
+
+  it('bounds the claim log by maxKeys as well as by time', async () => {
+    const path = join(tempDir().path, 'claims.db');
+    const store = sqlite(path);
+    const keys = Array.from({ length: 5000 }, (_, i) => `k${i}`);
+    for (let i = 0; i < keys.length; i += 500) {
+      await store.admit(keys.slice(i, i + 500).map((key) => ({ ...item(key), claims: [claim(key, 3_600_000, 100)] })), i);
+    }
     await store.close();
-    const again = new SqliteStore(path, 10);
-    expect((await again.admit([{ claims: [claim('kept', 60_000)] }], 10))[0]?.taken).toBe(0);
-    expect((await again.openParts()).map((p) => p.id)).toEqual(['1']);
-    expect((await again.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['o1']);
-    await again.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT count(*) FROM claim_log').pluck().get()).toBe(100);
+    db.close();
+    const again = sqlite(path, 6000);
+    const verdictOf = async (key: string) => (await again.admit([{ ...item(key), claims: [claim(key, 3_600_000, 100)] }], 6000))[0]?.verdict;
+    expect(await verdictOf('k4999')).toBe('claimed');
+    expect(await verdictOf('k4899')).toBe('accepted');
+  });
+
+  it('starts without reading the buffered parts\' bodies', async () => {
+    const path = join(tempDir().path, 'lazy.db');
+    const store = sqlite(path);
+    await store.admit([item('1'), item('2', { sessionKey: 't' })], 0);
+    await store.close();
+    const db = new Database(path);
+    db.prepare("UPDATE parts SET body = '{not json' WHERE id = 1").run();
+    db.close();
+    const again = sqlite(path);
+    expect(await again.openBuffers()).toBe(2);
+    expect(await again.nextDeadline()).toBe(1000);
+    // The body is read when the buffer is taken, not before.
+    await expect(again.claimDue(1000, 100, 10)).rejects.toThrow(SyntaxError);
   });
 
   it('fails only the write that fails when writes share a commit', async () => {
-    const store = new SqliteStore(join(tempDir().path, 'g.db'));
+    const store = sqlite(join(tempDir().path, 'group.db'));
+    await store.admit([item('a', { sessionKey: 'a', closeNow: true }), item('b', { sessionKey: 'b', closeNow: true })], 0);
+    const [a, b] = await store.claimDue(0, 1000, 10);
     const results = await Promise.allSettled([
-      store.admit([{ claims: [claim('x')], part: part('7') }], 0),
-      store.admit([{ claims: [claim('y')], part: part('7') }], 0), // duplicate primary key: fails
-      store.admit([{ claims: [claim('z')], part: part('8') }], 0),
+      store.commit(a as NonNullable<typeof a>, draft('same'), 1),
+      store.commit(b as NonNullable<typeof b>, draft('same'), 1), // duplicate outbox id: refused
+      store.admit([item('c', { claims: ['z'] })], 1),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    // The failed write's claim was rolled back with it: a retry can still claim it.
-    expect((await store.admit([{ claims: [claim('y')] }], 1))[0]?.taken).toBe(-1);
-    expect((await store.openParts()).map((p) => p.id).sort()).toEqual(['7', '8']);
-    await store.close();
+    // The refused commit changed nothing: its buffer is still leased to it and can commit again.
+    expect(await store.commit(b as NonNullable<typeof b>, draft('other'), 2)).toMatchObject({ id: 'other' });
+    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['same', 'other']);
+    expect(await store.openBuffers()).toBe(1);
   });
 });
 
-describe('outbox trimming', () => {
-  it.each(stores)('%s keeps the newest keepCount records and everything younger than the cutoff', async (_name, open) => {
-    const store = open();
-    for (let i = 1; i <= 10; i++) await store.flush([], { ...draft(`o${i}`), createdAt: i * 1000 });
-    await store.trimOutbox(0, 4);
-    expect((await store.outboxAfter(0, 20)).map((r) => r.id)).toEqual(['o7', 'o8', 'o9', 'o10']);
-    await store.trimOutbox(9000, 100);
-    expect((await store.outboxAfter(0, 20)).map((r) => r.id)).toEqual(['o9', 'o10']);
-    await store.close();
+describe('openStore', () => {
+  it('opens the store a spec names and refuses others', async () => {
+    const memory = await openStore('memory');
+    expect(memory.kind).toBe('memory');
+    await memory.close();
+    const dir = tempDir().path;
+    const sqlite = await openStore('sqlite:data/s.db', dir, { maxCorrelationGroups: 10 });
+    expect(sqlite).toMatchObject({ kind: 'sqlite', durable: true, shared: false, path: join(dir, 'data/s.db') });
+    await sqlite.close();
+    await expect(openStore('redis:x')).rejects.toThrow('store: unsupported value "redis:x"');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isCommand, joinFragments } from '../../src/debounce/merge.js';
+import { joinFragments } from '../../src/emit/join.js';
 
 describe('joinFragments', () => {
   it('merges the seed example exactly', () => {
@@ -24,13 +24,5 @@ describe('joinFragments', () => {
   it('treats an astral character at the end as one character', () => {
     expect(joinFragments(['𠀀', '字'])).toBe('𠀀字');
     expect(joinFragments(['ok 😀', '字'])).toBe('ok 😀 字');
-  });
-});
-
-describe('isCommand', () => {
-  it('recognises slash commands only at the start', () => {
-    expect(isCommand('/reset')).toBe(true);
-    expect(isCommand('  /reset')).toBe(true);
-    expect(isCommand('a/b')).toBe(false);
   });
 });

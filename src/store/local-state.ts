@@ -1,0 +1,208 @@
+import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { Buffers, type OpenBuffer } from './buffers.js';
+import { ClaimTables } from './claim-table.js';
+import { CorrelationGroups, copyGroup } from './correlations.js';
+import { PushQueue } from './push-queue.js';
+import type { AdmitItem, AdmitVerdict, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from './types.js';
+
+/**
+ * Where a store owned by one process keeps its rows: plain maps (memory) or tables (SQLite).
+ * LocalState calls a row method before it changes its own indexes wherever the row can be
+ * refused (a duplicate outbox id), so a refused write leaves the indexes as they were.
+ */
+export interface Rows {
+  claimTaken(claim: ClaimSpec, now: number): void;
+  groupSaved(group: CorrelationRecord): void;
+  groupsDropped(groups: readonly CorrelationRecord[]): void;
+  /** Store a part's body; returns its id (unique per store, growing). */
+  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean): string;
+  partBodies(ids: readonly string[]): BufferedPart[];
+  partsDeleted(ids: readonly string[]): void;
+  bufferSaved(buffer: OpenBuffer): void;
+  bufferDropped(debounceKey: string): void;
+  /** Append to the outbox with the next seq; throws when the id is already there. */
+  outboxAppended(draft: OutboxDraft, now: number): OutboxRecord;
+  /** A record to change: memory hands out its own object, saved again by `recordSaved`. */
+  record(seq: number): OutboxRecord | undefined;
+  recordSaved(record: OutboxRecord): void;
+  /** Dead records, oldest first: the one with `id`, or up to `limit`. */
+  deadRecords(id: string | undefined, limit: number): OutboxRecord[];
+}
+
+export interface LocalStateOptions {
+  maxCorrelationGroups: number;
+  /** Fences and push tokens start above it, so a restart never repeats one (SQLite). */
+  tokenBase: number;
+  /** Dead records already in the rows. */
+  dead: number;
+}
+
+/** The default cap on live correlation groups. */
+export const MAX_CORRELATION_GROUPS = 4096;
+
+/**
+ * The state of a store no other process shares: claims, correlation groups, buffers and push
+ * queues as in-memory indexes over the store's rows. Every operation is synchronous, so the
+ * memory store runs it directly and the SQLite store runs it inside one transaction.
+ */
+export class LocalState {
+  readonly claims = new ClaimTables();
+  readonly groups: CorrelationGroups;
+  readonly buffers = new Buffers();
+  readonly pushes = new PushQueue();
+  dead: number;
+  private tokens: number;
+
+  constructor(private readonly rows: Rows, options: LocalStateOptions) {
+    this.groups = new CorrelationGroups(options.maxCorrelationGroups);
+    this.tokens = options.tokenBase;
+    this.dead = options.dead;
+  }
+
+  private readonly nextToken = (): number => ++this.tokens;
+
+  /** The last fence or push token handed out (a rebuilt state continues above it). */
+  get lastToken(): number {
+    return this.tokens;
+  }
+
+  admit(items: readonly AdmitItem[], now: number): AdmitVerdict[] {
+    return items.map((item) => this.admitOne(item, now));
+  }
+
+  private admitOne(item: AdmitItem, now: number): AdmitVerdict {
+    const decision = item.correlation && this.groups.decide(item.correlation, now);
+    if (decision?.seen) {
+      if (!decision.retry) {
+        this.groups.append(decision.group, (item.correlation as NonNullable<AdmitItem['correlation']>).delivery);
+        this.rows.groupSaved(decision.group);
+      }
+      return { verdict: 'correlated', retry: decision.retry, correlation: copyGroup(decision.group) };
+    }
+    const taken = this.takenClaim(item.claims, now);
+    if (taken !== -1) return { verdict: 'claimed', claim: taken };
+    // Only now, with every claim new, is the new group written: a refused item changes nothing.
+    if (decision) {
+      this.rows.groupsDropped(this.groups.add(decision.group, now));
+      this.rows.groupSaved(decision.group);
+    }
+    for (const claim of item.claims) {
+      this.claims.table(claim).claim(claim.key, now);
+      this.rows.claimTaken(claim, now);
+    }
+    const { part } = item;
+    const id = this.rows.partAdded(part, item.unit, item.closeNow);
+    const meta = { id, receivedAt: part.receivedAt, unit: item.unit ?? id, closes: item.closeNow };
+    const buffer = this.buffers.append(part.debounceKey, part.event.sessionKey, item.rule, meta, now);
+    this.rows.bufferSaved(buffer);
+    const deadline = buffer.lease ? this.buffers.deadlineOf(buffer, now).deadline : buffer.deadline;
+    return decision ? { verdict: 'accepted', partId: id, deadline, correlation: copyGroup(decision.group) } : { verdict: 'accepted', partId: id, deadline };
+  }
+
+  /** The index of the first claim already taken (before, or earlier in this item), or -1. */
+  private takenClaim(claims: readonly ClaimSpec[], now: number): number {
+    for (let i = 0; i < claims.length; i++) {
+      const claim = claims[i] as ClaimSpec;
+      if (this.claims.table(claim).has(claim.key, now)) return i;
+      for (let j = 0; j < i; j++) if ((claims[j] as ClaimSpec).key === claim.key) return i;
+    }
+    return -1;
+  }
+
+  correlation(key: string, now: number): CorrelationRecord | undefined {
+    const group = this.groups.get(key, now);
+    return group && copyGroup(group);
+  }
+
+  claimDue(now: number, leaseMs: number, limit: number): LeasedBatch[] {
+    return this.buffers.claimDue(now, leaseMs, limit, this.nextToken).map(({ buffer, partIds, reason }) => ({
+      debounceKey: buffer.debounceKey,
+      sessionKey: buffer.sessionKey,
+      parts: this.rows.partBodies(partIds),
+      fence: (buffer.lease as NonNullable<OpenBuffer['lease']>).fence,
+      leaseUntil: (buffer.lease as NonNullable<OpenBuffer['lease']>).until,
+      reason,
+    }));
+  }
+
+  renewLease(batch: LeasedBatch, now: number, leaseMs: number): boolean {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return false;
+    this.buffers.renew(buffer, now + leaseMs);
+    return true;
+  }
+
+  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): OutboxRecord | undefined {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return undefined;
+    const record = this.rows.outboxAppended(draft, now);
+    const partIds = batch.parts.map((part) => part.id);
+    this.rows.partsDeleted(partIds);
+    if (this.buffers.commit(buffer, partIds, now)) this.rows.bufferSaved(buffer);
+    else this.rows.bufferDropped(buffer.debounceKey);
+    if (record.state === 'pending') this.pushes.enqueue(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
+    return { ...record };
+  }
+
+  release(batch: LeasedBatch, retryAt: number): void {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return;
+    this.buffers.release(buffer, retryAt);
+    this.rows.bufferSaved(buffer);
+  }
+
+  claimPush(now: number, leaseMs: number, limit: number): PushLease[] {
+    return this.pushes.claim(now, leaseMs, limit, this.nextToken).map(({ seq, token, leaseUntil }) => ({
+      record: { ...(this.rows.record(seq) as OutboxRecord) },
+      token,
+      leaseUntil,
+    }));
+  }
+
+  ackPush(lease: PushLease, outcome: PushOutcome, now: number): boolean {
+    const { sessionKey, seq } = lease.record;
+    const record = this.pushes.leased(sessionKey, seq, lease.token) && this.rows.record(seq);
+    if (!record) return false;
+    record.attempts = outcome.attempts;
+    record.updatedAt = now;
+    if (outcome.state === 'retry') {
+      record.nextAttemptAt = outcome.at;
+      record.lastError = outcome.lastError;
+      this.rows.recordSaved(record);
+      this.pushes.retry(sessionKey, outcome.at);
+      return true;
+    }
+    record.state = outcome.state;
+    delete record.nextAttemptAt;
+    if (outcome.state === 'dead') record.lastError = outcome.lastError;
+    else delete record.lastError;
+    this.rows.recordSaved(record);
+    this.pushes.finish(sessionKey);
+    if (outcome.state === 'dead') this.dead++;
+    return true;
+  }
+
+  /** Only records dead at this moment move (the condition is read inside the write). */
+  requeueDead(id: string | undefined, limit: number, now: number): number {
+    const records = this.rows.deadRecords(id, id === undefined ? limit : 1);
+    for (const record of records) {
+      // lastError stays: it tells why the record died, until a new attempt says otherwise.
+      record.state = 'pending';
+      record.attempts = 0;
+      record.updatedAt = now;
+      record.nextAttemptAt = now;
+      this.rows.recordSaved(record);
+      this.pushes.insert(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
+      this.dead--;
+    }
+    return records.length;
+  }
+
+  deliveryCounts(): { pending: number; dead: number } {
+    return { pending: this.pushes.size, dead: this.dead };
+  }
+
+  correlationStats(now: number): { groups: number; evicted: number } {
+    return { groups: this.groups.count(now), evicted: this.groups.evicted };
+  }
+}

@@ -1,0 +1,328 @@
+import { UnavailableError } from '../errors.js';
+import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './redis/codec.js';
+import {
+  backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
+} from './redis/connections.js';
+import { OutboxTail } from './redis/tail.js';
+import type {
+  AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
+} from './types.js';
+
+/** Settings of the Redis store, on top of every store's. */
+export interface RedisStoreOptions extends StoreOptions {
+  /** Hash tag of every key (`{ai}:...`): several deployments can share one server. @default 'ai' */
+  keyPrefix?: string;
+  /** Longest wait for an ingest command (admit, ping) before it fails with 503. @default 1000 */
+  commandTimeoutMs?: number;
+  /** Replicas that must hold each admit and commit before it resolves (`WAIT`). @default 0 */
+  waitReplicas?: number;
+  logger?: ConnectionLogger;
+}
+
+/** Trim works in script calls of this many records, so no call blocks Redis for long. */
+const TRIM_BATCH = 1000;
+/** claimStats / correlationStats are refreshed in the background at most this often. */
+const STATS_EVERY_MS = 1000;
+
+/*
+ * Keys, all under `{<keyPrefix>}:` (one Cluster slot):
+ *   c:<claim> STRING PX, cs:<space> ZSET claim -> expiry (cap + stats), corr:<key> LIST PX and
+ *   corrs ZSET (cap + stats), pid / fence / seq / ptoken INCR, buf:<debounceKey> LIST of parts,
+ *   bm:<debounceKey> HASH meta, bu:<debounceKey> SET of units, due ZSET (deadline, or lease end),
+ *   lock:<session> `<fence> <leaseUntil>` PX, wait:<session> SET of buffers waiting for the lock,
+ *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
+ *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
+ *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters.
+ *
+ * Durability: "resolves once durable" holds as far as the server's settings promise. With
+ * AOF `everysec` a host crash can lose the last second of acknowledged admissions; use
+ * `appendfsync always`, or a replica with `waitReplicas: 1` (one WAIT per connection per tick,
+ * admit and commit fail when the replica did not acknowledge; the write itself stays on the
+ * primary, so the platform's retry is then refused as a duplicate).
+ */
+
+/**
+ * Shared store on Redis >= 7: several instances admit, flush and push through one server.
+ * Every step is one Lua script on keys under one hash tag (Redis Cluster keeps them in one
+ * slot). Admission stamps arrivals with the server's clock (`TIME`); leases and push
+ * schedules use the `now` callers pass, so instance clocks must agree to well within a lease
+ * (NTP); the fences make every hand-over exact whatever the clocks say.
+ */
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  readonly durable = true;
+  readonly shared = true;
+  private readonly prefix: string;
+  private readonly maxGroups: number;
+  private readonly waitReplicas: number;
+  private readonly commandTimeoutMs: number;
+  /** Webhook admission and readiness: fails fast while Redis is away. */
+  private readonly ingest: ScriptedRedis;
+  /** Flush, push, outbox reads: retries across short outages. */
+  private readonly background: ScriptedRedis;
+  private readonly tailer: OutboxTail;
+  /** One WAIT per connection per tick covers every write sent before it. */
+  private readonly replicaWaits = new Map<ScriptedRedis, Promise<void>>();
+  private readonly claimSpaces = new Set<string>();
+  private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, at: -Infinity };
+
+  private constructor(url: string, options: RedisStoreOptions) {
+    this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
+    this.maxGroups = options.maxCorrelationGroups ?? 4096;
+    this.waitReplicas = options.waitReplicas ?? 0;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
+    this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
+    this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
+    this.tailer = new OutboxTail(url, this.prefix, options.logger);
+  }
+
+  /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
+  static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
+    const store = new RedisStore(url, options);
+    try {
+      await Promise.all([store.ingest.connect(), store.background.connect()]);
+    } catch (error) {
+      store.ingest.disconnect();
+      store.background.disconnect();
+      throw unavailable(`cannot connect to ${redacted(url)}`, error);
+    }
+    await store.warnOnEviction(options.logger);
+    return store;
+  }
+
+  /** Evicting keys would drop claims, buffers and leases silently: say so at start. */
+  private async warnOnEviction(logger: ConnectionLogger | undefined): Promise<void> {
+    try {
+      const [, policy] = (await this.background.config('GET', 'maxmemory-policy')) as string[];
+      if (policy !== undefined && policy !== 'noeviction') {
+        logger?.warn({ policy }, `Redis store: maxmemory-policy is "${policy}"; set maxmemory-policy noeviction, or claims, buffers and leases may vanish under memory pressure`);
+      }
+    } catch {
+      // CONFIG is often disabled on managed Redis; the check is advice only.
+    }
+  }
+
+  // --- admission -------------------------------------------------------------------------
+
+  async admit(items: readonly AdmitItem[], _now: number): Promise<AdmitVerdict[]> {
+    if (items.length === 0) return [];
+    for (const item of items) for (const claim of item.claims) this.claimSpaces.add(claim.space);
+    try {
+      const reply = (await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups))) as Parameters<typeof verdictsOf>[1];
+      await this.replicated(this.ingest);
+      return verdictsOf(items, reply);
+    } catch (error) {
+      throw unavailable('admit failed', error);
+    }
+  }
+
+  async correlation(key: string, _now: number): Promise<CorrelationRecord | undefined> {
+    return correlationOf(key, await this.background.lrange(`${this.prefix}corr:${key}`, 0, -1));
+  }
+
+  // --- buffers with owners ---------------------------------------------------------------
+
+  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    // now = Infinity (a single-instance shutdown) means "now" here: whoever is alive flushes.
+    const reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit)) as Array<
+      [string, string, number, number, FlushReason, string[]]
+    >;
+    return reply.map(([debounceKey, sessionKey, fence, leaseUntil, reason, parts]) => ({
+      debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf),
+    }));
+  }
+
+  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
+    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, clock(now), leaseMs);
+    return renewed === 1;
+  }
+
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    await this.tailer.ready;
+    const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
+      batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
+      JSON.stringify(draft))) as [number, number] | null;
+    if (!reply) return undefined;
+    await this.replicated(this.background);
+    const [seq, at] = reply;
+    const record: OutboxRecord = { ...draft, seq, attempts: 0, updatedAt: draft.createdAt };
+    if (draft.state === 'pending') record.nextAttemptAt = at;
+    return record;
+  }
+
+  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
+    await this.background.aiRelease(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, Math.floor(retryAt));
+  }
+
+  async nextDeadline(): Promise<number | undefined> {
+    return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'due', 'bm:', 'fence'));
+  }
+
+  async openBuffers(): Promise<number> {
+    return this.background.zcard(`${this.prefix}due`);
+  }
+
+  // --- outbox ----------------------------------------------------------------------------
+
+  async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
+    if (limit <= 0) return [];
+    return this.records(await this.background.aiRead(this.prefix, 'after', Math.floor(seq), limit));
+  }
+
+  async outboxGet(id: string): Promise<OutboxRecord | undefined> {
+    return this.records(await this.background.aiRead(this.prefix, 'id', id))[0];
+  }
+
+  async lastSeq(): Promise<number> {
+    return Number((await this.background.get(`${this.prefix}seq`)) ?? 0);
+  }
+
+  /** Records from every instance, through one `XREAD BLOCK` connection while anyone listens. */
+  tail(listener: (record: OutboxRecord) => void): () => void {
+    return this.tailer.subscribe(listener);
+  }
+
+  async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
+    const cutoff = Number.isFinite(olderThan) ? Math.floor(olderThan) : olderThan > 0 ? Number.MAX_SAFE_INTEGER : 0;
+    const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
+    let removed = 0;
+    for (;;) {
+      const batch = Number(await this.background.aiTrim(this.prefix, cutoff, keepCount, keepAfter, TRIM_BATCH));
+      removed += batch;
+      if (batch < TRIM_BATCH) return removed;
+    }
+  }
+
+  // --- push queue ------------------------------------------------------------------------
+
+  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
+    const reply = (await this.background.aiClaimPush(this.prefix, clock(now), leaseMs, limit)) as Array<
+      [...EntryReply, number, number]
+    >;
+    return reply.map(([streamId, fields, state, token, leaseUntil]) => ({
+      record: recordOf([streamId, fields, state]), token, leaseUntil,
+    }));
+  }
+
+  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
+    const at = outcome.state === 'retry' ? Math.floor(outcome.at) : '-';
+    const lastError = outcome.state === 'delivered' ? '' : outcome.lastError;
+    const acked = await this.background.aiAckPush(this.prefix, lease.record.sessionKey, lease.record.seq, lease.token,
+      outcome.state, outcome.attempts, at, lastError, clock(now));
+    return acked === 1;
+  }
+
+  async nextPushAt(): Promise<number | undefined> {
+    return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'ready', 'pl:', ''));
+  }
+
+  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
+    const replies = await this.background.multi()
+      .zcard(`${this.prefix}undelivered`)
+      .zcard(`${this.prefix}dead`)
+      .exec();
+    const [undelivered, dead] = (replies ?? []).map(([error, count]) => {
+      if (error) throw error;
+      return Number(count);
+    }) as [number, number];
+    return { pending: undelivered - dead, dead };
+  }
+
+  async deadLetters(limit: number): Promise<OutboxRecord[]> {
+    if (limit <= 0) return [];
+    return this.records(await this.background.aiRead(this.prefix, 'dead', Math.min(limit, 10_000)));
+  }
+
+  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
+    const bounded = Math.min(Number.isFinite(limit) ? limit : 1000, 1000);
+    return Number(await this.background.aiRequeueDead(this.prefix, id ?? '', bounded, clock(now)));
+  }
+
+  // --- operations ------------------------------------------------------------------------
+
+  /**
+   * Cluster-wide numbers, cached: each call returns the last known ones and refreshes them in
+   * the background at most once a second. `keys` counts the claim spaces this instance has
+   * used, and may include keys expired since the last admit pruned them.
+   */
+  claimStats(): { keys: number; evicted: number } {
+    this.refreshStats();
+    return { keys: this.stats.keys, evicted: this.stats.claimsEvicted };
+  }
+
+  /** Cached like claimStats. */
+  correlationStats(): { groups: number; evicted: number } {
+    this.refreshStats();
+    return { groups: this.stats.groups, evicted: this.stats.groupsEvicted };
+  }
+
+  private refreshStats(): void {
+    const started = Date.now();
+    if (started - this.stats.at < STATS_EVERY_MS) return;
+    this.stats.at = started;
+    this.background.aiStats(this.prefix, ...this.claimSpaces).then(
+      (reply) => {
+        const [keys, claimsEvicted, groups, groupsEvicted] = reply as number[];
+        this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, at: started };
+      },
+      () => undefined, // the numbers stay as they were; readiness reports the outage
+    );
+  }
+
+  /** A PING on the ingest connection, within the command timeout. */
+  async ping(): Promise<void> {
+    try {
+      await this.ingest.ping();
+    } catch (error) {
+      throw unavailable('ping failed', error);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.tailer.stop();
+    await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
+  }
+
+  private records(reply: unknown): OutboxRecord[] {
+    return (reply as EntryReply[]).map(recordOf);
+  }
+
+  /** Resolve once `waitReplicas` replicas hold every write sent on `client` so far. */
+  private replicated(client: ScriptedRedis): Promise<void> {
+    if (this.waitReplicas <= 0) return Promise.resolve();
+    let wait = this.replicaWaits.get(client);
+    if (!wait) {
+      wait = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.replicaWaits.delete(client);
+        // WAIT answers within its own timeout; leave the command timeout room to carry the answer.
+        const waitMs = Math.max(1, Math.floor(this.commandTimeoutMs / 2));
+        const acked = await client.wait(this.waitReplicas, waitMs);
+        if (acked < this.waitReplicas) {
+          throw new Error(`only ${acked} of ${this.waitReplicas} replicas acknowledged within ${waitMs} ms`);
+        }
+      });
+      this.replicaWaits.set(client, wait);
+    }
+    return wait;
+  }
+}
+
+/** A caller's time for a script; '' lets the script use the server's clock. */
+function clock(now: number): string {
+  return Number.isFinite(now) ? String(Math.floor(now)) : '';
+}
+
+function numberOrUndefined(reply: unknown): number | undefined {
+  return reply === null || reply === undefined ? undefined : Number(reply);
+}
+
+function redacted(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/** Ingest cannot record now: the webhook answers 503 with Retry-After, the platform retries. */
+function unavailable(what: string, cause: unknown): UnavailableError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new UnavailableError('store_unavailable', `Redis store: ${what}: ${detail}`, 1, { stage: 'store', cause });
+}

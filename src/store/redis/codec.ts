@@ -1,0 +1,74 @@
+import type { BufferedPart, CorrelationRecord, DeliveryState, EventKind, OutboxDraft, OutboxRecord } from '../../events.js';
+import type { AdmitItem, AdmitVerdict } from '../types.js';
+
+/** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
+export function admitArgs(items: readonly AdmitItem[], maxGroups: number): string[] {
+  const args = [String(maxGroups), String(items.length)];
+  for (const item of items) {
+    const step = item.correlation;
+    if (step) {
+      const { delivery } = step;
+      args.push('1', step.key, step.kind, String(step.windowMs), String(step.time), String(step.toleranceS),
+        delivery.channel, delivery.botId ?? '', delivery.botId === undefined ? '0' : '1',
+        delivery.platformId ?? '', delivery.platformId === undefined ? '0' : '1', JSON.stringify(delivery));
+    } else args.push('0');
+    args.push(String(item.claims.length));
+    for (const claim of item.claims) args.push(claim.key, claim.space, String(claim.ttlMs), String(claim.maxKeys));
+    args.push(item.part.debounceKey, item.part.event.sessionKey, JSON.stringify(item.part),
+      item.unit === undefined ? '' : JSON.stringify(item.unit),
+      String(item.rule.windowMs), String(item.rule.maxWaitMs), String(item.rule.maxMessages), item.closeNow ? '1' : '0');
+  }
+  return args;
+}
+
+type Reply = string | number | null | Reply[];
+
+/** A correlation list: a header `<kind> <time> <firstAt> <expiresAt>`, then delivery JSON. */
+export function correlationOf(key: string, list: readonly string[]): CorrelationRecord | undefined {
+  const [header, ...deliveries] = list;
+  if (header === undefined) return undefined;
+  const [kind, time, firstAt, expiresAt] = header.split(' ');
+  return {
+    key, kind: kind as EventKind, time: Number(time), firstAt: Number(firstAt), expiresAt: Number(expiresAt),
+    deliveries: deliveries.map((json) => JSON.parse(json) as CorrelationRecord['deliveries'][number]),
+  };
+}
+
+/** ADMIT_LUA's reply, item by item. */
+export function verdictsOf(items: readonly AdmitItem[], reply: Reply[]): AdmitVerdict[] {
+  return reply.map((raw, index) => {
+    const [verdict, a, b, c] = raw as [string, number, number | string[], string[]];
+    const key = items[index]?.correlation?.key ?? '';
+    if (verdict === 'claimed') return { verdict, claim: a };
+    if (verdict === 'correlated') return { verdict, retry: a === 1, correlation: correlationOf(key, b as string[]) as CorrelationRecord };
+    const correlation = correlationOf(key, c);
+    const accepted: AdmitVerdict = { verdict: 'accepted', partId: String(a), deadline: Number(b) };
+    if (correlation) accepted.correlation = correlation;
+    return accepted;
+  });
+}
+
+/** A buffer list element (see lua-buffer.ts): the part JSON after the header line. */
+export function partOf(element: string): BufferedPart {
+  return JSON.parse(element.slice(element.indexOf('\n') + 1)) as BufferedPart;
+}
+
+/** A stream entry with its delivery state, as READ_LUA and CLAIM_PUSH_LUA return it. */
+export type EntryReply = [streamId: string, fields: string[], state: string | null];
+
+/** An outbox record from its stream entry and its delivery state. */
+export function recordOf([streamId, fields, state]: EntryReply): OutboxRecord {
+  const draft = JSON.parse(fields[7] as string) as OutboxDraft;
+  const record: OutboxRecord = { ...draft, seq: Number.parseInt(streamId, 10), attempts: 0, updatedAt: draft.createdAt };
+  if (state) {
+    const newline = state.indexOf('\n');
+    const [name, attempts, updatedAt, nextAttemptAt] = state.slice(0, newline).split(' ');
+    record.state = name as DeliveryState;
+    record.attempts = Number(attempts);
+    record.updatedAt = Number(updatedAt);
+    if (nextAttemptAt !== undefined && nextAttemptAt !== '-') record.nextAttemptAt = Number(nextAttemptAt);
+    const lastError = state.slice(newline + 1);
+    if (lastError !== '') record.lastError = lastError;
+  }
+  return record;
+}

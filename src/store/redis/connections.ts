@@ -1,0 +1,68 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { ADMIT_LUA } from './lua-admit.js';
+import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA } from './lua-flush.js';
+import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from './lua-outbox.js';
+
+const SCRIPTS = {
+  aiAdmit: ADMIT_LUA,
+  aiClaimDue: CLAIM_DUE_LUA,
+  aiRenew: RENEW_LUA,
+  aiCommit: COMMIT_LUA,
+  aiRelease: RELEASE_LUA,
+  aiEarliest: EARLIEST_LUA,
+  aiRead: READ_LUA,
+  aiTrim: TRIM_LUA,
+  aiClaimPush: CLAIM_PUSH_LUA,
+  aiAckPush: ACK_PUSH_LUA,
+  aiRequeueDead: REQUEUE_DEAD_LUA,
+  aiStats: STATS_LUA,
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+/** A connection with the store's scripts: each takes the key prefix as its one key. */
+export type ScriptedRedis = Redis & {
+  [name in ScriptName]: (prefix: string, ...args: Array<string | number>) => Promise<unknown>;
+};
+
+export interface ConnectionLogger {
+  warn(obj: object, msg: string): void;
+}
+
+/**
+ * A connection to `url` with the store's scripts defined. ioredis runs a defined script with
+ * EVALSHA and, on NOSCRIPT (a restarted or failed-over server), sends it again with EVAL.
+ * Errors are logged once per outage, not once per reconnect attempt.
+ */
+export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger): ScriptedRedis {
+  const client = new Redis(url, { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options });
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 1 });
+  let failing = false;
+  client.on('error', (error: Error) => {
+    if (failing) return;
+    failing = true;
+    logger?.warn({ err: error, role }, `Redis store: ${role} connection failed: ${error.message}`);
+  });
+  client.on('ready', () => {
+    failing = false;
+  });
+  return client as ScriptedRedis;
+}
+
+/**
+ * Ingest: fail fast instead of queueing while Redis is away (a webhook answers 503 and the
+ * platform retries), and never wait longer than `commandTimeout` for an answer.
+ */
+export function ingestOptions(commandTimeoutMs: number): RedisOptions {
+  return { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: commandTimeoutMs, autoResubscribe: false };
+}
+
+/** Background loops (flush, push, stats): queue and retry across a short outage. */
+export function backgroundOptions(commandTimeoutMs: number): RedisOptions {
+  return { maxRetriesPerRequest: 3, commandTimeout: Math.max(commandTimeoutMs * 5, 5000) };
+}
+
+/** The blocking XREAD connection: no timeout (it blocks on purpose), waits for reconnection. */
+export function blockingOptions(): RedisOptions {
+  return { maxRetriesPerRequest: null };
+}

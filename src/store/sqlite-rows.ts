@@ -1,0 +1,171 @@
+import type Database from 'better-sqlite3';
+import type { BufferedPart, CorrelationRecord, DeliveryState, OutboxDraft, OutboxRecord } from '../events.js';
+import type { OpenBuffer } from './buffers.js';
+import type { Rows } from './local-state.js';
+import type { ClaimSpec } from './types.js';
+
+export const schema = `
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS claim_log_expiry ON claim_log (expires_at);
+CREATE INDEX IF NOT EXISTS claim_log_space ON claim_log (space);
+CREATE TABLE IF NOT EXISTS correlation_groups (
+  key TEXT PRIMARY KEY, kind TEXT NOT NULL, first_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, time INTEGER NOT NULL, deliveries TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS buffers (
+  debounce_key TEXT PRIMARY KEY, session_key TEXT NOT NULL,
+  window_ms INTEGER NOT NULL, max_wait_ms INTEGER NOT NULL, max_messages INTEGER NOT NULL,
+  deadline INTEGER NOT NULL, reason TEXT NOT NULL
+);
+-- AUTOINCREMENT: part ids keep growing across restarts, even after the newest part is flushed.
+CREATE TABLE IF NOT EXISTS parts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL,
+  unit TEXT, closes INTEGER NOT NULL, body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outbox (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL,
+  session_key TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  updated_at INTEGER NOT NULL,
+  next_attempt_at INTEGER,
+  message_ids TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS outbox_state ON outbox (state, seq) WHERE state IN ('pending', 'dead');
+`;
+
+interface OutboxRow {
+  seq: number; id: string; type: string; session_key: string; channel: string; created_at: number; body: string;
+  state: string; attempts: number; last_error: string | null; updated_at: number; next_attempt_at: number | null; message_ids: string;
+}
+
+export function toRecord(row: OutboxRow): OutboxRecord {
+  const record: OutboxRecord = {
+    seq: row.seq, id: row.id, type: row.type as OutboxRecord['type'], sessionKey: row.session_key, channel: row.channel,
+    createdAt: row.created_at, body: row.body, state: row.state as DeliveryState, attempts: row.attempts, updatedAt: row.updated_at,
+    messageIds: JSON.parse(row.message_ids) as string[],
+  };
+  if (row.last_error !== null) record.lastError = row.last_error;
+  if (row.next_attempt_at !== null) record.nextAttemptAt = row.next_attempt_at;
+  return record;
+}
+
+/** How many claims are logged between two purges of the claim log. */
+const PURGE_EVERY = 4096;
+
+/** The rows of the SQLite store; every method runs inside the store's current transaction. */
+export class SqliteRows implements Rows {
+  private readonly statements;
+  /** space -> its cap, for the purge of claim rows evicted from memory. */
+  readonly spaces = new Map<string, number>();
+  private loggedSincePurge = 0;
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = {
+      logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
+      purgeExpiredClaims: db.prepare('DELETE FROM claim_log WHERE expires_at <= ?'),
+      // The log replays into tables capped at maxKeys per space: older rows are dead weight.
+      purgeSpace: db.prepare(`DELETE FROM claim_log WHERE space = @space AND rowid < (
+        SELECT rowid FROM claim_log WHERE space = @space ORDER BY rowid DESC LIMIT 1 OFFSET @offset)`),
+      saveGroup: db.prepare(`INSERT INTO correlation_groups (key, kind, first_at, expires_at, time, deliveries) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, first_at = excluded.first_at, expires_at = excluded.expires_at,
+        time = excluded.time, deliveries = excluded.deliveries`),
+      dropGroup: db.prepare('DELETE FROM correlation_groups WHERE key = ?'),
+      purgeGroups: db.prepare('DELETE FROM correlation_groups WHERE expires_at <= ?'),
+      addPart: db.prepare('INSERT INTO parts (debounce_key, received_at, unit, closes, body) VALUES (?, ?, ?, ?, ?)'),
+      partBody: db.prepare('SELECT body FROM parts WHERE id = ?').pluck(),
+      deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
+      saveBuffer: db.prepare(`INSERT INTO buffers (debounce_key, session_key, window_ms, max_wait_ms, max_messages, deadline, reason)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (debounce_key) DO UPDATE SET deadline = excluded.deadline, reason = excluded.reason`),
+      dropBuffer: db.prepare('DELETE FROM buffers WHERE debounce_key = ?'),
+      append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at, next_attempt_at, message_ids)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      bySeq: db.prepare('SELECT * FROM outbox WHERE seq = ?'),
+      saveRecord: db.prepare('UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ? WHERE seq = ?'),
+      deadById: db.prepare("SELECT * FROM outbox WHERE id = ? AND state = 'dead'"),
+      dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
+    };
+  }
+
+  claimTaken(claim: ClaimSpec, now: number): void {
+    this.statements.logClaim.run(claim.key, claim.space, claim.ttlMs, claim.maxKeys, now + claim.ttlMs);
+    this.spaces.set(claim.space, claim.maxKeys);
+    this.loggedSincePurge++;
+  }
+
+  /** Whether enough claims were logged since the last purge. */
+  get purgeDue(): boolean {
+    return this.loggedSincePurge >= PURGE_EVERY;
+  }
+
+  /**
+   * Bound the claim log: drop expired rows, and rows of keys the claim table evicted past its
+   * cap (the newest `maxKeys` rows of each space are kept). Between purges a space therefore
+   * holds at most min(claim rate x ttlMs, maxKeys) + PURGE_EVERY rows.
+   */
+  purge(now: number): void {
+    this.loggedSincePurge = 0;
+    this.statements.purgeExpiredClaims.run(now);
+    for (const [space, maxKeys] of this.spaces) this.statements.purgeSpace.run({ space, offset: maxKeys - 1 });
+    this.statements.purgeGroups.run(now);
+  }
+
+  groupSaved(group: CorrelationRecord): void {
+    this.statements.saveGroup.run(group.key, group.kind, group.firstAt, group.expiresAt, group.time, JSON.stringify(group.deliveries));
+  }
+
+  groupsDropped(groups: readonly CorrelationRecord[]): void {
+    for (const group of groups) this.statements.dropGroup.run(group.key);
+  }
+
+  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean): string {
+    const result = this.statements.addPart.run(part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part));
+    return String(result.lastInsertRowid);
+  }
+
+  partBodies(ids: readonly string[]): BufferedPart[] {
+    return ids.map((id) => ({ ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id }));
+  }
+
+  partsDeleted(ids: readonly string[]): void {
+    for (const id of ids) this.statements.deletePart.run(Number(id));
+  }
+
+  bufferSaved(buffer: OpenBuffer): void {
+    const { rule } = buffer;
+    this.statements.saveBuffer.run(buffer.debounceKey, buffer.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages, buffer.deadline, buffer.reason);
+  }
+
+  bufferDropped(debounceKey: string): void {
+    this.statements.dropBuffer.run(debounceKey);
+  }
+
+  outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
+    const { id, type, sessionKey, channel, createdAt, body, state } = draft;
+    const nextAttemptAt = state === 'pending' ? now : undefined;
+    const seq = Number(this.statements.append.run(id, type, sessionKey, channel, createdAt, body, state, now, nextAttemptAt ?? null, JSON.stringify(draft.messageIds)).lastInsertRowid);
+    const record: OutboxRecord = { ...draft, seq, attempts: 0, updatedAt: now };
+    if (nextAttemptAt !== undefined) record.nextAttemptAt = nextAttemptAt;
+    return record;
+  }
+
+  record(seq: number): OutboxRecord | undefined {
+    const row = this.statements.bySeq.get(seq) as OutboxRow | undefined;
+    return row && toRecord(row);
+  }
+
+  recordSaved(record: OutboxRecord): void {
+    this.statements.saveRecord.run(record.state, record.attempts, record.lastError ?? null, record.updatedAt, record.nextAttemptAt ?? null, record.seq);
+  }
+
+  deadRecords(id: string | undefined, limit: number): OutboxRecord[] {
+    const rows = (id === undefined ? this.statements.dead.all(limit) : this.statements.deadById.all(id)) as OutboxRow[];
+    return rows.map(toRecord);
+  }
+}
