@@ -244,6 +244,8 @@ export class AgentPush {
       throw new PushError(`network: ${(error as Error).message}`, true);
     }
     // The agent's answer body is not read: drop it rather than drain an unbounded stream.
+    // Destroying an unread body emits an abort error; unheard, it would crash the process.
+    response.body.on('error', () => undefined);
     response.body.destroy();
     const status = response.statusCode;
     if (status >= 200 && status < 300) return;
