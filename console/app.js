@@ -35,14 +35,18 @@ function append(node, children) {
 
 const time = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
 const short = (id) => (id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id);
+/** A sender worth showing: named, or not just the session key again (generic messages without a sender). */
+const senderOf = (item) => {
+  const sender = item.sender;
+  if (!sender || (!sender.name && sender.id === item.sessionKey)) return null;
+  return el('span', { class: 'sender' }, sender.name ? `${sender.name} (${sender.id})` : sender.id);
+};
 
 // ---------------------------------------------------------------------------------------------
 // Access: the bearer token, asked once, kept in sessionStorage, never in a URL, never logged.
 
 let token = sessionStorage.getItem(TOKEN_KEY) ?? '';
 let tokenWaiters = [];
-
-class Unauthorized extends Error {}
 
 function headers() {
   return token ? { Authorization: `Bearer ${token}` } : {};
@@ -224,7 +228,7 @@ function feedRow(entry) {
         el('time', {}, time(entry.at)),
         el('span', { class: 'channel' }, entry.channel),
         entry.sessionKey ? el('span', { class: 'session' }, entry.sessionKey) : null,
-        entry.sender ? el('span', { class: 'sender' }, entry.sender.name ? `${entry.sender.name} (${entry.sender.id})` : entry.sender.id) : null,
+        senderOf(entry),
         idButton),
       entry.preview ? el('p', { class: 'preview' }, entry.preview) : null,
       el('p', { class: 'verdict' },
@@ -254,7 +258,7 @@ function outputRow(output) {
         el('span', { class: 'type' }, output.type),
         el('span', { class: 'channel' }, output.channel ?? ''),
         el('span', { class: 'session' }, output.sessionKey ?? ''),
-        output.sender ? el('span', { class: 'sender' }, output.sender.name ? `${output.sender.name} (${output.sender.id})` : output.sender.id) : null,
+        senderOf(output),
         el('button', { type: 'button', class: 'id', title: `trace ${output.id}`, on: { click: () => search(output.id) } }, short(output.id))),
       output.content ? el('p', { class: 'content' }, output.content) : null,
       el('div', { class: 'parts' },
