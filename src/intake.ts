@@ -113,7 +113,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const metrics = options.metrics ?? new Metrics();
 
   // 2. Store: claims, correlation groups, buffers, outbox and push queue.
-  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger });
+  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger, now: clock.now() });
   if (!store.durable) logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
 
   // 3. Adapters, one per configured channel; bots known from configuration.
@@ -457,8 +457,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       if (closing) return;
       closing = true;
       clearInterval(trimTimer);
-      await scheduler.close(!store.shared);
+      // Downloads are aborted first: text-only batches still flush now, batches waiting for
+      // media fail their one attempt and stay in the store for the next start.
       await media.close();
+      await scheduler.close(!store.shared);
       await push?.close();
       await store.close();
     },

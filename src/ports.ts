@@ -114,6 +114,8 @@ export interface Store {
 export interface StoreOptions {
   /** Cap on live correlation groups; the oldest are evicted (and counted) past it. @default 4096 */
   maxCorrelationGroups?: number;
+  /** The opener's clock: what expired while the store was closed is dropped against it. @default Date.now() */
+  now?: number;
 }
 
 export interface ClaimSpec {

@@ -111,7 +111,7 @@ describe('two OneBot channels on the real server', () => {
     }, { dir, clock: later });
     await later.advance(10);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
-    expect(frame?.data.participants).toEqual([
+    expect(frame?.data.participants).toMatchObject([
       { channel: 'qq-a', botId: '10001000', ids: { flag: 'flag-from-bot-a' } },
       { channel: 'qq-b', botId: '20002000', ids: { flag: 'flag-from-bot-b' } },
     ]);

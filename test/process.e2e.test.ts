@@ -39,7 +39,9 @@ describe('the service process', () => {
     const dir = tempDir().path;
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const first = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '60000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '120000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10' });
+    // A buffer keeps the rule it was opened with, across a restart too: a 2 s window that runs
+    // out while the service is down (killed right after the answers, back about a second later).
+    const first = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '2000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '4000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10' });
     children.push(first);
     for (const session of ['a', 'b', 'c']) {
       for (const part of ['one', 'two']) {
@@ -50,9 +52,9 @@ describe('the service process', () => {
     first.kill('SIGKILL');
     await once(first, 'exit');
 
-    const second = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '100' });
+    const second = await startChild(dir, port);
     children.push(second);
-    const frames = await readEvents(`${url}/v1/events?after=0`, 3);
+    const frames = await readEvents(`${url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
     expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:a', 'one two'], ['cli:b', 'one two'], ['cli:c', 'one two']]);
     // Claims survived too: a retry of an acknowledged message is still a duplicate.
     expect((await postJson(`${url}/webhooks/generic`, { id: 'a-one', sessionKey: 'cli:a', content: 'one' })).body.duplicates).toBe(1);
@@ -70,7 +72,7 @@ describe('the service process', () => {
     expect(code).toBe(0);
     const db = new Database(join(dir, 'data/intake.db'), { readonly: true });
     const rows = db.prepare('SELECT body FROM outbox').all() as Array<{ body: string }>;
-    const parts = db.prepare('SELECT count(*) AS n FROM buffered').get() as { n: number };
+    const parts = db.prepare('SELECT count(*) AS n FROM parts').get() as { n: number };
     db.close();
     expect(rows.map((r) => JSON.parse(r.body).content)).toEqual(['bye']);
     expect(parts.n).toBe(0);

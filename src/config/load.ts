@@ -36,6 +36,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_MEDIA_ALLOW_PORTS', 'media.allowPorts', 'intList'],
   ['INTAKE_MEDIA_MAX_PER_MESSAGE', 'media.maxPerMessage', 'int'],
   ['INTAKE_MEDIA_CONCURRENCY', 'media.concurrency', 'int'],
+  ['INTAKE_MEDIA_PER_SENDER_CONCURRENCY', 'media.perSenderConcurrency', 'int'],
   ['INTAKE_CORRELATION_CROSS_ADAPTER', 'correlation.crossAdapter', 'bool'],
   ['INTAKE_CORRELATION_MESSAGE_WINDOW_MS', 'correlation.messageWindowMs', 'int'],
   ['INTAKE_CORRELATION_EVENT_WINDOW_MS', 'correlation.eventWindowMs', 'int'],

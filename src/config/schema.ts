@@ -47,6 +47,8 @@ export const mediaSchema = z.object({
   allowPorts: z.array(z.number().int().min(1).max(65535)),
   maxPerMessage: positive,
   concurrency: positive,
+  /** Downloads of one sender (debounce key) at once. @default half of `concurrency`, at least 1 */
+  perSenderConcurrency: positive.optional(),
 }).strict();
 
 const channelId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-", at most 64');

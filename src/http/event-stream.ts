@@ -35,8 +35,12 @@ function resumePoint(ctx: Koa.Context): number | undefined {
 }
 
 interface Client {
+  /** The newest record handed to this client. */
   lastSent: number;
-  write(text: string): void;
+  /** The newest record known to have left the stream's buffer (the client has it, or the socket does). */
+  drained: number;
+  /** Queue a frame; false when the client was cut instead. */
+  write(text: string): boolean;
 }
 
 /**
@@ -69,7 +73,7 @@ export class StreamHub {
   /** The highest seq the trim must keep everything after (what a connected or recently cut stream has not read). */
   keepAfterSeq(): number {
     let keep = Number.MAX_SAFE_INTEGER;
-    for (const client of this.outputs) if (client.lastSent < keep) keep = client.lastSent;
+    for (const client of this.outputs) if (client.drained < keep) keep = client.drained;
     const now = this.options.now();
     for (const [client, cut] of this.cut) {
       if (now - cut.at > CUT_GRACE_MS) this.cut.delete(client);
@@ -120,8 +124,7 @@ export class StreamHub {
   private broadcast(clients: Set<Client>, n: number, text: string): void {
     for (const client of clients) {
       if (n <= client.lastSent) continue;
-      client.lastSent = n;
-      client.write(text);
+      if (client.write(text)) client.lastSent = n;
     }
   }
 
@@ -148,19 +151,23 @@ export class StreamHub {
     const client: Client = {
       // Live only: everything from now on. Resuming: nothing live is sent until the replay is done.
       lastSent: after ?? Number.MAX_SAFE_INTEGER,
+      drained: after ?? 0,
       write: (text) => {
-        if (stopped) return;
+        if (stopped) return false;
         if (held) {
           held.push(text);
-          return;
+          return true;
         }
+        if (stream.writableLength === 0) client.drained = client.lastSent;
         if (stream.writableLength > this.maxBuffered) {
-          this.options.logger.warn({ lastSent: client.lastSent }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
-          this.cut.set(client, { lastSent: client.lastSent, at: this.options.now() });
+          // What is still buffered never reaches the client: keep everything after what drained.
+          this.options.logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
+          this.cut.set(client, { lastSent: client.drained, at: this.options.now() });
           stop();
-          return;
+          return false;
         }
         stream.write(text);
+        return true;
       },
     };
     const stop = () => {
@@ -170,7 +177,7 @@ export class StreamHub {
       clients.delete(client);
       stream.end();
     };
-    const heartbeat = setInterval(() => client.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
     ctx.req.on('close', stop);
     stream.write('retry: 2000\n\n');
@@ -178,6 +185,7 @@ export class StreamHub {
       // Live from here: what was committed before the connection is not sent.
       clients.add(client);
       client.lastSent = await newest().catch(() => 0);
+      client.drained = client.lastSent;
       held = undefined;
       return;
     }
@@ -207,10 +215,7 @@ export class StreamHub {
     client.lastSent = replayedTo;
     for (const text of live) {
       const n = Number(/^id: (\d+)/.exec(text)?.[1] ?? 0);
-      if (n > replayedTo) {
-        client.write(text);
-        client.lastSent = n;
-      }
+      if (n > replayedTo && client.write(text)) client.lastSent = n;
     }
   }
 }

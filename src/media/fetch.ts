@@ -1,40 +1,45 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import pRetry, { AbortError } from 'p-retry';
-import { sleep } from '../clock.js';
-import { Agent, request, type Dispatcher } from 'undici';
-import { BlockedAddressError, checkUrl, guardedLookup, type UrlPolicy } from './guard.js';
+import { request, type Dispatcher } from 'undici';
+import { systemClock, type Clock } from '../clock.js';
+import { retryAfterMs } from '../retry-after.js';
+import { deadline, wait } from './deadline.js';
+import { mediaConnections, type MediaConnections } from './connections.js';
+import { MediaError } from './errors.js';
+import { BlockedAddressError, checkUrl, type UrlPolicy } from './guard.js';
 import { TEMP_SUFFIX } from './sandbox.js';
+import type { Release } from './slots.js';
+
+export { MediaError, isMediaError, type FailureKind } from './errors.js';
 
 const MAX_REDIRECTS = 3;
 const SNIFF_BYTES = 4100;
 
-/** Why a download failed, as the processed message's `mediaErrors[].reason` starts. */
-export type FailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network' | 'bad_url';
-
-export class MediaError extends Error {
-  override name = 'MediaError';
-  constructor(readonly kind: FailureKind, message: string, readonly retryable: boolean, readonly retryAfterMs?: number) {
-    super(message);
-  }
-}
-
 export interface FetchOptions extends UrlPolicy {
   maxBytes: number;
-  /** Budget of the whole download, every attempt and wait included. */
+  /** Budget of the whole download from this call: waiting for a slot, every attempt and every wait. */
   timeoutMs: number;
   retries: number;
   /** Headers for the first origin only (platform auth); dropped across origins. */
   headers?: Record<string, string>;
-  /** Abort from outside (shutdown). */
+  /** Abort from outside (shutdown, a deadline that started earlier); a `MediaError` reason is the failure reported. */
   signal?: AbortSignal;
-  /** First retry delay (doubles per retry). @default 250 */
+  /** First retry delay (doubles per retry, jittered up to twice that). @default 250 */
   minBackoffMs?: number;
-  /** Dispatcher for non-exempt hosts; must check addresses at connect time. @default the guarded agent */
-  dispatcher?: Dispatcher;
+  /** Where connections come from (the guard lives there). @default made for this call, closed after it */
+  connections?: MediaConnections;
+  /** Deadline, backoff, Retry-After dates. @default systemClock */
+  clock?: Clock;
+  /**
+   * Take a connection slot for one attempt. The slot is given back once the attempt's response
+   * bodies are consumed or destroyed, and is not held while waiting to retry. @default no limit
+   */
+  acquire?: (signal: AbortSignal) => Promise<Release>;
+  /** Jitter in [0, 1). @default Math.random */
+  random?: () => number;
 }
 
 export interface Fetched {
@@ -46,85 +51,95 @@ export interface Fetched {
   declaredType?: string;
 }
 
-/** An agent whose every connection resolves through `lookup` (a guarded one). */
-export function guardedAgent(lookup: typeof guardedLookup = guardedLookup): Agent {
-  return new Agent({ connect: { lookup: lookup as never }, keepAliveTimeout: 4_000 });
-}
-
-/** Dispatchers: guarded (connect-time address check) and exempt (media.allowHosts only). */
-const guarded = guardedAgent();
-const exempt = new Agent({ keepAliveTimeout: 4_000 });
-
 /**
- * Stream `url` into `target` with the guard, the byte cap, timeouts and retries. The body goes
- * to `target + .part` and is renamed into place only when complete; nothing is left on failure.
+ * Stream `url` into `target` with the guard, the byte cap, one deadline and retries. The body
+ * goes to `target + .part` and is renamed into place only when complete; nothing is left on
+ * failure.
  */
 export async function fetchToFile(url: string, target: string, options: FetchOptions): Promise<Fetched> {
-  const total = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([total, options.signal]) : total;
+  const clock = options.clock ?? systemClock;
+  const budget = deadline(clock, options.timeoutMs, () => new MediaError('timeout', `no complete download within ${options.timeoutMs} ms`, false));
+  const signal = options.signal ? AbortSignal.any([budget.signal, options.signal]) : budget.signal;
+  const own = options.connections ? undefined : mediaConnections();
+  const context: Attempt = { options, signal, clock, connections: options.connections ?? (own as MediaConnections) };
   try {
-    return await pRetry(() => attempt(url, target, options, signal), {
-      retries: options.retries,
-      minTimeout: options.minBackoffMs ?? 250,
-      factor: 2,
-      randomize: true,
-      signal,
-      shouldRetry: ({ error }) => error instanceof MediaError && error.retryable,
-      onFailedAttempt: async ({ error }) => {
-        const wait = error instanceof MediaError ? error.retryAfterMs : undefined;
-        if (wait && wait > 0) await sleep(wait, signal);
-      },
-    });
+    for (let retry = 0; ; retry++) {
+      let failure: MediaError;
+      try {
+        const release = options.acquire ? await options.acquire(signal) : undefined;
+        try {
+          return await attempt(url, target, context);
+        } finally {
+          release?.();
+        }
+      } catch (error) {
+        failure = failureOf(error, signal);
+      }
+      if (!failure.retryable || retry >= options.retries) throw failure;
+      const backoff = (options.minBackoffMs ?? 250) * 2 ** retry * (1 + (options.random ?? Math.random)());
+      const delay = failure.retryAfterMs ?? backoff;
+      // A wait that outlives the budget would only end in a timeout; report what the server said.
+      if (delay >= budget.remaining()) throw failure;
+      await wait(clock, delay, signal);
+    }
   } catch (error) {
-    if (error instanceof MediaError) throw error;
-    if (total.aborted) throw new MediaError('timeout', `no complete download within ${options.timeoutMs} ms`, false);
-    if (signal.aborted) throw new MediaError('network', 'download aborted', false);
-    throw new MediaError('network', (error as Error).message, false);
+    throw failureOf(error, signal);
+  } finally {
+    budget.clear();
+    await own?.close();
   }
 }
 
-async function attempt(first: string, target: string, options: FetchOptions, signal: AbortSignal): Promise<Fetched> {
+interface Attempt {
+  options: FetchOptions;
+  signal: AbortSignal;
+  clock: Clock;
+  connections: MediaConnections;
+}
+
+async function attempt(first: string, target: string, { options, signal, clock, connections }: Attempt): Promise<Fetched> {
   let current = first;
   let headers = options.headers ?? {};
   const origin = originOf(first);
   for (let hop = 0; ; hop++) {
     const checked = checkUrl(current, options);
-    if ('refusal' in checked) throw new AbortError(new MediaError(hop === 0 && checked.refusal === 'not a valid URL' ? 'bad_url' : 'blocked', checked.refusal, false));
-    let response: Dispatcher.ResponseData;
+    if ('refusal' in checked) throw new MediaError(hop === 0 && checked.refusal === 'not a valid URL' ? 'bad_url' : 'blocked', checked.refusal, false);
+    // Every hop has its own connection, closed before the next hop or the slot is given back:
+    // an unwanted body (an error page, a redirect's) is cut with it, never drained.
+    const connection = connections.open(checked.url, checked.exempt);
     try {
-      response = await request(checked.url, {
+      // No undici timers: the one deadline (on the injected clock) bounds headers and body alike.
+      const response: Dispatcher.ResponseData = await request(checked.url, {
         method: 'GET', headers: { 'user-agent': 'agent-intake', ...headers }, signal,
-        dispatcher: checked.exempt ? exempt : options.dispatcher ?? guarded, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs,
+        dispatcher: connection.dispatcher, headersTimeout: 0, bodyTimeout: 0,
       });
-    } catch (error) {
-      throw classify(error, signal);
+      // Closing the connection errors a body nobody reads; that is expected, not a crash.
+      response.body.on('error', () => undefined);
+      const { statusCode } = response;
+      if (statusCode >= 300 && statusCode < 400 && response.headers.location) {
+        if (hop >= MAX_REDIRECTS) throw new MediaError('http', `more than ${MAX_REDIRECTS} redirects`, false);
+        current = new URL(String(response.headers.location), checked.url).toString();
+        // Platform credentials go to the platform's origin only.
+        if (originOf(current) !== origin) headers = {};
+        continue;
+      }
+      if (statusCode !== 200) {
+        const retryable = statusCode >= 500 || statusCode === 429 || statusCode === 408;
+        throw new MediaError('http', `HTTP ${statusCode}`, retryable, retryAfterMs(response.headers['retry-after'], clock.now(), options.timeoutMs));
+      }
+      const declared = Number(response.headers['content-length']);
+      if (Number.isFinite(declared) && declared > options.maxBytes) {
+        throw new MediaError('too_large', `declared ${declared} bytes, over media.maxBytes (${options.maxBytes})`, false);
+      }
+      const type = response.headers['content-type'];
+      return await stream(response.body, target, options.maxBytes, signal, typeof type === 'string' ? type : undefined);
+    } finally {
+      await connection.close();
     }
-    const { statusCode } = response;
-    if (statusCode >= 300 && statusCode < 400 && response.headers.location) {
-      response.body.resume();
-      if (hop >= MAX_REDIRECTS) throw new AbortError(new MediaError('http', `more than ${MAX_REDIRECTS} redirects`, false));
-      current = new URL(String(response.headers.location), checked.url).toString();
-      // Platform credentials go to the platform's origin only.
-      if (originOf(current) !== origin) headers = {};
-      continue;
-    }
-    if (statusCode !== 200) {
-      response.body.resume();
-      const retryable = statusCode >= 500 || statusCode === 429 || statusCode === 408;
-      const error = new MediaError('http', `HTTP ${statusCode}`, retryable, retryAfterMs(response.headers['retry-after']));
-      throw retryable ? error : new AbortError(error);
-    }
-    const declared = Number(response.headers['content-length']);
-    if (Number.isFinite(declared) && declared > options.maxBytes) {
-      response.body.destroy();
-      throw new AbortError(new MediaError('too_large', `declared ${declared} bytes, over media.maxBytes (${options.maxBytes})`, false));
-    }
-    const type = response.headers['content-type'];
-    return stream(response.body, target, options.maxBytes, signal, typeof type === 'string' ? type : undefined);
   }
 }
 
-async function stream(body: NodeJS.ReadableStream, target: string, maxBytes: number, signal: AbortSignal, declaredType?: string): Promise<Fetched> {
+async function stream(body: Readable, target: string, maxBytes: number, signal: AbortSignal, declaredType?: string): Promise<Fetched> {
   const temp = target + TEMP_SUFFIX;
   const sha = createHash('sha256');
   const head: Buffer[] = [];
@@ -147,31 +162,24 @@ async function stream(body: NodeJS.ReadableStream, target: string, maxBytes: num
     await rename(temp, target);
   } catch (error) {
     await unlink(temp).catch(() => undefined);
-    if (error instanceof MediaError) throw new AbortError(error);
-    throw classify(error, signal);
+    throw error;
   }
   return { bytes, sha256: sha.digest('hex'), head: Buffer.concat(head), ...(declaredType ? { declaredType } : {}) };
 }
 
-function classify(error: unknown, signal: AbortSignal): Error {
-  if (error instanceof AbortError) return error;
-  const cause = (error as { cause?: unknown }).cause;
-  if (error instanceof BlockedAddressError || cause instanceof BlockedAddressError) {
-    return new AbortError(new MediaError('blocked', (cause instanceof BlockedAddressError ? cause : error as Error).message, false));
+/** One failure for whatever an attempt threw; an abort reports its reason (deadline, shutdown). */
+function failureOf(error: unknown, signal: AbortSignal): MediaError {
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    return reason instanceof MediaError ? reason : new MediaError('aborted', 'download aborted', false);
   }
-  if (signal.aborted) return new AbortError(new MediaError('timeout', 'download timed out', false));
+  if (error instanceof MediaError) return error;
+  const cause = (error as { cause?: unknown }).cause;
+  const blocked = error instanceof BlockedAddressError ? error : cause instanceof BlockedAddressError ? cause : undefined;
+  if (blocked) return new MediaError('blocked', blocked.message, false);
   const code = (error as { code?: string }).code ?? '';
   if (code.startsWith('UND_ERR_') && code.includes('TIMEOUT')) return new MediaError('timeout', 'server stalled', true);
   return new MediaError('network', (error as Error).message, true);
-}
-
-function retryAfterMs(header: string | string[] | undefined): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.min(seconds * 1000, 60_000);
-  const at = Date.parse(value);
-  return Number.isFinite(at) ? Math.max(0, Math.min(at - Date.now(), 60_000)) : undefined;
 }
 
 function originOf(url: string): string {
@@ -181,4 +189,3 @@ function originOf(url: string): string {
     return '';
   }
 }
-

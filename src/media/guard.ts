@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { IntakeError } from '../errors.js';
 
 /** Why an address or URL may not be fetched (undefined when it may). */
 export type Refusal = string | undefined;
@@ -80,10 +81,15 @@ export function checkUrl(raw: string | URL, policy: UrlPolicy): CheckedUrl | { r
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** The error a blocked resolution fails the connection with (checked by name in the fetcher). */
-export class BlockedAddressError extends Error {
+/** The error a blocked resolution fails the connection with (the fetcher turns it into a `blocked` failure). */
+export class BlockedAddressError extends IntakeError {
   override name = 'BlockedAddressError';
-  readonly code = 'EBLOCKED';
+  /** Never retried: the same name resolves to the same refused address. */
+  readonly kind = 'blocked';
+  readonly retryable = false;
+  constructor(message: string) {
+    super('media_blocked', 502, message, { stage: 'media' });
+  }
 }
 
 /**

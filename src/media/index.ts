@@ -1,22 +1,26 @@
-import { rename, utimes } from 'node:fs/promises';
+import { rename, unlink, utimes } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { fileTypeFromBuffer } from 'file-type';
-import mime from 'mime';
 import { nanoid } from 'nanoid';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { MediaOptions } from '../config/schema.js';
-import { mediaTypeOf, type BufferedPart, type MediaFailure, type MediaItem, type MediaRef, type PartMedia, type ResolvedMedia } from '../events.js';
+import type { BufferedPart, MediaFailure, MediaItem, MediaRef, PartMedia, ResolvedMedia } from '../events.js';
 import type { MediaResult, Metrics } from '../metrics/index.js';
-import { fetchToFile, MediaError, type FailureKind } from './fetch.js';
+import { deadline, untilAborted } from './deadline.js';
+import { mediaConnections, type MediaConnections } from './connections.js';
+import { MediaError, type FailureKind } from './errors.js';
+import { fetchToFile } from './fetch.js';
 import { ensureFolder, sessionFolder, sweepStale, sweepTemporaries } from './sandbox.js';
+import { Slots } from './slots.js';
+import { storedType } from './type.js';
 
 export interface MediaStageOptions {
   cwd: string;
   /** Configured channel ids (their media folders are swept). */
   channels: readonly string[];
-  /** Global cap on downloads running at once. */
+  /** Global cap on downloads running at once (connections open). */
   concurrency: number;
+  /** Deadlines, retry waits, Retry-After dates, the sweeper's notion of "unused". */
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
@@ -24,24 +28,36 @@ export interface MediaStageOptions {
   optionsFor(channel: string): MediaOptions;
   /** The adapter of a channel, for platform media resolvers (exchange a platform media id for a URL). */
   adapterFor(channel: string): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
+  /** Where download connections come from (the address guard lives there). @default made by the stage, closed by `close()` */
+  connections?: MediaConnections;
 }
 
-const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked' };
+const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed' };
+
+/** Reason prefix of an attachment the stage gave up on because it was closing. */
+const ABORTED = 'aborted:';
 
 /**
  * Attachment download, started as soon as a message is recorded so it overlaps the debounce
- * window; a flush waits for its batch's downloads. At most `media.concurrency` downloads run
- * at once, the rest queue. A failed download never drops the message: it becomes a
- * `mediaErrors` entry.
+ * window; a flush waits for its batch's downloads. Each attachment has one deadline
+ * (`media.timeoutMs`) from the moment it is begun: queue time, retries and waits included. At
+ * most `media.concurrency` connections are open at once and at most
+ * `media.perSenderConcurrency` for one sender (debounce key); waiting senders take turns. A
+ * failed download never drops the message: it becomes a `mediaErrors` entry. A download cut
+ * short by `close()` is not a failure: its batch's `collect` rejects, so the batch stays in
+ * the store and downloads again at the next start.
  */
 export class MediaStage {
   private readonly pending = new Map<string, Promise<PartMedia>>();
-  private readonly waiting: Array<() => void> = [];
-  private active = 0;
+  private readonly slots: Slots;
+  private readonly connections: MediaConnections;
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly stop = new AbortController();
 
-  constructor(private readonly options: MediaStageOptions) {}
+  constructor(private readonly options: MediaStageOptions) {
+    this.slots = new Slots(options.concurrency);
+    this.connections = options.connections ?? mediaConnections();
+  }
 
   /** Remove temporaries of a previous run and start the sweeper. */
   async start(): Promise<void> {
@@ -81,18 +97,23 @@ export class MediaStage {
 
   /** Begin downloading a recorded part's attachments. */
   begin(part: BufferedPart): void {
-    if (part.event.media.length === 0 || this.pending.has(part.id)) return;
+    if (this.stop.signal.aborted || part.event.media.length === 0 || this.pending.has(part.id)) return;
     this.pending.set(part.id, this.fetchPart(part));
   }
 
-  /** Wait for the downloads of a batch (starting any not yet begun, e.g. after a restart). */
+  /**
+   * Wait for the downloads of a batch (starting any not yet begun, e.g. after a restart).
+   * Rejects when the stage closed before the batch's downloads finished: the flush fails and
+   * the batch stays in the store.
+   */
   async collect(parts: readonly BufferedPart[]): Promise<PartMedia[]> {
     if (parts.every((part) => part.event.media.length === 0)) return parts.map(() => ({ media: [], errors: [] }));
-    const results = await Promise.all(parts.map((part) => {
-      this.begin(part);
-      return this.pending.get(part.id) ?? Promise.resolve({ media: [], errors: [] });
-    }));
+    for (const part of parts) this.begin(part);
+    const results = await Promise.all(parts.map((part) => this.pending.get(part.id) ?? Promise.resolve(this.closedResult(part))));
     for (const part of parts) this.pending.delete(part.id);
+    if (results.some((result) => result.errors.some((error) => error.reason.startsWith(ABORTED)))) {
+      throw new MediaError('aborted', 'media stage closed before the batch\'s downloads finished; the batch stays in the store', false, undefined, { stage: 'media' });
+    }
     await this.touch(results.flatMap((r) => r.media));
     return results;
   }
@@ -103,18 +124,28 @@ export class MediaStage {
     await Promise.all(items.map((item) => utimes(resolve(this.options.cwd, item.path), now, now).catch(() => undefined)));
   }
 
+  /**
+   * Stop: abort every download (queued, waiting to retry or streaming) and wait for them to
+   * settle, which the abort makes prompt; temporaries are removed, never renamed into place.
+   */
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
-    this.stop.abort();
+    if (!this.stop.signal.aborted) this.stop.abort(new MediaError('aborted', 'media stage closed', false));
     await Promise.allSettled([...this.pending.values()]);
+    await this.connections.close();
+  }
+
+  /** A part with media that can no longer be downloaded (the stage is closed). */
+  private closedResult(part: BufferedPart): PartMedia {
+    return { media: [], errors: part.event.media.map((ref) => ({ url: labelOf(part.event.channel, ref), reason: `${ABORTED} media stage closed` })) };
   }
 
   private async fetchPart(part: BufferedPart): Promise<PartMedia> {
-    const { channel, sessionKey } = part.event;
+    const { channel } = part.event;
     const options = this.options.optionsFor(channel);
     const refs = part.event.media;
     const result: PartMedia = { media: [], errors: [] };
-    const outcomes = await Promise.all(refs.slice(0, options.maxPerMessage).map((ref) => this.downloadOne(channel, sessionKey, ref, options)));
+    const outcomes = await Promise.all(refs.slice(0, options.maxPerMessage).map((ref) => this.downloadOne(part, ref, options)));
     for (const outcome of outcomes) {
       if ('reason' in outcome) result.errors.push(outcome);
       else result.media.push(outcome);
@@ -125,45 +156,59 @@ export class MediaStage {
     return result;
   }
 
-  private async downloadOne(channel: string, sessionKey: string, ref: MediaRef, options: MediaOptions): Promise<MediaItem | MediaFailure> {
+  private async downloadOne(part: BufferedPart, ref: MediaRef, options: MediaOptions): Promise<MediaItem | MediaFailure> {
+    const { channel, sessionKey } = part.event;
+    const { clock, concurrency } = this.options;
     const label = labelOf(channel, ref);
+    // One deadline for the attachment, from now: resolving, queueing, every attempt and wait.
+    const budget = deadline(clock, options.timeoutMs, () => new MediaError('timeout', `no complete download within media.timeoutMs (${options.timeoutMs} ms), queue time included`, false));
+    const signal = AbortSignal.any([budget.signal, this.stop.signal]);
+    let staged: string | undefined;
     try {
       if (ref.size !== undefined && ref.size > options.maxBytes) {
         throw new MediaError('too_large', `declared ${ref.size} bytes, over media.maxBytes (${options.maxBytes})`, false);
       }
-      const source = await this.resolveSource(channel, ref, options);
-      const dir = resolve(this.options.cwd, options.dir);
-      const folder = await ensureFolder(dir, sessionFolder(sessionKey));
+      const source = await this.resolveSource(channel, ref, options, signal);
+      const folder = await ensureFolder(resolve(this.options.cwd, options.dir), sessionFolder(sessionKey));
       const id = nanoid();
-      const staged = join(folder, id);
-      const fetched = await this.slot(() => fetchToFile(source.url, staged, {
-        maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, retries: options.retries,
-        allowHosts: options.allowHosts, allowPorts: options.allowPorts, signal: this.stop.signal,
+      staged = join(folder, id);
+      const perSender = options.perSenderConcurrency ?? Math.max(1, Math.floor(concurrency / 2));
+      const fetched = await fetchToFile(source.url, staged, {
+        maxBytes: options.maxBytes, timeoutMs: Math.max(1, budget.remaining()), retries: options.retries,
+        allowHosts: options.allowHosts, allowPorts: options.allowPorts, signal, clock, connections: this.connections,
+        acquire: (wait) => this.slots.acquire(part.debounceKey, perSender, wait),
         ...(source.headers ? { headers: source.headers } : {}),
-      }));
-      const sniffed = await fileTypeFromBuffer(fetched.head).catch(() => undefined);
-      const declared = (ref.mimeType ?? source.mimeType ?? fetched.declaredType)?.split(';')[0]?.trim().toLowerCase();
-      const mimeType = sniffed?.mime ?? (declared && mime.getExtension(declared) ? declared : 'application/octet-stream');
-      const extension = sniffed?.ext ?? mime.getExtension(mimeType) ?? 'bin';
-      const final = join(folder, `${id}.${extension}`);
+      });
+      const stored = await storedType(fetched.head, ref.mimeType ?? source.mimeType ?? fetched.declaredType);
+      const final = join(folder, `${id}.${stored.extension}`);
       await rename(staged, final);
+      staged = undefined;
       this.options.metrics.media(channel, 'ok', fetched.bytes);
       this.options.logger.debug({ channel, path: final, bytes: fetched.bytes }, 'media stored');
-      return { type: sniffed ? mediaTypeOf(mimeType) : ref.type ?? mediaTypeOf(mimeType), path: this.display(final), mime: mimeType, bytes: fetched.bytes, sha256: fetched.sha256 };
+      return { type: stored.type, path: this.display(final), mime: stored.mime, bytes: fetched.bytes, sha256: fetched.sha256 };
     } catch (error) {
+      if (staged) await unlink(staged).catch(() => undefined);
       const kind: FailureKind = error instanceof MediaError ? error.kind : 'network';
       const reason = `${kind}: ${(error as Error).message}`;
-      this.options.metrics.media(channel, resultOf[kind], 0);
-      this.options.logger.warn({ channel, media: label, reason }, 'media download refused or failed');
+      if (kind === 'aborted') {
+        this.options.logger.info({ channel, media: label }, 'media download aborted by shutdown; the batch stays in the store');
+      } else {
+        this.options.metrics.media(channel, resultOf[kind], 0);
+        this.options.logger.warn({ channel, media: label, reason }, 'media download refused or failed');
+      }
       return { url: label, reason };
+    } finally {
+      budget.clear();
     }
   }
 
-  private async resolveSource(channel: string, ref: MediaRef, options: MediaOptions): Promise<{ url: string; headers?: Record<string, string>; mimeType?: string }> {
+  private async resolveSource(channel: string, ref: MediaRef, options: MediaOptions, signal: AbortSignal): Promise<{ url: string; headers?: Record<string, string>; mimeType?: string }> {
     if (ref.url) return { url: ref.url };
     const resolver = this.options.adapterFor(channel)?.resolveMedia;
     if (!ref.ref || !resolver) throw new MediaError('bad_url', 'attachment has neither a URL nor a resolvable reference', false);
-    const resolved = await resolver(ref, AbortSignal.any([AbortSignal.timeout(options.timeoutMs), this.stop.signal])).catch((error: unknown) => {
+    // A resolver that ignores its signal still cannot outlive the deadline or hold up close().
+    const resolved = await untilAborted(resolver(ref, signal), signal).catch((error: unknown) => {
+      if (signal.aborted && signal.reason instanceof MediaError) throw signal.reason;
       if (error instanceof MediaError) throw error;
       throw new MediaError('http', `could not resolve the platform media id: ${(error as Error).message}`, false);
     });
@@ -177,18 +222,6 @@ export class MediaStage {
   private display(path: string): string {
     const rel = relative(this.options.cwd, path);
     return rel.startsWith('..') || isAbsolute(rel) ? path : rel;
-  }
-
-  /** Run `task` within the global concurrency cap. */
-  private async slot<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active >= this.options.concurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active++;
-    try {
-      return await task();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
   }
 }
 

@@ -12,7 +12,24 @@ export const TEMP_SUFFIX = '.part';
  */
 export function sessionFolder(sessionKey: string): string {
   const prefix = sessionKey.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 48) || 'session';
-  return `${prefix}-${hash('sha256', sessionKey, 'hex').slice(0, 10)}`;
+  return `${prefix}-${hash('sha256', wtf8(sessionKey), 'hex').slice(0, 10)}`;
+}
+
+/**
+ * The key's bytes in WTF-8: UTF-8 for well-formed text (so existing folders keep their names),
+ * and lone surrogates encoded as themselves. Plain UTF-8 would turn every lone surrogate into
+ * U+FFFD, and `"a\uD800"`, `"a\uDC00"` and `"a\uFFFD"` would share one folder.
+ */
+function wtf8(text: string): Buffer {
+  if (!/\p{Surrogate}/u.test(text)) return Buffer.from(text, 'utf8');
+  const bytes: number[] = [];
+  for (const char of text) {
+    // Iteration yields a surrogate pair as one code point and a lone surrogate on its own.
+    const code = char.codePointAt(0) as number;
+    if (code < 0xd800 || code > 0xdfff) bytes.push(...Buffer.from(char, 'utf8'));
+    else bytes.push(0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f));
+  }
+  return Buffer.from(bytes);
 }
 
 /** Resolve a path inside `root`, refusing anything that would land outside it. */

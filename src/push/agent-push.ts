@@ -243,10 +243,9 @@ export class AgentPush {
     } catch (error) {
       throw new PushError(`network: ${(error as Error).message}`, true);
     }
-    // The agent's answer body is not read: drop it rather than drain an unbounded stream.
-    // Destroying an unread body emits an abort error; unheard, it would crash the process.
-    response.body.on('error', () => undefined);
-    response.body.destroy();
+    // The agent's answer body is not used: read a few KB at most (keeping the connection when it
+    // is short), never an unbounded stream.
+    await response.body.dump({ limit: 4096 }).catch(() => undefined);
     const status = response.statusCode;
     if (status >= 200 && status < 300) return;
     const retryable = status === 408 || status === 429 || status >= 500;

@@ -24,6 +24,8 @@ export interface OpenBuffer {
   deadline: number;
   reason: FlushReason;
   lease: { fence: number; until: number } | undefined;
+  /** A failed flush gave its lease back: the session stays held until this buffer commits. */
+  retrying?: boolean;
   /** Stamp of the buffer's live heap entry. */
   stamp: number;
 }
@@ -64,17 +66,39 @@ export class Buffers {
     }
     buffer.parts.push(part);
     buffer.units.set(part.unit, (buffer.units.get(part.unit) ?? 0) + 1);
-    // A leased buffer keeps its due time (the lease expiry): commit re-arms it from what is left.
-    // A buffer already closed by a command or the count stays closed.
-    if (buffer.lease || (buffer.parts.length > 1 && (buffer.reason === 'command' || buffer.reason === 'count'))) return buffer;
+    // A leased or retrying buffer keeps its due time: commit re-arms it from what is left. A
+    // buffer already closed by a command or the count stays closed: the new part waits behind
+    // the cut (see `batchSize`) for the next batch.
+    if (buffer.lease || buffer.retrying || (buffer.parts.length > 1 && (buffer.reason === 'command' || buffer.reason === 'count'))) return buffer;
     this.arm(buffer, now);
     return buffer;
   }
 
+  /**
+   * How many leading parts make the next batch: up to and including the first command, or the
+   * part whose unit reached `maxMessages`; all of them when neither happened. Parts past it
+   * arrived after the buffer closed and start the next batch.
+   */
+  batchSize(buffer: OpenBuffer): { size: number; closed?: 'command' | 'count' } {
+    const units = new Set<string>();
+    for (let i = 0; i < buffer.parts.length; i++) {
+      const part = buffer.parts[i] as PartMeta;
+      if (part.closes) return { size: i + 1, closed: 'command' };
+      units.add(part.unit);
+      if (units.size >= buffer.rule.maxMessages) {
+        // An album's later photos belong with its first: extend over the same unit.
+        let end = i + 1;
+        while (end < buffer.parts.length && units.has((buffer.parts[end] as PartMeta).unit) && !(buffer.parts[end] as PartMeta).closes) end++;
+        return { size: end, closed: 'count' };
+      }
+    }
+    return { size: buffer.parts.length };
+  }
+
   /** What the deadline of `buffer` would be at `now` from its parts. */
   deadlineOf(buffer: OpenBuffer, now: number): { deadline: number; reason: FlushReason } {
-    if (buffer.parts.some((part) => part.closes)) return { deadline: now, reason: 'command' };
-    if (buffer.units.size >= buffer.rule.maxMessages) return { deadline: now, reason: 'count' };
+    const { closed } = this.batchSize(buffer);
+    if (closed) return { deadline: now, reason: closed };
     let lastAt = -Infinity;
     for (const part of buffer.parts) lastAt = Math.max(lastAt, part.receivedAt);
     const quietAt = lastAt + buffer.rule.windowMs;
@@ -93,16 +117,19 @@ export class Buffers {
     for (let due = this.heap.peek(); due && due.at <= now && taken.length < limit; due = this.heap.peek()) {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
-      const others = (this.leasedSessions.get(buffer.sessionKey) ?? 0) - (buffer.lease ? 1 : 0);
+      const holds = buffer.lease !== undefined || buffer.retrying === true;
+      const others = (this.leasedSessions.get(buffer.sessionKey) ?? 0) - (holds ? 1 : 0);
       if (shutdown ? buffer.lease !== undefined : others > 0) {
         waiting.push(due);
         continue;
       }
       const reason: FlushReason = shutdown ? 'shutdown' : buffer.lease ? 'takeover' : buffer.reason;
-      if (!buffer.lease) this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
+      if (!holds) this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
+      buffer.retrying = false;
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
       this.schedule(buffer, buffer.lease.until);
-      taken.push({ buffer, partIds: buffer.parts.map((part) => part.id), reason });
+      const { size } = this.batchSize(buffer);
+      taken.push({ buffer, partIds: buffer.parts.slice(0, size).map((part) => part.id), reason });
     }
     for (const due of waiting) this.heap.push(due);
     this.heap.compact(this.open.size);
@@ -139,9 +166,14 @@ export class Buffers {
     return true;
   }
 
-  /** End a lease after a failed flush: the buffer is due again at `retryAt`. */
+  /**
+   * End a lease after a failed flush: the buffer is due again at `retryAt`, and its session
+   * stays held meanwhile, so no later batch of the session overtakes it.
+   */
   release(buffer: OpenBuffer, retryAt: number): void {
-    this.unlease(buffer);
+    if (!buffer.lease) return;
+    buffer.lease = undefined;
+    buffer.retrying = true;
     buffer.deadline = retryAt;
     this.schedule(buffer, retryAt);
   }
@@ -166,8 +198,9 @@ export class Buffers {
   }
 
   private unlease(buffer: OpenBuffer): void {
-    if (!buffer.lease) return;
+    if (!buffer.lease && !buffer.retrying) return;
     buffer.lease = undefined;
+    buffer.retrying = false;
     const left = (this.leasedSessions.get(buffer.sessionKey) ?? 1) - 1;
     if (left > 0) this.leasedSessions.set(buffer.sessionKey, left);
     else this.leasedSessions.delete(buffer.sessionKey);

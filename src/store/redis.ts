@@ -20,6 +20,8 @@ export interface RedisStoreOptions extends StoreOptions {
   logger?: ConnectionLogger;
 }
 
+/** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
+const RELEASE_HOLD_MS = 30_000;
 /** Trim works in script calls of this many records, so no call blocks Redis for long. */
 const TRIM_BATCH = 1000;
 /** claimStats / correlationStats are refreshed in the background at most this often. */
@@ -152,7 +154,8 @@ export class RedisStore implements Store {
   }
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
-    await this.background.aiRelease(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, Math.floor(retryAt));
+    // The session stays held until the retry, plus a lease in case this instance dies meanwhile.
+    await this.background.aiRelease(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, Math.floor(retryAt), RELEASE_HOLD_MS);
   }
 
   async nextDeadline(): Promise<number | undefined> {

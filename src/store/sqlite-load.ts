@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EventKind } from '../events.js';
+import type { BufferedPart, EventKind } from '../events.js';
 import type { OpenBuffer, PartMeta } from './buffers.js';
 import { LocalState } from './local-state.js';
 import type { SqliteRows } from './sqlite-rows.js';
@@ -15,6 +15,28 @@ const addedColumns: ReadonlyArray<[string, string]> = [
 export function migrate(db: Database.Database): void {
   const have = new Set((db.pragma('table_info(outbox)') as Array<{ name: string }>).map((column) => column.name));
   for (const [name, type] of addedColumns) if (!have.has(name)) db.exec(`ALTER TABLE outbox ADD COLUMN ${name} ${type}`);
+  migrateBufferedParts(db);
+}
+
+/**
+ * Parts acknowledged by an earlier version (table `buffered`, no buffer rules) move into the
+ * buffers of this one, due at once: they waited out their window while the service was being
+ * upgraded, and nothing acknowledged may be dropped on the way.
+ */
+function migrateBufferedParts(db: Database.Database): void {
+  const old = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'buffered'").pluck().get();
+  if (old === undefined) return;
+  const addPart = db.prepare('INSERT INTO parts (debounce_key, received_at, unit, closes, body) VALUES (?, ?, NULL, 0, ?)');
+  const addBuffer = db.prepare(`INSERT INTO buffers (debounce_key, session_key, window_ms, max_wait_ms, max_messages, deadline, reason)
+    VALUES (?, ?, 0, 0, ?, ?, 'window') ON CONFLICT (debounce_key) DO NOTHING`);
+  db.transaction(() => {
+    for (const row of db.prepare('SELECT body FROM buffered ORDER BY id').all() as Array<{ body: string }>) {
+      const { id: _id, ...part } = JSON.parse(row.body) as BufferedPart;
+      addPart.run(part.debounceKey, part.receivedAt, JSON.stringify(part));
+      addBuffer.run(part.debounceKey, part.event.sessionKey, Number.MAX_SAFE_INTEGER, part.receivedAt);
+    }
+    db.exec('DROP TABLE buffered');
+  })();
 }
 
 interface ClaimRow { key: string; space: string; ttl_ms: number; max_keys: number; expires_at: number }

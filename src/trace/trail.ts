@@ -69,8 +69,17 @@ export class Trail {
     const outputs = new Set<string>();
     for (const entry of entries) if (entry.kind !== 'verdict') outputs.add(entry.id);
     // The outputs' own delivery attempts, and the verdicts of what went into them.
+    const seen = new Set(entries);
+    const add = (entry: TraceEntry) => {
+      if (seen.has(entry)) return;
+      seen.add(entry);
+      entries.push(entry);
+    };
     for (const output of outputs) {
-      for (const entry of this.byId.get(output) ?? []) if (!entries.includes(entry)) entries.push(entry);
+      for (const entry of this.byId.get(output) ?? []) {
+        add(entry);
+        if (entry.kind === 'batch') for (const id of entry.messageIds ?? []) for (const arrival of this.byId.get(id) ?? []) if (arrival.kind === 'verdict') add(arrival);
+      }
     }
     entries.sort((a, b) => a.n - b.n);
     return { entries, outputs: [...outputs] };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +19,16 @@ describe('media sandbox', () => {
     }
     expect(folders.size).toBe(keys.length);
     expect(sessionFolder('wa:1')).not.toBe(sessionFolder('wa_1'));
+  });
+
+  it('gives keys that differ only in lone surrogates different folders', () => {
+    const keys = ['wa:\uD800', 'wa:\uDC00', 'wa:\uFFFD', 'wa:\uDBFF', 'wa:\uD800\uD800', 'wa:\uDC00\uD800', 'wa:\uD83D\uDE00'];
+    expect(new Set(keys.map(sessionFolder)).size).toBe(keys.length);
+  });
+
+  it('keeps the folder name of a well-formed key (its UTF-8 hash)', () => {
+    expect(sessionFolder('qq:group:123')).toBe(`qq_group_123-${createHash('sha256').update('qq:group:123').digest('hex').slice(0, 10)}`);
+    expect(sessionFolder('wa:😀')).toBe(`wa___-${createHash('sha256').update('wa:😀', 'utf8').digest('hex').slice(0, 10)}`);
   });
 
   it('refuses a path that would leave the root', () => {

@@ -215,6 +215,41 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(next?.parts.map((p) => p.event.text)).toEqual(['2']);
       });
 
+      it('closes a buffer at maxMessages and keeps a later part for the next batch', async () => {
+        const store = await fresh();
+        const three = { ...rule, maxMessages: 3 };
+        await store.admit(['1', '2', '3', '4'].map((t) => item(t, { at: 0, rule: three })), 0);
+        const [batch] = await store.claimDue(0, 100, 10);
+        expect(batch?.reason).toBe('count');
+        expect(batch?.parts.map((p) => p.event.text)).toEqual(['1', '2', '3']);
+        await store.commit(batch as NonNullable<typeof batch>, draft('o1'), 1);
+        expect(await store.nextDeadline()).toBe(1000);
+        const [next] = await store.claimDue(1000, 100, 10);
+        expect(next?.parts.map((p) => p.event.text)).toEqual(['4']);
+      });
+
+      it('closes a buffer at a command, with the command last', async () => {
+        const store = await fresh();
+        await store.admit([item('hi', { at: 0 }), item('/reset', { at: 0, closeNow: true }), item('after', { at: 0 })], 0);
+        const [batch] = await store.claimDue(0, 100, 10);
+        expect(batch?.reason).toBe('command');
+        expect(batch?.parts.map((p) => p.event.text)).toEqual(['hi', '/reset']);
+      });
+
+      it('keeps a failed batch ahead of its session\'s later batches until it commits', async () => {
+        const store = await fresh();
+        await store.admit([item('first', { at: 0, debounceKey: 's/alice', closeNow: true }), item('/second', { at: 0, debounceKey: 's/bob', closeNow: true })], 0);
+        const [batch] = await store.claimDue(0, 100, 10);
+        expect(batch?.parts.map((p) => p.event.text)).toEqual(['first']);
+        await store.release(batch as NonNullable<typeof batch>, 500);
+        expect(await store.claimDue(10, 100, 10)).toEqual([]);
+        const [again] = await store.claimDue(500, 100, 10);
+        expect(again?.parts.map((p) => p.event.text)).toEqual(['first']);
+        await store.commit(again as NonNullable<typeof again>, draft('o1'), 501);
+        const [later] = await store.claimDue(502, 100, 10);
+        expect(later?.parts.map((p) => p.event.text)).toEqual(['/second']);
+      });
+
       it('re-arms a released buffer at the retry time and ignores a stale release', async () => {
         const store = await fresh();
         await store.admit([item('1', { at: 0 })], 0);

@@ -169,14 +169,31 @@ describe('Redis store: flush ownership across instances', () => {
     expect(next?.parts.map((p) => p.event.id)).toEqual(['2']);
   });
 
-  it('flushes one buffer per session at a time, and the waiting one right after the release', async () => {
+  it('closes a buffer at maxMessages and keeps a later part for the next batch', async () => {
+    const store = await open();
+    const three = { ...rule, maxMessages: 3 };
+    const due = await admitDue(store, ['1', '2', '3', '4'].map((id) => item(id, { rule: three })));
+    const [batch] = await store.claimDue(due, 5000, 10);
+    expect(batch?.reason).toBe('count');
+    expect(batch?.parts.map((p) => p.event.id)).toEqual(['1', '2', '3']);
+    await store.commit(batch!, draft('o1'), due);
+    const [next] = await store.claimDue((await store.nextDeadline())!, 5000, 10);
+    expect(next?.parts.map((p) => p.event.id)).toEqual(['4']);
+  });
+
+  it('flushes one buffer per session at a time; a failed one keeps the session until it commits', async () => {
     const store = await open();
     const due = Math.max(await admitDue(store, [item('1', {}, 'k1')]), await admitDue(store, [item('2', {}, 'k2')]));
     const first = await store.claimDue(due, 5000, 10);
     expect(first).toHaveLength(1);
     expect(await store.claimDue(due + 1, 5000, 10)).toEqual([]);
+    // The flush failed: its buffer is due again at due + 10, and the other one must not overtake it.
     await store.release(first[0]!, due + 10);
-    const second = await store.claimDue(due + 2, 5000, 10);
+    expect(await store.claimDue(due + 2, 5000, 10)).toEqual([]);
+    const again = await store.claimDue(due + 10, 5000, 10);
+    expect(again.map((b) => b.debounceKey)).toEqual([first[0]!.debounceKey]);
+    await store.commit(again[0]!, draft('o1'), due + 11);
+    const second = await store.claimDue(due + 12, 5000, 10);
     expect(second.map((b) => b.debounceKey)).toEqual([first[0]!.debounceKey === 'k1' ? 'k2' : 'k1']);
   });
 

@@ -123,6 +123,22 @@ describe('sqlite store', () => {
   });
 });
 
+describe('sqlite store upgrade', () => {
+  it('carries parts acknowledged by the previous version (table `buffered`) into buffers due at once', async () => {
+    const path = join(tempDir().path, 'old.db');
+    const old = new Database(path);
+    old.exec('CREATE TABLE buffered (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    const part = (id: number, text: string) => ({ id: String(id), debounceKey: 'cli:a\u0000u', receivedAt: 1000 + id, event: { ...item(text).part.event, sessionKey: 'cli:a' } });
+    for (const [id, text] of [[1, 'one'], [2, 'two']] as const) old.prepare('INSERT INTO buffered (id, body) VALUES (?, ?)').run(id, JSON.stringify(part(id, text)));
+    old.close();
+    const store = new SqliteStore(path, { now: 5000 });
+    expect(await store.nextDeadline()).toBeLessThanOrEqual(5000);
+    const [batch] = await store.claimDue(5000, 1000, 10);
+    expect(batch?.parts.map((p) => p.event.text)).toEqual(['one', 'two']);
+    await store.close();
+  });
+});
+
 describe('openStore', () => {
   it('opens the store a spec names and refuses others', async () => {
     const memory = await openStore('memory');

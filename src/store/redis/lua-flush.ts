@@ -9,19 +9,42 @@ import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua
 export const CLAIM_DUE_LUA = `${LUA_PRELUDE}
 local now, leaseMs, limit = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local due = P .. 'due'
+-- The next batch: parts up to the first command, or up to the part whose unit reached
+-- maxMessages (later parts of that album included); parts past it arrived after the buffer
+-- closed and wait for the next batch.
+local function batchOf(parts, maxMessages)
+  local units, count = {}, 0
+  for i, p in ipairs(parts) do
+    local c, unit = string.match(p, '^%d+ (%d) ([^\\n]*)')
+    if c == '1' then return i end
+    if not units[unit] then units[unit] = true; count = count + 1 end
+    if count >= maxMessages then
+      local j = i
+      while j < #parts do
+        local c2, u2 = string.match(parts[j + 1], '^%d+ (%d) ([^\\n]*)')
+        if c2 == '1' or not units[u2] then break end
+        j = j + 1
+      end
+      return j
+    end
+  end
+  return #parts
+end
 local candidates = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, math.min(limit * 4, 1000))
 local out = {}
 for _, dk in ipairs(candidates) do
   if #out >= limit then break end
   local bm = P .. 'bm:' .. dk
-  local m = redis.call('HMGET', bm, 'sessionKey', 'fence', 'reason')
+  local m = redis.call('HMGET', bm, 'sessionKey', 'fence', 'reason', 'maxMessages', 'retrying')
   if not m[1] then
     redis.call('ZREM', due, dk)
   else
     local lockKey = P .. 'lock:' .. m[1]
     local lock = redis.call('GET', lockKey)
     local heldUntil = lock and tonumber(string.match(lock, '^%d+ (%d+)'))
-    if heldUntil and heldUntil > now then
+    -- a buffer whose failed flush still holds the session may take it again
+    local mine = m[5] and lock and string.match(lock, '^(%d+)') == m[5]
+    if heldUntil and heldUntil > now and not mine then
       redis.call('ZADD', due, heldUntil, dk)
       redis.call('SADD', P .. 'wait:' .. m[1], dk)
     else
@@ -29,8 +52,13 @@ for _, dk in ipairs(candidates) do
       local leaseUntil = now + leaseMs
       redis.call('SET', lockKey, int(fence) .. ' ' .. int(leaseUntil), 'PX', leaseMs)
       redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
+      redis.call('HDEL', bm, 'retrying')
       redis.call('ZADD', due, leaseUntil, dk)
-      out[#out + 1] = { dk, m[1], fence, leaseUntil, m[2] and 'takeover' or m[3], redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1) }
+      local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
+      local size = batchOf(parts, tonumber(m[4]) or 1)
+      local batch = {}
+      for i = 1, size do batch[i] = parts[i] end
+      out[#out + 1] = { dk, m[1], fence, leaseUntil, m[2] and 'takeover' or m[3], batch }
     end
   end
 end
@@ -72,14 +100,20 @@ rearm(dk)
 return { seq, now }
 `;
 
-/** ARGV: debounceKey, sessionKey, fence, retryAt. Returns 1, or 0 for a stale fence. */
-export const RELEASE_LUA = `${LUA_PRELUDE}${LUA_RELEASE_SESSION}
-local dk, session, fence, retryAt = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+/**
+ * Give a lease back after a failed flush. ARGV: debounceKey, sessionKey, fence, retryAt, leaseMs.
+ * The session stays held by this buffer until it commits (or the hold runs out a lease after
+ * `retryAt`, if its owner died), so no later batch of the session overtakes it.
+ * Returns 1, or 0 for a stale fence.
+ */
+export const RELEASE_LUA = `${LUA_PRELUDE}
+local dk, session, fence, retryAt, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local bm = P .. 'bm:' .. dk
 if redis.call('HGET', bm, 'fence') ~= fence then return 0 end
 redis.call('HDEL', bm, 'fence', 'leaseUntil')
-redis.call('HSET', bm, 'deadline', int(retryAt))
-releaseSession(session, fence)
+redis.call('HSET', bm, 'deadline', int(retryAt), 'retrying', fence)
+local holdUntil = retryAt + leaseMs
+redis.call('SET', P .. 'lock:' .. session, fence .. ' ' .. int(holdUntil), 'PX', math.max(1, holdUntil - redisNow()))
 redis.call('ZADD', P .. 'due', retryAt, dk)
 return 1
 `;
