@@ -14,6 +14,11 @@ export default tseslint.config(
     },
   },
   {
+    // The operator console: plain browser modules, served as they are.
+    files: ['console/**/*.js'],
+    languageOptions: { globals: { ...globals.browser }, sourceType: 'module' },
+  },
+  {
     // Tests read JSON answers loosely; the assertions are the type check there.
     files: ['test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

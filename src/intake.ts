@@ -16,6 +16,7 @@ import { RequestError, UnavailableError, isIntakeError } from './errors.js';
 import type { BotRef, CorrelationRecord, InboundEvent, OutputOf, OutputType, Output, TraceEntry } from './events.js';
 import { Handlers, type Handler } from './handlers/routes.js';
 import { createApp } from './http/app.js';
+import { consoleRoutes } from './http/console.js';
 import { parseJson } from './http/body.js';
 import { StreamHub } from './http/event-stream.js';
 import { createAdmit, type Admitted, type Plan } from './ingest/admit.js';
@@ -349,6 +350,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       list: (limit) => store.deadLetters(limit),
       retry: (id, limit) => push.retryDead(id, limit),
     },
+    extra: consoleRoutes({ cwd, mediaDirs: () => [config.media.dir, ...config.channels.map((channel) => channel.media.dir)] }),
   });
 
   /** Reasons the service should not get traffic now (empty when ready): exactly when ingest would answer 503. */
