@@ -1,49 +1,133 @@
-import { createServer } from 'node:http';
-import pino from 'pino';
-import { loadConfig } from './config/load.js';
-import { isConfigError } from './errors.js';
+import { resolve } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { loadConfig, withDotEnv } from './config/load.js';
+import type { Config } from './config/schema.js';
+import { ConfigError, isConfigError } from './errors.js';
+import { listen } from './http/server.js';
 import { createIntake } from './intake.js';
+
+/** Last resort of a stop that hangs (a stuck store, a log sink that never drains): exit anyway. */
+const HARD_EXIT_MS = 15_000;
+/** Connections still open this long after a stop are closed. */
+const FORCE_CLOSE_MS = 10_000;
+
+/** How long an exit waits for the log lines already written to reach the reader. */
+const LOG_DRAIN_MS = 2_000;
+
+interface ProcessLog {
+  logger: Logger;
+  /** Resolves once every line logged so far is written, the reader is gone, or after `boundMs`. */
+  drained(boundMs: number): Promise<void>;
+  /** Stop pino's exit hook from writing: sonic-boom's flushSync retries a broken pipe forever. */
+  detach(): void;
+}
+
+/**
+ * Logs go to stdout asynchronously, so a slow log reader never blocks the service, and a reader
+ * that went away (EPIPE: the pipe's other end closed) silences the log instead of stopping a
+ * shutdown. Written bytes are counted from the destination's own `write` events, so an exit can
+ * wait for them without calling flushSync (which never returns on EPIPE in sonic-boom 4).
+ */
+function processLog(level: Config['logLevel']): ProcessLog {
+  const destination = pino.destination({ dest: 1, sync: false });
+  let requested = 0;
+  let written = 0;
+  let readerGone = false;
+  const waiters = new Set<() => void>();
+  const settle = () => {
+    if (readerGone || written >= requested) for (const wake of waiters) wake();
+  };
+  const write = destination.write.bind(destination);
+  destination.write = (chunk: string) => {
+    if (readerGone) return true;
+    requested += Buffer.byteLength(chunk);
+    return write(chunk);
+  };
+  destination.on('write', (bytes: number) => {
+    written += bytes;
+    settle();
+  });
+  destination.on('error', (error: NodeJS.ErrnoException) => {
+    // EPIPE is the reader gone; anything else is a log sink that cannot be written either.
+    if (error.code !== 'EPIPE') console.error(`agent-intake: log output failed: ${error.message}`);
+    readerGone = true;
+    settle();
+  });
+  return {
+    logger: pino({ level }, destination),
+    drained: (boundMs) => new Promise<void>((resolve) => {
+      const timer = setTimeout(done, boundMs);
+      function done() {
+        clearTimeout(timer);
+        waiters.delete(done);
+        resolve();
+      }
+      waiters.add(done);
+      settle();
+    }),
+    detach() {
+      destination.flushSync = () => undefined;
+    },
+  };
+}
+
+/** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
+function startupError(error: unknown, config: Config): unknown {
+  const { code, path, message } = error as NodeJS.ErrnoException;
+  const storePath = config.store.startsWith('sqlite:') ? resolve(config.store.slice('sqlite:'.length)) : undefined;
+  const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
+  const fileFailure = code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST';
+  if (storePath && (sqliteFailure || (fileFailure && path !== undefined && storePath.startsWith(resolve(path))))) {
+    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${code}: ${message}`, { cause: error });
+  }
+  const mediaDir = resolve(config.media.dir);
+  if (fileFailure && path !== undefined && (resolve(path).startsWith(mediaDir) || mediaDir.startsWith(resolve(path)))) {
+    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${code}: ${message}`, { cause: error });
+  }
+  return error;
+}
 
 /** Process entry: config -> store -> intake -> listen -> graceful stop. */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (isConfigError(error)) {
-      console.error(`agent-intake: ${error.message}`);
-      process.exit(1);
-    }
-    throw error;
-  }
-  const logger = pino({ level: config.logLevel });
-  const intake = await createIntake({ config, logger });
-  const server = createServer(intake.app.callback());
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.server.port, config.server.host, resolve);
+  // A .env beside .env.example fills in what the environment does not set.
+  const config = loadConfig({ env: withDotEnv(process.cwd()) });
+  const log = processLog(config.logLevel);
+  const { logger } = log;
+  const intake = await createIntake({ config, logger }).catch((error: unknown) => {
+    throw startupError(error, config);
   });
+  // A failed listen exits at once, without close(): closing would flush buffers this process
+  // re-armed from a store another instance may still be serving.
+  const server = await listen(intake.app, config, logger);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   logger.info({ host: config.server.host, port, store: config.store, channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);
 
   let stopping = false;
+  const exit = async (code: number) => {
+    await log.drained(LOG_DRAIN_MS);
+    log.detach();
+    process.exit(code);
+  };
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    setTimeout(() => {
+      logger.error({ afterMs: HARD_EXIT_MS }, 'stop did not finish in time; exiting');
+      log.detach();
+      process.exit(1);
+    }, HARD_EXIT_MS).unref();
     logger.info({ signal }, 'stopping: no new deliveries, flushing open buffers');
     server.close();
     server.closeIdleConnections();
-    const force = setTimeout(() => server.closeAllConnections(), 10_000);
-    force.unref();
+    setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS).unref();
     try {
       await intake.close();
       logger.info('stopped cleanly');
-      process.exit(0);
+      await exit(0);
     } catch (error) {
       logger.error({ err: error }, 'stop failed');
-      process.exit(1);
+      await exit(1);
     }
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -51,6 +135,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error('agent-intake failed to start:', error);
+  if (isConfigError(error)) console.error(`agent-intake: ${error.message}`);
+  else console.error('agent-intake failed to start:', error);
   process.exit(1);
 });

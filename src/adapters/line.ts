@@ -2,21 +2,28 @@ import type { ChannelConfig } from '../config/schema.js';
 import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { hmac } from '../signing.js';
+import { own, PayloadReader, type Json } from './shape.js';
 import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
-// Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
-
-const mediaKinds: Record<string, MediaType> = { image: 'image', video: 'video', audio: 'audio', file: 'document' };
+const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['video', 'video'], ['audio', 'audio'], ['file', 'document']]);
 const noticeTypes = new Set(['follow', 'unfollow', 'join', 'leave', 'memberJoined', 'memberLeft', 'unsend', 'videoPlayComplete']);
 
-function textOf(message: Json): string {
-  switch (message.type) {
-    case 'text': return String(message.text ?? '');
-    case 'sticker': return `(sticker${Array.isArray(message.keywords) && message.keywords.length ? `: ${message.keywords.slice(0, 3).join(', ')}` : ` ${message.packageId}/${message.stickerId}`})`;
-    case 'location': return `Location: ${[message.title, message.address].filter(Boolean).join(', ')} (${message.latitude}, ${message.longitude})`;
-    case 'file': return message.fileName ? `(file: ${message.fileName})` : '';
+function textOf(read: PayloadReader, message: Json, at: string): string {
+  const field = (key: string) => read.optText(own(message, key), `${at}.${key}`);
+  switch (own(message, 'type')) {
+    case 'text': return field('text') ?? '';
+    case 'sticker': {
+      const keywords = read.optArray(own(message, 'keywords'), `${at}.keywords`).filter((k): k is string => typeof k === 'string');
+      return `(sticker${keywords.length ? `: ${keywords.slice(0, 3).join(', ')}` : ` ${field('packageId')}/${field('stickerId')}`})`;
+    }
+    case 'location': {
+      const place = [field('title'), field('address')].filter(Boolean).join(', ');
+      return `Location: ${place} (${read.optNumber(own(message, 'latitude'), `${at}.latitude`)}, ${read.optNumber(own(message, 'longitude'), `${at}.longitude`)})`;
+    }
+    case 'file': {
+      const name = field('fileName');
+      return name ? `(file: ${name})` : '';
+    }
     default: return '';
   }
 }
@@ -44,48 +51,67 @@ export function lineAdapter(channel: ChannelConfig): Adapter {
     },
 
     normalize(body, delivery): Normalized {
-      const payload = body as Json;
-      if (typeof payload !== 'object' || payload === null || !Array.isArray(payload.events)) throw fail('expected {"destination":...,"events":[...]}');
-      const botId = typeof payload.destination === 'string' ? payload.destination : undefined;
+      const read = new PayloadReader(fail);
+      const payload = read.object(body, 'the body', '{"destination":...,"events":[...]}');
+      const botId = read.optText(own(payload, 'destination'), 'destination') || undefined;
       const events: InboundEvent[] = [];
       let ignored = 0;
-      for (const item of payload.events as Json[]) {
-        const source = (item?.source ?? {}) as Json;
-        const groupId = source.groupId ?? source.roomId;
-        const conversation = source.type === 'group' || source.type === 'room'
-          ? { type: 'group' as const, id: String(groupId) }
-          : { type: 'private' as const, id: String(source.userId ?? 'unknown') };
-        const kind: EventKind | undefined = item?.type === 'message' || item?.type === 'postback' ? 'message' : noticeTypes.has(item?.type) ? 'notice' : undefined;
+      read.array(own(payload, 'events'), 'events').forEach((value, i) => {
+        const at = `events[${i}]`;
+        const item = read.object(value, at, 'an event object {type, source, ...}');
+        const type = read.optText(own(item, 'type'), `${at}.type`);
+        const kind: EventKind | undefined = type === 'message' || type === 'postback' ? 'message' : type !== undefined && noticeTypes.has(type) ? 'notice' : undefined;
         if (!kind) {
           ignored++;
-          continue;
+          return;
         }
-        const message = (item.message ?? {}) as Json;
-        const text = item.type === 'postback' ? String(item.postback?.data ?? '') : kind === 'message' ? textOf(message) : '';
+        const source = read.optObject(own(item, 'source'), `${at}.source`) ?? {};
+        const userId = read.optText(own(source, 'userId'), `${at}.source.userId`);
+        const groupId = read.optText(own(source, 'groupId'), `${at}.source.groupId`) ?? read.optText(own(source, 'roomId'), `${at}.source.roomId`);
+        const sourceType = own(source, 'type');
+        const conversation = sourceType === 'group' || sourceType === 'room'
+          ? { type: 'group' as const, id: groupId ?? 'unknown' }
+          : { type: 'private' as const, id: userId || 'unknown' };
+        const message = read.optObject(own(item, 'message'), `${at}.message`) ?? {};
+        const messageId = read.optText(own(message, 'id'), `${at}.message.id`);
+        const postback = read.optObject(own(item, 'postback'), `${at}.postback`) ?? {};
+        const text = type === 'postback' ? read.optText(own(postback, 'data'), `${at}.postback.data`) ?? '' : kind === 'message' ? textOf(read, message, `${at}.message`) : '';
         const media: MediaRef[] = [];
-        const mediaType = mediaKinds[message.type as string];
-        if (item.type === 'message' && mediaType) {
-          const external = message.contentProvider?.type === 'external' ? message.contentProvider.originalContentUrl : undefined;
-          media.push(external ? { url: String(external), type: mediaType } : { ref: String(message.id), type: mediaType, ...(message.fileSize ? { size: Number(message.fileSize) } : {}), ...(message.fileName ? { fileName: String(message.fileName) } : {}) });
+        const messageType = own(message, 'type');
+        const mediaType = typeof messageType === 'string' ? mediaKinds.get(messageType) : undefined;
+        if (type === 'message' && mediaType) {
+          const provider = read.optObject(own(message, 'contentProvider'), `${at}.message.contentProvider`) ?? {};
+          const external = own(provider, 'type') === 'external' ? read.optText(own(provider, 'originalContentUrl'), `${at}.message.contentProvider.originalContentUrl`) : undefined;
+          const size = read.optNumber(own(message, 'fileSize'), `${at}.message.fileSize`);
+          const fileName = read.optText(own(message, 'fileName'), `${at}.message.fileName`);
+          if (external) media.push({ url: external, type: mediaType });
+          else if (messageId) media.push({ ref: messageId, type: mediaType, ...(size ? { size } : {}), ...(fileName ? { fileName } : {}) });
         }
-        const id = String(item.webhookEventId ?? message.id ?? `${item.timestamp}`);
+        const mention = read.optObject(own(message, 'mention'), `${at}.message.mention`) ?? {};
+        const mentions = read.optArray(own(mention, 'mentionees'), `${at}.message.mention.mentionees`)
+          .map((m, k) => read.optText(own(read.object(m, `${at}.message.mention.mentionees[${k}]`), 'userId'), `${at}.message.mention.mentionees[${k}].userId`) ?? '')
+          .filter(Boolean);
+        const webhookEventId = read.optText(own(item, 'webhookEventId'), `${at}.webhookEventId`) || undefined;
+        const replyToken = read.optText(own(item, 'replyToken'), `${at}.replyToken`);
+        // LINE stamps events in milliseconds.
+        const timestamp = read.timestamp(own(item, 'timestamp'), `${at}.timestamp`, 'ms', delivery.now);
         events.push({
-          id, kind,
-          detail: kind === 'message' ? conversation.type : String(item.type),
+          id: webhookEventId ?? messageId ?? `line_${timestamp}_${i}`, kind,
+          detail: kind === 'message' ? conversation.type : type as string,
           channel: channel.id, adapter: 'line', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
           ...(botId ? { botId } : {}),
-          sender: { id: String(source.userId ?? 'unknown') },
-          ...(item.webhookEventId ? { platformId: String(item.webhookEventId) } : {}),
+          sender: { id: userId || 'unknown' },
+          ...(webhookEventId ? { platformId: webhookEventId } : {}),
           segments: text ? [{ type: 'text', data: { text } }] : [],
-          text, media, mentions: ((message.mention?.mentionees ?? []) as Json[]).map((m) => String(m.userId ?? '')).filter(Boolean),
+          text, media, mentions,
           fields: {
-            ...(item.replyToken ? { replyToken: String(item.replyToken) } : {}), ...(message.id ? { message_id: String(message.id) } : {}),
-            ...(source.userId ? { user_id: String(source.userId) } : {}), ...(groupId ? { group_id: String(groupId) } : {}),
+            ...(replyToken ? { replyToken } : {}), ...(messageId ? { message_id: messageId } : {}),
+            ...(userId ? { user_id: userId } : {}), ...(groupId ? { group_id: groupId } : {}),
           },
-          timestamp: Math.floor(Number(item.timestamp) / 1000) || Math.floor(delivery.now / 1000),
+          timestamp,
           raw: item,
         });
-      }
+      });
       return { events, ignored };
     },
 

@@ -3,12 +3,13 @@ import type { ChannelConfig } from '../config/schema.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
 import { hmac } from '../signing.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
+import { kindOf, own, PayloadReader } from './shape.js';
 import { checkSignature, headerOf, secretOf, shapeError, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
 
 const str = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'bigint' ? String(value) : undefined;
+  typeof value === 'string' ? value : (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint' ? String(value) : undefined;
 
 function segmentsOf(message: unknown): Segment[] {
   if (typeof message === 'string') return parseCqString(message);
@@ -76,17 +77,16 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
     },
 
     normalize(body, delivery): Normalized {
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fail('expected one JSON object');
-      const event = body as Json;
-      const postType = str(event.post_type);
-      if (!postType) throw fail('post_type is missing');
+      const read = new PayloadReader(fail);
+      const event = read.object(body, 'the body', 'one OneBot event object {post_type, ...}');
+      const postType = read.text(own(event, 'post_type'), 'post_type');
       // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
       if (postType === 'message_sent' || postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
       const botId = str(event.self_id) ?? headerOf(delivery, 'x-self-id');
       const userId = str(event.user_id);
       const groupId = str(event.group_id);
       const conversation = groupId ? { type: 'group' as const, id: groupId } : { type: 'private' as const, id: userId ?? 'unknown' };
-      const timestamp = typeof event.time === 'number' ? event.time : Math.floor(delivery.now / 1000);
+      const timestamp = read.timestamp(own(event, 'time'), 'time', 's', delivery.now);
       const base = {
         channel: channel.id, adapter: 'onebot', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
         timestamp, raw: event, ...(botId ? { botId } : {}),
@@ -94,8 +94,8 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
 
       if (postType === 'message') {
         const messageType = str(event.message_type);
-        if (messageType !== 'private' && messageType !== 'group') throw fail('message_type must be "private" or "group"');
-        if (!userId) throw fail('user_id is missing');
+        if (messageType !== 'private' && messageType !== 'group') throw fail(`message_type must be "private" or "group", got ${kindOf(event.message_type)}`);
+        if (!userId) throw fail(event.user_id === undefined ? 'user_id is required (a number or string)' : `user_id must be a number or string, got ${kindOf(event.user_id)}`);
         const sender = (typeof event.sender === 'object' && event.sender !== null ? event.sender : {}) as Json;
         const name = str(sender.card) || str(sender.nickname);
         const segments = segmentsOf(event.message ?? event.raw_message);
@@ -120,7 +120,8 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
 
       if (postType === 'notice' || postType === 'request') {
         const detail = str(postType === 'notice' ? event.notice_type : event.request_type);
-        if (!detail) throw fail(`${postType === 'notice' ? 'notice_type' : 'request_type'} is missing`);
+        const detailKey = postType === 'notice' ? 'notice_type' : 'request_type';
+        if (!detail) throw fail(`${detailKey} is required (a string), got ${kindOf(event[detailKey])}`);
         const fields: Record<string, string> = {};
         for (const key of ['group_id', 'user_id', 'operator_id', 'target_id', 'message_id', 'flag', 'comment', 'duration', 'sender_id', 'honor_type']) {
           const value = str(event[key]);

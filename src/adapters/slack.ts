@@ -3,11 +3,8 @@ import { SignatureError } from '../errors.js';
 import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { hmac } from '../signing.js';
+import { kindOf, own, PayloadReader } from './shape.js';
 import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
-
-// Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
 
 const TOLERANCE_S = 300;
 /** Message subtypes that are still a user's message; every other subtype is not. */
@@ -44,39 +41,53 @@ export function slackAdapter(channel: ChannelConfig): Adapter {
     },
 
     normalize(body, delivery): Normalized {
-      const payload = body as Json;
-      if (typeof payload !== 'object' || payload === null || typeof payload.type !== 'string') throw fail('"type" is missing');
-      if (payload.type === 'url_verification') return { events: [], reply: { status: 200, body: { challenge: String(payload.challenge ?? '') } } };
-      if (payload.type !== 'event_callback' || typeof payload.event !== 'object') return { events: [], ignored: 1 };
-      const event = payload.event as Json;
-      const ourBot = configuredBot ?? (payload.authorizations?.[0]?.user_id as string | undefined);
-      const isUserMessage = (event.type === 'message' || event.type === 'app_mention') && userSubtypes.has(event.subtype)
-        && !event.bot_id && typeof event.user === 'string' && event.user !== ourBot;
+      const read = new PayloadReader(fail);
+      const payload = read.object(body, 'the body', 'an Events API payload {type, ...}');
+      const type = own(payload, 'type');
+      if (typeof type !== 'string') throw fail(type === undefined ? 'type is required (a string)' : `type must be a string, got ${kindOf(type)}`);
+      if (type === 'url_verification') return { events: [], reply: { status: 200, body: { challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' } } };
+      if (type !== 'event_callback') return { events: [], ignored: 1 };
+      const event = read.object(own(payload, 'event'), 'event', 'an event object {type, ...}');
+      const authorization = read.optObject(read.optArray(own(payload, 'authorizations'), 'authorizations')[0], 'authorizations[0]') ?? {};
+      const ourBot = configuredBot ?? read.optText(own(authorization, 'user_id'), 'authorizations[0].user_id');
+      const eventType = own(event, 'type');
+      const subtype = own(event, 'subtype');
+      const user = own(event, 'user');
+      const isUserMessage = (eventType === 'message' || eventType === 'app_mention') && userSubtypes.has(subtype as string | undefined)
+        && !own(event, 'bot_id') && typeof user === 'string' && user !== '' && user !== ourBot;
       if (!isUserMessage) return { events: [], ignored: 1 };
-      if (!event.channel || !event.ts) throw fail('event.channel or event.ts is missing');
-      const channelId = String(event.channel);
-      const direct = event.channel_type === 'im' || channelId.startsWith('D');
+      const channelId = read.text(own(event, 'channel'), 'event.channel');
+      const ts = read.text(own(event, 'ts'), 'event.ts');
+      const direct = own(event, 'channel_type') === 'im' || channelId.startsWith('D');
       const conversation = direct ? { type: 'private' as const, id: channelId } : { type: 'group' as const, id: channelId };
-      const raw = String(event.text ?? '');
+      const raw = read.optText(own(event, 'text'), 'event.text') ?? '';
       const mentions = [...raw.matchAll(/<@([A-Z0-9]+)(?:\|[^>]*)?>/g)].map((m) => m[1] as string);
       const text = raw.replace(/<@([A-Z0-9]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) => `@${label ?? id}`)
         .replace(/<(https?:[^|>]+)(?:\|[^>]*)?>/g, '$1').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-      const media: MediaRef[] = ((event.files ?? []) as Json[]).filter((f) => f.url_private_download || f.url_private).map((f) => ({
-        ref: String(f.url_private_download ?? f.url_private), type: mediaTypeOf(String(f.mimetype ?? '')),
-        ...(f.mimetype ? { mimeType: String(f.mimetype) } : {}), ...(f.size ? { size: Number(f.size) } : {}), ...(f.name ? { fileName: String(f.name) } : {}),
-      }));
+      const media: MediaRef[] = read.optArray(own(event, 'files'), 'event.files').flatMap((item, i) => {
+        const at = `event.files[${i}]`;
+        const file = read.object(item, at, 'a file object {url_private, mimetype, ...}');
+        const url = read.optText(own(file, 'url_private_download'), `${at}.url_private_download`) || read.optText(own(file, 'url_private'), `${at}.url_private`);
+        if (!url) return [];
+        const mimeType = read.optText(own(file, 'mimetype'), `${at}.mimetype`);
+        const size = read.optNumber(own(file, 'size'), `${at}.size`);
+        const fileName = read.optText(own(file, 'name'), `${at}.name`);
+        return [{ ref: url, type: mediaTypeOf(mimeType ?? ''), ...(mimeType ? { mimeType } : {}), ...(size ? { size } : {}), ...(fileName ? { fileName } : {}) }];
+      });
+      const threadTs = read.optText(own(event, 'thread_ts'), 'event.thread_ts');
       const inbound: InboundEvent = {
-        id: String(payload.event_id ?? `${channelId}:${event.ts}`),
+        id: read.optText(own(payload, 'event_id'), 'event_id') || `${channelId}:${ts}`,
         kind: 'message',
         detail: conversation.type,
         channel: channel.id, adapter: 'slack', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
         ...(ourBot ? { botId: ourBot } : {}),
-        sender: { id: String(event.user) },
-        platformId: `${channelId}:${event.ts}`,
+        sender: { id: user },
+        platformId: `${channelId}:${ts}`,
         segments: text ? [{ type: 'text', data: { text } }] : [],
         text, media, mentions,
-        fields: { ts: String(event.ts), ...(event.thread_ts ? { thread_ts: String(event.thread_ts) } : {}), team: String(payload.team_id ?? '') },
-        timestamp: Math.floor(Number(event.ts)) || Math.floor(delivery.now / 1000),
+        fields: { ts, ...(threadTs ? { thread_ts: threadTs } : {}), team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
+        // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
+        timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
         raw: payload,
       };
       return { events: [inbound] };

@@ -3,11 +3,8 @@ import { ConfigError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { MediaError } from '../media/fetch.js';
 import { platformJson } from './platform-api.js';
+import { kindOf, own, PayloadReader, type Json } from './shape.js';
 import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
-
-// Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
 
 /** The Bot API serves files up to 20 MB (core.telegram.org/bots/api#getfile). */
 const BOT_API_FILE_LIMIT = 20 * 1024 * 1024;
@@ -16,35 +13,65 @@ const fileKinds: Array<[string, MediaType]> = [
   ['document', 'document'], ['audio', 'audio'], ['voice', 'audio'], ['video', 'video'], ['video_note', 'video'], ['animation', 'video'], ['sticker', 'image'],
 ];
 
-function mediaOf(message: Json): MediaRef[] {
+/** One Telegram file object (PhotoSize, Document, ...) as a media reference. */
+function fileRef(read: PayloadReader, file: Json, at: string, type: MediaType): MediaRef | undefined {
+  const ref = read.optText(own(file, 'file_id'), `${at}.file_id`);
+  if (!ref) return undefined;
+  const mimeType = read.optText(own(file, 'mime_type'), `${at}.mime_type`);
+  const size = read.optNumber(own(file, 'file_size'), `${at}.file_size`);
+  const hash = read.optText(own(file, 'file_unique_id'), `${at}.file_unique_id`);
+  const fileName = read.optText(own(file, 'file_name'), `${at}.file_name`);
+  return { ref, type, ...(mimeType ? { mimeType } : {}), ...(size ? { size } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) };
+}
+
+function mediaOf(read: PayloadReader, message: Json, at: string): MediaRef[] {
   const media: MediaRef[] = [];
-  if (Array.isArray(message.photo) && message.photo.length > 0) {
-    // Photos come in several sizes; take the largest.
-    const largest = (message.photo as Json[]).reduce((a, b) => ((b.file_size ?? b.width * b.height) > (a.file_size ?? a.width * a.height) ? b : a));
-    media.push({ ref: String(largest.file_id), type: 'image', ...(largest.file_size ? { size: Number(largest.file_size) } : {}), ...(largest.file_unique_id ? { hash: String(largest.file_unique_id) } : {}) });
-  }
+  // Photos come in several sizes; take the largest.
+  let largest: { area: number; ref: MediaRef } | undefined;
+  read.optArray(own(message, 'photo'), `${at}.photo`).forEach((item, i) => {
+    const size = read.object(item, `${at}.photo[${i}]`, 'a PhotoSize object {file_id, width, height}');
+    const ref = fileRef(read, size, `${at}.photo[${i}]`, 'image');
+    const area = read.optNumber(own(size, 'file_size'), `${at}.photo[${i}].file_size`)
+      ?? (read.optNumber(own(size, 'width'), `${at}.photo[${i}].width`) ?? 0) * (read.optNumber(own(size, 'height'), `${at}.photo[${i}].height`) ?? 0);
+    if (ref && (!largest || area > largest.area)) largest = { area, ref };
+  });
+  if (largest) media.push(largest.ref);
   for (const [field, type] of fileKinds) {
-    const file = message[field];
-    if (!file?.file_id) continue;
-    media.push({
-      ref: String(file.file_id), type, ...(file.mime_type ? { mimeType: String(file.mime_type) } : {}), ...(file.file_size ? { size: Number(file.file_size) } : {}),
-      ...(file.file_unique_id ? { hash: String(file.file_unique_id) } : {}), ...(file.file_name ? { fileName: String(file.file_name) } : {}),
-    });
+    const file = read.optObject(own(message, field), `${at}.${field}`);
+    const ref = file && fileRef(read, file, `${at}.${field}`, type);
+    if (ref) media.push(ref);
   }
   return media;
 }
 
-function textOf(message: Json): string {
-  if (typeof message.text === 'string') return message.text;
-  if (typeof message.caption === 'string') return message.caption;
-  if (message.location) return `Location: (${message.location.latitude}, ${message.location.longitude})`;
-  if (message.contact) return `Contact: ${[message.contact.first_name, message.contact.last_name].filter(Boolean).join(' ')} ${message.contact.phone_number ?? ''}`.trim();
+function textOf(read: PayloadReader, message: Json, at: string): string {
+  const text = read.optText(own(message, 'text'), `${at}.text`) ?? read.optText(own(message, 'caption'), `${at}.caption`);
+  if (text !== undefined) return text;
+  const location = read.optObject(own(message, 'location'), `${at}.location`);
+  if (location) return `Location: (${read.optNumber(own(location, 'latitude'), `${at}.location.latitude`)}, ${read.optNumber(own(location, 'longitude'), `${at}.location.longitude`)})`;
+  const contact = read.optObject(own(message, 'contact'), `${at}.contact`);
+  if (contact) {
+    const name = ['first_name', 'last_name'].map((key) => read.optText(own(contact, key), `${at}.contact.${key}`)).filter(Boolean).join(' ');
+    return `Contact: ${name} ${read.optText(own(contact, 'phone_number'), `${at}.contact.phone_number`) ?? ''}`.trim();
+  }
   return '';
 }
 
-function nameOf(user: Json | undefined): string | undefined {
-  if (!user) return undefined;
-  return [user.first_name, user.last_name].filter(Boolean).join(' ') || user.username || user.title;
+function nameOf(read: PayloadReader, user: Json, at: string): string | undefined {
+  const field = (key: string) => read.optText(own(user, key), `${at}.${key}`);
+  return [field('first_name'), field('last_name')].filter(Boolean).join(' ') || field('username') || field('title');
+}
+
+/** Offsets of `@mentions` in the message text (UTF-16 offsets, as the Bot API counts). */
+function mentionsOf(read: PayloadReader, message: Json, at: string): string[] {
+  const text = own(message, 'text');
+  return read.optArray(own(message, 'entities'), `${at}.entities`).flatMap((item, i) => {
+    const entity = read.object(item, `${at}.entities[${i}]`);
+    if (own(entity, 'type') !== 'mention' || typeof text !== 'string') return [];
+    const offset = read.optNumber(own(entity, 'offset'), `${at}.entities[${i}].offset`) ?? 0;
+    const length = read.optNumber(own(entity, 'length'), `${at}.entities[${i}].length`) ?? 0;
+    return [text.slice(offset + 1, offset + length)];
+  });
 }
 
 /**
@@ -74,35 +101,46 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
     },
 
     normalize(body, delivery): Normalized {
-      const update = body as Json;
-      if (typeof update !== 'object' || update === null || typeof update.update_id !== 'number') throw fail('update_id is missing');
-      const callback = update.callback_query as Json | undefined;
-      const edited = update.edited_message ?? update.edited_channel_post;
-      const message = (update.message ?? update.channel_post ?? edited ?? callback?.message) as Json | undefined;
-      if (!message?.chat) return { events: [], ignored: 1 };
-      const chat = message.chat as Json;
-      const conversation = chat.type === 'private' ? { type: 'private' as const, id: String(chat.id) } : { type: 'group' as const, id: String(chat.id) };
-      const from = (callback?.from ?? message.from ?? message.sender_chat ?? chat) as Json;
-      const name = nameOf(from);
-      let text = callback ? String(callback.data ?? '') : textOf(message);
+      const read = new PayloadReader(fail);
+      const update = read.object(body, 'the body', 'an Update object {update_id, ...}');
+      const updateId = own(update, 'update_id');
+      if (typeof updateId !== 'number' || !Number.isSafeInteger(updateId)) {
+        throw fail(updateId === undefined ? 'update_id is required (a whole number)' : `update_id must be a whole number, got ${kindOf(updateId)}`);
+      }
+      const callback = read.optObject(own(update, 'callback_query'), 'callback_query');
+      const editedKey = ['edited_message', 'edited_channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null);
+      const messageKey = ['message', 'channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null) ?? editedKey;
+      const at = messageKey ?? 'callback_query.message';
+      const message = messageKey ? read.object(own(update, messageKey), messageKey) : callback && read.optObject(own(callback, 'message'), at);
+      const chat = message && read.optObject(own(message, 'chat'), `${at}.chat`);
+      if (!message || !chat) return { events: [], ignored: 1 };
+      const edited = editedKey !== undefined && messageKey === editedKey;
+      const chatId = read.text(own(chat, 'id'), `${at}.chat.id`);
+      const conversation = own(chat, 'type') === 'private' ? { type: 'private' as const, id: chatId } : { type: 'group' as const, id: chatId };
+      const [from, fromAt] = callback && own(callback, 'from') !== undefined ? [read.object(own(callback, 'from'), 'callback_query.from'), 'callback_query.from']
+        : own(message, 'from') !== undefined ? [read.object(own(message, 'from'), `${at}.from`), `${at}.from`]
+          : own(message, 'sender_chat') !== undefined ? [read.object(own(message, 'sender_chat'), `${at}.sender_chat`), `${at}.sender_chat`]
+            : [chat, `${at}.chat`];
+      const senderId = read.text(own(from, 'id'), `${fromAt}.id`);
+      const name = nameOf(read, from, fromAt);
+      let text = callback ? read.optText(own(callback, 'data'), 'callback_query.data') ?? '' : textOf(read, message, at);
       if (edited) text = `(edited) ${text}`;
-      const media = callback ? [] : mediaOf(message);
-      const fields: Record<string, string> = { message_id: String(message.message_id ?? '') };
-      if (message.media_group_id) fields.media_group_id = String(message.media_group_id);
-      const mentions = ((message.entities ?? []) as Json[])
-        .filter((e) => e.type === 'mention' && typeof message.text === 'string')
-        .map((e) => (message.text as string).slice(e.offset + 1, e.offset + e.length));
+      const media = callback ? [] : mediaOf(read, message, at);
+      const fields: Record<string, string> = { message_id: read.optText(own(message, 'message_id'), `${at}.message_id`) ?? '' };
+      const mediaGroupId = read.optText(own(message, 'media_group_id'), `${at}.media_group_id`);
+      if (mediaGroupId) fields.media_group_id = mediaGroupId;
+      const [stamp, stampAt] = edited && own(message, 'edit_date') !== undefined ? [own(message, 'edit_date'), `${at}.edit_date`] : [own(message, 'date'), `${at}.date`];
       const event: InboundEvent = {
-        id: String(update.update_id),
+        id: String(updateId),
         kind: 'message',
         detail: conversation.type,
         ...(edited ? { subType: 'edited' } : callback ? { subType: 'callback_query' } : {}),
         channel: channel.id, adapter: 'telegram', namespace, botId, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-        sender: { id: String(from.id), ...(name ? { name } : {}) },
-        platformId: `${botId}:${update.update_id}`,
+        sender: { id: senderId, ...(name ? { name } : {}) },
+        platformId: `${botId}:${updateId}`,
         segments: text ? [{ type: 'text', data: { text } }] : [],
-        text, media, mentions, fields,
-        timestamp: Number(edited?.edit_date ?? message.date) || Math.floor(delivery.now / 1000),
+        text, media, mentions: mentionsOf(read, message, at), fields,
+        timestamp: read.timestamp(stamp, stampAt, 's', delivery.now),
         raw: update,
       };
       return { events: [event] };
@@ -116,10 +154,11 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
       const info = (await platformJson(`${apiBaseUrl}/bot${botToken}/getFile?file_id=${encodeURIComponent(ref.ref ?? '')}`, {}, signal).catch((error: unknown) => {
         // Never let the token-bearing URL reach a message: say what Telegram said.
         throw new MediaError('http', `getFile failed: ${(error as Error).message.replaceAll(botToken, '<token>')}`, false);
-      })) as Json;
+      })) as { result?: { file_path?: unknown; file_size?: unknown } } | undefined;
       const path = info?.result?.file_path;
       if (typeof path !== 'string') throw new MediaError('http', 'getFile returned no file_path', false);
-      return { url: `${apiBaseUrl}/file/bot${botToken}/${path}`, ...(info.result.file_size ? { size: Number(info.result.file_size) } : {}) };
+      const size = info?.result?.file_size;
+      return { url: `${apiBaseUrl}/file/bot${botToken}/${path}`, ...(typeof size === 'number' ? { size } : {}) };
     },
   };
 }

@@ -4,33 +4,42 @@ import { RequestError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
 import { platformJson } from './platform-api.js';
+import { kindOf, own, PayloadReader, type Json } from './shape.js';
 import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
 
-// Platform payloads are walked defensively: every field read is checked or coerced with String/Number.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
-
-const mediaKinds: Record<string, MediaType> = { image: 'image', sticker: 'image', audio: 'audio', video: 'video', document: 'document' };
+const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['sticker', 'image'], ['audio', 'audio'], ['video', 'video'], ['document', 'document']]);
 
 /** Readable text for message types that are not plain text. */
-function render(message: Json): string {
-  switch (message.type) {
-    case 'text': return String(message.text?.body ?? '');
+function render(read: PayloadReader, message: Json, type: string | undefined, at: string): string {
+  switch (type) {
+    case 'text': return read.optText(own(read.optObject(own(message, 'text'), `${at}.text`) ?? {}, 'body'), `${at}.text.body`) ?? '';
     case 'location': {
-      const l = message.location ?? {};
-      const place = [l.name, l.address].filter(Boolean).join(', ');
-      return `Location: ${place ? `${place} ` : ''}(${l.latitude}, ${l.longitude})`;
+      const l = read.optObject(own(message, 'location'), `${at}.location`) ?? {};
+      const place = [read.optText(own(l, 'name'), `${at}.location.name`), read.optText(own(l, 'address'), `${at}.location.address`)].filter(Boolean).join(', ');
+      return `Location: ${place ? `${place} ` : ''}(${read.optNumber(own(l, 'latitude'), `${at}.location.latitude`)}, ${read.optNumber(own(l, 'longitude'), `${at}.location.longitude`)})`;
     }
     case 'contacts':
-      return (message.contacts ?? []).map((c: Json) => `Contact: ${c.name?.formatted_name ?? 'unknown'}${(c.phones ?? []).map((p: Json) => ` ${p.phone}`).join('')}`).join('\n');
+      return read.optArray(own(message, 'contacts'), `${at}.contacts`).map((item, i) => {
+        const contact = read.object(item, `${at}.contacts[${i}]`);
+        const name = read.optText(own(read.optObject(own(contact, 'name'), `${at}.contacts[${i}].name`) ?? {}, 'formatted_name'), `${at}.contacts[${i}].name.formatted_name`);
+        const phones = read.optArray(own(contact, 'phones'), `${at}.contacts[${i}].phones`)
+          .map((phone, k) => ` ${read.optText(own(read.object(phone, `${at}.contacts[${i}].phones[${k}]`), 'phone'), `${at}.contacts[${i}].phones[${k}].phone`) ?? ''}`);
+        return `Contact: ${name ?? 'unknown'}${phones.join('')}`;
+      }).join('\n');
     case 'interactive': {
-      const reply = message.interactive?.button_reply ?? message.interactive?.list_reply ?? message.interactive?.nfm_reply;
-      return String(reply?.title ?? reply?.body ?? '');
+      const interactive = read.optObject(own(message, 'interactive'), `${at}.interactive`) ?? {};
+      const key = ['button_reply', 'list_reply', 'nfm_reply'].find((k) => own(interactive, k) !== undefined && own(interactive, k) !== null);
+      const reply = key ? read.object(own(interactive, key), `${at}.interactive.${key}`) : {};
+      return read.optText(own(reply, 'title'), `${at}.interactive.${key}.title`) ?? read.optText(own(reply, 'body'), `${at}.interactive.${key}.body`) ?? '';
     }
-    case 'button': return String(message.button?.text ?? message.button?.payload ?? '');
+    case 'button': {
+      const button = read.optObject(own(message, 'button'), `${at}.button`) ?? {};
+      return read.optText(own(button, 'text'), `${at}.button.text`) ?? read.optText(own(button, 'payload'), `${at}.button.payload`) ?? '';
+    }
     default: {
-      const media = message[message.type];
-      return typeof media?.caption === 'string' ? media.caption : '';
+      if (type === undefined || !mediaKinds.has(type)) return '';
+      const media = read.optObject(own(message, type), `${at}.${type}`) ?? {};
+      return read.optText(own(media, 'caption'), `${at}.${type}.caption`) ?? '';
     }
   }
 }
@@ -48,6 +57,42 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
   const graphBaseUrl = baseUrlOf(channel, 'graphBaseUrl', 'https://graph.facebook.com/v21.0');
   const namespace = channel.namespace ?? 'wa';
   const fail = (problem: string) => shapeError(channel, 'a WhatsApp webhook', problem);
+
+  /** One entry of `value.messages[]`. */
+  function messageEvent(read: PayloadReader, message: Json, at: string, names: ReadonlyMap<string, string>, botId: string | undefined, now: number): InboundEvent {
+    const from = read.text(own(message, 'from'), `${at}.from`);
+    const id = read.text(own(message, 'id'), `${at}.id`);
+    const type = read.optText(own(message, 'type'), `${at}.type`);
+    const conversation = { type: 'private' as const, id: from };
+    const name = names.get(from);
+    const base = {
+      id, platformId: id, channel: channel.id, adapter: 'whatsapp', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
+      sender: { id: from, ...(name ? { name } : {}) }, timestamp: read.timestamp(own(message, 'timestamp'), `${at}.timestamp`, 's', now),
+      segments: [], mentions: [], raw: message, ...(botId ? { botId } : {}),
+    };
+    if (type === 'reaction') {
+      const reaction = read.optObject(own(message, 'reaction'), `${at}.reaction`) ?? {};
+      const emoji = read.optText(own(reaction, 'emoji'), `${at}.reaction.emoji`) ?? '';
+      return {
+        ...base, kind: 'notice', detail: 'reaction', text: emoji, media: [],
+        fields: { message_id: read.optText(own(reaction, 'message_id'), `${at}.reaction.message_id`) ?? '', emoji, user_id: from },
+      };
+    }
+    const text = render(read, message, type, at);
+    const kind = type === undefined ? undefined : mediaKinds.get(type);
+    const media: MediaRef[] = [];
+    if (kind) {
+      const where = `${at}.${type}`;
+      const attachment = read.optObject(own(message, type as string), where) ?? {};
+      const ref = read.optText(own(attachment, 'id'), `${where}.id`);
+      const mimeType = read.optText(own(attachment, 'mime_type'), `${where}.mime_type`);
+      const hash = read.optText(own(attachment, 'sha256'), `${where}.sha256`);
+      const fileName = read.optText(own(attachment, 'filename'), `${where}.filename`);
+      if (ref) media.push({ ref, type: kind, ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) });
+    }
+    const shown = text || (kind ? '' : `[unsupported WhatsApp message type "${type ?? ''}"]`);
+    return { ...base, kind: 'message', detail: 'private', text: shown, media, ...(shown ? { segments: [{ type: 'text', data: { text: shown } }] } : {}) };
+  }
 
   return {
     name: 'whatsapp',
@@ -68,51 +113,31 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
     },
 
     normalize(body, delivery): Normalized {
-      const payload = body as Json;
-      if (typeof payload !== 'object' || payload === null || payload.object !== 'whatsapp_business_account' || !Array.isArray(payload.entry)) {
-        throw fail('expected {"object":"whatsapp_business_account","entry":[...]}');
-      }
+      const read = new PayloadReader(fail);
+      const payload = read.object(body, 'the body', '{"object":"whatsapp_business_account","entry":[...]}');
+      if (own(payload, 'object') !== 'whatsapp_business_account') throw fail(`object must be "whatsapp_business_account", got ${kindOf(own(payload, 'object'))}`);
       const events: InboundEvent[] = [];
       let ignored = 0;
-      for (const entry of payload.entry as Json[]) {
-        for (const change of (entry?.changes ?? []) as Json[]) {
-          const value = (change?.value ?? {}) as Json;
-          const botId = value.metadata?.phone_number_id === undefined ? undefined : String(value.metadata.phone_number_id);
+      read.array(own(payload, 'entry'), 'entry').forEach((entryValue, i) => {
+        const entry = read.object(entryValue, `entry[${i}]`);
+        read.optArray(own(entry, 'changes'), `entry[${i}].changes`).forEach((changeValue, j) => {
+          const path = `entry[${i}].changes[${j}]`;
+          const value = read.optObject(own(read.object(changeValue, path), 'value'), `${path}.value`) ?? {};
+          const metadata = read.optObject(own(value, 'metadata'), `${path}.value.metadata`) ?? {};
+          const botId = read.optText(own(metadata, 'phone_number_id'), `${path}.value.metadata.phone_number_id`);
           const names = new Map<string, string>();
-          for (const contact of (value.contacts ?? []) as Json[]) if (contact?.wa_id) names.set(String(contact.wa_id), String(contact.profile?.name ?? ''));
-          ignored += Array.isArray(value.statuses) ? value.statuses.length : 0;
-          for (const message of (value.messages ?? []) as Json[]) {
-            if (!message?.from || !message?.id) throw fail('a message lacks "from" or "id"');
-            const from = String(message.from);
-            const conversation = { type: 'private' as const, id: from };
-            const name = names.get(from);
-            const base = {
-              channel: channel.id, adapter: 'whatsapp', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-              sender: { id: from, ...(name ? { name } : {}) }, timestamp: Number(message.timestamp) || Math.floor(delivery.now / 1000),
-              segments: [], mentions: [], raw: message, ...(botId ? { botId } : {}),
-            };
-            if (message.type === 'reaction') {
-              events.push({
-                ...base, id: String(message.id), kind: 'notice', detail: 'reaction', platformId: String(message.id), text: String(message.reaction?.emoji ?? ''), media: [],
-                fields: { message_id: String(message.reaction?.message_id ?? ''), emoji: String(message.reaction?.emoji ?? ''), user_id: from },
-              });
-              continue;
-            }
-            const text = render(message);
-            const kind = mediaKinds[message.type as string];
-            const media: MediaRef[] = [];
-            const attachment = kind ? message[message.type] : undefined;
-            if (kind && attachment?.id) {
-              media.push({ ref: String(attachment.id), type: kind, ...(attachment.mime_type ? { mimeType: String(attachment.mime_type).split(';')[0] } : {}), ...(attachment.sha256 ? { hash: String(attachment.sha256) } : {}), ...(attachment.filename ? { fileName: String(attachment.filename) } : {}) });
-            }
-            const unsupported = !kind && !text ? `[unsupported WhatsApp message type "${message.type}"]` : '';
-            events.push({
-              ...base, id: String(message.id), kind: 'message', detail: 'private', platformId: String(message.id),
-              text: text || unsupported, media, ...(text || unsupported ? { segments: [{ type: 'text', data: { text: text || unsupported } }] } : {}),
-            });
-          }
-        }
-      }
+          read.optArray(own(value, 'contacts'), `${path}.value.contacts`).forEach((item, k) => {
+            const contact = read.object(item, `${path}.value.contacts[${k}]`);
+            const waId = read.optText(own(contact, 'wa_id'), `${path}.value.contacts[${k}].wa_id`);
+            const profile = read.optObject(own(contact, 'profile'), `${path}.value.contacts[${k}].profile`) ?? {};
+            if (waId) names.set(waId, read.optText(own(profile, 'name'), `${path}.value.contacts[${k}].profile.name`) ?? '');
+          });
+          ignored += read.optArray(own(value, 'statuses'), `${path}.value.statuses`).length;
+          read.optArray(own(value, 'messages'), `${path}.value.messages`).forEach((item, k) => {
+            events.push(messageEvent(read, read.object(item, `${path}.value.messages[${k}]`), `${path}.value.messages[${k}]`, names, botId, delivery.now));
+          });
+        });
+      });
       return { events, ignored };
     },
 

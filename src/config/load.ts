@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { configSchema, defaults, type ChannelConfig, type Config } from './schema.js';
+import { configSchema, defaults, standardWebhooksSecretProblem, type ChannelConfig, type Config } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
 
@@ -15,6 +16,11 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['PORT', 'server.port', 'int'],
   ['INTAKE_BODY_LIMIT_BYTES', 'server.bodyLimitBytes', 'int'],
   ['INTAKE_MAX_DEPTH', 'server.maxDepth', 'int'],
+  ['INTAKE_MAX_KEYS', 'server.maxKeys', 'int'],
+  ['INTAKE_HEADERS_TIMEOUT_MS', 'server.headersTimeoutMs', 'int'],
+  ['INTAKE_REQUEST_TIMEOUT_MS', 'server.requestTimeoutMs', 'int'],
+  ['INTAKE_KEEP_ALIVE_TIMEOUT_MS', 'server.keepAliveTimeoutMs', 'int'],
+  ['INTAKE_MAX_CONNECTIONS', 'server.maxConnections', 'int'],
   ['INTAKE_API_TOKEN', 'server.apiToken', 'string'],
   ['INTAKE_STORE', 'store', 'string'],
   ['INTAKE_DEDUP_ID_TTL_MS', 'dedup.idTtlMs', 'int'],
@@ -146,6 +152,24 @@ function readFile(path: string): JsonObject {
   return parsed;
 }
 
+/**
+ * The environment with a `.env` file in `cwd` (beside `.env.example`) filled in underneath:
+ * a variable set in the real environment always wins over the file. No file, no change.
+ */
+export function withDotEnv(cwd: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const path = resolve(cwd, '.env');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return env;
+    throw new ConfigError(`Cannot read ${path}: ${(cause as Error).message}`, { cause });
+  }
+  const merged: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(parseEnv(text))) if (value !== undefined && name !== '__proto__') merged[name] = value;
+  return Object.assign(merged, env);
+}
+
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** An already-parsed config object used instead of the file (library use and tests). */
@@ -205,6 +229,13 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   if (raw.agent.url !== undefined && raw.agent.secret === undefined) {
     throw new ConfigError('agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives');
+  }
+  const secretProblem = raw.agent.secret === undefined ? undefined : standardWebhooksSecretProblem(raw.agent.secret);
+  if (secretProblem) {
+    throw new ConfigError(`agent.secret (INTAKE_AGENT_SECRET) must be a Standard Webhooks secret, "whsec_" then the base64 of 24 to 64 random bytes: ${secretProblem}`);
+  }
+  if (raw.server.headersTimeoutMs > raw.server.requestTimeoutMs) {
+    throw new ConfigError(`server.headersTimeoutMs (INTAKE_HEADERS_TIMEOUT_MS) ${raw.server.headersTimeoutMs} must not exceed server.requestTimeoutMs (INTAKE_REQUEST_TIMEOUT_MS) ${raw.server.requestTimeoutMs}: the headers are part of the request`);
   }
   if (!isLoopbackHost(raw.server.host) && !raw.server.apiToken) {
     throw new ConfigError(`server.apiToken (INTAKE_API_TOKEN) is required when server.host (HOST) is "${raw.server.host}", a non-loopback address: /v1/* and /metrics would be open to the network`);

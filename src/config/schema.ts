@@ -2,7 +2,10 @@ import { z } from 'zod';
 
 /** Defaults of CONTRACT §2, in one place. */
 export const defaults = {
-  server: { host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64 },
+  server: {
+    host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64, maxKeys: 10_000,
+    headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000,
+  },
   store: 'sqlite:./data/intake.db',
   dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
   debounce: { windowMs: 1_500, maxMessages: 3, maxWaitMs: 7_500, media: 'all', flushCommands: true },
@@ -15,6 +18,18 @@ export const defaults = {
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
   agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
 } as const;
+
+/**
+ * Standard Webhooks (standardwebhooks.com) secrets are `whsec_` plus the base64 of 24 to 64
+ * random bytes; anything shorter is guessable, and the agent's verifier expects the prefix.
+ * Returns what is wrong with `secret` (never the secret itself), or undefined.
+ */
+export function standardWebhooksSecretProblem(secret: string): string | undefined {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
+  if (!match) return 'it must start with "whsec_" followed by base64';
+  const bytes = Buffer.from(match[1] as string, 'base64').length;
+  return bytes >= 24 && bytes <= 64 ? undefined : `it decodes to ${bytes} bytes`;
+}
 
 const ms = z.number().int().min(0);
 const positive = z.number().int().min(1);
@@ -73,6 +88,16 @@ export const configSchema = z.object({
     port: z.number().int().min(0).max(65535),
     bodyLimitBytes: positive,
     maxDepth: positive,
+    /** Object keys plus array items a body may hold, counted before parsing. */
+    maxKeys: positive,
+    /** Time a client has to send its request headers. */
+    headersTimeoutMs: positive,
+    /** Time a client has to send its whole request, body included (at least headersTimeoutMs). */
+    requestTimeoutMs: positive,
+    /** Idle time a kept-alive socket stays open; above the load balancer's idle timeout behind one. */
+    keepAliveTimeoutMs: positive,
+    /** Open sockets at once; the ones past it are closed on arrival. */
+    maxConnections: positive,
     apiToken: z.string().optional(),
   }).strict(),
   store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),
@@ -94,7 +119,8 @@ export const configSchema = z.object({
   }).strict(),
   agent: z.object({
     url: z.url({ protocol: /^https?$/ }).optional(),
-    secret: z.string().regex(/^(whsec_)?[A-Za-z0-9+/=]+$/, 'a "whsec_<base64>" secret').optional(),
+    /** Checked by loadConfig with isStandardWebhooksSecret, so the message can say why. */
+    secret: z.string().optional(),
     timeoutMs: positive,
     retries: z.number().int().min(0).max(50),
     concurrency: positive,

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { defaults } from '../config/schema.js';
 import { RequestError } from '../errors.js';
 
 /**
@@ -10,12 +11,32 @@ export async function readRawBody(req: IncomingMessage, limit: number): Promise<
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (isClientGone(error)) throw clientClosed(size, error);
+    throw error;
   }
+  if (!req.complete) throw clientClosed(size);
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+/** Node reports a client that hung up mid-body as `ECONNRESET` / "aborted" on the request. */
+function isClientGone(error: unknown): boolean {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || message === 'aborted';
+}
+
+/**
+ * The client went away before its body ended: nobody is left to answer, and nothing was
+ * wrong with the service or the (unread) delivery. 499 is nginx's "client closed request".
+ */
+function clientClosed(received: number, cause?: unknown): RequestError {
+  return new RequestError('client_closed', 499, `The client closed the connection after ${received} bytes, before the body ended`, { stage: 'body', ...(cause === undefined ? {} : { cause }) });
 }
 
 function tooLarge(limit: number): RequestError {
@@ -32,12 +53,14 @@ export function isJsonType(contentType: string | undefined): boolean {
 const forbiddenKeys = new Set(['__proto__', 'constructor', 'prototype']);
 
 /**
- * Parse untrusted JSON: nesting deeper than `maxDepth` and prototype-polluting keys are a 400.
- * V8's JSON.parse is iterative, so a deep body cannot overflow the stack there; the parsed value
- * is then walked once to enforce depth and keys (cheaper than a reviver). The walk recurses, but
- * never deeper than `maxDepth + 1`.
+ * Parse untrusted JSON: nesting deeper than `maxDepth`, more than `maxKeys` object keys plus
+ * array items, and prototype-polluting keys are a 400. Depth and size are checked on the bytes
+ * first (scanJson), so a hostile body is refused before JSON.parse spends time building it;
+ * the parsed value is then walked once for forbidden keys. The walk recurses, but never deeper
+ * than `maxDepth + 1`.
  */
-export function parseJson(raw: Buffer, maxDepth: number): unknown {
+export function parseJson(raw: Buffer, maxDepth: number, maxKeys: number = defaults.server.maxKeys): unknown {
+  scanJson(raw, maxDepth, maxKeys);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));
@@ -51,7 +74,7 @@ export function parseJson(raw: Buffer, maxDepth: number): unknown {
 function check(node: unknown, maxDepth: number, depth = 1): void {
   // Recursion is bounded: it stops at maxDepth + 1 whatever the body's real depth.
   if (typeof node !== 'object' || node === null) return;
-  if (depth > maxDepth) throw new RequestError('too_deep', 400, `JSON body nests deeper than ${maxDepth} levels`);
+  if (depth > maxDepth) throw tooDeep(maxDepth);
   if (Array.isArray(node)) {
     for (let i = 0; i < node.length; i++) check(node[i], maxDepth, depth + 1);
     return;
@@ -60,4 +83,63 @@ function check(node: unknown, maxDepth: number, depth = 1): void {
     if (forbiddenKeys.has(key)) throw new RequestError('forbidden_key', 400, `JSON body contains the key "${key}", which is not accepted`);
     check((node as Record<string, unknown>)[key], maxDepth, depth + 1);
   }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+
+/**
+ * One pass over the bytes, before parsing: nesting depth and the number of object keys plus
+ * array items ("structures"), with string contents skipped (brackets and commas inside strings,
+ * and escaped quotes, count for nothing). Items are counted as the commas of every container
+ * plus one per non-empty container. UTF-8 continuation bytes are never ASCII, so a byte scan
+ * cannot mistake part of a character for a bracket. Malformed JSON is left for JSON.parse to
+ * name, unless it already breaks a limit.
+ */
+export function scanJson(raw: Buffer, maxDepth: number, maxKeys: number): void {
+  let depth = 0;
+  let items = 0;
+  let opened = false;
+  const end = raw.length;
+  for (let i = 0; i < end; i++) {
+    const byte = raw[i] as number;
+    if (byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09) continue;
+    if (opened) {
+      opened = false;
+      // The first thing inside a container that is not its end: the container is non-empty.
+      if (byte !== 0x7d && byte !== 0x5d && ++items > maxKeys) throw tooManyKeys(maxKeys);
+    }
+    if (byte === QUOTE) {
+      i = stringEnd(raw, i);
+    } else if (byte === 0x7b || byte === 0x5b) {
+      if (++depth > maxDepth) throw tooDeep(maxDepth);
+      opened = true;
+    } else if (byte === 0x7d || byte === 0x5d) {
+      depth--;
+    } else if (byte === COMMA) {
+      if (++items > maxKeys) throw tooManyKeys(maxKeys);
+    }
+  }
+}
+
+/** Index of the quote closing the string opened at `start` (or the last index when unterminated). */
+function stringEnd(raw: Buffer, start: number): number {
+  let at = start;
+  for (;;) {
+    at = raw.indexOf(QUOTE, at + 1);
+    if (at === -1) return raw.length - 1;
+    let backslashes = 0;
+    while (raw[at - 1 - backslashes] === BACKSLASH) backslashes++;
+    // An even run of backslashes escapes itself, not the quote.
+    if (backslashes % 2 === 0) return at;
+  }
+}
+
+function tooDeep(maxDepth: number): RequestError {
+  return new RequestError('too_deep', 400, `JSON body nests deeper than ${maxDepth} levels (server.maxDepth)`);
+}
+
+function tooManyKeys(maxKeys: number): RequestError {
+  return new RequestError('too_many_keys', 400, `JSON body holds more than ${maxKeys} object keys and array items (server.maxKeys)`);
 }

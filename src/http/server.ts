@@ -1,0 +1,82 @@
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { ConfigError } from '../errors.js';
+
+/** How often, at most, the log says that connections past server.maxConnections were dropped. */
+const DROP_LOG_INTERVAL_MS = 10_000;
+
+/** Answers for HTTP-level client errors: the codes Node itself would send. */
+const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
+  ['ERR_HTTP_REQUEST_TIMEOUT', '408 Request Timeout'],
+  ['HPE_HEADER_OVERFLOW', '431 Request Header Fields Too Large'],
+]);
+
+/**
+ * Create the HTTP server with the `server.*` socket limits and start listening on
+ * `server.host`:`server.port`. Slow clients are cut off (headersTimeoutMs, requestTimeoutMs),
+ * idle kept-alive sockets close after keepAliveTimeoutMs, sockets past maxConnections are
+ * closed on arrival, and malformed requests are answered 400 and logged without their bytes
+ * (a raw packet can carry another request's `Authorization` header).
+ * Rejects with a ConfigError naming `server.port` when the port is taken.
+ */
+export async function listen(app: Koa, config: Config, logger: Logger): Promise<Server> {
+  const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
+  const server = createServer({
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    // Node checks those two timeouts on this interval (30 s by default), so it bounds how late a cut comes.
+    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeoutMs / 4))),
+  }, app.callback());
+  server.keepAliveTimeout = keepAliveTimeoutMs;
+  server.maxConnections = maxConnections;
+
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    const code = error.code ?? 'unknown';
+    if (code === 'ECONNRESET' || !socket.writable) {
+      logger.debug({ code }, 'client went away');
+      socket.destroy();
+      return;
+    }
+    // The code only: `error.rawPacket` holds the request's bytes, headers and tokens included.
+    logger.warn({ code }, 'malformed or slow HTTP request refused');
+    const status = clientErrorAnswers.get(code) ?? '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    socket.destroySoon();
+  });
+
+  let lastDropLog = 0;
+  server.on('drop', () => {
+    const now = Date.now();
+    if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return;
+    lastDropLog = now;
+    logger.warn({ maxConnections }, 'connections past server.maxConnections (INTAKE_MAX_CONNECTIONS) are being closed on arrival');
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException) => reject(listenError(error, host, port));
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+  return server;
+}
+
+/** A listen failure as one line naming the setting to change. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`server.port / PORT ${port} is in use by another process on ${host}; stop it or choose another port`, { cause: error });
+    case 'EACCES':
+      return new ConfigError(`server.port / PORT ${port} needs privileges this process lacks on ${host}; choose a port above 1023`, { cause: error });
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new ConfigError(`server.host / HOST "${host}" is not an address of this machine`, { cause: error });
+    default:
+      return error;
+  }
+}

@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseJson, scanJson } from '../../src/http/body.js';
+import { RequestError } from '../../src/errors.js';
+
+/** Object keys plus array items, counted on the parsed value. */
+function structures(value: unknown): number {
+  if (Array.isArray(value)) return value.length + value.reduce((n: number, item) => n + structures(item), 0);
+  if (typeof value === 'object' && value !== null) return Object.values(value).reduce((n: number, item) => n + 1 + structures(item), 0);
+  return 0;
+}
+
+function depthOf(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  const children = Object.values(value);
+  return 1 + (children.length ? Math.max(...children.map(depthOf)) : 0);
+}
+
+/** Deterministic generator (mulberry32). */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const tricky = ['[', ']', '{', '}', ',', ':', '"', '\\', '\\"', '\\\\', '"]', '\\\\"', '{"a":[1,2]}', 'é', '漢字', '\u2028', '\n', ' '];
+
+function value(next: () => number, depth: number): unknown {
+  const pick = next();
+  if (depth > 5 || pick < 0.35) {
+    if (pick < 0.15) return Array.from({ length: Math.floor(next() * 4) }, () => tricky[Math.floor(next() * tricky.length)]).join('');
+    if (pick < 0.25) return Math.floor(next() * 1000) - 500;
+    return [null, true, false, 0.5][Math.floor(next() * 4)];
+  }
+  const size = Math.floor(next() * 5);
+  if (pick < 0.65) return Array.from({ length: size }, () => value(next, depth + 1));
+  const object: Record<string, unknown> = {};
+  for (let i = 0; i < size; i++) object[`k${i}${tricky[Math.floor(next() * tricky.length)]}`] = value(next, depth + 1);
+  return object;
+}
+
+const refused = (run: () => unknown): RequestError | undefined => {
+  try {
+    run();
+    return undefined;
+  } catch (error) {
+    if (error instanceof RequestError) return error;
+    throw error;
+  }
+};
+
+describe('scanJson: depth and size before parsing', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('counts exactly what the parsed value holds, whatever the strings contain', () => {
+    const next = random(20240601);
+    for (let round = 0; round < 500; round++) {
+      const input = { wrap: value(next, 0) };
+      const text = next() < 0.5 ? JSON.stringify(input) : JSON.stringify(input, null, 2);
+      const raw = Buffer.from(text);
+      const count = structures(input);
+      const depth = depthOf(input);
+      expect(refused(() => scanJson(raw, depth, count)), text).toBeUndefined();
+      expect(refused(() => scanJson(raw, depth, count - 1))?.code, text).toBe('too_many_keys');
+      expect(refused(() => scanJson(raw, depth - 1, count))?.code, text).toBe('too_deep');
+    }
+  });
+
+  it('ignores brackets, commas and escaped quotes inside strings', () => {
+    const raw = Buffer.from(String.raw`{"a":"[[[{{,,,\"]]]","b\\":"\\","c":["\"[",",{"]}`);
+    expect(JSON.parse(raw.toString())).toEqual({ a: '[[[{{,,,"]]]', 'b\\': '\\', c: ['"[', ',{'] });
+    expect(refused(() => scanJson(raw, 2, 5))).toBeUndefined();
+    expect(refused(() => scanJson(raw, 2, 4))?.code).toBe('too_many_keys');
+    expect(refused(() => scanJson(raw, 1, 5))?.code).toBe('too_deep');
+  });
+
+  it('refuses a 1 MB deeply nested body without handing it to JSON.parse', () => {
+    const parse = vi.spyOn(JSON, 'parse');
+    const raw = Buffer.from('['.repeat(500_000) + ']'.repeat(500_000));
+    const error = refused(() => parseJson(raw, 64, 10_000));
+    expect(error).toMatchObject({ code: 'too_deep', status: 400 });
+    expect(error?.message).toMatch(/deeper than 64 levels \(server\.maxDepth\)/);
+    expect(parse).not.toHaveBeenCalled();
+  });
+
+  it('refuses a body of 10^5 keys without handing it to JSON.parse', () => {
+    const parse = vi.spyOn(JSON, 'parse');
+    const raw = Buffer.from(JSON.stringify(Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i]))));
+    const error = refused(() => parseJson(raw, 64));
+    expect(error).toMatchObject({ code: 'too_many_keys', status: 400 });
+    expect(error?.message).toMatch(/more than 10000 object keys and array items \(server\.maxKeys\)/);
+    expect(parse).not.toHaveBeenCalled();
+    expect(refused(() => parseJson(Buffer.from(`[${'0,'.repeat(20_000)}0]`), 64))?.code).toBe('too_many_keys');
+  });
+
+  it('still parses ordinary bodies, and still names malformed JSON as bad_json', () => {
+    expect(parseJson(Buffer.from('{"sessionKey":"cli:a","content":"[hi], {there}"}'), 64)).toEqual({ sessionKey: 'cli:a', content: '[hi], {there}' });
+    expect(parseJson(Buffer.from('[]'), 64)).toEqual([]);
+    expect(refused(() => parseJson(Buffer.from('{"a":'), 64))?.code).toBe('bad_json');
+    expect(refused(() => parseJson(Buffer.from('"unterminated'), 64))?.code).toBe('bad_json');
+  });
+});

@@ -1,0 +1,97 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import Koa from 'koa';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/load.js';
+import { listen } from '../src/http/server.js';
+
+/** A logger whose lines the test can read. */
+function capture(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+  return { logger: pino({ level: 'debug' }, sink), lines };
+}
+
+function app(): Koa {
+  const koa = new Koa();
+  koa.use((ctx) => { ctx.body = { ok: true }; });
+  return koa;
+}
+
+const config = (server: Record<string, unknown>) => loadConfig({ env: {}, file: { server: { port: 0, ...server } } });
+
+/** Open a raw socket and collect everything the server sends until it closes. */
+async function rawClient(port: number, send?: string): Promise<{ socket: Socket; received: Promise<string> }> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let data = '';
+  socket.on('data', (chunk) => { data += chunk; });
+  socket.on('error', () => undefined);
+  const received = once(socket, 'close').then(() => data);
+  if (send) socket.write(send);
+  return { socket, received };
+}
+
+describe('the HTTP server limits (listen)', () => {
+  const servers: Server[] = [];
+  const sockets: Socket[] = [];
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.destroy();
+    for (const server of servers.splice(0)) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+  const start = async (settings: Record<string, unknown>, logger = pino({ level: 'silent' })) => {
+    const server = await listen(app(), config(settings), logger);
+    servers.push(server);
+    return { server, port: (server.address() as AddressInfo).port };
+  };
+
+  it('applies the configured timeouts and connection cap to the node server', async () => {
+    const { server } = await start({ headersTimeoutMs: 1234, requestTimeoutMs: 5678, keepAliveTimeoutMs: 65000, maxConnections: 7 });
+    expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.maxConnections]).toEqual([1234, 5678, 65000, 7]);
+  });
+
+  it('cuts off a client that sends its headers too slowly, with 408', async () => {
+    const { port } = await start({ headersTimeoutMs: 200, requestTimeoutMs: 400 });
+    // Half the headers, then nothing: the socket must not stay open.
+    const { socket, received } = await rawClient(port, 'POST /webhooks/generic HTTP/1.1\r\nHost: x\r\n');
+    sockets.push(socket);
+    expect(await received).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('closes connections past maxConnections on arrival, and keeps serving the others', async () => {
+    const { server, port } = await start({ maxConnections: 2 });
+    const first = await rawClient(port);
+    const second = await rawClient(port);
+    sockets.push(first.socket, second.socket);
+    // Both are accepted once the server has seen them.
+    while ((await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)))) < 2) await new Promise((r) => setImmediate(r));
+    const third = await rawClient(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    sockets.push(third.socket);
+    expect(await third.received).toBe('');
+    first.socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(await first.received).toMatch(/^HTTP\/1\.1 200 [\s\S]*\{"ok":true\}$/);
+  });
+
+  it('answers a malformed request 400 and logs its code at warn, never its bytes', async () => {
+    const { logger, lines } = capture();
+    const { port } = await start({}, logger);
+    const { socket, received } = await rawClient(port, 'POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: nope\r\n\r\n');
+    sockets.push(socket);
+    expect(await received).toMatch(/^HTTP\/1\.1 400 /);
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain('s3cret-token');
+    expect(text).not.toContain('rawPacket');
+    expect(lines).toEqual([expect.objectContaining({ level: 40, code: 'HPE_INVALID_CONTENT_LENGTH' })]);
+  });
+
+  it('names server.port / PORT when the port is taken', async () => {
+    const { port } = await start({});
+    await expect(listen(app(), config({ port }), pino({ level: 'silent' }))).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
+  });
+});
