@@ -245,7 +245,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       throw new UnavailableError('outbox_full', `${push.pending} messages are waiting for the agent (agent.maxPending ${config.agent.maxPending}); retry later`, 30, { channel: channelId });
     }
     adapter.verify(delivery);
-    const normalized = adapter.normalize(parseJson(delivery.body, config.server.maxDepth), delivery);
+    const normalized = adapter.normalize(parseJson(delivery.body, config.server.maxDepth, config.server.maxKeys), delivery);
     if (normalized.ignored) {
       metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
       record({ at: delivery.now, channel: channelId, kind: 'verdict', id: '', verdict: 'ignored', reason: `${normalized.ignored} receipt(s) or meta event(s)` });

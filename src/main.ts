@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { loadConfig, withDotEnv } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { ConfigError, isConfigError } from './errors.js';
+import { ConfigError, isConfigError, isIntakeError } from './errors.js';
 import { listen } from './http/server.js';
 import { createIntake } from './intake.js';
 
@@ -73,6 +73,7 @@ function processLog(level: Config['logLevel']): ProcessLog {
 
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
+  if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
   const { code, path, message } = error as NodeJS.ErrnoException;
   const storePath = config.store.startsWith('sqlite:') ? resolve(config.store.slice('sqlite:'.length)) : undefined;
   const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
@@ -96,8 +97,7 @@ async function main(): Promise<void> {
   const intake = await createIntake({ config, logger }).catch((error: unknown) => {
     throw startupError(error, config);
   });
-  // A failed listen exits at once, without close(): closing would flush buffers this process
-  // re-armed from a store another instance may still be serving.
+  // A failed listen exits at once, without close(): nothing was taken yet that must be handed back.
   const server = await listen(intake.app, config, logger);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;

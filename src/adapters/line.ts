@@ -1,6 +1,6 @@
 import type { ChannelConfig } from '../config/schema.js';
 import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
-import { MediaError } from '../media/fetch.js';
+import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { own, PayloadReader, type Json } from './shape.js';
 import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { MediaError } from '../media/fetch.js';
+import { MediaError } from '../errors.js';
 
 /**
  * GET a platform API endpoint (a configured base URL, trusted like the rest of the config)

@@ -1,7 +1,7 @@
 import type { ChannelConfig } from '../config/schema.js';
 import { SignatureError } from '../errors.js';
 import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef } from '../events.js';
-import { MediaError } from '../media/fetch.js';
+import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { kindOf, own, PayloadReader } from './shape.js';
 import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';

@@ -1,7 +1,7 @@
 import type { ChannelConfig } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
-import { MediaError } from '../media/fetch.js';
+import { MediaError } from '../errors.js';
 import { platformJson } from './platform-api.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
 import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';

@@ -8,12 +8,11 @@ import { systemClock, type Clock } from '../clock.js';
 import { retryAfterMs } from '../retry-after.js';
 import { deadline, wait } from './deadline.js';
 import { mediaConnections, type MediaConnections } from './connections.js';
-import { MediaError } from './errors.js';
+import { MediaError } from '../errors.js';
 import { BlockedAddressError, checkUrl, type UrlPolicy } from './guard.js';
 import { TEMP_SUFFIX } from './sandbox.js';
 import type { Release } from './slots.js';
 
-export { MediaError, isMediaError, type FailureKind } from './errors.js';
 
 const MAX_REDIRECTS = 3;
 const SNIFF_BYTES = 4100;

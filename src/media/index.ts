@@ -8,7 +8,7 @@ import type { BufferedPart, MediaFailure, MediaItem, MediaRef, PartMedia, Resolv
 import type { MediaResult, Metrics } from '../metrics/index.js';
 import { deadline, untilAborted } from './deadline.js';
 import { mediaConnections, type MediaConnections } from './connections.js';
-import { MediaError, type FailureKind } from './errors.js';
+import { MediaError, type FailureKind } from '../errors.js';
 import { fetchToFile } from './fetch.js';
 import { ensureFolder, sessionFolder, sweepStale, sweepTemporaries } from './sandbox.js';
 import { Slots } from './slots.js';

@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
 import { postJson, startService, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../media/servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 /** Debian's chromium (installed by .ci/run); never a downloaded browser. */
 const CHROMIUM = '/usr/bin/chromium';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Running } from '../helpers.js';
-import { PNG } from '../media/servers.js';
+import { PNG } from '../servers.js';
 
 /** GET with the path exactly as written: fetch() would normalize `..` away before sending. */
 function rawGet(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {

@@ -3,12 +3,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mediaConnections } from '../../src/media/connections.js';
-import { fetchToFile, MediaError } from '../../src/media/fetch.js';
+import { MediaError } from '../../src/errors.js';
+import { fetchToFile } from '../../src/media/fetch.js';
 import { guardLookup, refuseAddress } from '../../src/media/guard.js';
 import { Slots } from '../../src/media/slots.js';
 import { tempDir } from '../helpers.js';
-import { ManualClock } from './clock.js';
-import { countingConnections, endless, PNG, serve, type TestServer } from './servers.js';
+import { ManualClock } from '../manual-clock.js';
+import { countingConnections, endless, PNG, serve, type TestServer } from '../servers.js';
 
 const MAX = 64 * 1024;
 
@@ -98,9 +99,9 @@ describe('fetchToFile against local servers', () => {
     const done = fetchToFile(`${base()}/rate`, target('rate'), { ...options(), clock });
     await clock.armed(1000);
     expect(media.hits.get('/rate')).toBe(1);
-    clock.advance(999);
+    clock.tick(999);
     expect(media.hits.get('/rate')).toBe(1);
-    clock.advance(1);
+    clock.tick(1);
     await done;
     expect(media.hits.get('/rate')).toBe(2);
     expect(readFileSync(target('rate'))).toEqual(PNG);
@@ -110,7 +111,7 @@ describe('fetchToFile against local servers', () => {
     const clock = new ManualClock(Date.UTC(2030, 0, 1));
     const done = fetchToFile(`${base()}/rate-date`, target('rate-date'), { ...options(), clock, timeoutMs: 10_000 });
     await clock.armed(2000);
-    clock.advance(2000);
+    clock.tick(2000);
     await done;
     expect(media.hits.get('/rate-date')).toBe(2);
   });
@@ -126,7 +127,7 @@ describe('fetchToFile against local servers', () => {
     const clock = new ManualClock();
     const pending = failure(fetchToFile(`${base()}/stall`, target('stall'), { ...options(), clock, timeoutMs: 400 }));
     await media.arrived('/stall');
-    clock.advance(400);
+    clock.tick(400);
     const error = await pending;
     expect(error.kind).toBe('timeout');
     expect(existsSync(target('stall'))).toBe(false);

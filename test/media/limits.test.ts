@@ -4,9 +4,9 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { tempDir } from '../helpers.js';
-import { ManualClock } from './clock.js';
+import { ManualClock } from '../manual-clock.js';
 import { partOf, stageFor } from './parts.js';
-import { countingConnections, endless, PNG, serve, type TestServer } from './servers.js';
+import { countingConnections, endless, PNG, serve, type TestServer } from '../servers.js';
 
 /** Every file left under `dir`, relative paths. */
 function files(dir: string): string[] {
@@ -81,7 +81,7 @@ describe('media stage limits against local servers', () => {
     stage.begin(first);
     await host.arrived('/slow', hits.slow + 1);
     stage.begin(queued);
-    clock.advance(10_000);
+    clock.tick(10_000);
     const [slow, photo] = await stage.collect([first, queued]);
     expect(slow?.errors[0]?.reason).toMatch(/^timeout: /);
     expect(photo?.errors[0]?.reason).toBe('timeout: no complete download within media.timeoutMs (10000 ms), queue time included');
@@ -102,7 +102,7 @@ describe('media stage limits against local servers', () => {
     const [photo] = await stage.collect([partOf('other', [{ url: url('/photo.png?meanwhile') }])]);
     expect(photo?.media).toHaveLength(1);
     expect(host.hits.get('/busy')).toBe(1);
-    clock.advance(5_000);
+    clock.tick(5_000);
     const [retried] = await stage.collect([busy]);
     expect(retried?.media).toHaveLength(1);
     expect(host.hits.get('/busy')).toBe(2);

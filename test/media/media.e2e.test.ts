@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, readEvents, startService, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from './servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 describe('media on the real server', () => {
   let service: Running;

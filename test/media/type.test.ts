@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { storedType } from '../../src/media/type.js';
 import { tempDir } from '../helpers.js';
 import { partOf, stageFor } from './parts.js';
-import { PNG, serve, type TestServer } from './servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 const HTML = Buffer.from('<!doctype html><html><body><script>fetch("/steal")</script></body></html>');
 const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, tempDir, until, type Running } from '../helpers.js';
-import { serve, type TestServer } from '../media/servers.js';
+import { serve, type TestServer } from '../servers.js';
 import { ManualClock } from '../manual-clock.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');

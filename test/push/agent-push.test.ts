@@ -5,7 +5,7 @@ import { AgentPush } from '../../src/push/agent-push.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { silent, until } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
-import { serve, type TestServer } from '../media/servers.js';
+import { serve, type TestServer } from '../servers.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 

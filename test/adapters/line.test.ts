@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../media/servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 const SECRET = 'line-channel-secret';
 const sign = (body: string) => createHmac('sha256', SECRET).update(body).digest('base64');

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../media/servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 const TOKEN = '123456:ABC-DEF';
 

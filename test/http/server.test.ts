@@ -5,8 +5,8 @@ import { Writable } from 'node:stream';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/load.js';
-import { listen } from '../src/http/server.js';
+import { loadConfig } from '../../src/config/load.js';
+import { listen } from '../../src/http/server.js';
 
 /** A logger whose lines the test can read. */
 function capture(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../media/servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 const sign = (timestamp: number, body: string) => `v0=${createHmac('sha256', SECRET).update(`v0:${timestamp}:${body}`).digest('hex')}`;

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../media/servers.js';
+import { PNG, serve, type TestServer } from '../servers.js';
 
 const APP_SECRET = 'wa-app-secret';
 const sign = (body: Buffer | string) => `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`;

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InboundEvent } from '../src/events.js';
-import { fixtureBytes } from './fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from './helpers.js';
-import { ManualClock } from './manual-clock.js';
+import type { InboundEvent } from '../../src/events.js';
+import { fixtureBytes } from '../fixtures/index.js';
+import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 
 const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
