@@ -1,7 +1,25 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
 /**
  * The normalized event model. Every adapter turns one platform delivery into zero or more
  * InboundEvents; every later stage reads only this shape, never the platform payload.
  */
+
+/** One HTTP delivery exactly as received: verification runs over these bytes. */
+export interface RawDelivery {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  query: URLSearchParams;
+  /** Receive time, milliseconds. */
+  now: number;
+}
+
+/** What a platform expects back, when it is not the standard ingest answer. */
+export interface PlatformReply {
+  status: number;
+  body?: unknown;
+  contentType?: string;
+}
 
 export type EventKind = 'message' | 'notice' | 'request';
 export type ConversationType = 'private' | 'group';

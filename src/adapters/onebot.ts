@@ -1,3 +1,4 @@
+import { md5InName } from '../digest.js';
 import { nanoid } from 'nanoid';
 import type { ChannelConfig } from '../config/schema.js';
 import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
@@ -32,7 +33,6 @@ function segmentsOf(message: unknown): Segment[] {
 }
 
 const mediaTypes: Partial<Record<Segment['type'], MediaType>> = { image: 'image', flash: 'image', record: 'audio', video: 'video', file: 'document' };
-const md5InName = /\b([0-9a-fA-F]{32})\b/;
 
 /** Attachments of image/flash/record/video/file segments that carry a downloadable URL. */
 function mediaOf(segments: readonly Segment[]): MediaRef[] {
@@ -43,7 +43,7 @@ function mediaOf(segments: readonly Segment[]): MediaRef[] {
     const { url, file } = segment.data;
     const href = url && /^https?:/i.test(url) ? url : file && /^https?:/i.test(file) ? file : undefined;
     if (!href) continue;
-    const hash = segment.data.md5 ?? segment.data.sha1 ?? file?.match(md5InName)?.[1]?.toLowerCase();
+    const hash = segment.data.md5 ?? segment.data.sha1 ?? md5InName(file);
     media.push({ url: href, type, ...(hash ? { hash } : {}), ...(file && !/^https?:/i.test(file) ? { fileName: file } : {}) });
   }
   return media;

@@ -1,24 +1,9 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { ChannelConfig } from '../config/schema.js';
 import { ConfigError, RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
-import type { InboundEvent, MediaRef, ResolvedMedia } from '../events.js';
+import type { InboundEvent, MediaRef, PlatformReply, RawDelivery, ResolvedMedia } from '../events.js';
 
-/** One HTTP delivery exactly as received: verification runs over these bytes. */
-export interface RawDelivery {
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-  query: URLSearchParams;
-  /** Receive time, milliseconds. */
-  now: number;
-}
-
-/** What a platform expects back, when it is not the standard ingest answer. */
-export interface PlatformReply {
-  status: number;
-  body?: unknown;
-  contentType?: string;
-}
+export type { PlatformReply, RawDelivery } from '../events.js';
 
 export interface Normalized {
   events: InboundEvent[];

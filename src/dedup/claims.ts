@@ -1,7 +1,7 @@
 import { digest } from '../digest.js';
 import type { DedupOptions } from '../config/schema.js';
 import type { InboundEvent } from '../events.js';
-import type { ClaimSpec } from '../store/types.js';
+import type { ClaimSpec } from '../ports.js';
 
 /** Why an admission was refused, by the index of the claim that was taken. */
 export type DuplicateKind = 'deduped' | 'fuzzy_deduped';

@@ -1,10 +1,9 @@
 import Koa from 'koa';
 import Router from 'koa-router';
 import type { Logger } from 'pino';
-import type { PlatformReply, RawDelivery } from '../adapters/types.js';
 import type { Config } from '../config/schema.js';
 import { RequestError } from '../errors.js';
-import { outputOf, type OutboxRecord, type TraceEntry } from '../events.js';
+import { outputOf, type OutboxRecord, type PlatformReply, type RawDelivery, type TraceEntry } from '../events.js';
 import { safeEqual } from '../signing.js';
 import { isJsonType, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';

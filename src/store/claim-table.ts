@@ -1,13 +1,13 @@
-import { claimKey } from '../dedup/claims.js';
+import { digest } from '../digest.js';
 import type { ClaimSpec } from './types.js';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const SIXBITS = new Int8Array(128).fill(-1);
 for (let i = 0; i < 64; i++) SIXBITS[BASE64URL.charCodeAt(i)] = i;
 
-/** The 96 bits of a key, in `out[0..2]`: a 16-character base64url digest (claimKey) as is, any other string digested first. */
+/** The 96 bits of a key, in `out[0..2]`: a 16-character base64url digest (dedup's claim keys) as is, any other string digested first. */
 function keyWords(key: string, out: Uint32Array): void {
-  if (key.length !== 16 || !decode(key, out)) decode(claimKey(key), out);
+  if (key.length !== 16 || !decode(key, out)) decode(digest(key), out);
 }
 
 function decode(key: string, out: Uint32Array): boolean {
