@@ -81,8 +81,14 @@ export function createApp(ports: HttpPorts): Koa {
   /** The webhook route, matched before the router: it is the hot path. */
   const webhook: Koa.Middleware = async (ctx, next) => {
     if (ctx.method !== 'POST' || !ctx.path.startsWith('/webhooks/')) return next();
-    const channelId = decodeURIComponent(ctx.path.slice('/webhooks/'.length));
-    if (channelId.includes('/')) return next();
+    const raw = ctx.path.slice('/webhooks/'.length);
+    if (raw.includes('/')) return next();
+    let channelId: string;
+    try {
+      channelId = decodeURIComponent(raw);
+    } catch {
+      throw unknownChannel(raw);
+    }
     try {
       if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
       if (!isJsonType(ctx.get('content-type'))) {

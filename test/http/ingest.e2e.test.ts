@@ -129,6 +129,7 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
       ['__proto__ key', post('{"sessionKey":"cli:x","content":"a","__proto__":{"x":1}}'), 400, 'forbidden_key'],
       ['constructor key', post('{"sessionKey":"cli:x","content":"a","sender":{"id":"1","constructor":1}}'), 400, 'forbidden_key'],
       ['unknown channel', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope'), 404, 'unknown_channel'],
+      ['channel id that is not valid percent-encoding', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/%E0%A4%A'), 404, 'unknown_channel'],
       ['over the body limit', post({ sessionKey: 'cli:x', content: 'a'.repeat(3000) }), 413, 'body_too_large'],
       ['missing signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed'), 401, 'bad_signature'],
       ['short signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed', { 'webhook-id': 'm', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AA==' }), 401, 'bad_signature'],
@@ -138,6 +139,8 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
       expect({ name, status: response.status, code: response.body?.error?.code }).toEqual({ name, status, code });
       expect(typeof response.body.error.message).toBe('string');
     }
+    // The 404 does not tell an unauthenticated caller which channels exist.
+    expect((await post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope')).body.error.message).not.toMatch(/generic|signed/);
     const wrongType = await fetch(`${service.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
     expect(wrongType.status).toBe(415);
     expect(((await wrongType.json()) as any).error.code).toBe('unsupported_media_type');
