@@ -13,12 +13,15 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   const post = (body: unknown, path = '/webhooks/generic', headers: Record<string, string> = {}) => postJson(`${service.url}${path}`, body, headers);
 
   it('merges three fragments into one message on the event stream', async () => {
-    service = await startService(quick);
+    const clock = new ManualClock();
+    service = await startService({ ...quick, debounce: { ...quick.debounce, maxMessages: 5 } }, { clock });
     const frames = readEvents(`${service.url}/v1/events`, 1, {
       onOpen: async () => {
         for (const content of ['帮我查一下', '订单 ORD-123', '的状态']) {
           expect((await post({ id: `m-${content}`, sessionKey: 'cli:alice', content, timestamp: 1710234567 })).status).toBe(200);
+          await clock.advance(100); // typing pauses shorter than the 150 ms window
         }
+        await clock.advance(150);
       },
     });
     const [frame] = await frames;
