@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { createIntake } from '../../src/intake.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { Output } from '../../src/events.js';
+import { ManualClock } from '../manual-clock.js';
+import { silent, tempDir } from '../helpers.js';
+
+describe('shutdown of a memory store', () => {
+  it('close() on a memory store emits the part that arrived after a command cut its buffer (it is lost today)', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000, maxMessages: 10, maxWaitMs: 5000 } } });
+    const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
+    const out: string[] = [];
+    intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
+    const send = (id: string, content: string) => intake.ingest('generic', {
+      headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(),
+      body: Buffer.from(JSON.stringify({ id, sessionKey: 'cli:a', content })),
+    });
+    // No timer fires on the manual clock: all three parts wait in one buffer, cut after the command.
+    expect((await send('1', 'hello')).status).toBe(200);
+    expect((await send('2', '/status')).status).toBe(200);
+    expect((await send('3', 'after the command')).status).toBe(200);
+    await intake.close();
+    dir.remove();
+    expect(out).toEqual(['hello /status', 'after the command']);
+  });
+});
