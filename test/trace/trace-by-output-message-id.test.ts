@@ -16,10 +16,7 @@ describe('the verdict trail by the ids an output names', () => {
     const update = readFileSync(new URL('../fixtures/telegram/text.json', import.meta.url), 'utf8');
     expect((await postJson(`${service.url}/webhooks/tg`, update, { 'x-telegram-bot-api-secret-token': 'tg-secret' })).status).toBe(200);
     await clock.advance(110);
-    const [record] = await until(async () => {
-      const records = await service.intake.store.outboxAfter(0, 10);
-      return records.length === 1 ? records : undefined;
-    });
+    const record = await until(async () => (await service.intake.store.outboxAfter(0, 10))[0]);
     const messageId = (JSON.parse(record!.body) as { messageIds: string[] }).messageIds[0]!;
     const trace = (await (await fetch(`${service.url}/v1/trace/${encodeURIComponent(messageId)}`)).json()) as { arrivals: unknown[]; outputs: Array<{ id: string }> };
     expect(trace.arrivals).toHaveLength(1);
