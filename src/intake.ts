@@ -237,10 +237,23 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
    */
   let admitFailing: { at: number; reason: string } | undefined;
 
+  /** Deliveries being admitted now: close() waits for them before its last flush. */
+  let ingesting = 0;
+  let ingested: (() => void) | undefined;
+
   /** Verify, normalize and record one delivery; resolves once everything in it is recorded. */
   async function ingest(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
     const { adapter } = channelOf(channelId);
     if (closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel: channelId });
+    ingesting++;
+    try {
+      return await receive(channelId, adapter, delivery);
+    } finally {
+      if (--ingesting === 0) ingested?.();
+    }
+  }
+
+  async function receive(channelId: string, adapter: Adapter, delivery: RawDelivery): Promise<PlatformReply> {
     if (push?.saturated) {
       throw new UnavailableError('outbox_full', `${push.pending} messages are waiting for the agent (agent.maxPending ${config.agent.maxPending}); retry later`, 30, { channel: channelId });
     }
@@ -273,9 +286,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     for (const [event, group] of admitted.groups) groups.set(event, group);
     counts.duplicates += admitted.repeats.length;
     for (const event of admitted.repeats) handlers.dispatch(event, true);
-    for (const { event, partId, deadline } of admitted.accepted) {
-      handlers.dispatch(event, false);
-      if (event.media.length > 0) media.begin({ id: partId, debounceKey: '', receivedAt: deadline, event });
+    for (const { part, deadline } of admitted.accepted) {
+      handlers.dispatch(part.event, false);
+      if (part.event.media.length > 0) media.begin(part);
       scheduler.due(deadline);
     }
   }
@@ -296,7 +309,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     }
     record({
       at: clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
-      messageIds: batch.parts.map((part) => part.event.id), reason: batch.reason, state: committed.state,
+      // The ids the output lists (platform ids where there are): a trace by any of them finds it.
+      messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
     });
     outlet.publish(committed, built as Omit<Output, 'seq'>);
     if (committed.state === 'pending') push?.added();
@@ -467,6 +481,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       if (closing) return;
       closing = true;
       clearInterval(trimTimer);
+      // Deliveries already being admitted are answered 200 and must be in the last flush.
+      if (ingesting > 0) await new Promise<void>((resolve) => { ingested = resolve; });
       // Downloads are aborted first: text-only batches still flush now, batches waiting for
       // media fail their one attempt and stay in the store for the next start.
       await media.close();

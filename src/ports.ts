@@ -109,7 +109,6 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** A dedup claim: `key` is taken for `ttlMs`; a second claim inside that time fails. */
 /** Settings every store takes at open. */
 export interface StoreOptions {
   /** Cap on live correlation groups; the oldest are evicted (and counted) past it. @default 4096 */
@@ -118,6 +117,7 @@ export interface StoreOptions {
   now?: number;
 }
 
+/** A dedup claim: `key` is taken for `ttlMs`; a second claim inside that time fails. */
 export interface ClaimSpec {
   /** Already-hashed key, unique across spaces (see dedup/claims.ts). */
   key: string;

@@ -3,6 +3,8 @@ import type { LeasedBatch } from '../ports.js';
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
+/** A due buffer that a pass could not take (its session busy elsewhere, the store failing) is looked at again this late. */
+const BLOCKED_RETRY_MS = 250;
 
 export interface SchedulerOptions {
   clock: Clock;
@@ -98,35 +100,47 @@ export class FlushScheduler {
       return;
     }
     this.running = true;
-    void this.pass(this.options.clock.now()).catch((error: unknown) => this.options.onError(error, undefined)).finally(() => {
+    const now = this.options.clock.now();
+    let taken = 0;
+    void this.pass(now).then((n) => { taken = n; }, (error: unknown) => this.options.onError(error, undefined)).finally(() => {
       this.running = false;
       if (this.again) {
         this.again = false;
         this.run();
-      } else void this.rearm();
+      } else void this.rearm(now, taken);
     });
   }
 
-  /** Take due buffers in chunks, never more than `chunk` flushes at once. */
-  private async pass(now: number): Promise<void> {
+  /** Take due buffers in chunks, never more than `chunk` flushes at once; resolves how many it took. */
+  private async pass(now: number): Promise<number> {
+    let taken = 0;
     for (;;) {
       const room = this.chunk - this.inflight.size;
-      if (room <= 0) return; // a finishing flush asks for another pass
+      if (room <= 0) return taken; // a finishing flush asks for another pass
       const batches = await this.options.claimDue(now, this.leaseMs, room);
       for (const batch of batches) this.start1(batch);
-      if (batches.length < room || this.stopped) return;
+      taken += batches.length;
+      if (batches.length < room || this.stopped) return taken;
       // A backlog (a restart after downtime): let the event loop answer requests between chunks.
-      await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, 0));
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
-  private async rearm(): Promise<void> {
+  /**
+   * Arm for the store's next deadline. One already past is a buffer the pass could not take:
+   * its session's flush is running here (its end runs another pass), or the store or another
+   * instance holds it; look again a little later rather than spin on it.
+   */
+  private async rearm(now: number, taken: number): Promise<void> {
     if (this.stopped) return;
     try {
       const next = await this.options.nextDeadline();
-      if (next !== undefined) this.due(next);
+      if (next === undefined) return;
+      if (next > now) this.due(next);
+      else if (this.inflight.size === 0 || taken === 0) this.due(now + BLOCKED_RETRY_MS);
     } catch (error) {
       this.options.onError(error, undefined);
+      this.due(now + BLOCKED_RETRY_MS);
     }
   }
 
@@ -172,11 +186,12 @@ export class FlushScheduler {
     }, this.leaseMs / 3);
   }
 
-  /** Wait for every flush already started. */
+  /** Wait for every flush already started (and a pass under way). */
   async idle(): Promise<void> {
     while (this.inflight.size > 0 || this.running) {
       await new Promise<void>((resolve) => {
-        if (this.inflight.size === 0) this.options.clock.setTimeout(resolve, 1);
+        // A pass is store calls, not time: yield to the event loop, never to the (maybe manual) clock.
+        if (this.inflight.size === 0) setImmediate(resolve);
         else this.idleWaiters.push(resolve);
       });
     }
@@ -192,9 +207,10 @@ export class FlushScheduler {
     for (const timer of [this.timer, this.pollTimer]) if (timer !== undefined) this.options.clock.clearTimeout(timer);
     this.timer = undefined;
     this.timerAt = Infinity;
-    while (this.running) await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, 1));
     await this.idle();
     if (flushOpen) {
+      // Until nothing is left: committing a batch cut by a command or the count re-arms its
+      // buffer with the parts behind the cut, which the next call takes.
       for (;;) {
         const batches = await this.options.claimDue(Infinity, this.leaseMs, this.chunk);
         if (batches.length === 0) break;
@@ -204,7 +220,7 @@ export class FlushScheduler {
           return false;
         })));
         // One attempt each: a failure means the store is away, and the rest waits for the next start.
-        if (batches.length < this.chunk || outcomes.includes(false)) break;
+        if (outcomes.includes(false)) break;
       }
     }
     if (this.renewTimer !== undefined) this.options.clock.clearTimeout(this.renewTimer);

@@ -105,6 +105,9 @@ export class StreamHub {
     let subscribed = false;
     return async (ctx) => {
       const after = resumePoint(ctx);
+      if (after !== undefined && after > trail.last) {
+        throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this instance's newest activity entry ${trail.last} (the trail restarts with the process); reconnect with after=${trail.last} or without Last-Event-ID`);
+      }
       if (!subscribed) {
         subscribed = true;
         trail.subscribe((entry) => this.broadcast(this.activity, entry.n, `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n`));
@@ -175,7 +178,9 @@ export class StreamHub {
       stopped = true;
       clearInterval(heartbeat);
       clients.delete(client);
-      stream.end();
+      // Destroyed, not ended: what is still buffered will never be read (the client left or was
+      // cut), and a replay waiting for 'drain' is released by 'close'.
+      stream.destroy();
     };
     const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
@@ -191,33 +196,60 @@ export class StreamHub {
     }
     clients.add(client);
     let from = after;
-    const live = held as string[];
+    let gapAfter = after;
     try {
-      for (let first = true; !stopped; first = false) {
+      for (;;) {
+        // Live frames held so far are in the store too: this read returns them (or newer).
+        (held as string[]).length = 0;
         const { frames, more } = await page(from);
-        if (first && frames.length > 0 && (frames[0] as { n: number }).n > after + 1) {
-          stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: (frames[0] as { n: number }).n })}\n\n`);
-        }
         for (const f of frames) {
+          if (stopped) return;
+          // Seqs are contiguous in the store: a hole is records trimmed before this client read them.
+          if (f.n > from + 1) stream.write(`event: gap\ndata: ${JSON.stringify({ after: from, next: f.n })}\n\n`);
           stream.write(f.text);
           from = f.n;
+          // A resuming client reads at its own pace: wait for it rather than buffer the whole outbox.
+          if (stream.writableLength > this.maxBuffered) await drained(stream, () => stopped);
         }
-        if (!more) break;
+        if (!more || stopped) break;
+      }
+      if (from === after && !stopped) {
+        const last = await newest();
+        if (last > after) gapAfter = last;
       }
     } catch (error) {
       this.options.logger.error({ err: error }, 'event stream replay failed');
       stop();
       return;
     }
-    // Live frames that came during the replay: send those past where the replay ended.
+    if (stopped) return;
+    // Everything after the resume point was trimmed: say so, then go live.
+    if (gapAfter > after) stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: gapAfter + 1 })}\n\n`);
+    // Live frames that came during the last read: send those past where the replay ended.
+    const live = held as string[];
     held = undefined;
-    const replayedTo = from;
+    const replayedTo = Math.max(from, gapAfter);
     client.lastSent = replayedTo;
+    client.drained = from;
     for (const text of live) {
       const n = Number(/^id: (\d+)/.exec(text)?.[1] ?? 0);
       if (n > replayedTo && client.write(text)) client.lastSent = n;
     }
   }
+}
+
+/** Resolves when `stream` drained, or at once when `stopped()` says the client is gone (checked on close). */
+function drained(stream: PassThrough, stopped: () => boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (stopped()) return resolve();
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
 }
 
 function frame(record: OutboxRecord): string {

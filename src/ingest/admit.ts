@@ -1,4 +1,4 @@
-import type { CorrelationRecord, InboundEvent, TraceEntry, Verdict } from '../events.js';
+import type { BufferedPart, CorrelationRecord, InboundEvent, TraceEntry, Verdict } from '../events.js';
 import type { AdmitItem, AdmitVerdict } from '../ports.js';
 
 /** What a taken claim means, by its index in the item's claims. */
@@ -14,10 +14,9 @@ export interface IngestSummary {
 /** Verdicts as the ingest answer names them (a looped message is `ignored` there). */
 export type AnswerVerdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored';
 
-/** One event the store took: it waits in a buffer until `deadline`. */
+/** One event the store took: it waits in a buffer until `deadline` (the part's event is the delivered object). */
 export interface AcceptedEvent {
-  event: InboundEvent;
-  partId: string;
+  part: BufferedPart;
   deadline: number;
 }
 
@@ -88,7 +87,8 @@ export function createAdmit(options: AdmitOptions) {
         const result = verdicts[next++] as AdmitVerdict;
         if (result.verdict === 'accepted') {
           verdict = 'accepted';
-          admitted.accepted.push({ event, partId: result.partId, deadline: result.deadline });
+          const { debounceKey, receivedAt, correlationKey } = plan.item.part;
+          admitted.accepted.push({ part: { id: result.partId, debounceKey, receivedAt, event, ...(correlationKey === undefined ? {} : { correlationKey }) }, deadline: result.deadline });
           if (result.correlation) admitted.groups.push([event, result.correlation]);
         } else if (result.verdict === 'claimed') {
           const kind = plan.kinds[result.claim] ?? 'deduped';

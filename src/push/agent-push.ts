@@ -204,7 +204,8 @@ export class AgentPush {
   private async ack(lease: PushLease, outcome: PushOutcome): Promise<boolean> {
     const { queue, clock, logger } = this.options;
     try {
-      const held = await pRetry(() => queue.ackPush(lease, outcome, clock.now()), { retries: 5, minTimeout: 100, maxTimeout: 2_000, signal: this.stop.signal });
+      // No abort signal here: a write that succeeded while close() runs must still count.
+      const held = await pRetry(() => queue.ackPush(lease, outcome, clock.now()), { retries: 5, minTimeout: 100, maxTimeout: 2_000, shouldRetry: () => !this.closed });
       if (!held) logger.warn({ id: lease.record.id }, 'push lease lost before the outcome was recorded; another pusher owns the record');
       return held;
     } catch (error) {

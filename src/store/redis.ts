@@ -190,10 +190,11 @@ export class RedisStore implements Store {
     const cutoff = Number.isFinite(olderThan) ? Math.floor(olderThan) : olderThan > 0 ? Number.MAX_SAFE_INTEGER : 0;
     const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
     let removed = 0;
-    for (;;) {
-      const batch = Number(await this.background.aiTrim(this.prefix, cutoff, keepCount, keepAfter, TRIM_BATCH));
-      removed += batch;
-      if (batch < TRIM_BATCH) return removed;
+    for (let start = '-'; ;) {
+      const [batch, next] = (await this.background.aiTrim(this.prefix, cutoff, keepCount, keepAfter, TRIM_BATCH, start)) as [number, string];
+      removed += Number(batch);
+      if (next === '') return removed;
+      start = next;
     }
   }
 

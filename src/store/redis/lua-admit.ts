@@ -106,7 +106,7 @@ for n = 1, items do
     if unit == '' then unit = 'p' .. partId else unit = 'u' .. unit end
     local buf, bm, bu = P .. 'buf:' .. dk, P .. 'bm:' .. dk, P .. 'bu:' .. dk
     redis.call('RPUSH', buf, int(now) .. (closeNow and ' 1 ' or ' 0 ') .. unit .. '\\n{"id":"' .. partId .. '",' .. string.sub(partJson, 2))
-    local m = redis.call('HMGET', bm, 'firstAt', 'fence', 'reason', 'deadline', 'window', 'maxWait', 'maxMessages')
+    local m = redis.call('HMGET', bm, 'firstAt', 'fence', 'reason', 'deadline', 'window', 'maxWait', 'maxMessages', 'retrying')
     local firstAt = tonumber(m[1])
     if firstAt == nil then
       firstAt = now
@@ -121,8 +121,9 @@ for n = 1, items do
     elseif m[3] == 'command' or m[3] == 'count' then deadline, reason = tonumber(m[4]), m[3]
     else deadline, reason = closeAt(redis.call('SCARD', bu), firstAt, now, window, maxWait, maxMessages) end
     redis.call('HSET', bm, 'lastAt', int(now), 'deadline', int(deadline), 'reason', reason)
-    -- a leased buffer stays scored at its lease; the flush re-arms it from what remains
-    if not m[2] then redis.call('ZADD', P .. 'due', deadline, dk) end
+    -- a leased buffer stays scored at its lease, a retrying one at its retry time; the flush
+    -- re-arms it from what remains
+    if not m[2] and not m[8] then redis.call('ZADD', P .. 'due', deadline, dk) end
     verdict = { 'accepted', partId, deadline, newGroup or {} }
   end
   out[n] = verdict

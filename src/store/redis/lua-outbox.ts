@@ -50,29 +50,33 @@ return out
 `;
 
 /**
- * Trim a prefix of the stream: stop at the first record that must stay (pending or dead, not
- * yet read by a stream, or neither too old nor beyond the newest keepCount). Bounded by
- * ARGV batch; the caller repeats while a full batch went. ARGV: olderThan, keepCount,
- * keepAfterSeq, batch. Returns how many records went.
+ * Trim from the oldest end of the stream: records too old or beyond the newest keepCount go,
+ * stepping over what must stay (pending or dead records, as the embedded stores do), and
+ * stopping at the first record a stream has not read or that is neither too old nor beyond the
+ * count. Bounded: it looks at ARGV batch records from ARGV start (an exclusive stream id, or
+ * '-'). ARGV: olderThan, keepCount, keepAfterSeq, batch, start.
+ * Returns {removed, next}: next is where a further call goes on, or '' when the trim is done.
  */
 export const TRIM_LUA = `${LUA_PRELUDE}
-local olderThan, keepCount, bound, batch = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) + 1, tonumber(ARGV[4])
-local oldest = redis.call('ZRANGE', P .. 'undelivered', 0, 0)
-if oldest[1] then bound = math.min(bound, tonumber(oldest[1])) end
+local olderThan, keepCount, bound, batch, start = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) + 1, tonumber(ARGV[4]), ARGV[5]
 local length = redis.call('XLEN', P .. 'out')
-local removed, lastSeq = 0, nil
-for _, e in ipairs(redis.call('XRANGE', P .. 'out', '-', '+', 'COUNT', batch)) do
+local removed, seen, last = 0, 0, nil
+for _, e in ipairs(redis.call('XRANGE', P .. 'out', start, '+', 'COUNT', batch)) do
+  seen = seen + 1
   local seq = tonumber(string.match(e[1], '^(%d+)'))
   local f = e[2]
-  if seq >= bound then break end
-  if length - removed <= keepCount and tonumber(f[4]) >= olderThan then break end
-  redis.call('HDEL', P .. 'ids', f[2])
-  redis.call('HDEL', P .. 'st', seq)
-  removed = removed + 1
-  lastSeq = seq
+  if seq >= bound then return { removed, '' } end
+  if length - removed <= keepCount and tonumber(f[4]) >= olderThan then return { removed, '' } end
+  last = e[1]
+  if not redis.call('ZSCORE', P .. 'undelivered', seq) then
+    redis.call('XDEL', P .. 'out', e[1])
+    redis.call('HDEL', P .. 'ids', f[2])
+    redis.call('HDEL', P .. 'st', seq)
+    removed = removed + 1
+  end
 end
-if lastSeq then redis.call('XTRIM', P .. 'out', 'MINID', int(lastSeq + 1) .. '-0') end
-return removed
+if seen < batch or not last then return { removed, '' } end
+return { removed, '(' .. last }
 `;
 
 /** ARGV: now, leaseMs, limit. Returns {session, entry..., token, leaseUntil} per lease. */
