@@ -252,6 +252,33 @@ describe('several instances on one Redis', () => {
     expect([...acked].every((id) => emitted.includes(id))).toBe(true);
     expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
   }, 40_000);
+
+  it('flushes a batch whose commit failed in a Redis outage soon after Redis is back, not after its 30 s lease', async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const durable = await startRedis({ dir: dir.path, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+    cleanups.push(() => durable.stop());
+    // The attachment is held until Redis is gone: the flush is leased and waits for it.
+    let heldResponse: ServerResponse | undefined;
+    const host = await serve((_req, res, hits) => {
+      if (hits === 1) heldResponse = res;
+      else res.end(PNG);
+    });
+    cleanups.push(() => host.close());
+    const service = await instance(newPrefix(), { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } }, { url: durable.url });
+    const stats = async () => (await (await fetch(`${service.url}/v1/stats`)).json()) as { debounce: { flushing: number } };
+    await post(service, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` });
+    await until(async () => (await stats()).debounce.flushing === 1);
+    await durable.stop();
+    heldResponse?.setHeader('content-type', 'application/octet-stream');
+    heldResponse?.end(PNG);
+    // The commit fails; so does giving the lease back, until Redis returns.
+    await until(async () => /inbox_store_errors_total\{op="flush"\} [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()));
+    await durable.restart();
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1, { timeoutMs: 10_000 });
+    expect(frame?.data).toMatchObject({ content: 'look', messageIds: ['pic'] });
+    expect(frame?.data.media).toHaveLength(1);
+  });
 });
 
 describe('media with several instances', () => {
