@@ -9,6 +9,7 @@ const runs = [
   [node, ['bench/pipeline.mjs']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '8', '50', process.env.BENCH_ROUNDS ?? '5']],
   [node, ['bench/ingest-cost.mjs', '1500', process.env.BENCH_SECONDS ?? '8', '3']],
+  [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '8', '3', '1000', '50']],
 ];
 for (const [cmd, args] of runs) {
   const result = spawnSync(cmd, args, { stdio: 'inherit' });

@@ -52,3 +52,21 @@ export function cpuTicks(pid) {
 }
 
 export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** A throwaway redis-server (no persistence unless `args` ask) on a free loopback port. */
+export async function startRedisServer(args = []) {
+  const { spawn, execFileSync } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const port = await new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => { const { port: p } = server.address(); server.close(() => resolve(p)); });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'intake-bench-redis-'));
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning', ...args], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try { if (execFileSync('redis-cli', ['-p', String(port), 'PING'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().startsWith('PONG')) break; } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const version = /v=(\S+)/.exec(execFileSync('redis-server', ['--version']).toString())?.[1] ?? '?';
+  return { url, port, pid: child.pid, version, stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); } };
+}

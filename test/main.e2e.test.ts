@@ -1,35 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, readEvents, tempDir, until } from './helpers.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** Run the built service (`npm start` runs the same file) as a child process. */
-async function startChild(dir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (d) => { output += d; });
-  child.stderr?.on('data', (d) => { output += d; });
-  await until(async () => {
-    if (child.exitCode !== null) throw new Error(`service exited early: ${output}`);
-    return fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
-  }, 10_000);
-  return child;
-}
+import { freePort, postJson, readEvents, startChild, tempDir } from './helpers.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];

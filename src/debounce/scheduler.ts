@@ -166,9 +166,25 @@ export class FlushScheduler {
     const attempt = this.failures.get(batch.debounceKey) ?? 0;
     this.failures.set(batch.debounceKey, attempt + 1);
     const retryAt = this.options.clock.now() + Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
-    // If the store is away the lease simply runs out and the buffer is taken over then.
-    await this.options.release(batch, retryAt).catch(() => undefined);
+    await this.giveBack(batch, retryAt);
     this.due(retryAt);
+  }
+
+  /**
+   * Release, tried again while the lease lasts: the store being away is the likely reason the
+   * flush failed, and a lease left to run out would hold the session for a whole `leaseMs`.
+   * If the store stays away past the lease, the buffer is taken over when it runs out.
+   */
+  private async giveBack(batch: LeasedBatch, retryAt: number): Promise<void> {
+    for (let waitMs = RETRY_MIN_MS / 5; ; waitMs *= 2) {
+      try {
+        await this.options.release(batch, retryAt);
+        return;
+      } catch {
+        if (this.stopped || this.options.clock.now() + waitMs >= batch.leaseUntil) return;
+      }
+      await new Promise<void>((resolve) => this.options.clock.setTimeout(resolve, waitMs));
+    }
   }
 
   /** Keep the leases of slow flushes (media downloads) alive. */

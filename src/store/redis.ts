@@ -170,6 +170,8 @@ export class RedisStore implements Store {
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
     if (limit <= 0) return [];
+    // A stream replays from here and then goes live: a tail starting meanwhile must not start past it.
+    await this.tailer.ready;
     return this.records(await this.background.aiRead(this.prefix, 'after', Math.floor(seq), limit));
   }
 
@@ -178,6 +180,8 @@ export class RedisStore implements Store {
   }
 
   async lastSeq(): Promise<number> {
+    // A live stream starts here: a tail starting meanwhile must not start past it.
+    await this.tailer.ready;
     return Number((await this.background.get(`${this.prefix}seq`)) ?? 0);
   }
 

@@ -7,8 +7,18 @@ export interface RedisServer {
   port: number;
   /** Kill the server and wait for it to exit (idempotent). */
   stop(): Promise<void>;
-  /** Stop, then start again on the same port: empty, with no scripts cached. */
+  /** Stop, then start again on the same port with no scripts cached: empty, unless started with persistence in a `dir`. */
   restart(): Promise<void>;
+  /** SIGSTOP the server: connections stay open and nothing answers (a hung host), until `thaw`. */
+  freeze(): void;
+  thaw(): void;
+}
+
+export interface RedisServerOptions {
+  /** Extra `redis-server` arguments, after the defaults (e.g. `--appendonly yes --appendfsync always`). */
+  args?: readonly string[];
+  /** Working directory for persistence files. @default the system temp dir */
+  dir?: string;
 }
 
 const running = new Set<ChildProcess>();
@@ -16,10 +26,11 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** A throwaway `redis-server` on a free loopback port, without persistence, ready to answer PING. */
-export async function startRedis(): Promise<RedisServer> {
+/** A throwaway `redis-server` on a free loopback port, without persistence unless `args` ask for it, ready to answer PING. */
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
-  let child = await launch(port);
+  const start = () => launch(port, options.dir ?? tmpdir(), options.args ?? []);
+  let child = await start();
   const stop = async (): Promise<void> => {
     const exiting = child;
     if (exiting.exitCode !== null || exiting.signalCode !== null) return;
@@ -34,15 +45,18 @@ export async function startRedis(): Promise<RedisServer> {
     stop,
     async restart() {
       await stop();
-      child = await launch(port);
+      child = await start();
     },
+    freeze: () => void child.kill('SIGSTOP'),
+    thaw: () => void child.kill('SIGCONT'),
   };
 }
 
-async function launch(port: number): Promise<ChildProcess> {
+async function launch(port: number, dir: string, args: readonly string[]): Promise<ChildProcess> {
+  // Later arguments win: `args` may turn persistence on.
   const child = spawn('redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--dir', tmpdir(), '--daemonize', 'no', '--loglevel', 'warning',
+    '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...args,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   running.add(child);
   let stderr = '';

@@ -235,6 +235,18 @@ describe('Redis store: outbox and push', () => {
     stop();
   });
 
+  it('never answers lastSeq or outboxAfter ahead of a starting tail: a commit right after them reaches the listener', async () => {
+    const [a, b] = [await open(), await open()];
+    await commitAll(a, [draft('before')]);
+    const seen: number[] = [];
+    // A live SSE client starts at lastSeq(), a resuming one after its replay: the tail must not start past either.
+    const stop = b.tail((record) => seen.push(record.seq));
+    const from = await b.lastSeq();
+    await commitAll(a, [draft('after')]);
+    await expect.poll(() => seen, { timeout: 2000 }).toContain(from + 1);
+    stop();
+  });
+
   it('pushes one record per session at a time across two pushers, in order', async () => {
     const [a, b] = [await open(), await open()];
     await commitAll(a, [draft('1', 'pending'), draft('2', 'pending'), draft('x', 'pending', 'other')]);

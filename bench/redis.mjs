@@ -1,0 +1,227 @@
+// The Redis store, measured: (1) ingest cost against bare Koa and the SQLite store, all side by
+// side at one fixed rate (as bench/ingest-cost.mjs), with the redis-server's own CPU; (2) Redis
+// round trips per ingested and per emitted message (MONITOR, by connection role and script) and
+// the commands Redis runs for them (INFO commandstats, scripts' inner commands included);
+// (3) two instances against one on one Redis, same total connections, saturating; (4) Redis
+// memory per open buffer, per claim and per retained output (INFO memory over 10^4 items).
+// Every round starts its own redis-server on a free port, without persistence.
+// Usage: node bench/redis.mjs [seconds=5] [rounds=3] [rate per server=1000] [connections=50]
+import { createHash } from 'node:crypto';
+import os from 'node:os';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { RedisStore } from '../dist/store/redis.js';
+import { ADMIT_LUA } from '../dist/store/redis/lua-admit.js';
+import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA } from '../dist/store/redis/lua-flush.js';
+import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from '../dist/store/redis/lua-outbox.js';
+import { cpuTicks, median, newSessionRequests, start as startServer, startRedisServer as startRedis } from './servers.mjs';
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const rate = Number(process.argv[4] ?? 1000);
+const connections = Number(process.argv[5] ?? 50);
+const spread = (values, digits = 1) => `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const post = (url, duration, extra = {}) => autocannon({
+  url: `${url}/webhooks/generic`, ...(duration === undefined ? {} : { duration }), method: 'POST', connections: 10,
+  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${process.pid}-${Math.random()}`), ...extra,
+});
+// Whatever happens, no server outlives the benchmark.
+const pids = new Set();
+process.on('exit', () => { for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+const start = async (target) => { const server = await startServer(target); pids.add(server.pid); return server; };
+const startRedisServer = async () => { const server = await startRedis(); pids.add(server.pid); return server; };
+const redisTarget = (redis, env = {}) => ['agent-intake, redis store', 'dist/main.js', { INTAKE_STORE: redis.url, ...env }];
+
+const probe = await startRedisServer();
+probe.stop();
+console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, node ${process.version}, redis-server ${probe.version}, ${seconds}s per run, ${rounds} rounds`);
+
+// --- 1. ingest cost, side by side ---------------------------------------------------------
+{
+  const targets = [['bare Koa + koa-router', 'bench/bare-koa.mjs', {}], ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }]];
+  const rows = new Map();
+  for (let round = 0; round < rounds; round++) {
+    const redis = await startRedisServer();
+    const servers = [];
+    for (const target of [...targets, redisTarget(redis)]) servers.push(await start(target));
+    const load = (server, duration) => post(server.url, duration, { overallRate: rate });
+    await Promise.all(servers.map((server) => load(server, 2))); // warm-up
+    const before = servers.map((server) => cpuTicks(server.pid));
+    const redisBefore = cpuTicks(redis.pid).all;
+    const results = await Promise.all(servers.map((server) => load(server, seconds)));
+    const redisUs = ((cpuTicks(redis.pid).all - redisBefore) * 10_000) / results[2].requests.total;
+    servers.forEach((server, i) => {
+      const after = cpuTicks(server.pid);
+      const n = results[i].requests.total;
+      if (!rows.has(server.name)) rows.set(server.name, []);
+      rows.get(server.name).push({
+        main: ((after.main - before[i].main) * 10_000) / n, all: ((after.all - before[i].all) * 10_000) / n,
+        redis: server.name.includes('redis') ? redisUs : undefined, n, errors: results[i].errors + results[i].non2xx, p99: results[i].latency.p99,
+      });
+      server.stop();
+    });
+    redis.stop();
+  }
+  const bare = rows.get('bare Koa + koa-router');
+  console.log(`\n## 1. Ingest cost, one instance each, side by side at ${rate} req/s each (every request a new session: buffered, flushed, committed)`);
+  console.log('| server | main thread µs/req | all threads µs/req | redis-server µs/req | bare Koa main ÷ this | requests | errors | p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [name, r] of rows) {
+    const ratios = r.map((x, i) => bare[i].main / x.main);
+    const redis = r[0].redis === undefined ? '–' : spread(r.map((x) => x.redis));
+    console.log(`| ${name} | ${spread(r.map((x) => x.main))} | ${spread(r.map((x) => x.all))} | ${redis} | ${spread(ratios, 2)}x | ${r.reduce((a, x) => a + x.n, 0)} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.p99))} |`);
+  }
+}
+
+// --- 2. round trips and Redis commands per message ------------------------------------------
+{
+  const sha = (lua) => createHash('sha1').update(lua).digest('hex');
+  const scripts = new Map(Object.entries({
+    admit: ADMIT_LUA, claimDue: CLAIM_DUE_LUA, renew: RENEW_LUA, commit: COMMIT_LUA, release: RELEASE_LUA, earliest: EARLIEST_LUA,
+    read: READ_LUA, trim: TRIM_LUA, claimPush: CLAIM_PUSH_LUA, ackPush: ACK_PUSH_LUA, requeueDead: REQUEUE_DEAD_LUA, stats: STATS_LUA,
+  }).map(([name, lua]) => [sha(lua), name]));
+  const N = 2000;
+  const redis = await startRedisServer();
+  const server = await start(redisTarget(redis, { INTAKE_DEBOUNCE_WINDOW_MS: '100' }));
+  const admin = new Redis(redis.url);
+  const roles = new Map();
+  for (const line of String(await admin.client('LIST')).split('\n')) {
+    const addr = /addr=(\S+)/.exec(line)?.[1];
+    const name = /name=(\S*)/.exec(line)?.[1];
+    if (addr) roles.set(addr, name?.replace('agent-intake:', '') || 'other');
+  }
+  const sent = [];
+  const monitor = await admin.monitor(); // a connection of its own
+  monitor.on('monitor', (_time, args, source) => {
+    if (source === 'lua') return;
+    const command = String(args[0]).toLowerCase();
+    const script = command === 'evalsha' ? scripts.get(String(args[1])) : command === 'eval' ? scripts.get(sha(String(args[1]))) : undefined;
+    sent.push({ role: roles.get(source) ?? 'tail', what: script ? `${command} ${script}` : command });
+  });
+  // Idle polling first (no traffic), then N messages, then until every buffer is committed.
+  await sleep(2000);
+  const idle = sent.splice(0).length / 2;
+  await admin.config('RESETSTAT');
+  const started = Date.now();
+  const result = await post(server.url, undefined, { amount: N });
+  while (Number(await admin.get('{ai}:seq')) < N || (await admin.zcard('{ai}:due')) > 0) await sleep(20);
+  const elapsed = (Date.now() - started) / 1000;
+  const stats = String(await admin.info('commandstats'));
+  monitor.disconnect();
+  const accepted = result.requests.total - result.non2xx;
+  const byRole = new Map();
+  for (const { role, what } of sent) {
+    const key = `${role}: ${what}`;
+    byRole.set(key, (byRole.get(key) ?? 0) + 1);
+  }
+  const ingest = sent.filter((s) => s.role === 'ingest').length;
+  const rest = sent.length - ingest;
+  console.log(`\n## 2. Redis round trips per message (MONITOR, one instance, ${N} messages, each a new session, debounce window 100 ms)`);
+  console.log(`- ingest connection: ${(ingest / accepted).toFixed(2)} round trips per ingested message`);
+  console.log(`- background + tail connections: ${(rest / N).toFixed(2)} per emitted message (${rest} over ${elapsed.toFixed(1)} s, including idle polling of ${idle.toFixed(1)}/s)`);
+  console.log('| connection: command | calls | per message |\n|---|---:|---:|');
+  for (const [key, calls] of [...byRole].sort((a, b) => b[1] - a[1])) console.log(`| ${key} | ${calls} | ${(calls / N).toFixed(2)} |`);
+  let executed = 0;
+  const inner = [];
+  for (const match of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) {
+    if (['config', 'monitor', 'info', 'client'].includes(match[1])) continue;
+    executed += Number(match[2]);
+    inner.push(`${match[1]} ${(Number(match[2]) / N).toFixed(2)}`);
+  }
+  console.log(`- commands Redis executed (scripts' inner commands included): ${(executed / N).toFixed(1)} per message: ${inner.join(', ')}`);
+  server.stop();
+  admin.disconnect();
+  redis.stop();
+}
+
+// --- 3. two instances against one, on one Redis ---------------------------------------------
+{
+  const rows = { one: [], two: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const count of round % 2 ? [2, 1] : [1, 2]) {
+      const redis = await startRedisServer();
+      const servers = [];
+      for (let i = 0; i < count; i++) servers.push(await start(redisTarget(redis, { INTAKE_DEBOUNCE_WINDOW_MS: '100' })));
+      await Promise.all(servers.map((server) => post(server.url, 1, { connections: connections / count })));
+      const redisBefore = cpuTicks(redis.pid).all;
+      const results = await Promise.all(servers.map((server) => post(server.url, seconds, { connections: connections / count })));
+      const total = results.reduce((a, r) => a + r.requests.total, 0);
+      rows[count === 1 ? 'one' : 'two'].push({
+        rps: total / seconds, redisCpu: ((cpuTicks(redis.pid).all - redisBefore) / 100 / seconds) * 100,
+        p99: Math.max(...results.map((r) => r.latency.p99)), errors: results.reduce((a, r) => a + r.errors + r.non2xx, 0),
+      });
+      for (const server of servers) server.stop();
+      redis.stop();
+    }
+  }
+  console.log(`\n## 3. One instance against two on one Redis, ${connections} connections in all, saturating, ${seconds}s runs (autocannon on the same machine)`);
+  console.log('| instances | requests/s | redis-server CPU % | p99 ms (worst instance) | errors |\n|---|---:|---:|---:|---:|');
+  for (const [label, r] of [['1', rows.one], ['2', rows.two]]) {
+    console.log(`| ${label} | ${spread(r.map((x) => x.rps), 0)} | ${spread(r.map((x) => x.redisCpu), 0)} | ${median(r.map((x) => x.p99))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
+  }
+}
+
+// --- 4. Redis memory per item ---------------------------------------------------------------
+{
+  const ITEMS = 10_000;
+  const redis = await startRedisServer();
+  const admin = new Redis(redis.url);
+  const used = async () => Number(/used_memory:(\d+)/.exec(String(await admin.info('memory')))?.[1]);
+  const event = (n) => ({
+    id: `wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdFNzE4${n}`, kind: 'message', channel: 'wa', adapter: 'whatsapp', namespace: 'wa',
+    conversation: { type: 'private', id: `1650555${n}` }, sessionKey: `wa:1650555${n}`, sender: { id: `1650555${n}`, name: 'Ana' },
+    segments: [{ type: 'text', text: '帮我查一下订单 ORD-123 的状态' }], text: '帮我查一下订单 ORD-123 的状态', media: [], mentions: [],
+    timestamp: 1710234567, botId: '106540352242922', raw: undefined,
+  });
+  const item = (n, claims) => ({
+    claims: claims ? [{ key: `id:wa:${createHash('sha256').update(String(n)).digest('base64url').slice(0, 22)}`, space: 'id:wa', ttlMs: 300_000, maxKeys: 1_000_000 }] : [],
+    part: { debounceKey: `wa:1650555${n}\u0000u`, receivedAt: 0, event: event(n) },
+    rule: { windowMs: 600_000, maxWaitMs: 600_000, maxMessages: 3 }, closeNow: false,
+  });
+  const body = (n) => JSON.stringify({
+    type: 'chat.processedMessage', id: `V1StGXR8_Z5jdHi6B-m${n}`, seq: n, sessionKey: `wa:1650555${n}`, content: '帮我查一下订单 ORD-123 的状态',
+    media: [], sourceChannel: 'whatsapp', channel: 'wa', timestamp: 1710234567, messageIds: [`wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdFNzE4${n}`], merged: 1,
+    sender: { id: `1650555${n}`, name: 'Ana' }, conversation: { type: 'private', id: `1650555${n}` },
+    replyBot: { channel: 'wa', botId: '106540352242922' }, bots: [{ channel: 'wa', botId: '106540352242922' }], mentionedBots: [], mediaErrors: [],
+  });
+  const measure = async (name, run) => {
+    await admin.flushall();
+    const store = await RedisStore.open(redis.url);
+    const before = await used();
+    await run(store);
+    const bytes = (await used()) - before;
+    await store.close();
+    return [name, bytes / ITEMS];
+  };
+  // 100 items (100 sessions) per admit call.
+  const admitAll = async (store, claims) => {
+    for (let n = 0; n < ITEMS; n += 100) await store.admit(Array.from({ length: 100 }, (_, i) => item(n + i, claims)), 0);
+  };
+  const flushAll = async (store, state) => {
+    for (;;) {
+      const batches = await store.claimDue(Date.now() + 3_600_000, 60_000, 500);
+      if (batches.length === 0) return;
+      await Promise.all(batches.map((batch) => {
+        const n = Number(batch.sessionKey.slice('wa:1650555'.length));
+        return store.commit(batch, { id: `V1StGXR8_Z5jdHi6B-m${n}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'wa', createdAt: Date.now(), body: body(n), state, messageIds: [batch.parts[0].event.id] }, Date.now());
+      }));
+    }
+  };
+  const rows = [];
+  rows.push(await measure('open buffer (one ~560-byte part, no claim)', (store) => admitAll(store, false)));
+  const withClaim = await measure('open buffer + its exact-id claim', (store) => admitAll(store, true));
+  rows.push(['exact-id claim (difference)', withClaim[1] - rows[0][1]]);
+  rows.push(await measure('retained output, no agent (outbox entry + id index)', async (store) => {
+    await admitAll(store, false);
+    await flushAll(store, 'none');
+  }));
+  rows.push(await measure('retained output waiting for the agent (+ push queue)', async (store) => {
+    await admitAll(store, false);
+    await flushAll(store, 'pending');
+  }));
+  console.log(`\n## 4. Redis memory per item (INFO memory used_memory delta over ${ITEMS} items, one session each)`);
+  console.log('| item | bytes |\n|---|---:|');
+  for (const [name, bytes] of rows) console.log(`| ${name} | ${Math.round(bytes)} |`);
+  admin.disconnect();
+  redis.stop();
+}

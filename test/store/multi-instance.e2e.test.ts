@@ -1,0 +1,363 @@
+import type { ChildProcess } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isAbsolute } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureBytes } from '../fixtures/index.js';
+import { freePort, postJson, readEvents, startChild, startService, tempDir, until, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
+import { PNG, serve } from '../servers.js';
+import { type RedisServer, startRedis } from './redis-server.js';
+
+/*
+ * Several real instances on one real redis-server. Every test uses a key prefix of its own,
+ * so tests never see each other's claims, buffers or outbox.
+ */
+
+const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
+const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
+
+let redis: RedisServer;
+let tests = 0;
+const services: Running[] = [];
+const children: ChildProcess[] = [];
+const cleanups: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(services.splice(0).map((service) => service.stop()));
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+const newPrefix = () => `mi${process.pid}-${++tests}`;
+
+/** One instance (in this process) on `url` under `prefix`, with short windows. */
+async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; url?: string } = {}): Promise<Running> {
+  const service = await startService({
+    store: options.url ?? redis.url,
+    redis: { keyPrefix: prefix, commandTimeoutMs: 300 },
+    debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
+    ...file,
+  }, options.clock ? { clock: options.clock } : {});
+  services.push(service);
+  return service;
+}
+
+const post = (service: Running, body: unknown, channel = 'generic') => postJson(`${service.url}/webhooks/${channel}`, body);
+
+/** Every buffer in the store (any instance's) is committed. */
+const drained = (service: Running) => until(async () => (await service.intake.store.openBuffers()) === 0, 10_000);
+
+describe('several instances on one Redis', () => {
+  it('processes one platform id posted to two instances at once exactly once', async () => {
+    const prefix = newPrefix();
+    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    const ids = Array.from({ length: 20 }, (_, i) => `race-${i}`);
+    for (const id of ids) {
+      const message = { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` };
+      const answers = await Promise.all([post(a, message), post(b, message)]);
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+      expect(answers.map((answer) => [answer.body.accepted, answer.body.duplicates]).sort()).toEqual([[0, 1], [1, 0]]);
+    }
+    await drained(a);
+    const outputs = await a.intake.store.outboxAfter(0, 100);
+    expect(outputs.flatMap((output) => output.messageIds).sort()).toEqual([...ids].sort());
+    expect(await b.intake.store.lastSeq()).toBe(ids.length);
+  });
+
+  it('merges fragments of one session posted to A, B, A into one message, in order', async () => {
+    const prefix = newPrefix();
+    // The third fragment closes the buffer by count: no window can run out between the posts.
+    const rules = { debounce: { windowMs: 10_000, maxWaitMs: 20_000, maxMessages: 3 } };
+    const [a, b] = await Promise.all([instance(prefix, rules), instance(prefix, rules)]);
+    const frames = readEvents(`${b.url}/v1/events`, 1, {
+      onOpen: async () => {
+        for (const [service, id, content] of [[a, 'f1', 'check order'], [b, 'f2', 'ORD-123'], [a, 'f3', 'please']] as const) {
+          expect((await post(service, { id, sessionKey: 'cli:ana', sender: { id: 'ana' }, content })).body.accepted).toBe(1);
+        }
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.data).toMatchObject({ content: 'check order ORD-123 please', messageIds: ['f1', 'f2', 'f3'], merged: 3, sessionKey: 'cli:ana' });
+    await drained(a);
+    expect(await a.intake.store.lastSeq()).toBe(1);
+  });
+
+  it('processes one group message delivered through two OneBot bots on two instances once, listing both bots', async () => {
+    const prefix = newPrefix();
+    const onebot = {
+      debounce: { windowMs: 200, maxWaitMs: 1000 },
+      media: { timeoutMs: 2000, retries: 0 },
+      channels: [
+        { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+        { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+      ],
+    };
+    const [a, b] = await Promise.all([instance(prefix, onebot), instance(prefix, onebot)]);
+    const napcat = fixtureBytes('onebot', 'napcat-group.json');
+    const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
+    const answers = await Promise.all([
+      postJson(`${a.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) }),
+      postJson(`${b.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) }),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([204, 204]);
+    await drained(a);
+    const [frame, ...more] = await readEvents(`${a.url}/v1/events?after=0`, 1);
+    expect(more).toEqual([]);
+    expect(await b.intake.store.lastSeq()).toBe(1);
+    expect(frame?.data).toMatchObject({ sessionKey: 'qq:group:123456789', content: '看这个', merged: 1 });
+    const bots = (frame?.data.bots as Array<{ channel: string; botId: string }>).map((bot) => `${bot.channel}/${bot.botId}`).sort();
+    expect(bots).toEqual(['qq-a/10001000', 'qq-b/20002000']);
+    // Each instance saw one of the two deliveries, one of them as the correlated copy.
+    const stats = [a, b].map((service) => service.intake.metrics.channelStats());
+    expect(stats.map((s) => (s['qq-a']?.correlated ?? 0) + (s['qq-b']?.correlated ?? 0)).sort()).toEqual([0, 1]);
+  });
+
+  it('shows an SSE client on A the output that B admitted and B flushed', async () => {
+    const prefix = newPrefix();
+    // A runs on a clock that never moves: its timers never fire, so it cannot flush anything.
+    const a = await instance(prefix, {}, { clock: new ManualClock(Date.now()) });
+    const b = await instance(prefix);
+    const [frame] = await readEvents(`${a.url}/v1/events`, 1, {
+      onOpen: async () => {
+        expect((await post(b, { id: 'via-b', sessionKey: 'cli:bea', content: 'admitted on B' })).body.accepted).toBe(1);
+      },
+    });
+    expect(frame).toMatchObject({ id: '1', event: 'chat.processedMessage', data: { content: 'admitted on B', messageIds: ['via-b'] } });
+    expect(b.intake.metrics.channelStats().generic).toMatchObject({ emitted: 1 });
+    expect(a.intake.metrics.channelStats().generic?.emitted ?? 0).toBe(0);
+  });
+
+  it('loses nothing and emits nothing twice when an instance is killed with open buffers and a push in flight', async () => {
+    const prefix = newPrefix();
+    const agent = await fakeAgent((content) => content === '/held');
+    cleanups.push(() => agent.close());
+    const port = await freePort();
+    // The victim's push lease is agent.timeoutMs x 2 + 5 s = 8 s: the survivor retakes the held push after it.
+    const victim = await startChild(tempDir().path, port, {
+      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix,
+      INTAKE_AGENT_URL: agent.url, INTAKE_AGENT_SECRET: SECRET, INTAKE_AGENT_TIMEOUT_MS: '1500',
+      INTAKE_DEBOUNCE_WINDOW_MS: '1500', INTAKE_DEBOUNCE_MAX_WAIT_MS: '5000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10',
+    });
+    children.push(victim);
+    const victimUrl = `http://127.0.0.1:${port}`;
+    // A command closes its buffer at once: the victim flushes it and pushes; the agent holds the request.
+    expect((await postJson(`${victimUrl}/webhooks/generic`, { id: 'h1', sessionKey: 'cli:held', content: '/held' })).status).toBe(200);
+    await agent.holding;
+    const survivor = await instance(prefix, {
+      debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
+      agent: { url: agent.url, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 500 },
+    });
+    // Open buffers on the victim, then kill -9 before their window runs out.
+    for (const [id, sessionKey, content] of [['s1a', 'cli:s1', 'one'], ['s1b', 'cli:s1', 'two'], ['s2a', 'cli:s2', 'uno'], ['s2b', 'cli:s2', 'dos']]) {
+      expect((await postJson(`${victimUrl}/webhooks/generic`, { id, sessionKey, content })).body.accepted).toBe(1);
+    }
+    victim.kill('SIGKILL');
+    await once(victim, 'exit');
+
+    // No further message of those sessions arrives: the survivor's poll finds them due.
+    const frames = await readEvents(`${survivor.url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
+    expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:held', '/held'], ['cli:s1', 'one two'], ['cli:s2', 'uno dos']]);
+    expect(frames.flatMap((f) => f.data.messageIds as string[]).sort()).toEqual(['h1', 's1a', 's1b', 's2a', 's2b']);
+    // The survivor delivers everything, the held push once the victim's lease ran out.
+    await until(() => ['/held', 'one two', 'uno dos'].every((content) => agent.delivered.has(content)), 15_000);
+    await drained(survivor);
+    expect(await survivor.intake.store.lastSeq()).toBe(3);
+    // Each content went out under one webhook-id; only the push in flight at the kill was
+    // received twice (the victim's attempt, then the survivor's), with the same webhook-id.
+    const byContent = new Map<string, string[]>();
+    for (const { content, webhookId } of agent.received) byContent.set(content, [...(byContent.get(content) ?? []), webhookId]);
+    for (const [content, webhookIds] of byContent) {
+      expect(new Set(webhookIds).size).toBe(1);
+      expect(webhookIds.length).toBe(content === '/held' ? 2 : 1);
+    }
+    const outputIds = frames.map((f) => f.data.id as string).sort();
+    expect([...byContent.values()].map((webhookIds) => webhookIds[0]).sort()).toEqual(outputIds);
+    expect((await survivor.intake.store.deliveryCounts())).toEqual({ pending: 0, dead: 0 });
+  }, 30_000);
+
+  it('refuses ingest with 503 while Redis is away and, once it is back, emits every acknowledged message once', async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    // Acknowledged means fsynced: AOF with appendfsync always, in a data dir of its own.
+    const durable = await startRedis({ dir: dir.path, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+    cleanups.push(() => durable.stop());
+    const prefix = newPrefix();
+    const rules = { debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 3 } };
+    const [a, b] = await Promise.all([instance(prefix, rules, { url: durable.url }), instance(prefix, rules, { url: durable.url })]);
+
+    const acked = new Set<string>();
+    const refused: string[] = [];
+    const refusals: Array<{ status: number; code: string; retryAfter: string | null }> = [];
+    let sent = 0;
+    let running = true;
+    const traffic = (async () => {
+      while (running) {
+        const n = ++sent;
+        const id = `m${n}`;
+        const answer = await post(n % 2 ? a : b, { id, sessionKey: `cli:s${n % 5}`, content: id });
+        if (answer.status === 200) acked.add(id);
+        else {
+          refused.push(id);
+          refusals.push({ status: answer.status, code: answer.body?.error?.code, retryAfter: answer.headers.get('retry-after') });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    const refusedSoFar = refused.length;
+    await until(() => acked.size >= 20);
+
+    // A hung server (SIGSTOP): connections stay open and nothing answers. Ingest does not hang:
+    // the admit connection's command timeout turns it into a 503.
+    durable.freeze();
+    await until(() => refused.length >= refusedSoFar + 3, 10_000);
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(503);
+    durable.thaw();
+
+    // A dead server (kill -9) restarted on the same port from its AOF.
+    await until(() => acked.size >= 30, 10_000);
+    const beforeStop = refused.length;
+    await durable.stop();
+    await until(() => refused.length >= beforeStop + 3, 10_000);
+    const ready = await fetch(`${b.url}/readyz`);
+    expect(ready.status).toBe(503);
+    await durable.restart();
+    const ackedAtRestart = acked.size;
+    await until(() => acked.size >= ackedAtRestart + 20, 10_000);
+    running = false;
+    await traffic;
+
+    expect(refusals.length).toBeGreaterThanOrEqual(6);
+    for (const refusal of refusals) expect(refusal).toEqual({ status: 503, code: 'store_unavailable', retryAfter: expect.stringMatching(/^\d+$/) });
+    // The platform retries what was refused: each is accepted now, or a duplicate (a timed-out
+    // admit that Redis ran after all); either way it comes out once.
+    for (const id of refused) {
+      const retry = await post(a, { id, sessionKey: `cli:s${Number(id.slice(1)) % 5}`, content: id });
+      expect(retry.status).toBe(200);
+    }
+    await drained(a);
+    const outputs = await b.intake.store.outboxAfter(0, 10_000);
+    const emitted = outputs.flatMap((output) => output.messageIds);
+    expect(emitted.length).toBe(new Set(emitted).size);
+    expect(emitted.sort()).toEqual(Array.from({ length: sent }, (_, i) => `m${i + 1}`).sort());
+    expect([...acked].every((id) => emitted.includes(id))).toBe(true);
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
+  }, 40_000);
+
+  it('flushes a batch whose commit failed in a Redis outage soon after Redis is back, not after its 30 s lease', async () => {
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    const durable = await startRedis({ dir: dir.path, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+    cleanups.push(() => durable.stop());
+    // The attachment is held until Redis is gone: the flush is leased and waits for it.
+    let heldResponse: ServerResponse | undefined;
+    const host = await serve((_req, res, hits) => {
+      if (hits === 1) heldResponse = res;
+      else res.end(PNG);
+    });
+    cleanups.push(() => host.close());
+    const service = await instance(newPrefix(), { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } }, { url: durable.url });
+    const stats = async () => (await (await fetch(`${service.url}/v1/stats`)).json()) as { debounce: { flushing: number } };
+    await post(service, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` });
+    await until(async () => (await stats()).debounce.flushing === 1);
+    await durable.stop();
+    heldResponse?.setHeader('content-type', 'application/octet-stream');
+    heldResponse?.end(PNG);
+    // The commit fails; so does giving the lease back, until Redis returns.
+    await until(async () => /inbox_store_errors_total\{op="flush"\} [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()));
+    await durable.restart();
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1, { timeoutMs: 10_000 });
+    expect(frame?.data).toMatchObject({ content: 'look', messageIds: ['pic'] });
+    expect(frame?.data.media).toHaveLength(1);
+  });
+});
+
+describe('media with several instances', () => {
+  it('gives B\'s output a file that exists when B flushes a part A admitted while A was still downloading', async () => {
+    const prefix = newPrefix();
+    const shared = tempDir('intake-shared-media-');
+    cleanups.push(() => shared.remove());
+    // The first request for the image (A's) is held open; later ones are answered.
+    let heldResponse: ServerResponse | undefined;
+    const host = await serve((_req, res, hits) => {
+      if (hits === 1) heldResponse = res;
+      else {
+        res.setHeader('content-type', 'application/octet-stream');
+        res.end(PNG);
+      }
+    });
+    cleanups.push(() => host.close());
+    const media = { dir: shared.path, allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 10_000, retries: 0 };
+    // A never flushes (its clock stands still); B polls the store and flushes when due.
+    const a = await instance(prefix, { media }, { clock: new ManualClock(Date.now()) });
+    const b = await instance(prefix, { media });
+    const [frame] = await readEvents(`${b.url}/v1/events`, 1, {
+      timeoutMs: 8000,
+      onOpen: async () => {
+        expect((await post(a, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` })).body.accepted).toBe(1);
+        await host.arrived('/a.png', 1); // A's download is in progress
+      },
+    });
+    heldResponse?.destroy();
+    const [item] = frame?.data.media as Array<{ path: string; sha256: string; bytes: number }>;
+    expect(frame?.data.mediaErrors).toEqual([]);
+    // media.dir is outside every instance's working directory: the path is absolute, the same for
+    // every consumer mounting the shared volume at the same place.
+    expect(isAbsolute(item!.path)).toBe(true);
+    expect(item!.path.startsWith(shared.path)).toBe(true);
+    expect(existsSync(item!.path)).toBe(true);
+    expect(createHash('sha256').update(readFileSync(item!.path)).digest('hex')).toBe(item!.sha256);
+    expect(b.intake.metrics.channelStats().generic).toMatchObject({ emitted: 1 });
+    // B downloaded it again itself (A's copy was still in progress).
+    expect(host.hits.get('/a.png')).toBe(2);
+  });
+});
+
+interface FakeAgent {
+  url: string;
+  received: Array<{ content: string; webhookId: string }>;
+  /** Contents answered 2xx. */
+  delivered: Set<string>;
+  /** Resolves once the first request to hold has arrived. */
+  holding: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An agent on loopback that records every push and holds the first one `hold` picks until it is closed. */
+async function fakeAgent(hold: (content: string) => boolean): Promise<FakeAgent> {
+  const received: FakeAgent['received'] = [];
+  const delivered = new Set<string>();
+  let held = false;
+  let arrived!: () => void;
+  const holding = new Promise<void>((resolve) => (arrived = resolve));
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const content = String(JSON.parse(body).content);
+      received.push({ content, webhookId: String(req.headers['webhook-id']) });
+      if (!held && hold(content)) {
+        held = true;
+        arrived();
+        return; // never answered: the pusher dies with it in flight
+      }
+      delivered.add(content);
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/inbox`,
+    received, delivered, holding,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
