@@ -25,6 +25,7 @@ import { Metrics } from './metrics/index.js';
 import type { AdmitItem, BufferRule, LeasedBatch, Store } from './ports.js';
 import { AgentPush } from './push/agent-push.js';
 import { openStore } from './store/index.js';
+import { traceOf } from './trace/answer.js';
 import { Trail } from './trace/trail.js';
 
 export interface CreateIntakeOptions {
@@ -358,7 +359,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     outbox: store,
     streams,
     trail,
-    trace,
+    trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,
       list: (limit) => store.deadLetters(limit),
@@ -394,35 +395,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         : { url: null },
       store: store.kind,
       streams: streams.count,
-    };
-  }
-
-  /** `/v1/trace/:id`: arrivals and verdicts, the outputs it went into, their delivery. */
-  async function trace(id: string): Promise<Record<string, unknown> | undefined> {
-    const found = trail.lookup(id);
-    const direct = await store.outboxGet(id);
-    const outputIds = new Set(found.outputs);
-    if (direct) outputIds.add(direct.id);
-    if (found.entries.length === 0 && outputIds.size === 0) return undefined;
-    const outputs = [];
-    for (const outputId of outputIds) {
-      const stored = direct?.id === outputId ? direct : await store.outboxGet(outputId);
-      const batch = found.entries.find((entry) => entry.kind === 'batch' && entry.id === outputId);
-      outputs.push({
-        id: outputId,
-        seq: stored?.seq ?? batch?.seq ?? null,
-        type: stored?.type ?? null,
-        sessionKey: stored?.sessionKey ?? batch?.sessionKey ?? null,
-        messageIds: batch?.messageIds ?? stored?.messageIds ?? [],
-        delivery: stored ? { state: stored.state, attempts: stored.attempts, lastError: stored.lastError ?? null } : null,
-        retained: stored !== undefined,
-      });
-    }
-    return {
-      id,
-      arrivals: found.entries.filter((entry) => entry.kind === 'verdict'),
-      outputs,
-      attempts: found.entries.filter((entry) => entry.kind === 'delivery'),
     };
   }
 

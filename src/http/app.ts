@@ -30,7 +30,7 @@ export interface HttpPorts {
   streams: StreamHub;
   trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
   /** What happened to one message (undefined: nothing known). */
-  trace(id: string): Promise<Record<string, unknown> | undefined>;
+  trace(id: string): Promise<object | undefined>;
   /** Dead letters, when push to the agent is configured. */
   deadLetters: {
     count(): Promise<number>;
