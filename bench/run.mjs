@@ -1,4 +1,5 @@
-// `npm run bench`: every benchmark, each against its baseline in the same run.
+// `npm run bench`: every benchmark, each against its baseline in the same run. Durations are kept
+// short so the whole run takes a few minutes; BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
 import { spawnSync } from 'node:child_process';
 
 const node = process.execPath;
@@ -6,10 +7,12 @@ const runs = [
   [node, ['--expose-gc', 'bench/dedup.mjs']],
   [node, ['--expose-gc', 'bench/correlator.mjs']],
   [node, ['--expose-gc', 'bench/media.mjs']],
-  [node, ['bench/pipeline.mjs']],
-  [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '8', '50', process.env.BENCH_ROUNDS ?? '5']],
-  [node, ['bench/ingest-cost.mjs', '1500', process.env.BENCH_SECONDS ?? '8', '3']],
-  [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '8', '3', '1000', '50']],
+  [node, ['bench/pipeline.mjs', '8000', '4', '2']],
+  [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '5', '50', process.env.BENCH_ROUNDS ?? '3']],
+  [node, ['bench/ingest-cost.mjs', '500', process.env.BENCH_SECONDS ?? '5', '3']],
+  [node, ['bench/latency.mjs', '4', '2', '10']],
+  [node, ['bench/restart.mjs', '100000']],
+  [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '4', '3', '800', '50']],
 ];
 for (const [cmd, args] of runs) {
   const result = spawnSync(cmd, args, { stdio: 'inherit' });

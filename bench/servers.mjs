@@ -1,10 +1,19 @@
 // The servers the ingest benchmarks compare, and how they are started and fed.
 import { fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
+
+/**
+ * Another build to run beside this one (BENCH_COMPARE=<folder holding a dist/ of an earlier
+ * commit, inside this checkout so it finds node_modules>): a change is then measured against
+ * its previous commit in the same run, not against a number from another minute.
+ */
+const compare = process.env.BENCH_COMPARE;
+if (compare && !existsSync(join(compare, 'dist/main.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/main.js there`);
+const compareName = compare && existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
 
 /** [name, script, env]: the two baselines first, then agent-intake on each embedded store. */
 export const targets = [
@@ -12,13 +21,17 @@ export const targets = [
   ['seed sketch (naive algorithm)', 'bench/seed-sketch.mjs', {}],
   ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory' }],
   ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }],
+  ...(compare ? [
+    [`agent-intake ${compareName}, memory store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'memory' }],
+    [`agent-intake ${compareName}, sqlite store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'sqlite:./bench.db' }],
+  ] : []),
 ];
 
 /** Start one server in a child process with a working directory of its own. */
 export async function start([name, script, env]) {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
-  const child = fork(join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(script.startsWith('/') ? script : join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   for (let i = 0; i < 100; i++) {
     const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status < 500, () => false);
     if (ok) break;
@@ -49,6 +62,30 @@ export function cpuTicks(pid) {
     return Number(fields[11]) + Number(fields[12]);
   };
   return { main: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) };
+}
+
+/**
+ * CPU time in ns (from /proc/<pid>/task/<tid>/schedstat, nanosecond resolution where `stat`
+ * counts 10 ms ticks): the main thread alone, and all threads.
+ */
+export function cpuNs(pid) {
+  const of = (tid) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      return 0; // a thread that ended between the listing and the read
+    }
+  };
+  let all = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) all += of(tid);
+  return { main: of(pid), all };
+}
+
+/** Resident set size and its peak so far, in MB (/proc/<pid>/status VmRSS and VmHWM). */
+export function rssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
 export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -133,7 +133,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // 4. Admit: the per-delivery decision, one store step.
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
-  const planOf = (deliveryId: string | undefined) => (event: InboundEvent, now: number, index: number): Plan => {
+  const plan = (event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan => {
     const channel = channels.get(event.channel)?.config;
     const dedup = channel?.dedup ?? config.dedup;
     const { claims, kinds } = dedupPlan(event, dedup);
@@ -163,14 +163,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     };
     return { item, kinds };
   };
-  const admitWith = (deliveryId: string | undefined) => createAdmit({
+  const admit = createAdmit({
     admit: (items, now) => store.admit(items, now),
     isOwnBot: (namespace, id) => bots.isOwnBot(namespace, id),
-    plan: planOf(deliveryId),
+    plan,
     count: (channel, adapter, action) => metrics.message(channel, adapter, action),
     trail: record,
   });
-  const admit = admitWith(undefined);
 
   // 5. Handlers: library code that sees each logical event once (or every delivery with `!`).
   const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
@@ -268,7 +267,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     if (normalized.events.length > 0) {
       const deliveryId = adapter.deliveryId?.(delivery);
       try {
-        admitted = await (deliveryId === undefined ? admit : admitWith(deliveryId))(normalized.events, delivery.now);
+        admitted = await admit(normalized.events, delivery.now, deliveryId);
         admitFailing = undefined;
       } catch (error) {
         admitFailing = { at: clock.now(), reason: (error as Error).message };

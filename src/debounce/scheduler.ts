@@ -46,6 +46,8 @@ export class FlushScheduler {
   private renewTimer: unknown;
   private running = false;
   private again = false;
+  /** A pass is queued for the flushes that just ended (see `runSoon`). */
+  private runQueued = false;
   private readonly inflight = new Set<LeasedBatch>();
   private readonly failures = new Map<string, number>();
   private idleWaiters: Array<() => void> = [];
@@ -156,6 +158,19 @@ export class FlushScheduler {
         for (const resolve of this.idleWaiters.splice(0)) resolve();
       }
       // The session may have its next buffer due now that this one is committed.
+      this.runSoon();
+    });
+  }
+
+  /**
+   * One pass for every flush that ends in the same turn: the batches of one pass (and of one
+   * SQLite group commit) settle together, and a pass each would be a store call each.
+   */
+  private runSoon(): void {
+    if (this.runQueued) return;
+    this.runQueued = true;
+    queueMicrotask(() => {
+      this.runQueued = false;
       this.run();
     });
   }
@@ -204,7 +219,7 @@ export class FlushScheduler {
 
   /** Wait for every flush already started (and a pass under way). */
   async idle(): Promise<void> {
-    while (this.inflight.size > 0 || this.running) {
+    while (this.inflight.size > 0 || this.running || this.runQueued) {
       await new Promise<void>((resolve) => {
         // A pass is store calls, not time: yield to the event loop, never to the (maybe manual) clock.
         if (this.inflight.size === 0) setImmediate(resolve);

@@ -42,8 +42,8 @@ export interface AdmitOptions {
   admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
   /** Bot-loop guard: a message sent by one of our own bots is dropped. */
   isOwnBot(namespace: string, id: string): boolean;
-  /** Claims, correlation step and buffer rule of an event, built by the composition. */
-  plan(event: InboundEvent, now: number, index: number): Plan;
+  /** Claims, correlation step and buffer rule of an event (the `index`-th of a delivery signed with `deliveryId`), built by the composition. */
+  plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan;
   count(channel: string, adapter: string, action: Action): void;
   /** The verdict trail (`/v1/trace`, `/v1/activity`). */
   trail(entry: Omit<TraceEntry, 'n'>): void;
@@ -58,7 +58,7 @@ const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate',
  * Store errors propagate: the caller answers 503 and nothing was recorded.
  */
 export function createAdmit(options: AdmitOptions) {
-  return async function admit(events: readonly InboundEvent[], now: number): Promise<Admitted> {
+  return async function admit(events: readonly InboundEvent[], now: number, deliveryId?: string): Promise<Admitted> {
     const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
@@ -68,7 +68,7 @@ export function createAdmit(options: AdmitOptions) {
         plans.push(undefined);
         continue;
       }
-      const plan = options.plan(event, now, index);
+      const plan = options.plan(event, now, index, deliveryId);
       plans.push(plan);
       items.push(plan.item);
     }

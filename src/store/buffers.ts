@@ -19,8 +19,6 @@ export interface OpenBuffer {
   rule: BufferRule;
   /** In arrival order. */
   parts: PartMeta[];
-  /** Parts per unit, so removing a batch keeps the distinct-unit count exact. */
-  units: Map<string, number>;
   deadline: number;
   reason: FlushReason;
   lease: { fence: number; until: number } | undefined;
@@ -61,11 +59,10 @@ export class Buffers {
   append(debounceKey: string, sessionKey: string, rule: BufferRule, part: PartMeta, now: number): OpenBuffer {
     let buffer = this.open.get(debounceKey);
     if (!buffer) {
-      buffer = { debounceKey, sessionKey, rule, parts: [], units: new Map(), deadline: now, reason: 'window', lease: undefined, stamp: 0 };
+      buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0 };
       this.open.set(debounceKey, buffer);
     }
     buffer.parts.push(part);
-    buffer.units.set(part.unit, (buffer.units.get(part.unit) ?? 0) + 1);
     // A leased or retrying buffer keeps its due time: commit re-arms it from what is left. A
     // buffer already closed by a command or the count stays closed: the new part waits behind
     // the cut (see `batchSize`) for the next batch.
@@ -160,8 +157,6 @@ export class Buffers {
       this.open.delete(buffer.debounceKey);
       return false;
     }
-    buffer.units.clear();
-    for (const part of buffer.parts) buffer.units.set(part.unit, (buffer.units.get(part.unit) ?? 0) + 1);
     this.arm(buffer, now);
     return true;
   }

@@ -253,8 +253,15 @@ export class SqliteStore implements Store {
     if (writes.length === 0) return;
     const outcomes: Outcome[] = [];
     let dirty = false;
+    // A group of one write needs no savepoint: if the write fails, the transaction rolls back
+    // with it and held nothing else (two statements fewer per write at low load).
+    const alone = writes.length === 1;
     try {
       this.groupTx(() => {
+        if (alone) {
+          outcomes.push({ ok: true, value: (writes[0] as PendingWrite).run() });
+          return;
+        }
         for (const write of writes) {
           try {
             outcomes.push({ ok: true, value: this.savepoint(write.run) });
@@ -266,10 +273,16 @@ export class SqliteStore implements Store {
         }
       });
     } catch (error) {
-      // The commit itself failed: none of the group is on disk.
-      this.rebuild();
-      for (const write of writes) write.reject(error);
-      return;
+      if (alone && outcomes.length === 0) {
+        // The write itself failed, as in a savepoint of its own.
+        outcomes.push({ ok: false, error });
+        if (!isConstraint(error)) dirty = true;
+      } else {
+        // The commit itself failed: none of the group is on disk.
+        this.rebuild();
+        for (const write of writes) write.reject(error);
+        return;
+      }
     }
     if (dirty) this.rebuild();
     writes.forEach((write, i) => {

@@ -1,0 +1,74 @@
+// Ack latency at half load, and CPU when idle, for every server of bench/servers.mjs.
+//
+// Latency: one server at a time (rotated order per round, like bench/ingest.mjs), so no other
+// server competes for the two cores. Each run first finds the server's own max rate (autocannon,
+// 50 connections, saturating), then drives it at HALF of that rate with a fixed request rate and
+// reads the acknowledgement latency (request sent -> 200 received). Every request is a new
+// session, so the flushes of earlier requests run between acknowledgements, as in production.
+// The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round), median and
+// range over rounds.
+//
+// Idle: every server started at once, left without traffic, and its CPU read from
+// /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after three settling seconds (start-up compiles and collects).
+// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]
+import autocannon from 'autocannon';
+import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const idleSeconds = Number(process.argv[4] ?? 10);
+
+const load = (server, duration, options) => autocannon({
+  url: `${server.url}/webhooks/generic`, duration, method: 'POST',
+  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`), ...options,
+});
+
+const runs = new Map(targets.map(([name]) => [name, []]));
+for (let round = 0; round < rounds; round++) {
+  const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+  for (const target of order) {
+    const server = await start(target);
+    await load(server, 2, { connections: 50 }); // warm-up
+    const max = (await load(server, Math.max(2, Math.round(seconds / 2)), { connections: 50 })).requests.average;
+    // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const rate = Math.max(1, Math.round(max / 2));
+    const result = await load(server, seconds, { connections: 20, overallRate: rate });
+    server.stop();
+    runs.get(target[0]).push({
+      max, rate, got: result.requests.total / seconds, p50: result.latency.p50, p99: result.latency.p99, max99: result.latency.p99_9 ?? result.latency.max, errors: result.errors + result.non2xx,
+    });
+  }
+}
+
+const idle = new Map();
+{
+  const servers = [];
+  for (const target of targets) servers.push(await start(target));
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const before = servers.map((server) => cpuNs(server.pid));
+  await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+  servers.forEach((server, i) => {
+    const after = cpuNs(server.pid);
+    // µs of CPU per second of wall time.
+    idle.set(server.name, { main: (after.main - before[i].main) / 1000 / idleSeconds, all: (after.all - before[i].all) / 1000 / idleSeconds });
+    server.stop();
+  });
+}
+
+const bare = runs.get(targets[0][0]);
+const bareIdle = idle.get(targets[0][0]);
+console.log(`\nack latency at half of each server's own max rate, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
+console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+for (const [name] of targets) {
+  const r = runs.get(name);
+  const ratios = r.map((x, i) => x.p99 / Math.max(1, bare[i].p99));
+  const p99s = r.map((x) => x.p99);
+  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${median(r.map((x) => x.p50))} | ${median(p99s)} (${Math.min(...p99s)}–${Math.max(...p99s)}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${median(r.map((x) => x.max99))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
+}
+console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s (µs of CPU per second)`);
+console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
+for (const [name] of targets) {
+  const x = idle.get(name);
+  console.log(`| ${name} | ${x.main.toFixed(0)} | ${x.all.toFixed(0)} | ${(x.all / Math.max(1, bareIdle.all)).toFixed(2)}x |`);
+}
