@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import { loadConfig, withDotEnv } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, isConfigError, isIntakeError } from './errors.js';
-import { listen } from './http/server.js';
+import { listen, serve, whileStarting } from './http/server.js';
 import { createIntake } from './intake.js';
 
 /** Last resort of a stop that hangs (a stuck store, a log sink that never drains): exit anyway. */
@@ -88,17 +88,20 @@ function startupError(error: unknown, config: Config): unknown {
   return error;
 }
 
-/** Process entry: config -> store -> intake -> listen -> graceful stop. */
+/** Process entry: config -> listen -> store and intake -> serve -> graceful stop. */
 async function main(): Promise<void> {
   // A .env beside .env.example fills in what the environment does not set.
   const config = loadConfig({ env: withDotEnv(process.cwd()) });
   const log = processLog(config.logLevel);
   const { logger } = log;
+  // Listen first: opening a store with a large backlog takes seconds, and meanwhile the process
+  // is alive (/healthz), not ready (/readyz), and answers 503 + Retry-After to webhooks.
+  const server = await listen(whileStarting, config, logger);
   const intake = await createIntake({ config, logger }).catch((error: unknown) => {
+    server.close();
     throw startupError(error, config);
   });
-  // A failed listen exits at once, without close(): nothing was taken yet that must be handed back.
-  const server = await listen(intake.app, config, logger);
+  serve(server, whileStarting, intake.app.callback());
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   logger.info({ host: config.server.host, port, store: config.store, channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);

@@ -1,6 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
@@ -22,14 +21,14 @@ const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
  * (a raw packet can carry another request's `Authorization` header).
  * Rejects with a ConfigError naming `server.port` when the port is taken.
  */
-export async function listen(app: Koa, config: Config, logger: Logger): Promise<Server> {
+export async function listen(handler: RequestListener, config: Config, logger: Logger): Promise<Server> {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
   const server = createServer({
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,
     // Node checks those two timeouts on this interval (30 s by default), so it bounds how late a cut comes.
     connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeoutMs / 4))),
-  }, app.callback());
+  }, handler);
   server.keepAliveTimeout = keepAliveTimeoutMs;
   server.maxConnections = maxConnections;
 
@@ -64,6 +63,29 @@ export async function listen(app: Koa, config: Config, logger: Logger): Promise<
     });
   });
   return server;
+}
+
+/** Hand the server's requests to `handler` from now on (the app, once it has started). */
+export function serve(server: Server, from: RequestListener, to: RequestListener): void {
+  server.off('request', from);
+  server.on('request', to);
+}
+
+/**
+ * What the process answers while the store opens (a SQLite file with a large backlog takes
+ * seconds): alive, not ready, and `503 starting` with a short Retry-After for everything else,
+ * so platforms retry instead of failing, and a balancer waits for `/readyz`.
+ */
+export function whileStarting(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? '/').split('?')[0];
+  const [status, body] = path === '/healthz'
+    ? [200, { ok: true, starting: true }]
+    : path === '/readyz'
+      ? [503, { ready: false, problems: ['starting: opening the store'] }]
+      : [503, { error: { code: 'starting', message: 'The service is starting (opening its store); retry shortly' } }];
+  req.resume();
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 503 ? { 'retry-after': '1' } : {}) });
+  res.end(JSON.stringify(body));
 }
 
 /** A listen failure as one line naming the setting to change. */

@@ -6,7 +6,7 @@ import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { listen } from '../../src/http/server.js';
+import { listen, serve, whileStarting } from '../../src/http/server.js';
 
 /** A logger whose lines the test can read. */
 function capture(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
@@ -46,7 +46,7 @@ describe('the HTTP server limits (listen)', () => {
     }
   });
   const start = async (settings: Record<string, unknown>, logger = pino({ level: 'silent' })) => {
-    const server = await listen(app(), config(settings), logger);
+    const server = await listen(app().callback(), config(settings), logger);
     servers.push(server);
     return { server, port: (server.address() as AddressInfo).port };
   };
@@ -92,6 +92,27 @@ describe('the HTTP server limits (listen)', () => {
 
   it('names server.port / PORT when the port is taken', async () => {
     const { port } = await start({});
-    await expect(listen(app(), config({ port }), pino({ level: 'silent' }))).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
+    await expect(listen(app().callback(), config({ port }), pino({ level: 'silent' }))).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
+  });
+});
+
+describe('the process while its store opens (whileStarting)', () => {
+  it('is alive but not ready, answers webhooks 503 with Retry-After, then serves the app once it is handed over', async () => {
+    const server = await listen(whileStarting, config({}), pino({ level: 'silent' }));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${url}/readyz`);
+      expect([ready.status, ((await ready.json()) as any).ready]).toEqual([503, false]);
+      const webhook = await fetch(`${url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"a","content":"b"}' });
+      expect(webhook.status).toBe(503);
+      expect(webhook.headers.get('retry-after')).toBe('1');
+      expect(((await webhook.json()) as any).error.code).toBe('starting');
+      serve(server, whileStarting, app().callback());
+      expect(await (await fetch(`${url}/webhooks/generic`, { method: 'POST', body: '{}' })).json()).toEqual({ ok: true });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
