@@ -58,13 +58,18 @@ export function createOutput(options: OutputStageOptions) {
       built = buildProcessedEvent(outputId(now), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
     } else {
       const last = parts[parts.length - 1]!.event;
-      const [media, groups] = await Promise.all([
-        options.collectMedia(batch),
-        Promise.all(parts.map((part) => groupOf(part.event, part.correlationKey, now))),
-      ]);
+      // Most batches have neither attachments nor correlated parts: no waiting for either then.
+      const withMedia = parts.some((part) => part.event.media.length > 0);
+      const correlated = parts.some((part) => part.correlationKey !== undefined);
+      const [media, groups] = withMedia || correlated
+        ? await Promise.all([
+          withMedia ? options.collectMedia(batch) : noMedia,
+          correlated ? Promise.all(parts.map((part) => groupOf(part.event, part.correlationKey, now))) : noGroups,
+        ])
+        : [noMedia, noGroups];
       const bots = uniqueBots(parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
       const mentionedBots = uniqueBots(parts.flatMap((part) => options.mentionedBots(part.event)));
-      const lastBots = options.botsOf(groups[groups.length - 1], last);
+      const lastBots = options.botsOf(groups[parts.length - 1], last);
       const replyBot = options.pickReplyBot(options.mentionedBots(last), lastBots, last);
       built = buildProcessedMessage(outputId(now), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
     }
@@ -81,6 +86,9 @@ export function createOutput(options: OutputStageOptions) {
     return { record, output: built, batch };
   };
 }
+
+const noMedia: PartMedia[] = [];
+const noGroups: Array<CorrelationRecord | undefined> = [];
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
   if (bots.length <= 1) return bots;

@@ -1,4 +1,4 @@
-import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { outboxRecord, type BufferedPart, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
@@ -23,7 +23,9 @@ class MemoryRows implements Rows {
 
   partAdded(part: Omit<BufferedPart, 'id'>): string {
     const id = String(++this.partCount);
-    this.parts.set(id, { ...part, id });
+    const stored: BufferedPart = { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event };
+    if (part.correlationKey !== undefined) stored.correlationKey = part.correlationKey;
+    this.parts.set(id, stored);
     return id;
   }
 
@@ -37,8 +39,7 @@ class MemoryRows implements Rows {
 
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     if (this.byId.has(draft.id)) throw new Error(`memory store: the outbox already has a record "${draft.id}"`);
-    const record: OutboxRecord = { ...draft, seq: ++this.seq, attempts: 0, updatedAt: now };
-    if (draft.state === 'pending') record.nextAttemptAt = now;
+    const record = outboxRecord(draft, ++this.seq, 0, now, draft.state === 'pending' ? now : undefined);
     this.outbox.push(record);
     this.byId.set(record.id, record);
     this.bySeq.set(record.seq, record);
@@ -97,7 +98,10 @@ export class MemoryStore implements Store {
 
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
     this.use(now);
-    return this.state.claimDue(now, leaseMs, limit).map((batch) => ({ ...batch, parts: batch.parts.map((part) => ({ ...part })) }));
+    const batches = this.state.claimDue(now, leaseMs, limit);
+    // The batch objects are fresh; the parts are the stored ones: hand out copies.
+    for (const batch of batches) batch.parts = batch.parts.map((part) => ({ ...part }));
+    return batches;
   }
 
   async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {

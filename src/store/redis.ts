@@ -1,5 +1,5 @@
 import { UnavailableError } from '../errors.js';
-import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
 import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './redis/codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
@@ -148,9 +148,7 @@ export class RedisStore implements Store {
     if (!reply) return undefined;
     await this.replicated(this.background);
     const [seq, at] = reply;
-    const record: OutboxRecord = { ...draft, seq, attempts: 0, updatedAt: draft.createdAt };
-    if (draft.state === 'pending') record.nextAttemptAt = at;
-    return record;
+    return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {

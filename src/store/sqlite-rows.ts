@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { BufferedPart, CorrelationRecord, DeliveryState, OutboxDraft, OutboxRecord } from '../events.js';
+import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../events.js';
 import type { OpenBuffer } from './buffers.js';
 import type { Rows } from './local-state.js';
 import type { ClaimSpec } from './types.js';
@@ -150,9 +150,7 @@ export class SqliteRows implements Rows {
     const { id, type, sessionKey, channel, createdAt, body, state } = draft;
     const nextAttemptAt = state === 'pending' ? now : undefined;
     const seq = Number(this.statements.append.run(id, type, sessionKey, channel, createdAt, body, state, now, nextAttemptAt ?? null, JSON.stringify(draft.messageIds)).lastInsertRowid);
-    const record: OutboxRecord = { ...draft, seq, attempts: 0, updatedAt: now };
-    if (nextAttemptAt !== undefined) record.nextAttemptAt = nextAttemptAt;
-    return record;
+    return outboxRecord(draft, seq, 0, now, nextAttemptAt);
   }
 
   record(seq: number): OutboxRecord | undefined {

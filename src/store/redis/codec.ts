@@ -1,4 +1,4 @@
-import type { BufferedPart, CorrelationRecord, DeliveryState, EventKind, OutboxDraft, OutboxRecord } from '../../events.js';
+import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type EventKind, type OutboxDraft, type OutboxRecord } from '../../events.js';
 import type { AdmitItem, AdmitVerdict } from '../types.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
@@ -59,7 +59,7 @@ export type EntryReply = [streamId: string, fields: string[], state: string | nu
 /** An outbox record from its stream entry and its delivery state. */
 export function recordOf([streamId, fields, state]: EntryReply): OutboxRecord {
   const draft = JSON.parse(fields[7] as string) as OutboxDraft;
-  const record: OutboxRecord = { ...draft, seq: Number.parseInt(streamId, 10), attempts: 0, updatedAt: draft.createdAt };
+  const record = outboxRecord(draft, Number.parseInt(streamId, 10), 0, draft.createdAt);
   if (state) {
     const newline = state.indexOf('\n');
     const [name, attempts, updatedAt, nextAttemptAt] = state.slice(0, newline).split(' ');
