@@ -95,7 +95,7 @@ async function parent(count) {
   const sampler = setInterval(() => { rssPeakSampled = Math.max(rssPeakSampled, rssMb(server.pid).rss); }, 20);
 
   // Read every output from the start of the outbox, as an agent that was away would.
-  while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) await new Promise((resolve) => setTimeout(resolve, 10));
+  while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) await new Promise((resolve) => setTimeout(resolve, 10));
   const outputs = new Set();
   const messages = new Map();
   const response = await fetch(`${url}/v1/events?after=0`);

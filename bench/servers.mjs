@@ -33,7 +33,7 @@ export async function start([name, script, env]) {
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
   const child = fork(script.startsWith('/') ? script : join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status < 500, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status < 500, () => false);
     if (ok) break;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -129,7 +129,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Run the built service (`npm start` runs the same file) as a child process, once it answers /healthz. */
+/** Run the built service (`npm start` runs the same file) as a child process, once it is ready (/readyz). */
 export async function startChild(dir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
     cwd: dir,
@@ -141,7 +141,7 @@ export async function startChild(dir: string, port: number, env: Record<string, 
   child.stderr?.on('data', (d) => { output += d; });
   await until(async () => {
     if (child.exitCode !== null) throw new Error(`service exited early: ${output}`);
-    return fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    return fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
   }, 10_000);
   return child;
 }

@@ -30,7 +30,7 @@ function run(cwd: string, env: Record<string, string>): Child {
   return { child, stderr: () => stderr, exited };
 }
 
-const healthy = (port: number) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+const ready = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
 
 describe('the service process at start and stop', () => {
   const children: ChildProcess[] = [];
@@ -49,7 +49,7 @@ describe('the service process at start and stop', () => {
     const port = await freePort();
     const service = run(tempDir().path, { PORT: String(port), LOG_LEVEL: 'info' });
     children.push(service.child);
-    await until(() => healthy(port), 10_000);
+    await until(() => ready(port), 10_000);
     // The log reader dies first: the pipe's read end closes, and every later log write meets EPIPE.
     service.child.stdout?.destroy();
     await fetch(`http://127.0.0.1:${port}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:a","content":"hi"}' });
@@ -94,7 +94,7 @@ describe('the service process at start and stop', () => {
     children.push(service.child);
     await until(async () => {
       if (service.child.exitCode !== null) throw new Error(`exited: ${service.stderr()}`);
-      return healthy(port);
+      return ready(port);
     }, 10_000);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);

@@ -3,7 +3,7 @@ import { Buffers, type OpenBuffer } from './buffers.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { AdmitItem, AdmitVerdict, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from './types.js';
+import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from './types.js';
 
 /**
  * Where a store owned by one process keeps its rows: plain maps (memory) or tables (SQLite).
@@ -15,7 +15,7 @@ export interface Rows {
   groupSaved(group: CorrelationRecord): void;
   groupsDropped(groups: readonly CorrelationRecord[]): void;
   /** Store a part's body; returns its id (unique per store, growing). */
-  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean): string;
+  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string;
   partBodies(ids: readonly string[]): BufferedPart[];
   partsDeleted(ids: readonly string[]): void;
   bufferSaved(buffer: OpenBuffer): void;
@@ -91,7 +91,7 @@ export class LocalState {
       this.rows.claimTaken(claim, now);
     }
     const { part } = item;
-    const id = this.rows.partAdded(part, item.unit, item.closeNow);
+    const id = this.rows.partAdded(part, item.unit, item.closeNow, item.rule);
     const meta = { id, receivedAt: part.receivedAt, unit: item.unit ?? id, closes: item.closeNow };
     const buffer = this.buffers.append(part.debounceKey, part.event.sessionKey, item.rule, meta, now);
     this.rows.bufferSaved(buffer);

@@ -3,7 +3,6 @@ import type { BufferedPart, EventKind } from '../events.js';
 import type { OpenBuffer } from './buffers.js';
 import { LocalState } from './local-state.js';
 import type { SqliteRows } from './sqlite-rows.js';
-import type { FlushReason } from './types.js';
 
 /** Columns added to the outbox after its first release: files made before get them at open. */
 const addedColumns: ReadonlyArray<[string, string]> = [
@@ -26,14 +25,13 @@ export function migrate(db: Database.Database): void {
 function migrateBufferedParts(db: Database.Database): void {
   const old = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'buffered'").pluck().get();
   if (old === undefined) return;
-  const addPart = db.prepare('INSERT INTO parts (debounce_key, received_at, unit, closes, body) VALUES (?, ?, NULL, 0, ?)');
-  const addBuffer = db.prepare(`INSERT INTO buffers (debounce_key, session_key, window_ms, max_wait_ms, max_messages, deadline, reason)
-    VALUES (?, ?, 0, 0, ?, ?, 'window') ON CONFLICT (debounce_key) DO NOTHING`);
+  // A zero window and wait: due at once; no count closes it early.
+  const addPart = db.prepare(`INSERT INTO parts (debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
+    VALUES (?, ?, NULL, 0, ?, ?, 0, 0, ?)`);
   db.transaction(() => {
     for (const row of db.prepare('SELECT body FROM buffered ORDER BY id').all() as Array<{ body: string }>) {
       const { id: _id, ...part } = JSON.parse(row.body) as BufferedPart;
-      addPart.run(part.debounceKey, part.receivedAt, JSON.stringify(part));
-      addBuffer.run(part.debounceKey, part.event.sessionKey, Number.MAX_SAFE_INTEGER, part.receivedAt);
+      addPart.run(part.debounceKey, part.receivedAt, JSON.stringify(part), part.event.sessionKey, Number.MAX_SAFE_INTEGER);
     }
     db.exec('DROP TABLE buffered');
   })();
@@ -42,8 +40,7 @@ function migrateBufferedParts(db: Database.Database): void {
 /** Raw rows, column by column as selected. */
 type ClaimRow = [key: string, space: string, ttlMs: number, maxKeys: number, expiresAt: number];
 interface GroupRow { key: string; kind: string; first_at: number; expires_at: number; time: number; deliveries: string }
-type BufferRow = [debounceKey: string, sessionKey: string, windowMs: number, maxWaitMs: number, maxMessages: number, deadline: number, reason: string];
-type PartRow = [id: number, debounceKey: string, receivedAt: number, unit: string | null, closes: number];
+type PartRow = [id: number, debounceKey: string, receivedAt: number, unit: string | null, closes: number, sessionKey: string, windowMs: number, maxWaitMs: number, maxMessages: number];
 interface PendingRow { seq: number; session_key: string; next_attempt_at: number | null }
 
 /**
@@ -81,23 +78,29 @@ export function loadState(db: Database.Database, rows: SqliteRows, now: number, 
     state.groups.add(group, now);
   }
 
+  // Buffers are the parts of each debounce key, in arrival order, under the rule of the part
+  // that opened them; their deadlines follow from the parts (a released retry time is not kept).
   const buffers = new Map<string, OpenBuffer>();
   // Buffers opened under one configuration share one rule object.
   const rules = new Map<string, OpenBuffer['rule']>();
-  for (const [debounceKey, sessionKey, windowMs, maxWaitMs, maxMessages, deadline, reason] of db.prepare('SELECT debounce_key, session_key, window_ms, max_wait_ms, max_messages, deadline, reason FROM buffers').raw().iterate() as Iterable<BufferRow>) {
-    const ruleKey = `${windowMs}:${maxWaitMs}:${maxMessages}`;
-    let rule = rules.get(ruleKey);
-    if (!rule) rules.set(ruleKey, (rule = { windowMs, maxWaitMs, maxMessages }));
-    buffers.set(debounceKey, { debounceKey, sessionKey, rule, parts: [], deadline, reason: reason as FlushReason, lease: undefined, stamp: 0 });
-  }
-  const parts = db.prepare('SELECT id, debounce_key, received_at, unit, closes FROM parts ORDER BY id').raw();
-  for (const [rowId, debounceKey, receivedAt, unit, closes] of parts.iterate() as Iterable<PartRow>) {
-    const buffer = buffers.get(debounceKey);
-    if (!buffer) continue;
+  const parts = db.prepare('SELECT id, debounce_key, received_at, unit, closes, session_key, window_ms, max_wait_ms, max_messages FROM parts ORDER BY id').raw();
+  for (const [rowId, debounceKey, receivedAt, unit, closes, sessionKey, windowMs, maxWaitMs, maxMessages] of parts.iterate() as Iterable<PartRow>) {
+    let buffer = buffers.get(debounceKey);
+    if (!buffer) {
+      const ruleKey = `${windowMs}:${maxWaitMs}:${maxMessages}`;
+      let rule = rules.get(ruleKey);
+      if (!rule) rules.set(ruleKey, (rule = { windowMs, maxWaitMs, maxMessages }));
+      buffers.set(debounceKey, (buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0 }));
+    }
     const id = String(rowId);
     buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1 });
   }
-  for (const buffer of buffers.values()) if (buffer.parts.length > 0) state.buffers.restore(buffer);
+  for (const buffer of buffers.values()) {
+    const { deadline, reason } = state.buffers.deadlineOf(buffer, now);
+    buffer.deadline = deadline;
+    buffer.reason = reason;
+    state.buffers.restore(buffer);
+  }
 
   const pending = db.prepare("SELECT seq, session_key, next_attempt_at FROM outbox WHERE state = 'pending' ORDER BY seq");
   for (const row of pending.iterate() as Iterable<PendingRow>) {

@@ -1,8 +1,7 @@
 import type Database from 'better-sqlite3';
 import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../events.js';
-import type { OpenBuffer } from './buffers.js';
 import type { Rows } from './local-state.js';
-import type { ClaimSpec } from './types.js';
+import type { BufferRule, ClaimSpec } from './types.js';
 
 export const schema = `
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -12,15 +11,14 @@ CREATE INDEX IF NOT EXISTS claim_log_space ON claim_log (space);
 CREATE TABLE IF NOT EXISTS correlation_groups (
   key TEXT PRIMARY KEY, kind TEXT NOT NULL, first_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, time INTEGER NOT NULL, deliveries TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS buffers (
-  debounce_key TEXT PRIMARY KEY, session_key TEXT NOT NULL,
-  window_ms INTEGER NOT NULL, max_wait_ms INTEGER NOT NULL, max_messages INTEGER NOT NULL,
-  deadline INTEGER NOT NULL, reason TEXT NOT NULL
-);
 -- AUTOINCREMENT: part ids keep growing across restarts, even after the newest part is flushed.
+-- A part carries its buffer's session and rule: a buffer is the parts of one debounce key, and
+-- its deadline follows from them, so neither is written again per message.
 CREATE TABLE IF NOT EXISTS parts (
   id INTEGER PRIMARY KEY AUTOINCREMENT, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL,
-  unit TEXT, closes INTEGER NOT NULL, body TEXT NOT NULL
+  unit TEXT, closes INTEGER NOT NULL, body TEXT NOT NULL,
+  session_key TEXT NOT NULL DEFAULT '', window_ms INTEGER NOT NULL DEFAULT 0, max_wait_ms INTEGER NOT NULL DEFAULT 0,
+  max_messages INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,6 +63,11 @@ export class SqliteRows implements Rows {
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
   private loggedSincePurge = 0;
+  /**
+   * Bodies of the parts this process added and has not flushed: a flush then needs no read
+   * and no JSON.parse (parts left by an earlier run are read from the table).
+   */
+  private readonly bodies = new Map<string, BufferedPart>();
 
   constructor(private readonly db: Database.Database) {
     this.statements = {
@@ -78,12 +81,10 @@ export class SqliteRows implements Rows {
         time = excluded.time, deliveries = excluded.deliveries`),
       dropGroup: db.prepare('DELETE FROM correlation_groups WHERE key = ?'),
       purgeGroups: db.prepare('DELETE FROM correlation_groups WHERE expires_at <= ?'),
-      addPart: db.prepare('INSERT INTO parts (debounce_key, received_at, unit, closes, body) VALUES (?, ?, ?, ?, ?)'),
+      addPart: db.prepare(`INSERT INTO parts (debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       partBody: db.prepare('SELECT body FROM parts WHERE id = ?').pluck(),
       deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
-      saveBuffer: db.prepare(`INSERT INTO buffers (debounce_key, session_key, window_ms, max_wait_ms, max_messages, deadline, reason)
-        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (debounce_key) DO UPDATE SET deadline = excluded.deadline, reason = excluded.reason`),
-      dropBuffer: db.prepare('DELETE FROM buffers WHERE debounce_key = ?'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at, next_attempt_at, message_ids)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       bySeq: db.prepare('SELECT * FROM outbox WHERE seq = ?'),
@@ -124,27 +125,35 @@ export class SqliteRows implements Rows {
     for (const group of groups) this.statements.dropGroup.run(group.key);
   }
 
-  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean): string {
-    const result = this.statements.addPart.run(part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part));
-    return String(result.lastInsertRowid);
+  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string {
+    const result = this.statements.addPart.run(part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part),
+      part.event.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages);
+    const id = String(result.lastInsertRowid);
+    const body: BufferedPart = { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event };
+    if (part.correlationKey !== undefined) body.correlationKey = part.correlationKey;
+    this.bodies.set(id, body);
+    return id;
   }
 
   partBodies(ids: readonly string[]): BufferedPart[] {
-    return ids.map((id) => ({ ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id }));
+    return ids.map((id) => this.bodies.get(id) ?? { ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id });
   }
 
   partsDeleted(ids: readonly string[]): void {
-    for (const id of ids) this.statements.deletePart.run(Number(id));
+    for (const id of ids) {
+      this.statements.deletePart.run(Number(id));
+      this.bodies.delete(id);
+    }
   }
 
-  bufferSaved(buffer: OpenBuffer): void {
-    const { rule } = buffer;
-    this.statements.saveBuffer.run(buffer.debounceKey, buffer.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages, buffer.deadline, buffer.reason);
+  /** Forget the cached bodies (the in-memory state is rebuilt from the tables). */
+  forgetBodies(): void {
+    this.bodies.clear();
   }
 
-  bufferDropped(debounceKey: string): void {
-    this.statements.dropBuffer.run(debounceKey);
-  }
+  /** Buffers are not rows: each part carries its buffer's session and rule (see the schema). */
+  bufferSaved(): void {}
+  bufferDropped(): void {}
 
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     const { id, type, sessionKey, channel, createdAt, body, state } = draft;

@@ -302,6 +302,7 @@ export class SqliteStore implements Store {
 
   /** Make the indexes the rows' view again after a failed write; leases in flight are lost. */
   private rebuild(): void {
+    this.rows.forgetBodies();
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
   }
 
