@@ -173,6 +173,22 @@ export class Buffers {
     this.schedule(buffer, retryAt);
   }
 
+  /** The leases held now (a rebuild of the indexes carries them over). */
+  leases(): Array<{ debounceKey: string; lease: { fence: number; until: number } }> {
+    const out: Array<{ debounceKey: string; lease: { fence: number; until: number } }> = [];
+    for (const buffer of this.open.values()) if (buffer.lease) out.push({ debounceKey: buffer.debounceKey, lease: { ...buffer.lease } });
+    return out;
+  }
+
+  /** Hold a lease taken before a rebuild, when its buffer is still there: its owner's commit stays valid. */
+  adopt(debounceKey: string, lease: { fence: number; until: number }): void {
+    const buffer = this.open.get(debounceKey);
+    if (!buffer || buffer.lease) return;
+    buffer.lease = lease;
+    this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
+    this.schedule(buffer, lease.until);
+  }
+
   /** Put back a buffer recorded by an earlier run (SQLite open), not leased. */
   restore(buffer: OpenBuffer): void {
     this.open.set(buffer.debounceKey, buffer);

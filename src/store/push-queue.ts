@@ -110,6 +110,21 @@ export class PushQueue {
     this.schedule(session);
   }
 
+  /** The leases held now (a rebuild of the indexes carries them over). */
+  leases(): Array<{ sessionKey: string; lease: { token: number; until: number } }> {
+    const out: Array<{ sessionKey: string; lease: { token: number; until: number } }> = [];
+    for (const session of this.sessions.values()) if (session.lease) out.push({ sessionKey: session.sessionKey, lease: { ...session.lease } });
+    return out;
+  }
+
+  /** Hold a lease taken before a rebuild, when its session still has a head: its pusher's ack stays valid. */
+  adopt(sessionKey: string, lease: { token: number; until: number }): void {
+    const session = this.sessions.get(sessionKey);
+    if (!session || session.lease || session.start >= session.records.length) return;
+    session.lease = lease;
+    this.schedule(session);
+  }
+
   /** Earliest due time of a head not leased, or earliest lease expiry. */
   nextDue(): number | undefined {
     return this.heap.peek()?.at;

@@ -30,10 +30,10 @@ const IDENTITY_CHECK_MS = 1000;
  *
  * - One owner: the file is locked exclusively at open, so the in-memory indexes (LocalState)
  *   are the truth about its rows; a second store or process on the same file fails at open.
- * - Group commit: writes requested in one turn of the event loop share one transaction, each
- *   in its own savepoint, so one failing write cannot fail the others. A write is acknowledged
- *   only after the commit. When a write fails after changing the indexes (or the commit
- *   fails), the indexes are rebuilt from the rows, which are the truth.
+ * - Group commit: writes requested in one turn of the event loop share one transaction, and a
+ *   write is acknowledged only after the commit. When any of them fails, the indexes are
+ *   rebuilt from the rows (which are the truth) and each write runs again in a transaction of
+ *   its own, so one failing write cannot fail the others.
  * - Claims are checked in memory and made durable in an append-only log replayed at start:
  *   a hashed key in a B-tree would cost a random page write per claim, the log a sequential one.
  * - `synchronous=NORMAL` in WAL mode survives a process crash (kill -9), not a power cut.
@@ -47,7 +47,6 @@ export class SqliteStore implements Store {
   private state: LocalState;
   private readonly maxCorrelationGroups: number;
   private readonly groupTx;
-  private readonly savepoint;
   private readonly statements;
   private queue: PendingWrite[] = [];
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
@@ -91,8 +90,6 @@ export class SqliteStore implements Store {
         AND state NOT IN ('pending', 'dead')`),
     };
     this.groupTx = db.transaction((body: () => void) => body());
-    // Called inside groupTx, better-sqlite3 runs this as a savepoint.
-    this.savepoint = db.transaction((run: () => unknown) => run());
   }
 
   async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
@@ -251,40 +248,29 @@ export class SqliteStore implements Store {
     const writes = this.queue;
     this.queue = [];
     if (writes.length === 0) return;
-    const outcomes: Outcome[] = [];
-    let dirty = false;
-    // A group of one write needs no savepoint: if the write fails, the transaction rolls back
-    // with it and held nothing else (two statements fewer per write at low load).
-    const alone = writes.length === 1;
+    let outcomes: Outcome[] = [];
     try {
+      // The common case: the whole group in one transaction, no statement more per write.
       this.groupTx(() => {
-        if (alone) {
-          outcomes.push({ ok: true, value: (writes[0] as PendingWrite).run() });
-          return;
-        }
-        for (const write of writes) {
-          try {
-            outcomes.push({ ok: true, value: this.savepoint(write.run) });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
-            // A refused row (a duplicate outbox id) is refused before the indexes change.
-            if (!isConstraint(error)) dirty = true;
-          }
+        for (const write of writes) outcomes.push({ ok: true, value: write.run() });
+      });
+    } catch {
+      // Something in the group failed and none of it is on disk: make the indexes the rows'
+      // view again, then give every write a transaction of its own, so one bad write (a
+      // refused row, a full disk) cannot fail the others.
+      this.rebuild();
+      outcomes = writes.map((write) => {
+        try {
+          let value: unknown;
+          this.groupTx(() => { value = write.run(); });
+          return { ok: true, value };
+        } catch (error) {
+          // A refused row (a duplicate outbox id) is refused before the indexes change.
+          if (!isConstraint(error)) this.rebuild();
+          return { ok: false, error };
         }
       });
-    } catch (error) {
-      if (alone && outcomes.length === 0) {
-        // The write itself failed, as in a savepoint of its own.
-        outcomes.push({ ok: false, error });
-        if (!isConstraint(error)) dirty = true;
-      } else {
-        // The commit itself failed: none of the group is on disk.
-        this.rebuild();
-        for (const write of writes) write.reject(error);
-        return;
-      }
     }
-    if (dirty) this.rebuild();
     writes.forEach((write, i) => {
       const outcome = outcomes[i] as Outcome;
       if (!outcome.ok) return write.reject(outcome.error);
@@ -300,10 +286,19 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Make the indexes the rows' view again after a failed write; leases in flight are lost. */
+  /**
+   * Make the indexes the rows' view again after a failed write. Leases still held are carried
+   * over, so flushes and pushes under way elsewhere still commit and ack. A lease whose write
+   * was in the failed group is gone: its owner's commit is refused and the batch, still in the
+   * rows, is taken and committed again, once.
+   */
   private rebuild(): void {
+    const buffers = this.state.buffers.leases();
+    const pushes = this.state.pushes.leases();
     this.rows.forgetBodies();
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
+    for (const { debounceKey, lease } of buffers) this.state.buffers.adopt(debounceKey, lease);
+    for (const { sessionKey, lease } of pushes) this.state.pushes.adopt(sessionKey, lease);
   }
 
   private announce(record: OutboxRecord): void {
