@@ -182,7 +182,34 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     adapterFor: (channel) => channels.get(channel)?.adapter,
   });
 
-  // 9 (built early: emit tells it about new output). Push to the agent.
+  // 7. Debounce: buffers live in the store; this closes them when due, on any instance.
+  const scheduler = new FlushScheduler({
+    clock,
+    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
+    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
+    release: (batch, retryAt) => store.release(batch, retryAt),
+    nextDeadline: () => store.nextDeadline(),
+    flush: flushBatch,
+    onError: (error, batch) => {
+      metrics.storeError('flush');
+      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
+    },
+    ...(store.shared ? { pollMs: SHARED_POLL_MS } : {}),
+  });
+
+  // 8. Emit: a due batch becomes one output in the outbox.
+  const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
+  const output = createOutput({
+    clock, logger, pushes: config.agent.url !== undefined,
+    commit: (batch, draft, now) => store.commit(batch, draft, now),
+    correlation: (key, now) => store.correlation(key, now),
+    collectMedia: (batch) => media.collect(batch.parts),
+    mediaMode: (channel) => channels.get(channel)?.config.debounce.media ?? config.debounce.media,
+    mentionedBots: (event) => bots.mentionedBots(event),
+    soloRecord, botsOf, pickReplyBot,
+  });
+
+  // 9. Push to the agent: the store's push queue, one record in flight per session.
   const push = config.agent.url
     ? new AgentPush({
       config: config.agent, queue: store, clock, logger,
@@ -199,33 +226,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       },
     })
     : undefined;
-
-  // 8. Emit: a due batch becomes one output in the outbox.
-  const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
-  const output = createOutput({
-    clock, logger, pushes: push !== undefined,
-    commit: (batch, draft, now) => store.commit(batch, draft, now),
-    correlation: (key, now) => store.correlation(key, now),
-    collectMedia: (batch) => media.collect(batch.parts),
-    mediaMode: (channel) => channels.get(channel)?.config.debounce.media ?? config.debounce.media,
-    mentionedBots: (event) => bots.mentionedBots(event),
-    soloRecord, botsOf, pickReplyBot,
-  });
-
-  // 7. Debounce: buffers live in the store; this closes them when due, on any instance.
-  const scheduler = new FlushScheduler({
-    clock,
-    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
-    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
-    release: (batch, retryAt) => store.release(batch, retryAt),
-    nextDeadline: () => store.nextDeadline(),
-    flush: flushBatch,
-    onError: (error, batch) => {
-      metrics.storeError('flush');
-      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
-    },
-    ...(store.shared ? { pollMs: SHARED_POLL_MS } : {}),
-  });
 
   // 10. HTTP.
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
