@@ -62,7 +62,9 @@ async function launch(port: number, dir: string, args: readonly string[]): Promi
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const deadline = Date.now() + 10_000;
-  while (!(await answersPing(port))) {
+  // The server on the port must be this child: if the port was taken meanwhile (another test
+  // file's server), ours exits, and a PING would be answered by the other one.
+  while (!(await answeredBy(port, child.pid))) {
     if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}): ${stderr}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -73,17 +75,24 @@ async function launch(port: number, dir: string, args: readonly string[]): Promi
   return child;
 }
 
-function answersPing(port: number): Promise<boolean> {
+/** Whether the redis-server answering on `port` is the process `pid`. */
+function answeredBy(port: number, pid: number | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
     const done = (ok: boolean): void => {
       socket.destroy();
       resolve(ok);
     };
     socket.setTimeout(500, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+    socket.once('connect', () => socket.write('INFO server\r\n'));
+    socket.on('data', (data) => {
+      reply += data.toString();
+      const match = /process_id:(\d+)/.exec(reply);
+      if (match) done(Number(match[1]) === pid);
+      else if (reply.startsWith('-')) done(false); // still loading, or an error
+    });
   });
 }
 
