@@ -41,7 +41,7 @@ describe('Redis store when Redis fails', () => {
   });
 
   it('rejects admit and ping with store_unavailable while Redis is down, and admits again once it is back', async () => {
-    const store = await RedisStore.open(server.url, { commandTimeoutMs: 200 });
+    const store = await RedisStore.open(server.url, { commandTimeoutMs: 1000 });
     expect(await store.admit([item()], 0)).toMatchObject([{ verdict: 'accepted' }]);
     await server.stop();
     const refused = await store.admit([item()], 0).catch((error: unknown) => error);

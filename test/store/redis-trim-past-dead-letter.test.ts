@@ -39,7 +39,7 @@ describe('outbox trim with a dead letter at the front', () => {
   it('trims the old records after a dead letter on Redis as the memory store does (Redis stops at the dead letter)', async () => {
     const memory = new MemoryStore();
     await outbox(memory);
-    const redis = await RedisStore.open(server.url, { commandTimeoutMs: 300 });
+    const redis = await RedisStore.open(server.url, { commandTimeoutMs: 3000 });
     try {
       await outbox(redis);
       // Everything is old and the count is 0: only the dead letter must stay.

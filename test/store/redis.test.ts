@@ -26,7 +26,7 @@ let server: RedisServer;
 let admin: Redis;
 const opened: RedisStore[] = [];
 const open = async (options = {}): Promise<RedisStore> => {
-  const store = await RedisStore.open(server.url, { commandTimeoutMs: 300, ...options });
+  const store = await RedisStore.open(server.url, { commandTimeoutMs: 3000, ...options });
   opened.push(store);
   return store;
 };
