@@ -312,7 +312,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       // The ids the output lists (platform ids where there are): a trace by any of them finds it.
       messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
     });
-    outlet.publish(committed, built as Omit<Output, 'seq'>);
+    outlet.publish(committed, built);
     if (committed.state === 'pending') push?.added();
     // Trim by count as the outbox grows, not only on the minute.
     if (++sinceTrim >= Math.max(100, config.events.retentionCount / 10)) void trim();

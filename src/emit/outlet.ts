@@ -1,13 +1,11 @@
 import { EventEmitter } from 'node:events';
-import { outputOf, type OutboxRecord, type Output } from '../events.js';
+import type { OutboxRecord, Output } from '../events.js';
 
 /** The output with its seq in place after `id`, as on the wire. */
 function withSeq(built: Omit<Output, 'seq'>, seq: number): Output {
   const { type, id, ...rest } = built;
   return { type, id, seq, ...rest } as Output;
 }
-
-export type RecordListener = (record: OutboxRecord) => void;
 
 /**
  * Where recorded output goes live: the in-process emitter (`intake.on('chat.processedMessage')`)
@@ -16,17 +14,15 @@ export type RecordListener = (record: OutboxRecord) => void;
  */
 export class Outlet {
   readonly emitter = new EventEmitter();
-  private readonly streams = new Set<RecordListener>();
 
   constructor(private readonly onListenerError: (error: unknown) => void) {
     this.emitter.setMaxListeners(0);
   }
 
   /** Hand a recorded output to every listener; `built` is the object it was serialized from. */
-  publish(record: OutboxRecord, built?: Omit<Output, 'seq'>): void {
-    for (const stream of this.streams) stream(record);
+  publish(record: OutboxRecord, built: Omit<Output, 'seq'>): void {
     if (this.emitter.listenerCount(record.type) === 0) return;
-    const output = (built ? withSeq(built, record.seq) : outputOf(record));
+    const output = withSeq(built, record.seq);
     for (const listener of this.emitter.listeners(record.type)) {
       try {
         const result = (listener as (output: Output) => unknown)(output);
@@ -37,13 +33,4 @@ export class Outlet {
     }
   }
 
-  /** Receive every record published from now on; returns the unsubscribe function. */
-  subscribe(listener: RecordListener): () => void {
-    this.streams.add(listener);
-    return () => this.streams.delete(listener);
-  }
-
-  get streamCount(): number {
-    return this.streams.size;
-  }
 }

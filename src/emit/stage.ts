@@ -41,7 +41,7 @@ export interface Emitted {
 export function createOutput(options: OutputStageOptions) {
   const { clock } = options;
 
-  async function groupOf(event: InboundEvent, key: string | undefined, now: number): Promise<CorrelationRecord | undefined> {
+  async function groupOf(key: string | undefined, now: number): Promise<CorrelationRecord | undefined> {
     return key === undefined ? undefined : options.correlation(key, now);
   }
 
@@ -52,7 +52,7 @@ export function createOutput(options: OutputStageOptions) {
     let built: Omit<Output, 'seq'>;
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
-      const group = await groupOf(first, parts[0]!.correlationKey, now) ?? options.soloRecord(first);
+      const group = await groupOf(parts[0]!.correlationKey, now) ?? options.soloRecord(first);
       const participants = group.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
       const bots = options.botsOf(group, first);
       built = buildProcessedEvent(outputId(now), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
@@ -64,7 +64,7 @@ export function createOutput(options: OutputStageOptions) {
       const [media, groups] = withMedia || correlated
         ? await Promise.all([
           withMedia ? options.collectMedia(batch) : noMedia,
-          correlated ? Promise.all(parts.map((part) => groupOf(part.event, part.correlationKey, now))) : noGroups,
+          correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
         ])
         : [noMedia, noGroups];
       const bots = uniqueBots(parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));

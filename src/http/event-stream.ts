@@ -110,11 +110,11 @@ export class StreamHub {
       }
       if (!subscribed) {
         subscribed = true;
-        trail.subscribe((entry) => this.broadcast(this.activity, entry.n, `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n`));
+        trail.subscribe((entry) => this.broadcast(this.activity, entry.n, activityFrame(entry)));
       }
       await this.serve(ctx, this.activity, after, async () => trail.last, async (from) => {
         const page = trail.after(from, REPLAY_PAGE);
-        return { frames: page.map((entry) => ({ n: entry.n, text: `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n` })), more: page.length === REPLAY_PAGE };
+        return { frames: page.map((entry) => ({ n: entry.n, text: activityFrame(entry) })), more: page.length === REPLAY_PAGE };
       });
     };
   }
@@ -250,6 +250,10 @@ function drained(stream: PassThrough, stopped: () => boolean): Promise<void> {
     stream.on('drain', done);
     stream.on('close', done);
   });
+}
+
+function activityFrame(entry: TraceEntry): string {
+  return `id: ${entry.n}\nevent: activity\ndata: ${JSON.stringify(entry)}\n\n`;
 }
 
 function frame(record: OutboxRecord): string {

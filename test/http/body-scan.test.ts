@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { seeded } from '../adapters/fuzz.js';
 import { parseJson, scanJson } from '../../src/http/body.js';
 import { RequestError } from '../../src/errors.js';
 
@@ -13,17 +14,6 @@ function depthOf(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0;
   const children = Object.values(value);
   return 1 + (children.length ? Math.max(...children.map(depthOf)) : 0);
-}
-
-/** Deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const tricky = ['[', ']', '{', '}', ',', ':', '"', '\\', '\\"', '\\\\', '"]', '\\\\"', '{"a":[1,2]}', 'é', '漢字', '\u2028', '\n', ' '];
@@ -56,7 +46,7 @@ describe('scanJson: depth and size before parsing', () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('counts exactly what the parsed value holds, whatever the strings contain', () => {
-    const next = random(20240601);
+    const next = seeded(20240601);
     for (let round = 0; round < 500; round++) {
       const input = { wrap: value(next, 0) };
       const text = next() < 0.5 ? JSON.stringify(input) : JSON.stringify(input, null, 2);
