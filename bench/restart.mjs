@@ -49,12 +49,13 @@ async function fill(path, count) {
 
 /** Child: poll /healthz every 10 ms and /readyz until ready; report timings. */
 async function poll(url) {
-  const started = performance.now();
+  // Timed from the server's spawn, on the clock both processes share (time origin + now).
+  const started = await new Promise((resolve) => process.once('message', (m) => resolve(m.spawnedAt - performance.timeOrigin)));
   let listening;
   let ready;
   const healthz = [];
   let stop = false;
-  process.on('message', () => { stop = true; });
+  process.on('message', (m) => { if (m === 'stop') stop = true; });
   while (!stop) {
     const t = performance.now();
     const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
@@ -87,6 +88,7 @@ async function parent(count) {
   const poller = fork(self, ['--poll', url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve) => setTimeout(resolve, 300)); // the poller is up before the server starts
   const started = performance.now();
+  poller.send({ spawnedAt: performance.timeOrigin + started });
   const server = spawn(process.execPath, [join(root, 'dist/main.js')], {
     cwd: dir, stdio: ['ignore', 'ignore', 'inherit'],
     env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'info', INTAKE_STORE: `sqlite:${path}`, INTAKE_EVENTS_RETENTION_COUNT: String(count * 2) },
