@@ -4,7 +4,8 @@ import { dirname } from 'node:path';
 import { UnavailableError } from '../errors.js';
 import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
 import { MAX_CORRELATION_GROUPS, type LocalState } from './local-state.js';
-import { openExclusive } from './sqlite-open.js';
+import { Checkpointer } from './sqlite-checkpoint.js';
+import { openOwned, type OwnedFile } from './sqlite-open.js';
 import { loadState, migrate } from './sqlite-load.js';
 import { SqliteRows, schema, toRecord } from './sqlite-rows.js';
 import type {
@@ -43,6 +44,9 @@ export class SqliteStore implements Store {
   readonly durable = true;
   readonly shared = false;
   private readonly db: Database.Database;
+  private readonly file: OwnedFile;
+  /** Checkpoints the WAL off the event loop (none for `:memory:`). */
+  readonly checkpointer: Checkpointer | undefined;
   private readonly rows: SqliteRows;
   private state: LocalState;
   private readonly maxCorrelationGroups: number;
@@ -62,8 +66,8 @@ export class SqliteStore implements Store {
     this.now = options.now ?? Date.now();
     this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = openExclusive(path);
-    const db = this.db;
+    this.file = openOwned(path);
+    const db = (this.db = this.file.db);
     try {
       db.exec(schema);
       migrate(db);
@@ -75,8 +79,18 @@ export class SqliteStore implements Store {
       this.rows = new SqliteRows(db);
       this.state = loadState(db, this.rows, this.now, this.maxCorrelationGroups, epoch * 2 ** 32);
     } catch (error) {
-      db.close();
+      this.file.close();
       throw error;
+    }
+    if (path !== ':memory:') {
+      // Commits never copy the WAL into the file themselves: a worker does, beside the event loop.
+      db.pragma('wal_autocheckpoint = 0');
+      this.checkpointer = new Checkpointer(path, {
+        fallBack: () => db.pragma('wal_autocheckpoint = 1000'),
+        finish: () => {
+          if (!this.closed) db.pragma('wal_checkpoint(PASSIVE)');
+        },
+      });
     }
     this.statements = {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -208,7 +222,9 @@ export class SqliteStore implements Store {
     try {
       if (!this.broken) this.groupTx(() => this.rows.purge(this.now));
     } finally {
-      this.db.close();
+      // The worker's connection first: the last one to close checkpoints and removes the WAL.
+      await this.checkpointer?.close();
+      this.file.close();
     }
   }
 
@@ -277,6 +293,7 @@ export class SqliteStore implements Store {
       if (write.tails && outcome.value) this.announce(outcome.value as OutboxRecord);
       write.resolve(outcome.value);
     });
+    this.checkpointer?.written(writes.length);
     if (this.rows.purgeDue) {
       try {
         this.groupTx(() => this.rows.purge(this.now));

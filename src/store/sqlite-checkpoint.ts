@@ -1,0 +1,130 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/** Writes committed since the last checkpoint that ask for the next one (a WAL of a megabyte or two). */
+const WRITES_PER_CHECKPOINT = 1024;
+/**
+ * WAL frames (4 KiB each) past which the writer's own connection finishes a checkpoint. Under
+ * steady writes the worker's checkpoint never catches the last frames (the writer appends while
+ * it copies), and SQLite only rewinds a WAL that is wholly copied: without this it would grow
+ * without end. The writer's checkpoint then copies only that tail, and syncs once.
+ */
+const MAX_WAL_FRAMES = 16_384;
+
+/** What `PRAGMA wal_checkpoint` answered, as the worker reports it. */
+export interface CheckpointResult {
+  /** Frames in the WAL and frames copied into the database file. */
+  log: number;
+  checkpointed: number;
+}
+
+/**
+ * The worker: its own connection to the file, a passive checkpoint on every request. A passive
+ * checkpoint never waits for the writer and the writer never waits for it (WAL mode), so the
+ * copy into the database file and its fsync, 10-25 ms on this disk every few thousand writes,
+ * happen beside the event loop instead of inside a commit. CommonJS, run with `eval`, so it
+ * works from `src/` under the test runner as well as from `dist/`.
+ */
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.module);
+const db = new Database(workerData.path, { timeout: 0 });
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true, log: result.log, checkpointed: result.checkpointed });
+  } catch (error) {
+    parentPort.postMessage({ ok: false, error: String(error && error.message) });
+  }
+});
+`;
+
+/**
+ * Checkpoints a WAL-mode SQLite file from a worker thread. The store turns SQLite's automatic
+ * checkpoint off and calls `written(n)` after each commit; every WRITES_PER_CHECKPOINT writes, one
+ * checkpoint is asked for (never two at once). If the worker cannot run (or fails), `fallBack`
+ * turns the automatic checkpoint on again: slower commits now and then, never a WAL that grows
+ * without end (nor does MAX_WAL_FRAMES let it).
+ */
+export class Checkpointer {
+  private readonly worker: Worker;
+  private writes = 0;
+  private running = false;
+  private closed = false;
+  private failed = false;
+  private readonly done: Array<(result: CheckpointResult) => void> = [];
+  /** Checkpoints completed (for stats and tests). */
+  count = 0;
+
+  constructor(
+    path: string,
+    private readonly writer: {
+      /** Turn SQLite's automatic checkpoint on again: the worker cannot run. */
+      fallBack(reason: string): void;
+      /** Checkpoint on the writer's connection, so the WAL can rewind. */
+      finish(): void;
+    },
+    private readonly maxWalFrames = MAX_WAL_FRAMES,
+  ) {
+    const module = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(WORKER, { eval: true, workerData: { module, path } });
+    // The worker never keeps the process alive: an unclosed store still lets it exit.
+    this.worker.unref();
+    this.worker.on('message', (message: { ok: boolean; log?: number; checkpointed?: number; error?: string }) => {
+      this.running = false;
+      if (!message.ok) return this.fail(message.error ?? 'checkpoint failed');
+      this.count++;
+      const result = { log: message.log ?? 0, checkpointed: message.checkpointed ?? 0 };
+      if (result.log >= this.maxWalFrames && !this.closed) this.writer.finish();
+      for (const resolve of this.done.splice(0)) resolve(result);
+      if (this.writes >= WRITES_PER_CHECKPOINT) this.request();
+    });
+    this.worker.on('error', (error) => this.fail(error.message));
+  }
+
+  /** `writes` writes were committed. */
+  written(writes: number): void {
+    this.writes += writes;
+    if (this.writes >= WRITES_PER_CHECKPOINT) this.request();
+  }
+
+  /** Ask for a checkpoint now; resolves when one has run (tests, tools). */
+  checkpoint(): Promise<CheckpointResult> {
+    return new Promise((resolve) => {
+      this.done.push(resolve);
+      this.request(true);
+    });
+  }
+
+  /** Stop the worker (before the store's own connection closes, which then checkpoints last). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.failed) return;
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    this.worker.postMessage('close');
+    await exited;
+  }
+
+  private request(force = false): void {
+    if (this.running || this.closed || this.failed) return;
+    if (!force && this.writes < WRITES_PER_CHECKPOINT) return;
+    this.running = true;
+    this.writes = 0;
+    this.worker.postMessage('checkpoint');
+  }
+
+  private fail(reason: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.running = false;
+    this.writer.fallBack(reason);
+    for (const resolve of this.done.splice(0)) resolve({ log: -1, checkpointed: -1 });
+    void this.worker.terminate();
+  }
+}
