@@ -10,7 +10,7 @@
 //
 // Idle: every server started at once, left without traffic, and its CPU read from
 // /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after three settling seconds (start-up compiles and collects).
-// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]
+// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]   (rounds 0: idle CPU only)
 import autocannon from 'autocannon';
 import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
 
@@ -58,6 +58,7 @@ const idle = new Map();
 
 const bare = runs.get(targets[0][0]);
 const bareIdle = idle.get(targets[0][0]);
+if (rounds > 0) {
 console.log(`\nack latency at half of each server's own max rate, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
 console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name] of targets) {
@@ -65,6 +66,7 @@ for (const [name] of targets) {
   const ratios = r.map((x, i) => x.p99 / Math.max(1, bare[i].p99));
   const p99s = r.map((x) => x.p99);
   console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${median(r.map((x) => x.p50))} | ${median(p99s)} (${Math.min(...p99s)}–${Math.max(...p99s)}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${median(r.map((x) => x.max99))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
+}
 }
 console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s (µs of CPU per second)`);
 console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
