@@ -107,6 +107,8 @@ export class Checkpointer {
     this.closed = true;
     if (this.failed) return;
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    // Held while it closes: a caller awaiting close() as its last step must see it end.
+    this.worker.ref();
     this.worker.postMessage('close');
     await exited;
   }

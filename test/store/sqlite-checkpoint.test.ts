@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Checkpointer } from '../../src/store/sqlite-checkpoint.js';
@@ -87,5 +88,23 @@ describe('WAL checkpoints off the event loop', () => {
     expect((await reopened.outboxAfter(0, 100)).length).toBe(batches.length);
     expect(batches.length).toBe(40);
     await reopened.close();
+  });
+});
+
+describe('closing the store as the last step of a script', () => {
+  it('ends: the worker is waited for, not dropped with the close still pending', () => {
+    // In a child with nothing else on its event loop (vitest's own keeps this one alive), from
+    // the built store that `npm test` builds first.
+    const path = join(tempDir().path, 'last.db');
+    const store = join(process.cwd(), 'dist/store/sqlite.js');
+    const script = `const { SqliteStore } = await import(${JSON.stringify(store)});
+      const s = new SqliteStore(${JSON.stringify(path)}, { now: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the worker is up and idle
+      await s.close();
+      console.log('closed');`;
+    const file = join(tempDir().path, 'last.mjs');
+    writeFileSync(file, script);
+    const out = execFileSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(out.trim()).toBe('closed');
   });
 });
