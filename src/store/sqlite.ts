@@ -17,6 +17,8 @@ interface PendingWrite {
   run(): unknown;
   /** The write commits a batch: its record goes to the tail listeners once durable. */
   tails: boolean;
+  /** A delivery waits for it (admit): committed ahead of background writes requested in the same turn. */
+  urgent: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -108,7 +110,7 @@ export class SqliteStore implements Store {
 
   async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
     this.use(now);
-    return this.write(() => this.state.admit(items, now));
+    return this.write(() => this.state.admit(items, now), false, true);
   }
 
   async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
@@ -217,7 +219,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.queue.length > 0) this.flush();
+    while (this.queue.length > 0) this.flush();
     this.closed = true;
     try {
       if (!this.broken) this.groupTx(() => this.rows.purge(this.now));
@@ -253,17 +255,25 @@ export class SqliteStore implements Store {
     throw this.broken;
   }
 
-  private write<T>(run: () => T, tails = false): Promise<T> {
+  private write<T>(run: () => T, tails = false, urgent = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push({ run, tails, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ run, tails, urgent, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
   private flush(): void {
-    const writes = this.queue;
+    let writes = this.queue;
     this.queue = [];
     if (writes.length === 0) return;
+    // Deliveries waiting for their answer go first, in a transaction of their own; flush
+    // commits and push acks of the same turn follow in the next one, after the answers are out.
+    const urgent = writes.filter((write) => write.urgent);
+    if (urgent.length > 0 && urgent.length < writes.length) {
+      this.queue = writes.filter((write) => !write.urgent);
+      writes = urgent;
+      setImmediate(() => this.flush());
+    }
     let outcomes: Outcome[] = [];
     try {
       // The common case: the whole group in one transaction, no statement more per write.

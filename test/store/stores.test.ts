@@ -79,6 +79,20 @@ describe('sqlite store', () => {
     await expect(store.admit([item('3')], 1000)).rejects.toThrow('deleted or replaced');
   });
 
+  it('commits a delivery\'s admit ahead of a flush commit requested in the same turn', async () => {
+    const store = sqlite(join(tempDir().path, 'order.db'));
+    await store.admit([item('a', { sessionKey: 'a' })], 0);
+    const [batch] = await store.claimDue(Infinity, 30_000, 1);
+    const order: string[] = [];
+    // The flush commit is asked for first; the delivery waiting for its answer still goes first.
+    const committed = store.commit(batch!, draft('out-a'), 10).then(() => order.push('commit'));
+    const admitted = store.admit([item('b', { sessionKey: 'b' })], 10).then(() => order.push('admit'));
+    await Promise.all([committed, admitted]);
+    expect(order).toEqual(['admit', 'commit']);
+    expect((await store.outboxAfter(0, 10)).map((record) => record.id)).toEqual(['out-a']);
+    expect(await store.openBuffers()).toBe(1);
+  });
+
   it('bounds the claim log by maxKeys as well as by time', async () => {
     const path = join(tempDir().path, 'claims.db');
     const store = sqlite(path);
