@@ -55,6 +55,8 @@ export class SqliteStore implements Store {
   private readonly groupTx;
   private readonly statements;
   private queue: PendingWrite[] = [];
+  /** Background writes held back one turn behind the admissions of their turn (see `flush`). */
+  private held: PendingWrite[] = [];
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
   private readonly identity: { dev: number; ino: number } | undefined;
@@ -84,16 +86,7 @@ export class SqliteStore implements Store {
       this.file.close();
       throw error;
     }
-    if (path !== ':memory:') {
-      // Commits never copy the WAL into the file themselves: a worker does, beside the event loop.
-      db.pragma('wal_autocheckpoint = 0');
-      this.checkpointer = new Checkpointer(path, {
-        fallBack: () => db.pragma('wal_autocheckpoint = 1000'),
-        finish: () => {
-          if (!this.closed) db.pragma('wal_checkpoint(PASSIVE)');
-        },
-      });
-    }
+    this.checkpointer = path === ':memory:' ? undefined : this.checkpointOffThread();
     this.statements = {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
@@ -106,6 +99,30 @@ export class SqliteStore implements Store {
         AND state NOT IN ('pending', 'dead')`),
     };
     this.groupTx = db.transaction((body: () => void) => body());
+  }
+
+  /** Commits never copy the WAL into the file themselves: a worker does, beside the event loop. */
+  private checkpointOffThread(): Checkpointer {
+    const db = this.db;
+    db.pragma('wal_autocheckpoint = 0');
+    return new Checkpointer(this.path, {
+      fallBack: () => {
+        if (this.closed) return;
+        try {
+          db.pragma('wal_autocheckpoint = 1000');
+        } catch {
+          // A store that cannot set a pragma fails its next write, and says so there.
+        }
+      },
+      finish: () => {
+        if (this.closed || this.broken) return;
+        try {
+          db.pragma('wal_checkpoint(PASSIVE)');
+        } catch {
+          // The next long WAL asks again; commits are not affected.
+        }
+      },
+    });
   }
 
   async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
@@ -219,7 +236,10 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    while (this.queue.length > 0) this.flush();
+    while (this.held.length > 0 || this.queue.length > 0) {
+      this.flushHeld();
+      this.flush();
+    }
     this.closed = true;
     try {
       if (!this.broken) this.groupTx(() => this.rows.purge(this.now));
@@ -263,17 +283,27 @@ export class SqliteStore implements Store {
   }
 
   private flush(): void {
-    let writes = this.queue;
+    const writes = this.queue;
     this.queue = [];
     if (writes.length === 0) return;
     // Deliveries waiting for their answer go first, in a transaction of their own; flush
-    // commits and push acks of the same turn follow in the next one, after the answers are out.
+    // commits and push acks of the same turn follow in the next turn, after the answers are
+    // out, and ahead of anything asked for later (they are held once, never again).
     const urgent = writes.filter((write) => write.urgent);
-    if (urgent.length > 0 && urgent.length < writes.length) {
-      this.queue = writes.filter((write) => !write.urgent);
-      writes = urgent;
-      setImmediate(() => this.flush());
-    }
+    if (urgent.length === 0 || urgent.length === writes.length) return this.commitGroup(writes);
+    if (this.held.length === 0) setImmediate(() => this.flushHeld());
+    for (const write of writes) if (!write.urgent) this.held.push(write);
+    this.commitGroup(urgent);
+  }
+
+  private flushHeld(): void {
+    const writes = this.held;
+    this.held = [];
+    if (writes.length > 0) this.commitGroup(writes);
+  }
+
+  /** One transaction for `writes`; each is answered once it is durable (or refused). */
+  private commitGroup(writes: PendingWrite[]): void {
     let outcomes: Outcome[] = [];
     try {
       // The common case: the whole group in one transaction, no statement more per write.

@@ -93,6 +93,23 @@ describe('sqlite store', () => {
     expect(await store.openBuffers()).toBe(1);
   });
 
+  it('holds a flush commit back one turn at most, however many deliveries keep coming', async () => {
+    const store = sqlite(join(tempDir().path, 'starve.db'));
+    await store.admit([item('a', { sessionKey: 'a' })], 0);
+    const [batch] = await store.claimDue(Infinity, 30_000, 1);
+    const order: string[] = [];
+    const committed = store.commit(batch!, draft('out-a'), 10).then(() => order.push('commit'));
+    // A delivery in every turn from now on: the commit must not wait for a quiet turn.
+    const admitted: Array<Promise<unknown>> = [];
+    for (let turn = 0; turn < 6; turn++) {
+      admitted.push(store.admit([item(`m${turn}`, { sessionKey: `t${turn}` })], 10).then(() => order.push(`admit${turn}`)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all([committed, ...admitted]);
+    expect(order.indexOf('commit')).toBeLessThanOrEqual(2);
+    expect(order.indexOf('commit')).toBeGreaterThan(order.indexOf('admit0'));
+  });
+
   it('bounds the claim log by maxKeys as well as by time', async () => {
     const path = join(tempDir().path, 'claims.db');
     const store = sqlite(path);
