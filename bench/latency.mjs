@@ -9,7 +9,7 @@
 // range over rounds.
 //
 // Idle: every server started at once, left without traffic, and its CPU read from
-// /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after three settling seconds (start-up compiles and collects).
+// /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after 30 settling seconds (start-up compiles and collects).
 // Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]   (rounds 0: idle CPU only)
 import autocannon from 'autocannon';
 import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
@@ -17,6 +17,7 @@ import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
 const idleSeconds = Number(process.argv[4] ?? 10);
+const IDLE_SETTLE_MS = 30_000;
 
 const load = (server, duration, options) => autocannon({
   url: `${server.url}/webhooks/generic`, duration, method: 'POST',
@@ -45,7 +46,9 @@ const idle = new Map();
 {
   const servers = [];
   for (const target of targets) servers.push(await start(target));
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  // Start-up work (lazy compilation, the collector shrinking the heap) runs for tens of seconds
+  // after start and is not idle cost: measure after it.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
   const before = servers.map((server) => cpuNs(server.pid));
   await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
   servers.forEach((server, i) => {

@@ -2,6 +2,7 @@
 import { fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -29,7 +30,8 @@ export const targets = [
 
 /** Start one server in a child process with a working directory of its own. */
 export async function start([name, script, env]) {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // A port free now (a random one could be a client socket's: autocannon opens hundreds).
+  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
   const child = fork(script.startsWith('/') ? script : join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   for (let i = 0; i < 100; i++) {
@@ -41,6 +43,17 @@ export async function start([name, script, env]) {
     name, pid: child.pid, url: `http://127.0.0.1:${port}`,
     stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); },
   };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** An autocannon request whose body is a new message of a new session every time. */

@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
 
+/** Longest interval between Node's checks of the header and request timeouts. */
+const CHECK_INTERVAL_MAX_MS = 5_000;
+
 /** How often, at most, the log says that connections past server.maxConnections were dropped. */
 const DROP_LOG_INTERVAL_MS = 10_000;
 
@@ -26,8 +29,10 @@ export async function listen(handler: RequestListener, config: Config, logger: L
   const server = createServer({
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,
-    // Node checks those two timeouts on this interval (30 s by default), so it bounds how late a cut comes.
-    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeoutMs / 4))),
+    // Node checks those two timeouts on this interval (30 s by default), so it bounds how late a
+    // cut comes: at most half the headers timeout late. The check wakes the process even with no
+    // connection, so it is capped at 5 s, not 1 s: five times less idle CPU, a cut 5 s late at most.
+    connectionsCheckingInterval: Math.max(10, Math.min(CHECK_INTERVAL_MAX_MS, Math.floor(headersTimeoutMs / 2))),
   }, handler);
   server.keepAliveTimeout = keepAliveTimeoutMs;
   server.maxConnections = maxConnections;
