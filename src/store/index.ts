@@ -17,7 +17,7 @@ export async function openStore(spec: string, cwd = process.cwd(), options: Redi
   if (spec === 'memory') return new MemoryStore(options);
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
-    return new SqliteStore(path === ':memory:' ? path : resolve(cwd, path), options);
+    return SqliteStore.open(path === ':memory:' ? path : resolve(cwd, path), options);
   }
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
     // Loaded only for a Redis store: ioredis is a tenth of a second of every other start.

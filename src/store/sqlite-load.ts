@@ -50,6 +50,33 @@ interface PendingRow { seq: number; session_key: string; next_attempt_at: number
  * push queues of pending records (ids and due times only).
  */
 export function loadState(db: Database.Database, rows: SqliteRows, now: number, maxCorrelationGroups: number, tokenBase: number): LocalState {
+  const steps = loadSteps(db, rows, now, maxCorrelationGroups, tokenBase);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Rows read between two turns of the event loop by `loadStateInChunks`. */
+const ROWS_PER_CHUNK = 4096;
+
+/**
+ * `loadState` in chunks of rows with a turn of the event loop between them: at start-up with
+ * 10^5 buffered parts the load takes most of a second, and `/healthz` still answers meanwhile.
+ * Nothing else may use the connection until it resolves (its statements are mid-iteration).
+ */
+export async function loadStateInChunks(db: Database.Database, rows: SqliteRows, now: number, maxCorrelationGroups: number, tokenBase: number): Promise<LocalState> {
+  const steps = loadSteps(db, rows, now, maxCorrelationGroups, tokenBase);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** The load, yielding after every ROWS_PER_CHUNK rows. */
+function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCorrelationGroups: number, tokenBase: number): Generator<void, LocalState> {
+  let read = 0;
   const dead = db.prepare("SELECT count(*) FROM outbox WHERE state = 'dead'").pluck().get() as number;
   const state = new LocalState(rows, { maxCorrelationGroups, tokenBase, dead });
 
@@ -67,6 +94,7 @@ export function loadState(db: Database.Database, rows: SqliteRows, now: number, 
     }
     last = row;
     table.restore(key, expiresAt, now);
+    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
 
   const groups = db.prepare('SELECT * FROM correlation_groups WHERE expires_at > ? ORDER BY first_at, rowid');
@@ -76,6 +104,7 @@ export function loadState(db: Database.Database, rows: SqliteRows, now: number, 
     };
     // A lower cap than the last run's: the oldest groups go, as they would have then.
     state.groups.add(group, now);
+    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
 
   // Buffers are the parts of each debounce key, in arrival order, under the rule of the part
@@ -94,17 +123,20 @@ export function loadState(db: Database.Database, rows: SqliteRows, now: number, 
     }
     const id = String(rowId);
     buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1 });
+    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
   for (const buffer of buffers.values()) {
     const { deadline, reason } = state.buffers.deadlineOf(buffer, now);
     buffer.deadline = deadline;
     buffer.reason = reason;
     state.buffers.restore(buffer);
+    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
 
   const pending = db.prepare("SELECT seq, session_key, next_attempt_at FROM outbox WHERE state = 'pending' ORDER BY seq");
   for (const row of pending.iterate() as Iterable<PendingRow>) {
     state.pushes.enqueue(row.session_key, { seq: row.seq, nextAttemptAt: row.next_attempt_at ?? now });
+    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
   return state;
 }

@@ -3,10 +3,10 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../errors.js';
 import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
-import { MAX_CORRELATION_GROUPS, type LocalState } from './local-state.js';
+import { LocalState, MAX_CORRELATION_GROUPS } from './local-state.js';
 import { Checkpointer } from './sqlite-checkpoint.js';
 import { openOwned, type OwnedFile } from './sqlite-open.js';
-import { loadState, migrate } from './sqlite-load.js';
+import { loadState, loadStateInChunks, migrate } from './sqlite-load.js';
 import { SqliteRows, schema, toRecord } from './sqlite-rows.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
@@ -66,7 +66,26 @@ export class SqliteStore implements Store {
   /** The latest `now` seen, for stats and rebuilds that take no clock. */
   private now: number;
 
-  constructor(readonly path: string, options: StoreOptions & { now?: number } = {}) {
+  /** Fences and push tokens of this run start here (see the constructor). */
+  private readonly tokenBase: number;
+
+  /**
+   * Open a store file, loading its rows in chunks between turns of the event loop (the
+   * service's start: it listens meanwhile). `new SqliteStore()` loads them at once.
+   */
+  static async open(path: string, options: StoreOptions & { now?: number } = {}): Promise<SqliteStore> {
+    const store = new SqliteStore(path, options, true);
+    try {
+      store.state = await loadStateInChunks(store.db, store.rows, store.now, store.maxCorrelationGroups, store.tokenBase);
+    } catch (error) {
+      await store.checkpointer?.close();
+      store.file.close();
+      throw error;
+    }
+    return store;
+  }
+
+  constructor(readonly path: string, options: StoreOptions & { now?: number } = {}, loadLater = false) {
     this.now = options.now ?? Date.now();
     this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -81,7 +100,10 @@ export class SqliteStore implements Store {
       const epoch = db.prepare(`INSERT INTO meta (name, value) VALUES ('epoch', 1)
         ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).pluck().get() as number;
       this.rows = new SqliteRows(db);
-      this.state = loadState(db, this.rows, this.now, this.maxCorrelationGroups, epoch * 2 ** 32);
+      this.tokenBase = epoch * 2 ** 32;
+      this.state = loadLater
+        ? new LocalState(this.rows, { maxCorrelationGroups: this.maxCorrelationGroups, tokenBase: this.tokenBase, dead: 0 })
+        : loadState(db, this.rows, this.now, this.maxCorrelationGroups, this.tokenBase);
     } catch (error) {
       this.file.close();
       throw error;

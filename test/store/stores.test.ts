@@ -193,3 +193,33 @@ describe('openStore', () => {
     await expect(openStore('redis:x')).rejects.toThrow('store: unsupported value "redis:x"');
   });
 });
+
+describe('sqlite store opened for the service', () => {
+  it('loads its rows in chunks, answering the event loop between them, into the same state', async () => {
+    const path = join(tempDir().path, 'chunks.db');
+    const first = new SqliteStore(path, { now: 0 });
+    const items = Array.from({ length: 6000 }, (_, i) => item(`m${i}`, { sessionKey: `s${i}`, claims: [`k${i}`] }));
+    expect(verdicts(await first.admit(items, 0)).filter((v) => v === 'accepted')).toHaveLength(6000);
+    const claims = first.claimStats();
+    await first.close();
+
+    let turns = 0;
+    let opened = false;
+    const tick = (): void => {
+      turns++;
+      if (!opened) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const store = await SqliteStore.open(path, { now: 1 });
+    opened = true;
+    try {
+      // 6,000 claims and 6,000 parts are more than a chunk each: the loop turned in between.
+      expect(turns).toBeGreaterThan(2);
+      expect(await store.openBuffers()).toBe(6000);
+      expect(store.claimStats().keys).toBe(claims.keys);
+      expect(verdicts(await store.admit([item('again', { sessionKey: 's5999', claims: ['k5999'] })], 2))).toEqual(['claimed']);
+    } finally {
+      await store.close();
+    }
+  });
+});
