@@ -12,7 +12,7 @@ import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuNs, rssMb } from './servers.mjs';
+import { cpuNs, freePort, rssMb } from './servers.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const self = new URL(import.meta.url).pathname;
@@ -83,7 +83,7 @@ async function parent(count) {
   await new Promise((resolve) => filler.once('exit', resolve));
   const fillSeconds = (performance.now() - filling) / 1000;
 
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const poller = fork(self, ['--poll', url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve) => setTimeout(resolve, 300)); // the poller is up before the server starts

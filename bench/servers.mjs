@@ -30,7 +30,6 @@ export const targets = [
 
 /** Start one server in a child process with a working directory of its own. */
 export async function start([name, script, env]) {
-  // A port free now (a random one could be a client socket's: autocannon opens hundreds).
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
   const child = fork(script.startsWith('/') ? script : join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -45,7 +44,8 @@ export async function start([name, script, env]) {
   };
 }
 
-function freePort() {
+/** A loopback port free now (a random one could be a client socket's: autocannon opens hundreds). */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -82,7 +82,7 @@ export class Checkpointer {
       const result = { log: message.log ?? 0, checkpointed: message.checkpointed ?? 0 };
       if (result.log >= this.maxWalFrames && !this.closed) this.writer.finish();
       for (const resolve of this.done.splice(0)) resolve(result);
-      if (this.writes >= WRITES_PER_CHECKPOINT) this.request();
+      this.request();
     });
     this.worker.on('error', (error) => this.fail(error.message));
   }
@@ -90,7 +90,7 @@ export class Checkpointer {
   /** `writes` writes were committed. */
   written(writes: number): void {
     this.writes += writes;
-    if (this.writes >= WRITES_PER_CHECKPOINT) this.request();
+    this.request();
   }
 
   /** Ask for a checkpoint now; resolves when one has run (tests, tools). */
