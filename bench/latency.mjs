@@ -6,11 +6,12 @@
 // reads the acknowledgement latency (request sent -> 200 received). Every request is a new
 // session, so the flushes of earlier requests run between acknowledgements, as in production.
 // The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round), median and
-// range over rounds.
+// range over rounds. Percentiles are of every response's own time in µs (autocannon's 'response'
+// events); autocannon's summary rounds to whole ms, which is a third of bare Koa's p99.
 //
 // Idle: every server started at once, left without traffic, and its CPU read from
 // /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after 30 settling seconds (start-up compiles and collects).
-// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]   (rounds 0: idle CPU only)
+// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]   (rounds 0: idle CPU only; idle 0: latency only)
 import autocannon from 'autocannon';
 import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
 
@@ -24,6 +25,18 @@ const load = (server, duration, options) => autocannon({
   headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`), ...options,
 });
 
+/** Exact percentiles (ms, fractional) of one run's 2xx response times. */
+async function measured(server, duration, options) {
+  const times = [];
+  const run = load(server, duration, options);
+  run.on('response', (_client, status, _bytes, ms) => { if (status < 300) times.push(ms); });
+  const result = await run;
+  times.sort((a, b) => a - b);
+  const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN;
+  return { result, p50: at(0.5), p99: at(0.99), p999: at(0.999) };
+}
+const ms = (x) => x.toFixed(2);
+
 const runs = new Map(targets.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
   const order = targets.map((_, i) => targets[(i + round) % targets.length]);
@@ -34,16 +47,14 @@ for (let round = 0; round < rounds; round++) {
     // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const rate = Math.max(1, Math.round(max / 2));
-    const result = await load(server, seconds, { connections: 20, overallRate: rate });
+    const { result, p50, p99, p999 } = await measured(server, seconds, { connections: 20, overallRate: rate });
     server.stop();
-    runs.get(target[0]).push({
-      max, rate, got: result.requests.total / seconds, p50: result.latency.p50, p99: result.latency.p99, max99: result.latency.p99_9 ?? result.latency.max, errors: result.errors + result.non2xx,
-    });
+    runs.get(target[0]).push({ max, rate, got: result.requests.total / seconds, p50, p99, max99: p999, errors: result.errors + result.non2xx });
   }
 }
 
 const idle = new Map();
-{
+if (idleSeconds > 0) {
   const servers = [];
   for (const target of targets) servers.push(await start(target));
   // Start-up work (lazy compilation, the collector shrinking the heap) runs for tens of seconds
@@ -66,14 +77,16 @@ console.log(`\nack latency at half of each server's own max rate, ${rounds} roun
 console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name] of targets) {
   const r = runs.get(name);
-  const ratios = r.map((x, i) => x.p99 / Math.max(1, bare[i].p99));
+  const ratios = r.map((x, i) => x.p99 / bare[i].p99);
   const p99s = r.map((x) => x.p99);
-  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${median(r.map((x) => x.p50))} | ${median(p99s)} (${Math.min(...p99s)}–${Math.max(...p99s)}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${median(r.map((x) => x.max99))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
+  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
 }
 }
+if (idleSeconds > 0) {
 console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s (µs of CPU per second)`);
 console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
 for (const [name] of targets) {
   const x = idle.get(name);
   console.log(`| ${name} | ${x.main.toFixed(0)} | ${x.all.toFixed(0)} | ${(x.all / Math.max(1, bareIdle.all)).toFixed(2)}x |`);
+}
 }

@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     server.close();
     throw startupError(error, config);
   });
-  serve(server, whileStarting, intake.app.callback());
+  serve(server, intake.app.callback());
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   logger.info({ host: config.server.host, port, store: config.store, channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);

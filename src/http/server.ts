@@ -3,9 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
-
-/** Longest interval between Node's checks of the header and request timeouts. */
-const CHECK_INTERVAL_MAX_MS = 5_000;
+import { SlowClientGuard } from './slow-clients.js';
 
 /** How often, at most, the log says that connections past server.maxConnections were dropped. */
 const DROP_LOG_INTERVAL_MS = 10_000;
@@ -18,22 +16,19 @@ const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
 
 /**
  * Create the HTTP server with the `server.*` socket limits and start listening on
- * `server.host`:`server.port`. Slow clients are cut off (headersTimeoutMs, requestTimeoutMs),
- * idle kept-alive sockets close after keepAliveTimeoutMs, sockets past maxConnections are
- * closed on arrival, and malformed requests are answered 400 and logged without their bytes
- * (a raw packet can carry another request's `Authorization` header).
+ * `server.host`:`server.port`. Slow clients are cut off with `408` (headersTimeoutMs,
+ * requestTimeoutMs: see SlowClientGuard), idle kept-alive sockets close after
+ * keepAliveTimeoutMs, sockets past maxConnections are closed on arrival, and malformed requests
+ * are answered 400 and logged without their bytes (a raw packet can carry another request's
+ * `Authorization` header). Requests go to `handler` until `serve` hands them to another.
  * Rejects with a ConfigError naming `server.port` when the port is taken.
  */
 export async function listen(handler: RequestListener, config: Config, logger: Logger): Promise<Server> {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
-  const server = createServer({
-    headersTimeout: headersTimeoutMs,
-    requestTimeout: requestTimeoutMs,
-    // Node checks those two timeouts on this interval (30 s by default), so it bounds how late a
-    // cut comes: at most half the headers timeout late. The check wakes the process even with no
-    // connection, so it is capped at 5 s, not 1 s: five times less idle CPU, a cut 5 s late at most.
-    connectionsCheckingInterval: Math.max(10, Math.min(CHECK_INTERVAL_MAX_MS, Math.floor(headersTimeoutMs / 2))),
-  }, handler);
+  // Node checks these two timeouts every 30 s (its default), even with no connection open; the
+  // guard checks them at most a second late, and only while connections are open.
+  const server = createServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs });
+  guards.set(server, new SlowClientGuard(server, config.server, handler));
   server.keepAliveTimeout = keepAliveTimeoutMs;
   server.maxConnections = maxConnections;
 
@@ -70,10 +65,13 @@ export async function listen(handler: RequestListener, config: Config, logger: L
   return server;
 }
 
-/** Hand the server's requests to `handler` from now on (the app, once it has started). */
-export function serve(server: Server, from: RequestListener, to: RequestListener): void {
-  server.off('request', from);
-  server.on('request', to);
+const guards = new WeakMap<Server, SlowClientGuard>();
+
+/** Hand the requests of a server made by `listen` to `handler` from now on (the app, once it has started). */
+export function serve(server: Server, handler: RequestListener): void {
+  const guard = guards.get(server);
+  if (!guard) throw new Error('serve() takes a server made by listen()');
+  guard.serve(handler);
 }
 
 /**

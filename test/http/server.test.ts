@@ -108,7 +108,7 @@ describe('the process while its store opens (whileStarting)', () => {
       expect(webhook.status).toBe(503);
       expect(webhook.headers.get('retry-after')).toBe('1');
       expect(((await webhook.json()) as any).error.code).toBe('starting');
-      serve(server, whileStarting, app().callback());
+      serve(server, app().callback());
       expect(await (await fetch(`${url}/webhooks/generic`, { method: 'POST', body: '{}' })).json()).toEqual({ ok: true });
     } finally {
       server.closeAllConnections();
