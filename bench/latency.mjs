@@ -10,15 +10,18 @@
 // events); autocannon's summary rounds to whole ms, which is a third of bare Koa's p99.
 //
 // Idle: every server started at once, left without traffic, and its CPU read from
-// /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after 30 settling seconds (start-up compiles and collects).
-// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10]   (rounds 0: idle CPU only; idle 0: latency only)
+// /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after SETTLE seconds: for the
+// first minute or two after start V8 still compiles and its memory reducer shrinks the heap in
+// repeated collections (more in a bigger program), which is start-up cost, not idle cost.
+// Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10] [settle seconds=150]
+//   (rounds 0: idle CPU only; idle 0: latency only)
 import autocannon from 'autocannon';
 import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
 const idleSeconds = Number(process.argv[4] ?? 10);
-const IDLE_SETTLE_MS = 30_000;
+const IDLE_SETTLE_MS = Number(process.argv[5] ?? 150) * 1000;
 
 const load = (server, duration, options) => autocannon({
   url: `${server.url}/webhooks/generic`, duration, method: 'POST',
@@ -37,6 +40,12 @@ async function measured(server, duration, options) {
 }
 const ms = (x) => x.toFixed(2);
 
+/**
+ * BENCH_RATE=<req/s>: drive every server at that same rate instead of half its own max (the
+ * same traffic for all: how much later does a platform get its 200 at a given load).
+ */
+const fixedRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
+
 const runs = new Map(targets.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
   const order = targets.map((_, i) => targets[(i + round) % targets.length]);
@@ -46,7 +55,7 @@ for (let round = 0; round < rounds; round++) {
     const max = (await load(server, Math.max(2, Math.round(seconds / 2)), { connections: 50 })).requests.average;
     // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    const rate = Math.max(1, Math.round(max / 2));
+    const rate = fixedRate ?? Math.max(1, Math.round(max / 2));
     const { result, p50, p99, p999 } = await measured(server, seconds, { connections: 20, overallRate: rate });
     server.stop();
     runs.get(target[0]).push({ max, rate, got: result.requests.total / seconds, p50, p99, max99: p999, errors: result.errors + result.non2xx });
@@ -57,8 +66,6 @@ const idle = new Map();
 if (idleSeconds > 0) {
   const servers = [];
   for (const target of targets) servers.push(await start(target));
-  // Start-up work (lazy compilation, the collector shrinking the heap) runs for tens of seconds
-  // after start and is not idle cost: measure after it.
   await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
   const before = servers.map((server) => cpuNs(server.pid));
   await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
@@ -73,7 +80,7 @@ if (idleSeconds > 0) {
 const bare = runs.get(targets[0][0]);
 const bareIdle = idle.get(targets[0][0]);
 if (rounds > 0) {
-console.log(`\nack latency at half of each server's own max rate, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
+console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
 console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name] of targets) {
   const r = runs.get(name);
@@ -83,7 +90,7 @@ for (const [name] of targets) {
 }
 }
 if (idleSeconds > 0) {
-console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s (µs of CPU per second)`);
+console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s, ${IDLE_SETTLE_MS / 1000}s after start (µs of CPU per second)`);
 console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
 for (const [name] of targets) {
   const x = idle.get(name);

@@ -25,8 +25,14 @@ export interface SchedulerOptions {
   pollMs?: number;
   /** Deadlines are rounded up to this grid, so one timer wake closes every buffer due in it. @default 10 */
   gridMs?: number;
-  /** Batches taken per store call and flushes running at once (a restart backlog drains in such chunks). @default 64 */
+  /** Flushes running at once (a restart backlog drains at most this many at a time). @default 64 */
   chunk?: number;
+  /**
+   * Batches taken per store call; the event loop answers requests between two such slices, so
+   * a tick with many due buffers never holds an acknowledgement up for more than one slice's
+   * flushes. @default 8
+   */
+  slice?: number;
 }
 
 /**
@@ -40,6 +46,7 @@ export class FlushScheduler {
   private readonly leaseMs: number;
   private readonly gridMs: number;
   private readonly chunk: number;
+  private readonly slice: number;
   private timer: unknown;
   private timerAt = Infinity;
   private pollTimer: unknown;
@@ -57,6 +64,7 @@ export class FlushScheduler {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.gridMs = options.gridMs ?? 10;
     this.chunk = options.chunk ?? 64;
+    this.slice = Math.min(this.chunk, options.slice ?? 8);
   }
 
   /** Flushes running now. */
@@ -113,17 +121,20 @@ export class FlushScheduler {
     });
   }
 
-  /** Take due buffers in chunks, never more than `chunk` flushes at once; resolves how many it took. */
+  /**
+   * Take due buffers a slice at a time, never more than `chunk` flushes at once; resolves how
+   * many it took. Between slices the event loop answers requests: a busy tick (many buffers due
+   * in one grid step) or a restart backlog never holds acknowledgements up for long.
+   */
   private async pass(now: number): Promise<number> {
     let taken = 0;
     for (;;) {
-      const room = this.chunk - this.inflight.size;
+      const room = Math.min(this.slice, this.chunk - this.inflight.size);
       if (room <= 0) return taken; // a finishing flush asks for another pass
       const batches = await this.options.claimDue(now, this.leaseMs, room);
       for (const batch of batches) this.start1(batch);
       taken += batches.length;
       if (batches.length < room || this.stopped) return taken;
-      // A backlog (a restart after downtime): let the event loop answer requests between chunks.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }

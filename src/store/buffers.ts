@@ -77,6 +77,14 @@ export class Buffers {
    * arrived after the buffer closed and start the next batch.
    */
   batchSize(buffer: OpenBuffer): { size: number; closed?: 'command' | 'count' } {
+    const { parts } = buffer;
+    // The common case, on every admission: fewer parts than maxMessages (so fewer units) and no
+    // command among them. No set of units to build.
+    if (parts.length < buffer.rule.maxMessages) {
+      let command = false;
+      for (let i = 0; i < parts.length && !command; i++) command = (parts[i] as PartMeta).closes;
+      if (!command) return { size: parts.length };
+    }
     const units = new Set<string>();
     for (let i = 0; i < buffer.parts.length; i++) {
       const part = buffer.parts[i] as PartMeta;

@@ -187,7 +187,27 @@ describe('FlushScheduler on the store', () => {
     setTimeout(probe, 0);
     await vi.advanceTimersByTimeAsync(50);
     expect(batches).toHaveLength(200);
-    // 200 buffers in chunks of 64: other timers ran while the backlog was only partly taken.
+    // 200 buffers in slices of 8: other timers ran while the backlog was only partly taken.
     expect(seenAt.some((n) => n > 0 && n < 200)).toBe(true);
+  });
+
+  it('answers the event loop between slices of one busy tick, not after the whole tick', async () => {
+    const { add, batches, scheduler } = setup();
+    // 20 buffers due in the same grid step, as under steady load.
+    for (let i = 0; i < 20; i++) await add(event(`s${i}`, 'x'));
+    const seenAt: number[] = [];
+    await vi.advanceTimersByTimeAsync(rule.windowMs - 1);
+    expect(batches).toHaveLength(0);
+    // An I/O callback of the next loop turn (setImmediate stands in for a request).
+    const probe = () => {
+      seenAt.push(batches.length);
+      if (batches.length < 20) setImmediate(probe);
+    };
+    setImmediate(probe);
+    await vi.advanceTimersByTimeAsync(20);
+    await scheduler.idle();
+    expect(batches).toHaveLength(20);
+    expect(seenAt.filter((n) => n > 0 && n < 20).length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...seenAt.filter((n) => n < 20).map((n, i, all) => n - (all[i - 1] ?? 0)))).toBeLessThanOrEqual(8);
   });
 });
