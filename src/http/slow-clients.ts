@@ -3,11 +3,11 @@ import type { Socket } from 'node:net';
 
 /** The `server.*` timeouts the guard enforces. */
 export interface SlowClientLimits {
-  /** A socket waiting for a request (new, or between kept-alive requests) this long is cut off. */
+  /** A new socket without a complete request this long is cut off (between kept-alive requests: see keepAliveTimeoutMs). */
   headersTimeoutMs: number;
   /** A request whose body has not arrived this long after its headers is cut off. */
   requestTimeoutMs: number;
-  /** Node closes a kept-alive socket idle this long; the guard never cuts one sooner. */
+  /** Node closes a kept-alive socket idle this long; the guard never cuts one between requests sooner. */
   keepAliveTimeoutMs: number;
 }
 
@@ -23,6 +23,8 @@ interface Watch {
   requestAt: number;
   /** When the socket was first seen waiting for a request (undefined: not waiting, or not yet seen). */
   waitingSince: number | undefined;
+  /** Bytes read when the sweep first saw the current response being written (undefined: not yet). */
+  answeringBytes: number | undefined;
 }
 
 const watchOf = Symbol('slow-client watch');
@@ -40,10 +42,12 @@ type Watched = Socket & { [watchOf]?: Watch };
  * its default 30 s, as a backstop.
  *
  * A socket is "waiting" from its arrival, and again once its response has ended: if no request
- * comes within max(headers timeout, keep-alive timeout), it is sending headers too slowly (an
- * idle kept-alive socket is closed by Node's keep-alive timeout first). A request whose body is
+ * comes within the headers timeout (after an answer: max(headers timeout, keep-alive timeout),
+ * as an idle kept-alive socket is Node's to close), it is sending headers too slowly. A request whose body is
  * not complete within the request timeout of its headers is cut as well. A socket whose
- * response is being written (an event stream for hours) is never cut by the guard.
+ * response is being written (an event stream for hours) is not cut, unless bytes of a next
+ * request arrive meanwhile and its headers do not complete within that same limit. Each
+ * clock starts at the sweep that first sees its state, so a cut comes up to two sweeps late.
  */
 export class SlowClientGuard {
   private readonly sockets = new Set<Watched>();
@@ -82,12 +86,13 @@ export class SlowClientGuard {
       watch.res = res;
       watch.requestAt = this.now();
       watch.waitingSince = undefined;
+      watch.answeringBytes = undefined;
     }
     this.listener(req, res);
   }
 
   private watch(socket: Watched): void {
-    socket[watchOf] = { req: undefined, res: undefined, requestAt: 0, waitingSince: this.now() };
+    socket[watchOf] = { req: undefined, res: undefined, requestAt: 0, waitingSince: this.now(), answeringBytes: undefined };
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     if (!this.timer) this.timer = setInterval(() => this.sweep(), this.sweepMs).unref();
@@ -107,10 +112,19 @@ export class SlowClientGuard {
       if (req && !req.complete) {
         if (now - watch.requestAt >= this.limits.requestTimeoutMs) this.cut(socket, res);
       } else if (res && !res.writableEnded) {
-        // The service is answering: the client is not the slow one.
+        // The service is answering (an event stream answers for hours). Bytes arriving meanwhile
+        // are a pipelined request whose headers have not ended: they get the same limit.
+        if (watch.answeringBytes === undefined || socket.bytesRead === watch.answeringBytes) {
+          watch.answeringBytes = socket.bytesRead;
+          watch.waitingSince = undefined;
+        } else if (watch.waitingSince === undefined) {
+          watch.waitingSince = now;
+        } else if (now - watch.waitingSince >= this.waitLimitMs) {
+          this.cut(socket, res);
+        }
       } else if (watch.waitingSince === undefined) {
         watch.waitingSince = now;
-      } else if (now - watch.waitingSince >= this.waitLimitMs) {
+      } else if (now - watch.waitingSince >= (req ? this.waitLimitMs : this.limits.headersTimeoutMs)) {
         // The answered response is not the one cut: a new request's headers are late.
         this.cut(socket, undefined);
       }

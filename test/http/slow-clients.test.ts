@@ -18,11 +18,11 @@ describe('SlowClientGuard', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  async function setUp(handler: (req: IncomingMessage, res: ServerResponse) => void) {
+  async function setUp(handler: (req: IncomingMessage, res: ServerResponse) => void, overrides: Partial<typeof limits> = {}) {
     let time = 1_000_000;
     server = createServer();
     server.on('clientError', (_error, socket: Socket) => socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'));
-    const guard = new SlowClientGuard(server, limits, handler, () => time);
+    const guard = new SlowClientGuard(server, { ...limits, ...overrides }, handler, () => time);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     return {
@@ -48,8 +48,8 @@ describe('SlowClientGuard', () => {
   /** Let the loop run, so writes and closes already made arrive. */
   const turn = () => new Promise((resolve) => setTimeout(resolve, 30));
 
-  it('cuts a connection that sends no request within the longer of the headers and keep-alive timeouts', async () => {
-    const { client, advance } = await setUp((_req, res) => res.end('ok'));
+  it('cuts a new connection that sends no complete request within the headers timeout, however long the keep-alive timeout', async () => {
+    const { client, advance } = await setUp((_req, res) => res.end('ok'), { keepAliveTimeoutMs: 60_000 });
     const silent = await client();
     const slow = await client('POST /webhooks/generic HTTP/1.1\r\nHost: x\r\n');
     advance(limits.headersTimeoutMs - 1);
@@ -75,21 +75,43 @@ describe('SlowClientGuard', () => {
     expect(await dribble.received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
-  it('starts the wait again after each answer on a kept-alive socket', async () => {
-    const { client, advance } = await setUp((_req, res) => res.end('ok'));
+  it('starts the wait again after each answer on a kept-alive socket, never shorter than the keep-alive timeout', async () => {
+    const keepAliveTimeoutMs = limits.headersTimeoutMs * 2;
+    const { client, advance } = await setUp((_req, res) => res.end('ok'), { keepAliveTimeoutMs });
     const kept = await client('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
     advance(limits.headersTimeoutMs - 1);
     await once(kept.socket, 'data');
     // The sweep sees the answer ended and starts the wait; the next request's headers stall.
     advance(0);
     kept.socket.write('GET /b HTTP/1.1\r\nHost: x\r\n');
-    advance(limits.headersTimeoutMs - 1);
+    advance(keepAliveTimeoutMs - 1);
     await turn();
     expect(kept.closed).toBe(false);
     advance(1);
     const answers = await kept.received;
     expect(answers).toMatch(/^HTTP\/1\.1 200 /);
     expect(answers).toMatch(/HTTP\/1\.1 408 /);
+  });
+
+  it('cuts an event stream whose client pipelines a request that never finishes its headers', async () => {
+    const { client, advance } = await setUp((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+    });
+    const stream = await client('GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n');
+    await once(stream.socket, 'data');
+    advance(0);
+    // A second request's headers, a byte at a time, behind the open stream.
+    stream.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a');
+    await turn();
+    advance(1_000);
+    advance(limits.headersTimeoutMs - 1);
+    stream.socket.write('a');
+    await turn();
+    expect(stream.closed).toBe(false);
+    advance(1);
+    await stream.received;
+    expect(stream.closed).toBe(true);
   });
 
   it('never cuts a response still being written (an event stream), and sweeps only while sockets are open', async () => {
