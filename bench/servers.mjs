@@ -28,11 +28,18 @@ export const targets = [
   ] : []),
 ];
 
-/** Start one server in a child process with a working directory of its own. */
-export async function start([name, script, env]) {
+/**
+ * Start one server in a child process with a working directory of its own. `options.execArgv`
+ * adds Node flags; `options.onStdout` receives its standard output (ignored otherwise).
+ */
+export async function start([name, script, env], options = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
-  const child = fork(script.startsWith('/') ? script : join(root, script), [], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(script.startsWith('/') ? script : join(root, script), [], {
+    cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    execArgv: options.execArgv ?? [], stdio: ['ignore', options.onStdout ? 'pipe' : 'ignore', 'inherit', 'ipc'],
+  });
+  if (options.onStdout) child.stdout.setEncoding('utf8').on('data', options.onStdout);
   for (let i = 0; i < 100; i++) {
     const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status < 500, () => false);
     if (ok) break;
