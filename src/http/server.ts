@@ -26,7 +26,7 @@ const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
 export async function listen(handler: RequestListener, config: Config, logger: Logger): Promise<Server> {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
   // Node checks these two timeouts every 30 s (its default), even with no connection open; the
-  // guard checks them at most a second late, and only while connections are open.
+  // guard checks them every second at most, and only while connections are open.
   const server = createServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs });
   guards.set(server, new SlowClientGuard(server, config.server, handler));
   server.keepAliveTimeout = keepAliveTimeoutMs;

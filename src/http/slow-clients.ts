@@ -11,7 +11,7 @@ export interface SlowClientLimits {
   keepAliveTimeoutMs: number;
 }
 
-/** Longest interval between two sweeps: a slow client is cut off at most this late. */
+/** Longest interval between two sweeps (a cut comes up to two of them late). */
 const SWEEP_MAX_MS = 1_000;
 
 /** What the guard knows of one socket. */
@@ -43,8 +43,8 @@ type Watched = Socket & { [watchOf]?: Watch };
  *
  * A socket is "waiting" from its arrival, and again once its response has ended: if no request
  * comes within the headers timeout (after an answer: max(headers timeout, keep-alive timeout),
- * as an idle kept-alive socket is Node's to close), it is sending headers too slowly. A request whose body is
- * not complete within the request timeout of its headers is cut as well. A socket whose
+ * as an idle kept-alive socket is Node's to close), it is sending headers too slowly. A request
+ * whose body is not complete within the request timeout of its headers is cut as well. A socket whose
  * response is being written (an event stream for hours) is not cut, unless bytes of a next
  * request arrive meanwhile and its headers do not complete within that same limit. Each
  * clock starts at the sweep that first sees its state, so a cut comes up to two sweeps late.

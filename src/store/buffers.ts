@@ -78,26 +78,22 @@ export class Buffers {
    */
   batchSize(buffer: OpenBuffer): { size: number; closed?: 'command' | 'count' } {
     const { parts } = buffer;
-    // The common case, on every admission: fewer parts than maxMessages (so fewer units) and no
-    // command among them. No set of units to build.
-    if (parts.length < buffer.rule.maxMessages) {
-      let command = false;
-      for (let i = 0; i < parts.length && !command; i++) command = (parts[i] as PartMeta).closes;
-      if (!command) return { size: parts.length };
-    }
-    const units = new Set<string>();
-    for (let i = 0; i < buffer.parts.length; i++) {
-      const part = buffer.parts[i] as PartMeta;
+    // Fewer parts than maxMessages means fewer units: only a command can close the batch, and
+    // no set of units is built (the common case, on every admission).
+    const units = parts.length < buffer.rule.maxMessages ? undefined : new Set<string>();
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i] as PartMeta;
       if (part.closes) return { size: i + 1, closed: 'command' };
+      if (!units) continue;
       units.add(part.unit);
       if (units.size >= buffer.rule.maxMessages) {
         // An album's later photos belong with its first: extend over the same unit.
         let end = i + 1;
-        while (end < buffer.parts.length && units.has((buffer.parts[end] as PartMeta).unit) && !(buffer.parts[end] as PartMeta).closes) end++;
+        while (end < parts.length && units.has((parts[end] as PartMeta).unit) && !(parts[end] as PartMeta).closes) end++;
         return { size: end, closed: 'count' };
       }
     }
-    return { size: buffer.parts.length };
+    return { size: parts.length };
   }
 
   /** What the deadline of `buffer` would be at `now` from its parts. */
