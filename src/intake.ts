@@ -245,15 +245,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   async function ingest(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
     const { adapter } = channelOf(channelId);
     if (closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel: channelId });
-    ingesting++;
-    try {
-      return await receive(channelId, adapter, delivery);
-    } finally {
-      if (--ingesting === 0) ingested?.();
-    }
-  }
-
-  async function receive(channelId: string, adapter: Adapter, delivery: RawDelivery): Promise<PlatformReply> {
     if (push?.saturated) {
       throw new UnavailableError('outbox_full', `${push.pending} messages are waiting for the agent (agent.maxPending ${config.agent.maxPending}); retry later`, 30, { channel: channelId });
     }
@@ -266,6 +257,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     let admitted: Admitted | undefined;
     if (normalized.events.length > 0) {
       const deliveryId = adapter.deliveryId?.(delivery);
+      // Deliveries being admitted are answered 200 and must be in close()'s last flush.
+      ingesting++;
       try {
         admitted = await admit(normalized.events, delivery.now, deliveryId);
         admitFailing = undefined;
@@ -274,6 +267,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         metrics.storeError('admit');
         logger.error({ err: error, channel: channelId }, 'store unavailable; delivery refused');
         throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', STORE_RETRY_AFTER_S, { channel: channelId, cause: error });
+      } finally {
+        if (--ingesting === 0) ingested?.();
       }
       handOn(admitted);
     }
@@ -310,7 +305,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     record({
       at: clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
       // The ids the output lists (platform ids where there are): a trace by any of them finds it.
-      messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
+      messageIds: committed.messageIds ?? batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
     });
     outlet.publish(committed, built);
     if (committed.state === 'pending') push?.added();

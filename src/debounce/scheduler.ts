@@ -160,17 +160,25 @@ export class FlushScheduler {
   private start1(batch: LeasedBatch): void {
     this.inflight.add(batch);
     this.armRenewal();
-    void this.options.flush(batch).then(
-      () => this.failures.delete(batch.debounceKey),
-      (error: unknown) => this.failed(batch, error),
-    ).finally(() => {
-      this.inflight.delete(batch);
-      if (this.inflight.size === 0) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
+    void this.options.flush(batch).then(() => {
+      if (this.failures.size > 0) this.failures.delete(batch.debounceKey);
+      this.ended(batch);
+    }, async (error: unknown) => {
+      try {
+        await this.failed(batch, error);
+      } finally {
+        this.ended(batch);
       }
-      // The session may have its next buffer due now that this one is committed.
-      this.runSoon();
     });
+  }
+
+  private ended(batch: LeasedBatch): void {
+    this.inflight.delete(batch);
+    if (this.inflight.size === 0) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+    // The session may have its next buffer due now that this one is committed.
+    this.runSoon();
   }
 
   /**

@@ -50,12 +50,14 @@ export function createOutput(options: OutputStageOptions) {
     const first = parts[0]!.event;
     const now = clock.now();
     let built: Omit<Output, 'seq'>;
+    let messageIds: string[];
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
       const group = await groupOf(parts[0]!.correlationKey, now) ?? options.soloRecord(first);
       const participants = group.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
       const bots = options.botsOf(group, first);
       built = buildProcessedEvent(outputId(now), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
+      messageIds = parts.map((part) => part.event.platformId ?? part.event.id);
     } else {
       const last = parts[parts.length - 1]!.event;
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
@@ -67,16 +69,20 @@ export function createOutput(options: OutputStageOptions) {
           correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
         ])
         : [noMedia, noGroups];
-      const bots = uniqueBots(parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
-      const mentionedBots = uniqueBots(parts.flatMap((part) => options.mentionedBots(part.event)));
       const lastBots = options.botsOf(groups[parts.length - 1], last);
-      const replyBot = options.pickReplyBot(options.mentionedBots(last), lastBots, last);
-      built = buildProcessedMessage(outputId(now), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
+      const lastMentioned = options.mentionedBots(last);
+      // One part (most batches): its own lists, without building them twice.
+      const bots = uniqueBots(parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
+      const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => options.mentionedBots(part.event)));
+      const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
+      const message = buildProcessedMessage(outputId(now), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
+      built = message;
+      messageIds = message.messageIds;
     }
     const draft: OutboxDraft = {
       id: built.id, type: built.type, sessionKey: built.sessionKey, channel: built.channel, createdAt: now,
       body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
-      messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
+      messageIds,
     };
     const record = await options.commit(batch, draft, now);
     if (!record) {

@@ -41,6 +41,25 @@ export interface HttpPorts {
   extra?: (router: Router, requireToken: Koa.Middleware) => void;
 }
 
+/**
+ * A delivery as received over HTTP. The query string is parsed on first read: only handshakes
+ * read it, and a URLSearchParams per webhook is garbage on the hot path.
+ */
+class WebhookDelivery implements RawDelivery {
+  private parsed: URLSearchParams | undefined;
+
+  constructor(
+    readonly headers: Koa.Context['headers'],
+    readonly body: Buffer,
+    private readonly querystring: string,
+    readonly now: number,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsed ??= new URLSearchParams(this.querystring));
+  }
+}
+
 /** Send what the pipeline or a platform convention answered. */
 function answer(ctx: Koa.Context, result: PlatformReply): void {
   ctx.status = result.status;
@@ -74,8 +93,7 @@ export function createApp(ports: HttpPorts): Koa {
   });
   const router = new Router();
   const { config } = ports;
-  const deliveryOf = (ctx: Koa.Context, body: Buffer): RawDelivery =>
-    ({ headers: ctx.headers, body, query: new URLSearchParams(ctx.querystring), now: ports.now() });
+  const deliveryOf = (ctx: Koa.Context, body: Buffer): RawDelivery => new WebhookDelivery(ctx.headers, body, ctx.querystring, ports.now());
   const unknownChannel = (id: string) => new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
 
   /** The webhook route, matched before the router: it is the hot path. */

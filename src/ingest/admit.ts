@@ -62,7 +62,8 @@ export function createAdmit(options: AdmitOptions) {
     const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
-    for (const [index, event] of events.entries()) {
+    for (let index = 0; index < events.length; index++) {
+      const event = events[index] as InboundEvent;
       options.count(event.channel, event.adapter, 'received');
       if (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id)) {
         plans.push(undefined);

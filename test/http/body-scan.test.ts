@@ -93,3 +93,17 @@ describe('scanJson: depth and size before parsing', () => {
     expect(refused(() => parseJson(Buffer.from('"unterminated'), 64))?.code).toBe('bad_json');
   });
 });
+
+describe('parseJson: prototype-polluting keys', () => {
+  it('refuses them as written, nested, and spelled with \\u escapes; lets their words pass as values', () => {
+    const code = (text: string) => refused(() => parseJson(Buffer.from(text), 64))?.code;
+    expect(code('{"__proto__":{"x":1}}')).toBe('forbidden_key');
+    expect(code('{"a":[{"b":{"constructor":1}}]}')).toBe('forbidden_key');
+    expect(code('{"prototype":1}')).toBe('forbidden_key');
+    // The byte search cannot see these; the walk runs whenever a \u escape is present.
+    expect(code('{"\\u005f\\u005fproto\\u005f\\u005f":{"x":1}}')).toBe('forbidden_key');
+    expect(code('{"a":{"constr\\u0075ctor":1}}')).toBe('forbidden_key');
+    expect(parseJson(Buffer.from('{"content":"the constructor of a prototype is not __proto__"}'), 64)).toEqual({ content: 'the constructor of a prototype is not __proto__' });
+    expect(parseJson(Buffer.from('{"content":"caf\\u00e9"}'), 64)).toEqual({ content: 'café' });
+  });
+});
