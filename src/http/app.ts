@@ -64,8 +64,12 @@ class WebhookDelivery implements RawDelivery {
 function answer(ctx: Koa.Context, result: PlatformReply): void {
   ctx.status = result.status;
   if (result.contentType) ctx.type = result.contentType;
+  // A JSON answer names its type here: Koa would look 'json' up in the MIME table per response.
+  else if (result.body !== null && typeof result.body === 'object' && !Buffer.isBuffer(result.body)) ctx.set('Content-Type', JSON_TYPE);
   if (result.body !== undefined) ctx.body = result.body;
 }
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 const MAX_LIST = 1000;
 
@@ -109,8 +113,9 @@ export function createApp(ports: HttpPorts): Koa {
     }
     try {
       if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
-      if (!isJsonType(ctx.get('content-type'))) {
-        throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${ctx.get('content-type') || 'none'}")`, { channel: channelId });
+      const contentType = ctx.headers['content-type'];
+      if (!isJsonType(contentType)) {
+        throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${contentType || 'none'}")`, { channel: channelId });
       }
       const body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
       answer(ctx, await ports.ingest(channelId, deliveryOf(ctx, body)));

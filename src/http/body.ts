@@ -74,6 +74,7 @@ function tooLarge(limit: number): RequestError {
 /** `application/json`, or any `+json` type, with or without parameters. */
 export function isJsonType(contentType: string | undefined): boolean {
   if (!contentType) return false;
+  if (contentType === 'application/json') return true;
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
