@@ -132,6 +132,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // 4. Admit: the per-delivery decision, one store step.
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
+  const noSegments: InboundEvent['segments'] = Object.freeze([]) as unknown as InboundEvent['segments'];
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
   const plan = (event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan => {
     const channel = channels.get(event.channel)?.config;
@@ -152,8 +153,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         // Notices and requests are held (never merged) in a buffer of their own.
         debounceKey: message ? `${event.sessionKey}\u0000${event.sender.id}` : `\u0001${event.channel}\u0000${event.id}`,
         receivedAt: now,
-        // The buffered copy drops `raw`: only the normalized event waits out the window.
-        event: { ...event, raw: undefined },
+        // The buffered copy drops `raw` and `segments` (read only by the correlation step,
+        // above): what waits out the window, in memory or in a row, is what the output needs.
+        event: { ...event, raw: undefined, segments: noSegments },
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },
       rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,

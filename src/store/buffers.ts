@@ -154,8 +154,7 @@ export class Buffers {
    * meanwhile. Returns false when none remain (the buffer is gone).
    */
   commit(buffer: OpenBuffer, partIds: readonly string[], now: number): boolean {
-    const done = new Set(partIds);
-    buffer.parts = buffer.parts.filter((part) => !done.has(part.id));
+    buffer.parts = withoutParts(buffer.parts, partIds);
     this.unlease(buffer);
     if (buffer.parts.length === 0) {
       this.open.delete(buffer.debounceKey);
@@ -225,4 +224,13 @@ export class Buffers {
     buffer.stamp = ++this.stamp;
     this.heap.push({ at, stamp: buffer.stamp, key: buffer.debounceKey });
   }
+}
+
+/** `parts` without those of `ids`. A batch is the leading parts (see `batchSize`): then a slice, no set. */
+function withoutParts(parts: PartMeta[], ids: readonly string[]): PartMeta[] {
+  let leading = ids.length <= parts.length;
+  for (let i = 0; leading && i < ids.length; i++) leading = (parts[i] as PartMeta).id === ids[i];
+  if (leading) return ids.length === parts.length ? [] : parts.slice(ids.length);
+  const done = new Set(ids);
+  return parts.filter((part) => !done.has(part.id));
 }
