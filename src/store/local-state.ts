@@ -20,10 +20,15 @@ export interface Rows {
   partsDeleted(ids: readonly string[]): void;
   bufferSaved(buffer: OpenBuffer): void;
   bufferDropped(debounceKey: string): void;
-  /** Append to the outbox with the next seq; throws when the id is already there. */
+  /** Append to the outbox with the next seq; throws when the id is already there. Returns a record of the caller's own. */
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord;
-  /** A record to change: memory hands out its own object, saved again by `recordSaved`. */
+  /**
+   * A record to change (state, attempts, times; never its body): memory hands out its own
+   * object, saved again by `recordSaved`; its `body` may not be the text (see `handOut`).
+   */
   record(seq: number): OutboxRecord | undefined;
+  /** A copy of a record from `record` or `deadRecords`, whole, for a caller outside the store. */
+  handOut(record: OutboxRecord): OutboxRecord;
   recordSaved(record: OutboxRecord): void;
   /** Dead records, oldest first: the one with `id`, or up to `limit`. */
   deadRecords(id: string | undefined, limit: number): OutboxRecord[];
@@ -141,7 +146,7 @@ export class LocalState {
     if (this.buffers.commit(buffer, partIds, now)) this.rows.bufferSaved(buffer);
     else this.rows.bufferDropped(buffer.debounceKey);
     if (record.state === 'pending') this.pushes.enqueue(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
-    return { ...record };
+    return record;
   }
 
   release(batch: LeasedBatch, retryAt: number): void {
@@ -153,7 +158,7 @@ export class LocalState {
 
   claimPush(now: number, leaseMs: number, limit: number): PushLease[] {
     return this.pushes.claim(now, leaseMs, limit, this.nextToken).map(({ seq, token, leaseUntil }) => ({
-      record: { ...(this.rows.record(seq) as OutboxRecord) },
+      record: this.rows.handOut(this.rows.record(seq) as OutboxRecord),
       token,
       leaseUntil,
     }));

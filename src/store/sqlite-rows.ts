@@ -167,6 +167,10 @@ export class SqliteRows implements Rows {
     return row && toRecord(row);
   }
 
+  handOut(record: OutboxRecord): OutboxRecord {
+    return { ...record };
+  }
+
   recordSaved(record: OutboxRecord): void {
     this.statements.saveRecord.run(record.state, record.attempts, record.lastError ?? null, record.updatedAt, record.nextAttemptAt ?? null, record.seq);
   }

@@ -302,6 +302,20 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['pending', 'dead', 'unread']);
       });
 
+      it('gives every body back exactly as committed, on every read', async () => {
+        const store = await fresh();
+        const body = (id: string) => JSON.stringify({ type: 'chat.processedMessage', id, content: '订单 ORD-1 的状态? café 👋 \u0000' });
+        const drafts = [{ ...draft('u1', 'pending'), body: body('u1') }, { ...draft('u2', 'pending', 'other'), body: body('u2') }];
+        const seqs = await commitAll(store, drafts);
+        expect((await store.outboxAfter(0, 10)).map((r) => r.body)).toEqual([body('u1'), body('u2')]);
+        expect((await store.outboxGet('u1'))?.body).toBe(body('u1'));
+        const leases = await store.claimPush(0, 100, 10);
+        expect(leases.map((l) => l.record.body).sort()).toEqual([body('u1'), body('u2')]);
+        const dead = leases.find((l) => l.record.id === 'u2') as PushLease;
+        await store.ackPush(dead, { state: 'dead', attempts: 3, lastError: 'HTTP 500' }, 1);
+        expect((await store.deadLetters(10)).map((r) => [r.id, r.seq, r.body])).toEqual([['u2', seqs.get('u2'), body('u2')]]);
+      });
+
       it('keeps the newest keepCount records and those younger than the cutoff', async () => {
         const store = await fresh();
         await commitAll(store, Array.from({ length: 10 }, (_, i) => draft(`o${i + 1}`, 'none', 's', (i + 1) * 1000)));
