@@ -39,11 +39,20 @@ export interface Taken {
  * Debounce buffers with deadlines and leases, shared by the memory and SQLite stores. A buffer
  * is due at its deadline, or, while leased, at its lease expiry (then it is taken over). At
  * most one buffer per session is leased at a time, so a session's batches stay in order.
+ *
+ * Deadlines live in a heap; leases do not. A lease almost always ends by a commit long before
+ * it expires, and a heap entry per lease (one per flush) lived on, stale, until the heap was
+ * next compacted. The leased buffers (the flushes in flight) are few: their expiries are
+ * scanned only when one may be due.
  */
 export class Buffers {
   private readonly open = new Map<string, OpenBuffer>();
   /** sessionKey -> buffers of it leased now (one, except at shutdown). */
   private readonly leasedSessions = new Map<string, number>();
+  /** Buffers leased now. */
+  private readonly leased_ = new Set<OpenBuffer>();
+  /** No lease of `leased_` expires before this (a lower bound: renewals only push expiries later). */
+  private leaseFloor = Infinity;
   private readonly heap = new DueHeap((due) => this.open.get(due.key)?.stamp === due.stamp);
   private stamp = 0;
 
@@ -115,6 +124,7 @@ export class Buffers {
     const taken: Taken[] = [];
     const waiting: Due[] = [];
     const shutdown = now === Infinity;
+    this.expireLeases(now);
     for (let due = this.heap.peek(); due && due.at <= now && taken.length < limit; due = this.heap.peek()) {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
@@ -128,7 +138,7 @@ export class Buffers {
       if (!holds) this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
       buffer.retrying = false;
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
-      this.schedule(buffer, buffer.lease.until);
+      this.hold(buffer);
       const { size } = this.batchSize(buffer);
       taken.push({ buffer, partIds: buffer.parts.slice(0, size).map((part) => part.id), reason });
     }
@@ -146,7 +156,8 @@ export class Buffers {
   renew(buffer: OpenBuffer, until: number): void {
     if (!buffer.lease) return;
     buffer.lease.until = until;
-    this.schedule(buffer, until);
+    // Its expiry already went to the heap: take it back (its heap entry goes stale).
+    if (!this.leased_.has(buffer)) this.hold(buffer);
   }
 
   /**
@@ -171,6 +182,7 @@ export class Buffers {
   release(buffer: OpenBuffer, retryAt: number): void {
     if (!buffer.lease) return;
     buffer.lease = undefined;
+    this.leased_.delete(buffer);
     buffer.retrying = true;
     buffer.deadline = retryAt;
     this.schedule(buffer, retryAt);
@@ -189,7 +201,7 @@ export class Buffers {
     if (!buffer || buffer.lease) return;
     buffer.lease = lease;
     this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
-    this.schedule(buffer, lease.until);
+    this.hold(buffer);
   }
 
   /** Put back a buffer recorded by an earlier run (SQLite open), not leased. */
@@ -200,8 +212,9 @@ export class Buffers {
 
   /** Earliest deadline of a buffer not leased, or earliest lease expiry. */
   nextDue(): number | undefined {
-    const at = this.heap.peek()?.at;
-    return at === undefined || at === Infinity ? undefined : at;
+    let at = this.heap.peek()?.at ?? Infinity;
+    if (this.leaseFloor < at) for (const buffer of this.leased_) at = Math.min(at, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
+    return at === Infinity ? undefined : at;
   }
 
   private arm(buffer: OpenBuffer, now: number): void {
@@ -213,11 +226,36 @@ export class Buffers {
 
   private unlease(buffer: OpenBuffer): void {
     if (!buffer.lease && !buffer.retrying) return;
+    if (buffer.lease) this.leased_.delete(buffer);
     buffer.lease = undefined;
     buffer.retrying = false;
     const left = (this.leasedSessions.get(buffer.sessionKey) ?? 1) - 1;
     if (left > 0) this.leasedSessions.set(buffer.sessionKey, left);
     else this.leasedSessions.delete(buffer.sessionKey);
+  }
+
+  /** A lease taken: its buffer's deadline entry goes stale, and the lease expires off the heap. */
+  private hold(buffer: OpenBuffer): void {
+    buffer.stamp = ++this.stamp;
+    this.leased_.add(buffer);
+    this.leaseFloor = Math.min(this.leaseFloor, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
+  }
+
+  /**
+   * Move the buffers whose lease expired by `now` to the heap, due at their expiry: the claim
+   * that finds them there takes them over (a renewal first takes one back, see `renew`).
+   */
+  private expireLeases(now: number): void {
+    if (now < this.leaseFloor) return;
+    let floor = Infinity;
+    for (const buffer of this.leased_) {
+      const { until } = buffer.lease as NonNullable<OpenBuffer['lease']>;
+      if (until <= now) {
+        this.leased_.delete(buffer);
+        this.schedule(buffer, until);
+      } else floor = Math.min(floor, until);
+    }
+    this.leaseFloor = floor;
   }
 
   private schedule(buffer: OpenBuffer, at: number): void {

@@ -30,3 +30,52 @@ describe('Buffers.commit', () => {
     expect(buffers.size).toBe(0);
   });
 });
+
+describe('Buffers leases', () => {
+  const open = (buffers: Buffers, key: string, at: number) => buffers.append(key, key, rule, part(`${key}@${at}`, at), at);
+
+  it('reports a lease expiry as the next due time and takes the buffer over at it', () => {
+    const buffers = new Buffers();
+    open(buffers, 'k', 0);
+    let fence = 0;
+    expect(buffers.claimDue(100, 1_000, 10, () => ++fence).map((t) => t.reason)).toEqual(['window']);
+    expect(buffers.nextDue()).toBe(1_100);
+    expect(buffers.claimDue(1_099, 1_000, 10, () => ++fence)).toEqual([]);
+    const [takeover] = buffers.claimDue(1_100, 1_000, 10, () => ++fence);
+    expect(takeover?.reason).toBe('takeover');
+    expect(buffers.leased('k', 1)).toBeUndefined();
+    expect(buffers.leased('k', 2)?.lease?.until).toBe(2_100);
+    expect(buffers.nextDue()).toBe(2_100);
+  });
+
+  it('keeps a renewed lease, even one whose expiry already came up', () => {
+    const buffers = new Buffers();
+    open(buffers, 'k', 0);
+    open(buffers, 'other', 5_000);
+    let fence = 0;
+    buffers.claimDue(100, 1_000, 1, () => ++fence);
+    const buffer = buffers.leased('k', 1)!;
+    buffers.renew(buffer, 1_600);
+    expect(buffers.nextDue()).toBe(1_600);
+    expect(buffers.claimDue(1_500, 1_000, 10, () => ++fence)).toEqual([]);
+    // Expired: a claim that takes nothing else (limit 0 here: the other buffer is not due) moves it to the heap.
+    expect(buffers.claimDue(1_700, 1_000, 0, () => ++fence)).toEqual([]);
+    buffers.renew(buffer, 3_000); // the owner renews in time after all
+    expect(buffers.claimDue(2_000, 1_000, 10, () => ++fence)).toEqual([]);
+    expect(buffers.nextDue()).toBe(3_000);
+    expect(buffers.commit(buffer, [`k@0`], 2_500)).toBe(false);
+    expect(buffers.nextDue()).toBe(5_100);
+  });
+
+  it('ends a lease at commit without leaving its expiry behind', () => {
+    const buffers = new Buffers();
+    let fence = 0;
+    for (let i = 0; i < 5; i++) {
+      open(buffers, `k${i}`, i);
+      const [taken] = buffers.claimDue(i + 100, 30_000, 10, () => ++fence);
+      expect(buffers.commit(buffers.leased(`k${i}`, fence)!, taken!.partIds, i + 100)).toBe(false);
+      // Nothing is open or leased: nothing is due, not even at the old lease's expiry.
+      expect(buffers.nextDue()).toBeUndefined();
+    }
+  });
+});
