@@ -50,8 +50,8 @@ export class Buffers {
   /** sessionKey -> buffers of it leased now (one, except at shutdown). */
   private readonly leasedSessions = new Map<string, number>();
   /** Buffers leased now. */
-  private readonly leased_ = new Set<OpenBuffer>();
-  /** No lease of `leased_` expires before this (a lower bound: renewals only push expiries later). */
+  private readonly inFlight = new Set<OpenBuffer>();
+  /** No lease of `inFlight` expires before this (a lower bound: renewals only push expiries later). */
   private leaseFloor = Infinity;
   private readonly heap = new DueHeap((due) => this.open.get(due.key)?.stamp === due.stamp);
   private stamp = 0;
@@ -157,7 +157,7 @@ export class Buffers {
     if (!buffer.lease) return;
     buffer.lease.until = until;
     // Its expiry already went to the heap: take it back (its heap entry goes stale).
-    if (!this.leased_.has(buffer)) this.hold(buffer);
+    if (!this.inFlight.has(buffer)) this.hold(buffer);
   }
 
   /**
@@ -182,7 +182,7 @@ export class Buffers {
   release(buffer: OpenBuffer, retryAt: number): void {
     if (!buffer.lease) return;
     buffer.lease = undefined;
-    this.leased_.delete(buffer);
+    this.inFlight.delete(buffer);
     buffer.retrying = true;
     buffer.deadline = retryAt;
     this.schedule(buffer, retryAt);
@@ -213,7 +213,7 @@ export class Buffers {
   /** Earliest deadline of a buffer not leased, or earliest lease expiry. */
   nextDue(): number | undefined {
     let at = this.heap.peek()?.at ?? Infinity;
-    if (this.leaseFloor < at) for (const buffer of this.leased_) at = Math.min(at, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
+    if (this.leaseFloor < at) for (const buffer of this.inFlight) at = Math.min(at, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
     return at === Infinity ? undefined : at;
   }
 
@@ -226,7 +226,7 @@ export class Buffers {
 
   private unlease(buffer: OpenBuffer): void {
     if (!buffer.lease && !buffer.retrying) return;
-    if (buffer.lease) this.leased_.delete(buffer);
+    if (buffer.lease) this.inFlight.delete(buffer);
     buffer.lease = undefined;
     buffer.retrying = false;
     const left = (this.leasedSessions.get(buffer.sessionKey) ?? 1) - 1;
@@ -237,7 +237,7 @@ export class Buffers {
   /** A lease taken: its buffer's deadline entry goes stale, and the lease expires off the heap. */
   private hold(buffer: OpenBuffer): void {
     buffer.stamp = ++this.stamp;
-    this.leased_.add(buffer);
+    this.inFlight.add(buffer);
     this.leaseFloor = Math.min(this.leaseFloor, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
   }
 
@@ -248,10 +248,10 @@ export class Buffers {
   private expireLeases(now: number): void {
     if (now < this.leaseFloor) return;
     let floor = Infinity;
-    for (const buffer of this.leased_) {
+    for (const buffer of this.inFlight) {
       const { until } = buffer.lease as NonNullable<OpenBuffer['lease']>;
       if (until <= now) {
-        this.leased_.delete(buffer);
+        this.inFlight.delete(buffer);
         this.schedule(buffer, until);
       } else floor = Math.min(floor, until);
     }

@@ -7,7 +7,7 @@ import type {
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes, outside the JS heap, and `body`
  * is empty: a record lives on for `events.retentionCount` more messages, so each young
- * collection copied every new record's body (a two-byte string of about 1 KB), close to half
+ * collection copied every new record's body (a two-byte string of about 1 KB), about a third
  * of what survived it per message (`bench/gc.mjs`). `handOut` gives the record back whole.
  */
 interface Kept extends OutboxRecord {

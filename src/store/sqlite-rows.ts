@@ -168,7 +168,7 @@ export class SqliteRows implements Rows {
   }
 
   handOut(record: OutboxRecord): OutboxRecord {
-    return { ...record };
+    return record; // read fresh from the table by `record` / `deadRecords`: the caller's own already
   }
 
   recordSaved(record: OutboxRecord): void {
