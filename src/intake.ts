@@ -132,7 +132,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // 4. Admit: the per-delivery decision, one store step.
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
+  // Shared, frozen empty arrays for the buffered copy: an empty array per message is 32 bytes
+  // more for the young-generation collector to copy while the message waits out its window.
   const noSegments: InboundEvent['segments'] = Object.freeze([]) as unknown as InboundEvent['segments'];
+  const noMedia: InboundEvent['media'] = Object.freeze([]) as unknown as InboundEvent['media'];
+  const noMentions: InboundEvent['mentions'] = Object.freeze([]) as unknown as InboundEvent['mentions'];
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
   const plan = (event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan => {
     const channel = channels.get(event.channel)?.config;
@@ -151,11 +155,16 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       claims,
       part: {
         // Notices and requests are held (never merged) in a buffer of their own.
-        debounceKey: message ? `${event.sessionKey}\u0000${event.sender.id}` : `\u0001${event.channel}\u0000${event.id}`,
+        // Joined, not concatenated: `+` makes a rope of two cons strings that the buffer's map
+        // then flattens into a third string, all three kept while the message waits.
+        debounceKey: message ? [event.sessionKey, event.sender.id].join('\u0000') : ['\u0001', event.channel, '\u0000', event.id].join(''),
         receivedAt: now,
         // The buffered copy drops `raw` and `segments` (read only by the correlation step,
         // above): what waits out the window, in memory or in a row, is what the output needs.
-        event: { ...event, raw: undefined, segments: noSegments },
+        event: {
+          ...event, raw: undefined, segments: noSegments,
+          media: event.media.length === 0 ? noMedia : event.media, mentions: event.mentions.length === 0 ? noMentions : event.mentions,
+        },
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },
       rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,

@@ -42,10 +42,13 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
         if (message.media) for (const item of message.media) media.push(mediaRef(item.url, item.mimeType));
         const platformId = message.id === undefined ? undefined : String(message.id);
         const content = message.content === undefined ? '' : message.content.trim();
-        const sender: InboundEvent['sender'] = { id: message.sender ? String(message.sender.id) : message.sessionKey };
-        if (message.sender?.name) sender.name = message.sender.name;
+        // Whole literals: a field added afterwards lands in an out-of-object property array, 40
+        // more bytes that the trail and the debounce buffer keep alive.
+        const senderId = message.sender ? String(message.sender.id) : message.sessionKey;
+        const sender: InboundEvent['sender'] = message.sender?.name ? { id: senderId, name: message.sender.name } : { id: senderId };
         const event: InboundEvent = {
           id: platformId ?? `gen_${nanoid()}`,
+          platformId,
           kind: 'message',
           channel: channel.id,
           adapter: 'generic',
@@ -60,7 +63,6 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
           timestamp: Math.floor(message.timestamp ?? delivery.now / 1000),
           raw: message,
         };
-        if (platformId !== undefined) event.platformId = platformId;
         return event;
       });
       return { events };

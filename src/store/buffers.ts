@@ -68,10 +68,11 @@ export class Buffers {
   append(debounceKey: string, sessionKey: string, rule: BufferRule, part: PartMeta, now: number): OpenBuffer {
     let buffer = this.open.get(debounceKey);
     if (!buffer) {
-      buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0 };
+      // `[part]`, not `[]` and a push: a push reserves room for 17 parts (152 bytes), and most
+      // buffers hold one message while they wait out their window.
+      buffer = { debounceKey, sessionKey, rule, parts: [part], deadline: now, reason: 'window', lease: undefined, stamp: 0 };
       this.open.set(debounceKey, buffer);
-    }
-    buffer.parts.push(part);
+    } else buffer.parts.push(part);
     // A leased or retrying buffer keeps its due time: commit re-arms it from what is left. A
     // buffer already closed by a command or the count stays closed: the new part waits behind
     // the cut (see `batchSize`) for the next batch.

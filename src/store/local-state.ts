@@ -178,9 +178,9 @@ export class LocalState {
       return true;
     }
     record.state = outcome.state;
-    delete record.nextAttemptAt;
-    if (outcome.state === 'dead') record.lastError = outcome.lastError;
-    else delete record.lastError;
+    // Cleared, not deleted: a store keeps its record object (see the memory store's `Kept`).
+    record.nextAttemptAt = undefined;
+    record.lastError = outcome.state === 'dead' ? outcome.lastError : undefined;
     this.rows.recordSaved(record);
     this.pushes.finish(sessionKey);
     if (outcome.state === 'dead') this.dead++;

@@ -343,7 +343,10 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         const [again] = await store.claimPush(500, 100, 10);
         expect(again?.record).toMatchObject({ id: 'r1', attempts: 1, lastError: 'HTTP 503' });
         expect(await store.ackPush(again as PushLease, { state: 'delivered', attempts: 2 }, 510)).toBe(true);
-        expect((await store.outboxGet('r1'))?.state).toBe('delivered');
+        // A delivered record names no error and no next attempt: the fields are gone, not undefined.
+        const delivered = await store.outboxGet('r1');
+        expect(delivered?.state).toBe('delivered');
+        expect(Object.keys(delivered ?? {}).filter((key) => key === 'lastError' || key === 'nextAttemptAt')).toEqual([]);
         expect((await store.claimPush(510, 100, 10)).map((l) => l.record.id)).toEqual(['r2']);
         expect(await store.deliveryCounts()).toEqual({ pending: 3, dead: 0 });
       });
