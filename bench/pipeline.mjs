@@ -5,11 +5,13 @@
 // debounce.windowMs 0 (what holding every message through the window costs), and a floor that only
 // parses, validates and normalizes (what the bare-Koa baseline's JSON.parse grows into).
 // CPU is read from /proc: the main thread alone, and all threads (GC helpers included).
+// BENCH_COMPARE=<folder with the dist/ of another build> adds its memory and SQLite rows, run in
+// the same rounds (see bench/servers.mjs).
 // Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { cpuTicks, median } from './servers.mjs';
 
 const setups = [
@@ -18,6 +20,13 @@ const setups = [
   ['memory store, debounce.windowMs 0', { store: 'memory', debounce: { windowMs: 0 } }],
   ['parse + validate + normalize only', { store: 'memory', floor: true }],
 ];
+const compare = process.env.BENCH_COMPARE;
+if (compare && process.argv[2] !== '--child') {
+  const dist = resolve(compare, 'dist');
+  if (!existsSync(join(dist, 'intake.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/intake.js there`);
+  const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+  setups.push([`${name}, memory store`, { store: 'memory', dist }], [`${name}, sqlite store`, { store: 'sqlite', dist }]);
+}
 
 if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3]));
 else await parent();
@@ -49,11 +58,11 @@ function run(setup) {
   });
 }
 
-async function child({ store, debounce, floor, rate, seconds }) {
+async function child({ store, debounce, floor, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
   const { default: pino } = await import('pino');
-  const { createIntake } = await import('../dist/intake.js');
-  const { parseJson } = await import('../dist/http/body.js');
-  const { createAdapter } = await import('../dist/adapters/index.js');
+  const { createIntake } = await import(join(dist, 'intake.js'));
+  const { parseJson } = await import(join(dist, 'http/body.js'));
+  const { createAdapter } = await import(join(dist, 'adapters/index.js'));
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
     configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}) },

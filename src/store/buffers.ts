@@ -1,7 +1,8 @@
+import type { BufferedPart } from '../events.js';
 import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from './types.js';
 
-/** What a buffer keeps of a part: enough to decide deadlines; the body stays in the rows. */
+/** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {
   id: string;
   receivedAt: number;
@@ -9,6 +10,12 @@ export interface PartMeta {
   unit: string;
   /** The part closes its buffer at once (a command). */
   closes: boolean;
+  /**
+   * The body, kept here rather than in a map by id: a map entry per message was a hash insert,
+   * lookup and delete on every message's path. Undefined for a part restored from the rows
+   * (SQLite after a restart), whose body is read from its row when the batch is taken.
+   */
+  body: BufferedPart | undefined;
 }
 
 /** An open buffer as a store owned by one process keeps it. */
@@ -28,10 +35,10 @@ export interface OpenBuffer {
   stamp: number;
 }
 
-/** A buffer just leased: the caller loads the parts' bodies. */
+/** A buffer just leased, with the parts of its batch (the caller loads bodies not kept). */
 export interface Taken {
   buffer: OpenBuffer;
-  partIds: string[];
+  parts: PartMeta[];
   reason: FlushReason;
 }
 
@@ -141,7 +148,7 @@ export class Buffers {
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
       this.hold(buffer);
       const { size } = this.batchSize(buffer);
-      taken.push({ buffer, partIds: buffer.parts.slice(0, size).map((part) => part.id), reason });
+      taken.push({ buffer, parts: buffer.parts.slice(0, size), reason });
     }
     for (const due of waiting) this.heap.push(due);
     this.heap.compact(this.open.size);

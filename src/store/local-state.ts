@@ -1,5 +1,5 @@
 import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
-import { Buffers, type OpenBuffer } from './buffers.js';
+import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
@@ -16,6 +16,7 @@ export interface Rows {
   groupsDropped(groups: readonly CorrelationRecord[]): void;
   /** Store a part's body; returns its id (unique per store, growing). */
   partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string;
+  /** Bodies of parts restored from the rows (those admitted by this state carry their own). */
   partBodies(ids: readonly string[]): BufferedPart[];
   partsDeleted(ids: readonly string[]): void;
   bufferSaved(buffer: OpenBuffer): void;
@@ -97,7 +98,10 @@ export class LocalState {
     }
     const { part } = item;
     const id = this.rows.partAdded(part, item.unit, item.closeNow, item.rule);
-    const meta = { id, receivedAt: part.receivedAt, unit: item.unit ?? id, closes: item.closeNow };
+    const body: BufferedPart = part.correlationKey === undefined
+      ? { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event }
+      : { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event, correlationKey: part.correlationKey };
+    const meta = { id, receivedAt: part.receivedAt, unit: item.unit ?? id, closes: item.closeNow, body };
     const buffer = this.buffers.append(part.debounceKey, part.event.sessionKey, item.rule, meta, now);
     this.rows.bufferSaved(buffer);
     const deadline = buffer.lease ? this.buffers.deadlineOf(buffer, now).deadline : buffer.deadline;
@@ -120,14 +124,22 @@ export class LocalState {
   }
 
   claimDue(now: number, leaseMs: number, limit: number): LeasedBatch[] {
-    return this.buffers.claimDue(now, leaseMs, limit, this.nextToken).map(({ buffer, partIds, reason }) => ({
+    return this.buffers.claimDue(now, leaseMs, limit, this.nextToken).map(({ buffer, parts, reason }) => ({
       debounceKey: buffer.debounceKey,
       sessionKey: buffer.sessionKey,
-      parts: this.rows.partBodies(partIds),
+      parts: this.bodies(parts),
       fence: (buffer.lease as NonNullable<OpenBuffer['lease']>).fence,
       leaseUntil: (buffer.lease as NonNullable<OpenBuffer['lease']>).until,
       reason,
     }));
+  }
+
+  /** The bodies of `parts`: their own, or read from the rows for parts restored without one. */
+  private bodies(parts: readonly PartMeta[]): BufferedPart[] {
+    const restored = parts.filter((part) => part.body === undefined).map((part) => part.id);
+    if (restored.length === 0) return parts.map((part) => part.body as BufferedPart);
+    const read = new Map(this.rows.partBodies(restored).map((body) => [body.id, body]));
+    return parts.map((part) => part.body ?? (read.get(part.id) as BufferedPart));
   }
 
   renewLease(batch: LeasedBatch, now: number, leaseMs: number): boolean {

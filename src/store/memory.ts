@@ -1,14 +1,16 @@
 import { outboxRecord, type BufferedPart, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
+import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from './types.js';
 
 /**
- * A retained outbox record. Its body is kept as UTF-8 bytes, outside the JS heap, and `body`
- * is empty: a record lives on for `events.retentionCount` more messages, so each young
- * collection copied every new record's body (a two-byte string of about 1 KB), about a third
- * of what survived it per message (`bench/gc.mjs`). `handOut` gives the record back whole.
+ * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS
+ * heap, and `body` is empty: a record lives on for `events.retentionCount` more messages, so
+ * each young collection copied every new record's body (a two-byte string of about 1 KB),
+ * about a third of what survived it per message (`bench/gc.mjs`). `handOut` gives the record
+ * back whole.
  *
  * Every field is in the literal that makes it (`undefined` when absent), and fields are
  * cleared, never deleted: a field added later goes to an out-of-object property array, and a
@@ -16,33 +18,36 @@ import type {
  * record is retained.
  */
 interface Kept extends OutboxRecord {
-  bytes: Buffer;
+  /** The body's bytes: `chunk[start, end)`. */
+  chunk: Buffer;
+  start: number;
+  end: number;
 }
 
-function kept(record: OutboxRecord): Kept {
+function kept(record: OutboxRecord, arena: ByteArena): Kept {
+  const { chunk, start, end } = arena.put(record.body);
   return {
     id: record.id, type: record.type, sessionKey: record.sessionKey, channel: record.channel, createdAt: record.createdAt,
     body: '', state: record.state, messageIds: record.messageIds, seq: record.seq, attempts: record.attempts,
     lastError: record.lastError, updatedAt: record.updatedAt, nextAttemptAt: record.nextAttemptAt,
-    bytes: Buffer.from(record.body, 'utf8'),
+    chunk, start, end,
   };
 }
 
 /** A kept record as every reader outside the store gets it: a copy, with its body as text and no absent field. */
 function handOut(record: OutboxRecord): OutboxRecord {
   const copy = outboxRecord(record, record.seq, record.attempts, record.updatedAt, record.nextAttemptAt);
-  copy.body = (record as Kept).bytes.toString('utf8');
+  copy.body = textOf(record as Kept);
   if (record.lastError !== undefined) copy.lastError = record.lastError;
   return copy;
 }
 
 /** The rows of the memory store: part bodies and the outbox, in this process only. */
 class MemoryRows implements Rows {
-  readonly parts = new Map<string, BufferedPart>();
-  /** Outbox in seq order; `byId` and `bySeq` index the same records. */
+  /** Outbox in seq order (a record by seq is a binary search); `byId` indexes the same records. */
   outbox: Kept[] = [];
   readonly byId = new Map<string, Kept>();
-  readonly bySeq = new Map<number, Kept>();
+  private readonly arena = new ByteArena();
   seq = 0;
   private partCount = 0;
 
@@ -53,34 +58,42 @@ class MemoryRows implements Rows {
   bufferDropped(): void {}
   recordSaved(): void {}
 
-  partAdded(part: Omit<BufferedPart, 'id'>): string {
-    const id = String(++this.partCount);
-    const stored: BufferedPart = { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event };
-    if (part.correlationKey !== undefined) stored.correlationKey = part.correlationKey;
-    this.parts.set(id, stored);
-    return id;
+  /** A part's body lives with its buffer (see `PartMeta.body`): the rows only number it. */
+  partAdded(): string {
+    return String(++this.partCount);
   }
 
   partBodies(ids: readonly string[]): BufferedPart[] {
-    return ids.map((id) => this.parts.get(id) as BufferedPart);
+    // Every part of this store was admitted by its own state, which keeps the body.
+    throw new Error(`memory store: no body kept for part(s) ${ids.join(', ')}`);
   }
 
-  partsDeleted(ids: readonly string[]): void {
-    for (const id of ids) this.parts.delete(id);
-  }
+  partsDeleted(): void {}
 
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     if (this.byId.has(draft.id)) throw new Error(`memory store: the outbox already has a record "${draft.id}"`);
     const record = outboxRecord(draft, ++this.seq, 0, now, draft.state === 'pending' ? now : undefined);
-    const stored = kept(record);
+    const stored = kept(record, this.arena);
     this.outbox.push(stored);
     this.byId.set(stored.id, stored);
-    this.bySeq.set(stored.seq, stored);
     return record;
   }
 
   record(seq: number): OutboxRecord | undefined {
-    return this.bySeq.get(seq);
+    const record = this.outbox[this.indexAfter(seq - 1)];
+    return record?.seq === seq ? record : undefined;
+  }
+
+  /** The index of the first record with a seq above `seq` (the length when none is). */
+  indexAfter(seq: number): number {
+    let low = 0;
+    let high = this.outbox.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if ((this.outbox[mid] as Kept).seq <= seq) low = mid + 1;
+      else high = mid;
+    }
+    return low;
   }
 
   handOut(record: OutboxRecord): OutboxRecord {
@@ -176,15 +189,8 @@ export class MemoryStore implements Store {
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
     this.use();
-    const { outbox } = this.rows;
-    let low = 0;
-    let high = outbox.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if ((outbox[mid] as OutboxRecord).seq <= seq) low = mid + 1;
-      else high = mid;
-    }
-    return outbox.slice(low, low + limit).map(handOut);
+    const start = this.rows.indexAfter(seq);
+    return this.rows.outbox.slice(start, start + limit).map(handOut);
   }
 
   async outboxGet(id: string): Promise<OutboxRecord | undefined> {
@@ -216,10 +222,15 @@ export class MemoryStore implements Store {
       const record = rows.outbox[i] as Kept;
       const over = rows.outbox.length - i + (kept?.length ?? 0) > keepCount;
       if ((!over && record.createdAt >= olderThan) || record.seq > keepAfterSeq) break;
-      if (record.state === 'pending' || record.state === 'dead') (kept ??= []).push(record);
-      else {
+      if (record.state === 'pending' || record.state === 'dead') {
+        // Kept past its neighbours: its bytes move out of the shared chunk, which may then go.
+        const owned = own(record);
+        record.chunk = owned.chunk;
+        record.start = owned.start;
+        record.end = owned.end;
+        (kept ??= []).push(record);
+      } else {
         rows.byId.delete(record.id);
-        rows.bySeq.delete(record.seq);
         removed++;
       }
     }

@@ -122,7 +122,7 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
       buffers.set(debounceKey, (buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0 }));
     }
     const id = String(rowId);
-    buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1 });
+    buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1, body: undefined });
     if (++read % ROWS_PER_CHUNK === 0) yield;
   }
   for (const buffer of buffers.values()) {

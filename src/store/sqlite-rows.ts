@@ -63,11 +63,6 @@ export class SqliteRows implements Rows {
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
   private loggedSincePurge = 0;
-  /**
-   * Bodies of the parts this process added and has not flushed: a flush then needs no read
-   * and no JSON.parse (parts left by an earlier run are read from the table).
-   */
-  private readonly bodies = new Map<string, BufferedPart>();
 
   constructor(private readonly db: Database.Database) {
     this.statements = {
@@ -128,27 +123,15 @@ export class SqliteRows implements Rows {
   partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string {
     const result = this.statements.addPart.run(part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part),
       part.event.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages);
-    const id = String(result.lastInsertRowid);
-    const body: BufferedPart = { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event };
-    if (part.correlationKey !== undefined) body.correlationKey = part.correlationKey;
-    this.bodies.set(id, body);
-    return id;
+    return String(result.lastInsertRowid);
   }
 
   partBodies(ids: readonly string[]): BufferedPart[] {
-    return ids.map((id) => this.bodies.get(id) ?? { ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id });
+    return ids.map((id) => ({ ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id }));
   }
 
   partsDeleted(ids: readonly string[]): void {
-    for (const id of ids) {
-      this.statements.deletePart.run(Number(id));
-      this.bodies.delete(id);
-    }
-  }
-
-  /** Forget the cached bodies (the in-memory state is rebuilt from the tables). */
-  forgetBodies(): void {
-    this.bodies.clear();
+    for (const id of ids) this.statements.deletePart.run(Number(id));
   }
 
   /** Buffers are not rows: each part carries its buffer's session and rule (see the schema). */

@@ -374,7 +374,8 @@ export class SqliteStore implements Store {
   private rebuild(): void {
     const buffers = this.state.buffers.leases();
     const pushes = this.state.pushes.leases();
-    this.rows.forgetBodies();
+    // The rebuilt buffers' parts carry no body: a flush reads each from its row, so nothing of
+    // a write that was rolled back survives in memory.
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
     for (const { debounceKey, lease } of buffers) this.state.buffers.adopt(debounceKey, lease);
     for (const { sessionKey, lease } of pushes) this.state.pushes.adopt(sessionKey, lease);

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { ByteArena, own, textOf } from '../../src/store/byte-arena.js';
+
+describe('ByteArena', () => {
+  it('gives every text back exactly, across chunk boundaries and in any script', () => {
+    const arena = new ByteArena(128);
+    const texts = ['', 'ascii', '帮我查一下订单', 'emoji 😀 and é', 'x'.repeat(15), '末'.repeat(5)];
+    const kept = Array.from({ length: 40 }, (_, i) => texts[i % texts.length] as string).map((text) => ({ text, bytes: arena.put(text) }));
+    for (const { text, bytes } of kept) expect(textOf(bytes)).toBe(text);
+    // Small texts share chunks; a chunk never holds more than its size.
+    const chunks = new Set(kept.map(({ bytes }) => bytes.chunk));
+    expect(chunks.size).toBeGreaterThan(1);
+    expect(chunks.size).toBeLessThan(kept.length);
+    for (const chunk of chunks) expect(chunk.length).toBe(128);
+  });
+
+  it('gives a text over a quarter chunk a buffer of its own', () => {
+    const arena = new ByteArena(64);
+    const small = arena.put('a'.repeat(10));
+    const big = arena.put('b'.repeat(17));
+    expect(big.chunk).not.toBe(small.chunk);
+    expect(big.chunk.length).toBe(17);
+    expect(textOf(big)).toBe('b'.repeat(17));
+    // The next small text still goes to the shared chunk.
+    expect(arena.put('c').chunk).toBe(small.chunk);
+  });
+
+  it('moves a text out of its shared chunk once, and leaves one that owns its buffer alone', () => {
+    const arena = new ByteArena(64);
+    const bytes = arena.put('keep me');
+    arena.put('neighbour');
+    const owned = own(bytes);
+    expect(owned.chunk).not.toBe(bytes.chunk);
+    expect(owned.chunk.length).toBe(Buffer.byteLength('keep me'));
+    expect(textOf(owned)).toBe('keep me');
+    expect(own(owned)).toBe(owned);
+  });
+});
