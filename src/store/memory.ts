@@ -42,7 +42,7 @@ function handOut(record: OutboxRecord): OutboxRecord {
   return copy;
 }
 
-/** The rows of the memory store: part bodies and the outbox, in this process only. */
+/** The rows of the memory store: the outbox and part numbers (bodies stay with their buffers), in this process only. */
 class MemoryRows implements Rows {
   /** Outbox in seq order (a record by seq is a binary search); `byId` indexes the same records. */
   outbox: Kept[] = [];
