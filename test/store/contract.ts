@@ -320,6 +320,16 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect((await store.deadLetters(10)).map((r) => [r.id, r.seq, r.body])).toEqual([['u2', seqs.get('u2'), body('u2')]]);
       });
 
+      it('trims at the exact count and the exact cutoff, and nothing short of them', async () => {
+        const store = await fresh();
+        await commitAll(store, Array.from({ length: 5 }, (_, i) => draft(`b${i + 1}`, 'none', 's', (i + 1) * 1000)));
+        expect(await store.trimOutbox(1000, 5, Number.MAX_SAFE_INTEGER)).toBe(0); // 5 records, none older than 1000
+        expect(await store.trimOutbox(1001, 5, Number.MAX_SAFE_INTEGER)).toBe(1); // b1 (1000) is older
+        expect(await store.trimOutbox(0, 4, Number.MAX_SAFE_INTEGER)).toBe(0); // 4 left, 4 kept
+        expect(await store.trimOutbox(0, 3, Number.MAX_SAFE_INTEGER)).toBe(1);
+        expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['b3', 'b4', 'b5']);
+      });
+
       it('keeps the newest keepCount records and those younger than the cutoff', async () => {
         const store = await fresh();
         await commitAll(store, Array.from({ length: 10 }, (_, i) => draft(`o${i + 1}`, 'none', 's', (i + 1) * 1000)));
