@@ -8,7 +8,7 @@
 // One server at a time (rotated order per round), each warmed up first.
 // Usage: node bench/gc.mjs [rate=2000] [seconds=6] [rounds=2]
 import autocannon from 'autocannon';
-import { median, newSessionRequests, start, targets } from './servers.mjs';
+import { gcLine, median, newSessionRequests, start, targets } from './servers.mjs';
 
 const rate = Number(process.argv[2] ?? 2000);
 const seconds = Number(process.argv[3] ?? 6);
@@ -18,17 +18,6 @@ const drive = (server, duration) => autocannon({
   url: `${server.url}/webhooks/generic`, duration, method: 'POST', connections: 20, overallRate: rate,
   headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
 });
-
-/** The fields of one `--trace-gc-nvp` line (name=value pairs), or undefined for other lines. */
-function gcLine(line) {
-  if (!line.includes(' gc=')) return undefined;
-  const fields = {};
-  for (const pair of line.split(' ')) {
-    const at = pair.indexOf('=');
-    if (at > 0) fields[pair.slice(0, at)] = pair.slice(at + 1);
-  }
-  return fields;
-}
 
 const runs = new Map(targets.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {

@@ -12,6 +12,7 @@ const runs = [
   [node, ['bench/ingest-cost.mjs', '500', process.env.BENCH_SECONDS ?? '5', '3']],
   [node, ['bench/latency.mjs', '4', '2', '10']],
   [node, ['bench/gc.mjs', '2000', '5', '1']],
+  [node, ['bench/young-gen.mjs', '4000', '5', '1']],
   [node, ['bench/restart.mjs', '100000']],
   [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '4', '3', '800', '50']],
 ];

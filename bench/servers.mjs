@@ -108,6 +108,17 @@ export function rssMb(pid) {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/** The fields of one `node --trace-gc-nvp` line (name=value pairs), or undefined for other lines. */
+export function gcLine(line) {
+  if (!line.includes(' gc=')) return undefined;
+  const fields = {};
+  for (const pair of line.split(' ')) {
+    const at = pair.indexOf('=');
+    if (at > 0) fields[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return fields;
+}
+
 export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** A throwaway redis-server (no persistence unless `args` ask) on a free loopback port. */
