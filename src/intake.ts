@@ -132,11 +132,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // 4. Admit: the per-delivery decision, one store step.
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
-  // Shared, frozen empty arrays for the buffered copy: an empty array per message is 32 bytes
-  // more for the young-generation collector to copy while the message waits out its window.
-  const noSegments: InboundEvent['segments'] = Object.freeze([]) as unknown as InboundEvent['segments'];
-  const noMedia: InboundEvent['media'] = Object.freeze([]) as unknown as InboundEvent['media'];
-  const noMentions: InboundEvent['mentions'] = Object.freeze([]) as unknown as InboundEvent['mentions'];
+  // One shared, frozen empty array for the buffered copy's empty lists: an empty array per
+  // message is 32 bytes more for the young-generation collector to copy while it waits.
+  const none = Object.freeze([]) as unknown as never[];
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
   const plan = (event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan => {
     const channel = channels.get(event.channel)?.config;
@@ -162,8 +160,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         // The buffered copy drops `raw` and `segments` (read only by the correlation step,
         // above): what waits out the window, in memory or in a row, is what the output needs.
         event: {
-          ...event, raw: undefined, segments: noSegments,
-          media: event.media.length === 0 ? noMedia : event.media, mentions: event.mentions.length === 0 ? noMentions : event.mentions,
+          ...event, raw: undefined, segments: none,
+          media: event.media.length === 0 ? none : event.media, mentions: event.mentions.length === 0 ? none : event.mentions,
         },
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },

@@ -20,11 +20,11 @@ const CHUNK_BYTES = 256 * 1024;
  * hold a whole chunk alive.
  */
 export class ByteArena {
-  private chunk = Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  private chunk: Buffer;
   private used = 0;
 
   constructor(private readonly chunkBytes = CHUNK_BYTES) {
-    if (chunkBytes !== CHUNK_BYTES) this.chunk = Buffer.allocUnsafeSlow(chunkBytes);
+    this.chunk = Buffer.allocUnsafeSlow(chunkBytes);
   }
 
   put(text: string): Bytes {

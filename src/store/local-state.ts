@@ -136,8 +136,8 @@ export class LocalState {
 
   /** The bodies of `parts`: their own, or read from the rows for parts restored without one. */
   private bodies(parts: readonly PartMeta[]): BufferedPart[] {
+    if (parts.every((part) => part.body !== undefined)) return parts.map((part) => part.body as BufferedPart);
     const restored = parts.filter((part) => part.body === undefined).map((part) => part.id);
-    if (restored.length === 0) return parts.map((part) => part.body as BufferedPart);
     const read = new Map(this.rows.partBodies(restored).map((body) => [body.id, body]));
     return parts.map((part) => part.body ?? (read.get(part.id) as BufferedPart));
   }
