@@ -2,12 +2,15 @@
 //
 // Latency: one server at a time (rotated order per round, like bench/ingest.mjs), so no other
 // server competes for the two cores. Each run first finds the server's own max rate (autocannon,
-// 50 connections, saturating), then drives it at HALF of that rate with a fixed request rate and
-// reads the acknowledgement latency (request sent -> 200 received). Every request is a new
-// session, so the flushes of earlier requests run between acknowledgements, as in production.
-// The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round), median and
-// range over rounds. Percentiles are of every response's own time in µs (autocannon's 'response'
-// events); autocannon's summary rounds to whole ms, which is a third of bare Koa's p99.
+// 50 connections, saturating), then drives it at HALF of that rate with a steady load
+// (`paced` in bench/servers.mjs: request i sent at i/rate, open loop, 20 connections) and reads
+// the acknowledgement latency (request sent -> 200 received) of every request. Every request is
+// a new session, so the flushes of earlier requests run between acknowledgements, as in
+// production. The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round),
+// median and range over rounds.
+// BENCH_BURSTS=1 drives the half rate with autocannon's `overallRate` instead, as this bench did
+// before: each connection sends its share of a second as fast as it can and then waits for the
+// next second, so that is the max rate for half of each second, not half the max rate.
 //
 // Idle: every server started at once, left without traffic, and its CPU read from
 // /proc/<pid>/task/*/schedstat (nanoseconds) over IDLE seconds, after SETTLE seconds: for the
@@ -16,7 +19,7 @@
 // Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10] [settle seconds=150]
 //   (rounds 0: idle CPU only; idle 0: latency only)
 import autocannon from 'autocannon';
-import { cpuNs, median, newSessionRequests, start, targets } from './servers.mjs';
+import { cpuNs, median, newSessionRequests, paced, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -28,15 +31,22 @@ const load = (server, duration, options) => autocannon({
   headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`), ...options,
 });
 
-/** Exact percentiles (ms, fractional) of one run's 2xx response times. */
-async function measured(server, duration, options) {
+const bursts = process.env.BENCH_BURSTS === '1';
+
+/** Exact percentiles (ms, fractional) of one run's 2xx response times at `rate`. */
+async function measured(server, duration, rate) {
+  if (!bursts) {
+    const r = await paced(server, { rate, seconds: duration, connections: 20 });
+    return { result: { requests: { total: r.ok }, errors: r.errors, non2xx: r.non2xx }, took: r.took, p50: r.p50, p99: r.p99, p999: r.p999 };
+  }
+  const options = { connections: 20, overallRate: rate };
   const times = [];
   const run = load(server, duration, options);
   run.on('response', (_client, status, _bytes, ms) => { if (status < 300) times.push(ms); });
   const result = await run;
   times.sort((a, b) => a - b);
   const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN;
-  return { result, p50: at(0.5), p99: at(0.99), p999: at(0.999) };
+  return { result, took: duration, p50: at(0.5), p99: at(0.99), p999: at(0.999) };
 }
 const ms = (x) => x.toFixed(2);
 
@@ -56,9 +66,9 @@ for (let round = 0; round < rounds; round++) {
     // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const rate = fixedRate ?? Math.max(1, Math.round(max / 2));
-    const { result, p50, p99, p999 } = await measured(server, seconds, { connections: 20, overallRate: rate });
+    const { result, took, p50, p99, p999 } = await measured(server, seconds, rate);
     server.stop();
-    runs.get(target[0]).push({ max, rate, got: result.requests.total / seconds, p50, p99, max99: p999, errors: result.errors + result.non2xx });
+    runs.get(target[0]).push({ max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx });
   }
 }
 
@@ -80,7 +90,7 @@ if (idleSeconds > 0) {
 const bare = runs.get(targets[0][0]);
 const bareIdle = idle.get(targets[0][0]);
 if (rounds > 0) {
-console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
+console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
 console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name] of targets) {
   const r = runs.get(name);

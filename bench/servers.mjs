@@ -63,16 +63,111 @@ export function freePort() {
   });
 }
 
+/** The body of message `n`: a new message of a new session. */
+export function newSessionBody(tag, n) {
+  return JSON.stringify({ id: `bench-${tag}-${n}`, sessionKey: `bench:user-${n}`, sender: { id: `u${n}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: 1710234567 });
+}
+
 /** An autocannon request whose body is a new message of a new session every time. */
 export function newSessionRequests(tag) {
   let n = 0;
   return [{
     setupRequest(request) {
-      n++;
-      request.body = JSON.stringify({ id: `bench-${tag}-${n}`, sessionKey: `bench:user-${n}`, sender: { id: `u${n}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: 1710234567 });
+      request.body = newSessionBody(tag, ++n);
       return request;
     },
   }];
+}
+
+/**
+ * A steady load: `rate` new-session webhooks a second for `seconds`, request i due at
+ * start + i/rate (checked on a 1 ms timer, so a few at a time at high rates), sent over
+ * `connections` keep-alive connections whether or not earlier answers came back (an open
+ * loop): a request due while every connection waits for an answer queues here, and that wait
+ * counts in its latency. autocannon's `overallRate` is no steady load: each connection sends its
+ * share of the second as fast as it can, then waits for the next second, so "half the max rate"
+ * is the max rate for half of each second.
+ *
+ * Raw sockets and a minimal response reader (status line, Content-Length), like autocannon's,
+ * so the load generator costs little of the CPU it shares with the server.
+ * Resolves with each 2xx answer's latency percentiles (ms, from when it was due), the counts,
+ * and the seconds the run took (past `seconds` when the server fell behind).
+ */
+export async function paced(server, { rate, seconds, connections = 20, tag = `${server.pid}-${Date.now()}` }) {
+  const { connect } = await import('node:net');
+  const { hostname, port } = new URL(server.url);
+  const total = Math.max(1, Math.round(rate * seconds));
+  const latencies = [];
+  let errors = 0;
+  let non2xx = 0;
+  let done = 0;
+  let sent = 0;
+  const queue = [];
+  const idle = [];
+  let finish;
+  const finished = new Promise((resolve) => { finish = resolve; });
+  const answered = () => { if (++done === total) finish(); };
+
+  const request = (n) => {
+    const body = newSessionBody(tag, n);
+    return `POST /webhooks/generic HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const open = () => {
+    const socket = connect(Number(port), hostname);
+    socket.setNoDelay(true);
+    const conn = { socket, dueAt: 0, buffer: '' };
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk) => {
+      conn.buffer += chunk;
+      const head = conn.buffer.indexOf('\r\n\r\n');
+      if (head === -1) return;
+      const length = Number(/content-length: *(\d+)/i.exec(conn.buffer.slice(0, head))?.[1] ?? 0);
+      if (conn.buffer.length < head + 4 + length) return;
+      const status = Number(conn.buffer.slice(9, 12));
+      conn.buffer = conn.buffer.slice(head + 4 + length);
+      if (status < 300) latencies.push(performance.now() - conn.dueAt);
+      else non2xx++;
+      answered();
+      next(conn);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      // A connection the server closed: what it had in flight is an error; open another.
+      if (conn.dueAt !== 0) { errors++; answered(); }
+      if (done < total) next(open());
+    });
+    return conn;
+  };
+  const next = (conn) => {
+    const dueAt = queue.shift();
+    if (dueAt === undefined) { conn.dueAt = 0; idle.push(conn); return; }
+    conn.dueAt = dueAt;
+    conn.socket.write(request(sent - queue.length));
+  };
+  for (let i = 0; i < connections; i++) idle.push(open());
+  await Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve))));
+
+  const started = performance.now();
+  let queued = 0;
+  const tick = () => {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor(((now - started) * rate) / 1000) + 1);
+    while (queued < due) {
+      queued++;
+      queue.push(now);
+      sent++;
+      const conn = idle.pop();
+      if (conn) next(conn);
+    }
+    if (queued < total) setTimeout(tick, 1);
+  };
+  tick();
+  await finished;
+  const took = (performance.now() - started) / 1000;
+  for (const conn of idle) conn.socket.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { total, ok: latencies.length, errors, non2xx, took, p50: at(0.5), p99: at(0.99), p999: at(0.999) };
 }
 
 /** CPU ticks (1/100 s) a process has used: its main thread alone, and all its threads. */
