@@ -105,7 +105,8 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
   const queue = [];
   const idle = [];
   let finish;
-  const finished = new Promise((resolve) => { finish = resolve; });
+  let fail;
+  const finished = new Promise((resolve, reject) => { finish = resolve; fail = reject; });
   const answered = () => { if (++done === total) finish(); };
 
   const request = (n) => {
@@ -115,7 +116,8 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
   const open = () => {
     const socket = connect(Number(port), hostname);
     socket.setNoDelay(true);
-    const conn = { socket, dueAt: 0, buffer: '' };
+    const conn = { socket, dueAt: 0, buffer: '', connected: false };
+    socket.once('connect', () => { conn.connected = true; });
     socket.setEncoding('latin1');
     socket.on('data', (chunk) => {
       conn.buffer += chunk;
@@ -132,6 +134,8 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     });
     socket.on('error', () => {});
     socket.on('close', () => {
+      // A connection that never opened: the server is not there.
+      if (!conn.connected) return fail(new Error(`cannot connect to ${server.url}`));
       // A connection the server closed: what it had in flight is an error; open another.
       if (conn.dueAt !== 0) { errors++; answered(); }
       if (done < total) next(open());
@@ -145,7 +149,7 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     conn.socket.write(request(sent - queue.length));
   };
   for (let i = 0; i < connections; i++) idle.push(open());
-  await Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve))));
+  await Promise.race([finished, Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve))))]);
 
   const started = performance.now();
   let queued = 0;
