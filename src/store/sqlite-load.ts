@@ -82,11 +82,18 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
 
   // Rows as arrays (`raw`): at start-up with 10^5 rows of a kind, building an object per row
   // costs about a third of the read.
-  const claims = db.prepare('SELECT key, space, ttl_ms, max_keys, expires_at FROM claim_log WHERE expires_at > ? ORDER BY rowid').raw();
+  // Expired rows too: the purges run per space, so every space in the log must be named
+  // (`rows.spaces`), even one whose rows have all expired.
+  const claims = db.prepare('SELECT key, space, ttl_ms, max_keys, expires_at FROM claim_log ORDER BY rowid').raw();
   let last: ClaimRow | undefined;
   let table: ReturnType<LocalState['claims']['table']> | undefined;
-  for (const row of claims.iterate(now) as Iterable<ClaimRow>) {
+  for (const row of claims.iterate() as Iterable<ClaimRow>) {
     const [key, space, ttlMs, maxKeys, expiresAt] = row;
+    if (++read % ROWS_PER_CHUNK === 0) yield;
+    if (expiresAt <= now) {
+      if (!rows.spaces.has(space)) rows.spaces.set(space, maxKeys);
+      continue;
+    }
     // The log runs in long stretches of one space and TTL: look the table up when they change.
     if (!table || !last || space !== last[1] || ttlMs !== last[2] || maxKeys !== last[3]) {
       table = state.claims.table({ space, ttlMs, maxKeys });
@@ -94,7 +101,6 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
     }
     last = row;
     table.restore(key, expiresAt, now);
-    if (++read % ROWS_PER_CHUNK === 0) yield;
   }
 
   const groups = db.prepare('SELECT * FROM correlation_groups WHERE expires_at > ? ORDER BY first_at, rowid');

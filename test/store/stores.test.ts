@@ -127,6 +127,34 @@ describe('sqlite store', () => {
     expect(await verdictOf('k4899')).toBe('accepted');
   });
 
+  it('purges the expired claims of a space this run never claimed in, and keeps the live ones', async () => {
+    const path = join(tempDir().path, 'spaces.db');
+    const first = sqlite(path);
+    await first.admit([{ ...item('old'), claims: [claim('old', 1_000, 100, 'id:gone')] }], 0);
+    await first.admit([{ ...item('kept'), claims: [claim('kept', 3_600_000, 100, 'id:gone')] }], 0);
+    await first.close();
+    // At 5 s the first claim has expired; this run claims only in another space.
+    const second = sqlite(path, 5_000);
+    await second.admit([{ ...item('new'), claims: [claim('new', 3_600_000, 100)] }], 5_000);
+    expect((await second.admit([{ ...item('kept'), claims: [claim('kept', 3_600_000, 100, 'id:gone')] }], 5_000))[0]?.verdict).toBe('claimed');
+    await second.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT key FROM claim_log ORDER BY rowid').pluck().all()).toEqual(['kept', 'new']);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all()).toEqual(['claim_log_space_expiry']);
+    db.close();
+  });
+
+  it('keeps the newest maxKeys claims of a space when their expiries tie, by insertion', async () => {
+    const path = join(tempDir().path, 'ties.db');
+    const store = sqlite(path);
+    // One admission: 300 claims with one expiry.
+    await store.admit(Array.from({ length: 300 }, (_, i) => ({ ...item(`t${i}`), claims: [claim(`t${i}`, 3_600_000, 100)] })), 0);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT key FROM claim_log ORDER BY rowid').pluck().all()).toEqual(Array.from({ length: 100 }, (_, i) => `t${200 + i}`));
+    db.close();
+  });
+
   it('starts without reading the buffered parts\' bodies', async () => {
     const path = join(tempDir().path, 'lazy.db');
     const store = sqlite(path);
