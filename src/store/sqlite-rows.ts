@@ -15,11 +15,14 @@ CREATE INDEX IF NOT EXISTS claim_log_space_expiry ON claim_log (space, expires_a
 CREATE TABLE IF NOT EXISTS correlation_groups (
   key TEXT PRIMARY KEY, kind TEXT NOT NULL, first_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, time INTEGER NOT NULL, deliveries TEXT NOT NULL
 );
--- AUTOINCREMENT: part ids keep growing across restarts, even after the newest part is flushed.
+-- Part ids keep growing across restarts, even after the newest part is flushed: the store
+-- numbers them itself above a mark kept in \`meta\` (see \`SqliteRows.partAdded\`). AUTOINCREMENT
+-- did the same with a write to sqlite_sequence, a WAL page more, on every admission; a file
+-- made before keeps its AUTOINCREMENT table, which is as right and a little slower.
 -- A part carries its buffer's session and rule: a buffer is the parts of one debounce key, and
 -- its deadline follows from them, so neither is written again per message.
 CREATE TABLE IF NOT EXISTS parts (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL,
+  id INTEGER PRIMARY KEY, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL,
   unit TEXT, closes INTEGER NOT NULL, body TEXT NOT NULL,
   session_key TEXT NOT NULL DEFAULT '', window_ms INTEGER NOT NULL DEFAULT 0, max_wait_ms INTEGER NOT NULL DEFAULT 0,
   max_messages INTEGER NOT NULL DEFAULT 1
@@ -60,6 +63,8 @@ export function toRecord(row: OutboxRow): OutboxRecord {
 
 /** How many claims are logged between two purges of the claim log. */
 const PURGE_EVERY = 4096;
+/** Part ids reserved per write of the mark in \`meta\`: a restart skips at most this many. */
+const PART_IDS_PER_MARK = 65_536;
 
 /** The rows of the SQLite store; every method runs inside the store's current transaction. */
 export class SqliteRows implements Rows {
@@ -67,6 +72,9 @@ export class SqliteRows implements Rows {
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
   private loggedSincePurge = 0;
+  /** The next part id, and the mark in \`meta\` no id of this run may pass without moving it. */
+  private nextPartId: number;
+  private partMark: number;
 
   constructor(private readonly db: Database.Database) {
     this.statements = {
@@ -81,9 +89,10 @@ export class SqliteRows implements Rows {
         time = excluded.time, deliveries = excluded.deliveries`),
       dropGroup: db.prepare('DELETE FROM correlation_groups WHERE key = ?'),
       purgeGroups: db.prepare('DELETE FROM correlation_groups WHERE expires_at <= ?'),
-      addPart: db.prepare(`INSERT INTO parts (debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      addPart: db.prepare(`INSERT INTO parts (id, debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       partBody: db.prepare('SELECT body FROM parts WHERE id = ?').pluck(),
+      setMark: db.prepare("INSERT INTO meta (name, value) VALUES ('part_mark', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
       deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
       append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at, next_attempt_at, message_ids)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -92,6 +101,25 @@ export class SqliteRows implements Rows {
       deadById: db.prepare("SELECT * FROM outbox WHERE id = ? AND state = 'dead'"),
       dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
     };
+    // Above every id used before: the mark, the parts still open, and (a file made with
+    // AUTOINCREMENT) the sequence SQLite kept for them.
+    const used = (sql: string) => (db.prepare(sql).pluck().get() as number | null | undefined) ?? 0;
+    const last = Math.max(
+      used("SELECT value FROM meta WHERE name = 'part_mark'"),
+      used('SELECT max(id) FROM parts'),
+      used("SELECT seq FROM sqlite_sequence WHERE name = 'parts'"),
+    );
+    this.nextPartId = last + 1;
+    this.partMark = last + PART_IDS_PER_MARK;
+    this.statements.setMark.run(this.partMark);
+  }
+
+  /**
+   * A transaction rolled back, and with it maybe a move of the part-id mark: the next part
+   * writes the mark again (ids handed out meanwhile are a gap, never repeated).
+   */
+  rolledBack(): void {
+    this.partMark = 0;
   }
 
   claimTaken(claim: ClaimSpec, now: number): void {
@@ -129,10 +157,20 @@ export class SqliteRows implements Rows {
     for (const group of groups) this.statements.dropGroup.run(group.key);
   }
 
+  /**
+   * Ids are numbered here, below a mark kept in `meta` that moves (in the same transaction) once
+   * every PART_IDS_PER_MARK parts; a restart starts above the mark. A transaction that rolls
+   * back leaves a gap, never a repeat.
+   */
   partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string {
-    const result = this.statements.addPart.run(part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part),
+    const id = this.nextPartId++;
+    if (id > this.partMark) {
+      this.partMark = id + PART_IDS_PER_MARK - 1;
+      this.statements.setMark.run(this.partMark);
+    }
+    this.statements.addPart.run(id, part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part),
       part.event.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages);
-    return String(result.lastInsertRowid);
+    return String(id);
   }
 
   partBodies(ids: readonly string[]): BufferedPart[] {

@@ -346,6 +346,7 @@ export class SqliteStore implements Store {
       // Something in the group failed and none of it is on disk: make the indexes the rows'
       // view again, then give every write a transaction of its own, so one bad write (a
       // refused row, a full disk) cannot fail the others.
+      this.rows.rolledBack();
       this.rebuild();
       outcomes = writes.map((write) => {
         try {
@@ -353,6 +354,7 @@ export class SqliteStore implements Store {
           this.groupTx(() => { value = write.run(); });
           return { ok: true, value };
         } catch (error) {
+          this.rows.rolledBack();
           // A refused row (a duplicate outbox id) is refused before the indexes change.
           if (!isConstraint(error)) this.rebuild();
           return { ok: false, error };

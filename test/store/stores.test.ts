@@ -144,6 +144,20 @@ describe('sqlite store', () => {
     db.close();
   });
 
+  it('numbers parts above the sequence of a file made when the part table had AUTOINCREMENT', async () => {
+    const path = join(tempDir().path, 'autoincrement.db');
+    const db = new Database(path);
+    db.exec(`CREATE TABLE parts (id INTEGER PRIMARY KEY AUTOINCREMENT, debounce_key TEXT NOT NULL, received_at INTEGER NOT NULL,
+      unit TEXT, closes INTEGER NOT NULL, body TEXT NOT NULL, session_key TEXT NOT NULL DEFAULT '', window_ms INTEGER NOT NULL DEFAULT 0,
+      max_wait_ms INTEGER NOT NULL DEFAULT 0, max_messages INTEGER NOT NULL DEFAULT 1)`);
+    // Parts up to 500 were admitted and flushed: the table is empty, its sequence is not.
+    db.exec("INSERT INTO sqlite_sequence (name, seq) VALUES ('parts', 500)");
+    db.close();
+    const store = sqlite(path);
+    const [verdict] = await store.admit([item('a')], 0);
+    expect(verdict).toMatchObject({ verdict: 'accepted', partId: '501' });
+  });
+
   it('keeps the newest maxKeys claims of a space when their expiries tie, by insertion', async () => {
     const path = join(tempDir().path, 'ties.db');
     const store = sqlite(path);
