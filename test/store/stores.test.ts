@@ -144,6 +144,21 @@ describe('sqlite store', () => {
     db.close();
   });
 
+  it('drops the claim log\'s two old indexes from a file made by an earlier version, keeping its claims', async () => {
+    const path = join(tempDir().path, 'old-indexes.db');
+    const db = new Database(path);
+    db.exec(`CREATE TABLE claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+      CREATE INDEX claim_log_expiry ON claim_log (expires_at); CREATE INDEX claim_log_space ON claim_log (space);
+      INSERT INTO claim_log VALUES ('old', 'id:c', 3600000, 100, 3600000);`);
+    db.close();
+    const store = sqlite(path);
+    expect((await store.admit([{ ...item('old'), claims: [claim('old', 3_600_000, 100)] }], 10))[0]?.verdict).toBe('claimed');
+    await store.close();
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all()).toEqual(['claim_log_space_expiry']);
+    after.close();
+  });
+
   it('numbers parts above the sequence of a file made when the part table had AUTOINCREMENT', async () => {
     const path = join(tempDir().path, 'autoincrement.db');
     const db = new Database(path);
