@@ -101,7 +101,8 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
   let errors = 0;
   let non2xx = 0;
   let done = 0;
-  let sent = 0;
+  /** Requests due so far (queued or sent). */
+  let queued = 0;
   const queue = [];
   const idle = [];
   let finish;
@@ -146,20 +147,19 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     const dueAt = queue.shift();
     if (dueAt === undefined) { conn.dueAt = 0; idle.push(conn); return; }
     conn.dueAt = dueAt;
-    conn.socket.write(request(sent - queue.length));
+    // The requests taken off the queue so far, this one included, number it.
+    conn.socket.write(request(queued - queue.length));
   };
   for (let i = 0; i < connections; i++) idle.push(open());
   await Promise.race([finished, Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve))))]);
 
   const started = performance.now();
-  let queued = 0;
   const tick = () => {
     const now = performance.now();
     const due = Math.min(total, Math.floor(((now - started) * rate) / 1000) + 1);
     while (queued < due) {
       queued++;
       queue.push(now);
-      sent++;
       const conn = idle.pop();
       if (conn) next(conn);
     }

@@ -102,18 +102,17 @@ export class SqliteRows implements Rows {
       dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
     };
     // Above every id used before: the mark, the parts still open, and (a file made with
-    // AUTOINCREMENT) the sequence SQLite kept for them.
+    // AUTOINCREMENT) the sequence SQLite kept for them, read only for such a file.
     const used = (sql: string) => (db.prepare(sql).pluck().get() as number | null | undefined) ?? 0;
-    const table = used("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'parts'") as unknown as string;
+    const partsTable = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'parts'").pluck().get() as string;
     const last = Math.max(
       used("SELECT value FROM meta WHERE name = 'part_mark'"),
       used('SELECT max(id) FROM parts'),
-      // Read only for such a file: after a crash, the first read of sqlite_sequence from a long
-      // WAL took 150 ms here, before the service listens.
-      /AUTOINCREMENT/i.test(table) ? used("SELECT seq FROM sqlite_sequence WHERE name = 'parts'") : 0,
+      /AUTOINCREMENT/i.test(partsTable) ? used("SELECT seq FROM sqlite_sequence WHERE name = 'parts'") : 0,
     );
-    // The first part of this run moves the mark, in its own transaction: a write here, before
-    // the service listens, cost 150 ms after a crash with a long WAL (the restart bench).
+    // No write here: the first part of this run moves the mark, in its own transaction. After a
+    // crash with a long WAL, a statement here (a write, or the first read of sqlite_sequence)
+    // cost 150 ms before the service listened (bench/restart.mjs).
     this.nextPartId = last + 1;
     this.partMark = last;
   }
