@@ -8,7 +8,7 @@ const runs = [
   [node, ['--expose-gc', 'bench/correlator.mjs']],
   [node, ['--expose-gc', 'bench/media.mjs']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
-  [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '5', '50', process.env.BENCH_ROUNDS ?? '3']],
+  [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],
   [node, ['bench/ingest-cost.mjs', '500', process.env.BENCH_SECONDS ?? '5', '3']],
   [node, ['bench/latency.mjs', '4', '2', '10']],
   [node, ['bench/gc.mjs', '2000', '5', '1']],
