@@ -28,6 +28,15 @@ export class ByteArena {
   }
 
   put(text: string): Bytes {
+    // A UTF-16 code unit is at most 3 bytes of UTF-8: when that much room is left, write at
+    // once and take the length from the write. Measuring first is a second pass over the text
+    // (0.6 µs of the 1.4 µs a ~1 KB body cost, scratch).
+    const worst = text.length * 3;
+    if (worst <= this.chunkBytes / 4 && this.used + worst <= this.chunk.length) {
+      const start = this.used;
+      this.used += this.chunk.write(text, start, 'utf8');
+      return { chunk: this.chunk, start, end: this.used };
+    }
     const length = Buffer.byteLength(text, 'utf8');
     if (length > this.chunkBytes / 4) return { chunk: Buffer.from(text, 'utf8'), start: 0, end: length };
     if (this.used + length > this.chunk.length) {

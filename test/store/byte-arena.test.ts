@@ -35,4 +35,24 @@ describe('ByteArena', () => {
     expect(textOf(owned)).toBe('keep me');
     expect(own(owned)).toBe(owned);
   });
+
+  it('writes as many bytes as the text takes in UTF-8, lone surrogates included, up to the end of a chunk', () => {
+    const arena = new ByteArena(256);
+    const first = arena.put('x'.repeat(60));
+    for (let i = 0; i < 3; i++) expect(arena.put('x'.repeat(60)).chunk).toBe(first.chunk);
+    // 3 UTF-16 units (at most 9 bytes) with 16 bytes of room left: written at once.
+    const lone = arena.put('a\ud800b');
+    expect(lone.chunk).toBe(first.chunk);
+    expect(lone.end - lone.start).toBe(Buffer.byteLength('a\ud800b'));
+    expect(textOf(lone)).toBe('a\ufffdb');
+    // 11 units (at most 33 bytes) with 11 bytes left, but 11 bytes of ASCII: measured, and fits.
+    const tail = arena.put('tail-ends!!');
+    expect(tail.chunk).toBe(first.chunk);
+    expect(tail.end).toBe(256);
+    expect(textOf(tail)).toBe('tail-ends!!');
+    // Nothing left: the next text starts a new chunk.
+    const next = arena.put('é');
+    expect(next.chunk).not.toBe(first.chunk);
+    expect(textOf(next)).toBe('é');
+  });
 });
