@@ -8,6 +8,12 @@
 // a new session, so the flushes of earlier requests run between acknowledgements, as in
 // production. The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round),
 // median and range over rounds.
+// Beside the latency, each run reads from /proc/<pid>/task/<tid>/schedstat how long the
+// server's main thread, and this process (the load generator), waited runnable on a run queue
+// with no core free for them (ms per second of the run): on a small machine the server's own
+// GC helper threads and the generator compete for the same cores. BENCH_HANDLING=1 also
+// preloads bench/handling.mjs into every server and reports how long the server itself took
+// over a request (`request` event to `finish`): what the client saw beyond that is waiting.
 // BENCH_BURSTS=1 drives the half rate with autocannon's `overallRate` instead, as this bench did
 // before: each connection sends its share of a second as fast as it can and then waits for the
 // next second, so that is the max rate for half of each second, not half the max rate.
@@ -19,7 +25,8 @@
 // Usage: node bench/latency.mjs [seconds=5] [rounds=3] [idle seconds=10] [settle seconds=150]
 //   (rounds 0: idle CPU only; idle 0: latency only)
 import autocannon from 'autocannon';
-import { cpuNs, median, newSessionRequests, paced, start, targets } from './servers.mjs';
+import { join } from 'node:path';
+import { cpuNs, median, newSessionRequests, paced, runQueueNs, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -56,19 +63,37 @@ const ms = (x) => x.toFixed(2);
  */
 const fixedRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 
+/** BENCH_HANDLING=1: also read each server's own handling time per request (bench/handling.mjs). */
+const handling = process.env.BENCH_HANDLING === '1';
+const execArgv = handling ? ['--import', join(new URL('.', import.meta.url).pathname, 'handling.mjs')] : [];
+const ask = (server, message) => new Promise((resolve) => {
+  const onMessage = (reply) => {
+    if (reply?.handling === undefined) return; // a server's own message (bare Koa's 'ready')
+    server.child.off('message', onMessage);
+    resolve(reply.handling);
+  };
+  server.child.on('message', onMessage);
+  server.child.send(message);
+});
+
 const runs = new Map(targets.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
   const order = targets.map((_, i) => targets[(i + round) % targets.length]);
   for (const target of order) {
-    const server = await start(target);
+    const server = await start(target, { execArgv });
     await load(server, 2, { connections: 50 }); // warm-up
     const max = (await load(server, Math.max(2, Math.round(seconds / 2)), { connections: 50 })).requests.average;
     // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const rate = fixedRate ?? Math.max(1, Math.round(max / 2));
+    if (handling) server.child.send('handling:reset');
+    // How long the server's main thread and this process (the load generator) waited for a core.
+    const waited = [runQueueNs(server.pid), runQueueNs(process.pid)];
     const { result, took, p50, p99, p999 } = await measured(server, seconds, rate);
+    const [serverWait, generatorWait] = [runQueueNs(server.pid) - waited[0], runQueueNs(process.pid) - waited[1]].map((ns) => ns / 1e6 / took);
+    const own = handling ? await ask(server, 'handling:read') : undefined;
     server.stop();
-    runs.get(target[0]).push({ max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx });
+    runs.get(target[0]).push({ max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx, serverWait, generatorWait, own });
   }
 }
 
@@ -91,12 +116,12 @@ const bare = runs.get(targets[0][0]);
 const bareIdle = idle.get(targets[0][0]);
 if (rounds > 0) {
 console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
-console.log('| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+console.log(`| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors | server main thread waiting for a core, ms/s | load generator waiting, ms/s |${handling ? ' server handling p50 / p99 ms |' : ''}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${handling ? '---:|' : ''}`);
 for (const [name] of targets) {
   const r = runs.get(name);
   const ratios = r.map((x, i) => x.p99 / bare[i].p99);
   const p99s = r.map((x) => x.p99);
-  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} |`);
+  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.serverWait)).toFixed(0)} | ${median(r.map((x) => x.generatorWait)).toFixed(0)} |${handling ? ` ${ms(median(r.map((x) => x.own.p50)))} / ${ms(median(r.map((x) => x.own.p99)))} |` : ''}`);
 }
 }
 if (idleSeconds > 0) {

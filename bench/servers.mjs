@@ -46,7 +46,7 @@ export async function start([name, script, env], options = {}) {
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    name, pid: child.pid, url: `http://127.0.0.1:${port}`,
+    name, pid: child.pid, url: `http://127.0.0.1:${port}`, child,
     stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); },
   };
 }
@@ -198,6 +198,14 @@ export function cpuNs(pid) {
   let all = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) all += of(tid);
   return { main: of(pid), all };
+}
+
+/**
+ * How long a thread has waited on a run queue, in ns (/proc/<pid>/task/<tid>/schedstat, second
+ * field): runnable, and no core free for it. The main thread by default.
+ */
+export function runQueueNs(pid, tid = pid) {
+  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
 }
 
 /** Resident set size and its peak so far, in MB (/proc/<pid>/status VmRSS and VmHWM). */
