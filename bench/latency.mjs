@@ -1,13 +1,17 @@
 // Ack latency at half load, and CPU when idle, for every server of bench/servers.mjs.
 //
-// Latency: one server at a time (rotated order per round, like bench/ingest.mjs), so no other
-// server competes for the two cores. Each run first finds the server's own max rate (autocannon,
-// 50 connections, saturating), then drives it at HALF of that rate with a steady load
-// (`paced` in bench/servers.mjs: request i sent at i/rate, open loop, 20 connections) and reads
-// the acknowledgement latency (request sent -> 200 received) of every request. Every request is
-// a new session, so the flushes of earlier requests run between acknowledgements, as in
-// production. The ratio to bare Koa is taken per round (p99 / bare Koa's p99 of the same round),
-// median and range over rounds.
+// Latency: one server at a time, so no other server competes for the two cores. Each run first
+// finds the server's own max rate (autocannon, 50 connections, saturating), then drives it at
+// HALF of that rate with a steady load (`paced` in bench/servers.mjs: request i sent at i/rate,
+// open loop, 20 connections) and reads the acknowledgement latency (request sent -> 200
+// received) of every request. Every request is a new session, so the flushes of earlier
+// requests run between acknowledgements, as in production.
+// Like bench/ingest.mjs, every server stays up and each server's run sits between two runs of
+// bare Koa ("bare, A, bare, B, ...", the order rotated per round): this VM's speed moves in
+// steps of ~10 s, and runs of one server after another were often in different steps. A
+// server's ratio in a round is its p99 over the mean of the two bare Koa p99s around it; the
+// median and range over rounds are reported. BENCH_SEQUENTIAL=1: the earlier layout (each
+// server started and measured in turn, its p99 over bare Koa's of the same round).
 // Beside the latency, each run reads from /proc/<pid>/task/<tid>/schedstat how long the
 // server's main thread, and this process (the load generator), waited runnable on a run queue
 // with no core free for them (ms per second of the run): on a small machine the server's own
@@ -76,24 +80,56 @@ const ask = (server, message) => new Promise((resolve) => {
   server.child.send(message);
 });
 
+/** Find the server's max rate, let its buffers flush, then read the latency at half of it. */
+async function latencyRun(server) {
+  const max = (await load(server, Math.max(2, Math.round(seconds / 2)), { connections: 50 })).requests.average;
+  // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const rate = fixedRate ?? Math.max(1, Math.round(max / 2));
+  if (handling) server.child.send('handling:reset');
+  // How long the server's main thread and this process (the load generator) waited for a core.
+  const waited = [runQueueNs(server.pid), runQueueNs(process.pid)];
+  const { result, took, p50, p99, p999 } = await measured(server, seconds, rate);
+  const [serverWait, generatorWait] = [runQueueNs(server.pid) - waited[0], runQueueNs(process.pid) - waited[1]].map((ns) => ns / 1e6 / took);
+  const own = handling ? await ask(server, 'handling:read') : undefined;
+  return { max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx, serverWait, generatorWait, own };
+}
+
+const sequential = process.env.BENCH_SEQUENTIAL === '1';
 const runs = new Map(targets.map(([name]) => [name, []]));
-for (let round = 0; round < rounds; round++) {
-  const order = targets.map((_, i) => targets[(i + round) % targets.length]);
-  for (const target of order) {
-    const server = await start(target, { execArgv });
-    await load(server, 2, { connections: 50 }); // warm-up
-    const max = (await load(server, Math.max(2, Math.round(seconds / 2)), { connections: 50 })).requests.average;
-    // Let the saturating run's buffers flush (1.5 s window) before measuring at half load.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    const rate = fixedRate ?? Math.max(1, Math.round(max / 2));
-    if (handling) server.child.send('handling:reset');
-    // How long the server's main thread and this process (the load generator) waited for a core.
-    const waited = [runQueueNs(server.pid), runQueueNs(process.pid)];
-    const { result, took, p50, p99, p999 } = await measured(server, seconds, rate);
-    const [serverWait, generatorWait] = [runQueueNs(server.pid) - waited[0], runQueueNs(process.pid) - waited[1]].map((ns) => ns / 1e6 / took);
-    const own = handling ? await ask(server, 'handling:read') : undefined;
-    server.stop();
-    runs.get(target[0]).push({ max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx, serverWait, generatorWait, own });
+if (sequential) {
+  for (let round = 0; round < rounds; round++) {
+    const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+    const measuredRound = new Map();
+    for (const target of order) {
+      const server = await start(target, { execArgv });
+      await load(server, 2, { connections: 50 }); // warm-up
+      measuredRound.set(target[0], await latencyRun(server));
+      server.stop();
+    }
+    const bare = measuredRound.get(targets[0][0]);
+    for (const [name] of targets) runs.get(name).push({ ...measuredRound.get(name), ratio: measuredRound.get(name).p99 / bare.p99 });
+  }
+} else if (rounds > 0) {
+  const servers = [];
+  for (const target of targets) servers.push(await start(target, { execArgv }));
+  try {
+    for (const server of servers) await load(server, 2, { connections: 50 }); // warm-up
+    const [bare, ...others] = servers;
+    for (let round = 0; round < rounds; round++) {
+      const order = others.map((_, i) => others[(i + round) % others.length]);
+      let before = await latencyRun(bare);
+      runs.get(bare.name).push({ ...before, ratio: 1 });
+      for (const server of order) {
+        const own = await latencyRun(server);
+        const after = await latencyRun(bare);
+        runs.get(bare.name).push({ ...after, ratio: 1 });
+        runs.get(server.name).push({ ...own, ratio: own.p99 / ((before.p99 + after.p99) / 2) });
+        before = after;
+      }
+    }
+  } finally {
+    for (const server of servers) server.stop();
   }
 }
 
@@ -112,14 +148,13 @@ if (idleSeconds > 0) {
   });
 }
 
-const bare = runs.get(targets[0][0]);
 const bareIdle = idle.get(targets[0][0]);
 if (rounds > 0) {
-console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version})`);
+console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, ${sequential ? 'each started and measured in turn (BENCH_SEQUENTIAL=1)' : "each server's run between two of bare Koa"}, every request a new session (node ${process.version})`);
 console.log(`| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors | server main thread waiting for a core, ms/s | load generator waiting, ms/s |${handling ? ' server handling p50 / p99 ms |' : ''}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${handling ? '---:|' : ''}`);
 for (const [name] of targets) {
   const r = runs.get(name);
-  const ratios = r.map((x, i) => x.p99 / bare[i].p99);
+  const ratios = r.map((x) => x.ratio);
   const p99s = r.map((x) => x.p99);
   console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.serverWait)).toFixed(0)} | ${median(r.map((x) => x.generatorWait)).toFixed(0)} |${handling ? ` ${ms(median(r.map((x) => x.own.p50)))} / ${ms(median(r.map((x) => x.own.p99)))} |` : ''}`);
 }

@@ -72,6 +72,84 @@ describe('ClaimTable index', () => {
     expect(evicted).toBeGreaterThan(0);
   });
 
+  it('agrees with the model while its index is rebuilt after a growth, with keys expiring, evicted and claimed again meanwhile', () => {
+    // The ring starts at 1,024 slots: these runs grow it (to 2,048 and 4,096) with expiry,
+    // eviction and repeated keys all happening during the rebuilds that follow.
+    for (const [ttl, cap, space, seedStart] of [[2600, 5000, 6000, 11], [1100, 1500, 2500, 23], [3000, 2100, 1_000_000, 5]] as const) {
+      let seed = seedStart;
+      const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+      const table = new ClaimTable(ttl, cap);
+      const model = new Map<string, number>();
+      let evicted = 0;
+      let rebuilding = 0;
+      for (let step = 0, now = 0; step < 30_000; step++, now += random() < 0.5 ? 0 : 1) {
+        for (const [key, expiry] of model) {
+          if (expiry > now) break;
+          model.delete(key);
+        }
+        const key = `key-${Math.floor(random() * space)}`;
+        if (random() < 0.3) {
+          expect(table.has(key, now)).toBe(model.has(key));
+          continue;
+        }
+        const expected = !model.has(key);
+        if (expected) {
+          if (model.size === cap) {
+            model.delete(model.keys().next().value as string);
+            evicted++;
+          }
+          model.set(key, now + ttl);
+        }
+        expect(table.claim(key, now)).toBe(expected);
+        if (table.pendingRebuild > 0) rebuilding++;
+        if (step % 101 === 0) expect(table.count).toBe(model.size);
+      }
+      expect(table.evicted).toBe(evicted);
+      // The runs did go through rebuilds.
+      expect(rebuilding).toBeGreaterThan(50);
+    }
+  });
+
+  it('rebuilds its index a few keys per insert after a growth, not all at once', () => {
+    const table = new ClaimTable(1_000_000, 1_000_000);
+    for (let i = 0; i < 1024; i++) table.claim(`k${i}`, 0);
+    expect(table.pendingRebuild).toBe(0);
+    table.claim('k1024', 0); // the ring was full: it doubles
+    expect(table.pendingRebuild).toBe(1024);
+    let previous = table.pendingRebuild;
+    let inserts = 0;
+    while (table.pendingRebuild > 0) {
+      table.claim(`n${inserts++}`, 0);
+      expect(previous - table.pendingRebuild).toBeLessThanOrEqual(16);
+      previous = table.pendingRebuild;
+    }
+    expect(inserts).toBe(64);
+    // Every key, carried over or new, is still taken.
+    for (let i = 0; i <= 1024; i++) expect(table.has(`k${i}`, 1)).toBe(true);
+    for (let i = 0; i < inserts; i++) expect(table.has(`n${i}`, 1)).toBe(true);
+    expect(table.count).toBe(1025 + inserts);
+  });
+
+  it('forgets keys that expire during a rebuild, carried over or not', () => {
+    const table = new ClaimTable(100, 1_000_000);
+    // 1,024 keys over times 0-51 fill the ring; one more at 52 doubles it.
+    for (let i = 0; i < 1024; i++) table.claim(`k${i}`, Math.floor(i / 20));
+    table.claim('grew', 52);
+    for (let i = 0; i < 10; i++) table.claim(`n${i}`, 60); // carry 160 keys over meanwhile
+    expect(table.pendingRebuild).toBe(1024 - 160);
+    // At 140 the keys of times 0-39 (k0-k799) have expired; the rebuild had carried k0-k159.
+    expect(table.has('k100', 140)).toBe(false);
+    expect(table.has('k500', 140)).toBe(false);
+    expect(table.has('k900', 140)).toBe(true);
+    expect(table.pendingRebuild).toBeGreaterThan(0);
+    // At 161 every carried key and those of 52 and 60 have expired: none is taken any more.
+    for (const key of ['k0', 'k500', 'k1023', 'grew', 'n0', 'n9']) expect(table.has(key, 161)).toBe(false);
+    expect(table.count).toBe(0);
+    expect(table.claim('n0', 162)).toBe(true);
+    expect(table.claim('k500', 162)).toBe(true);
+    expect(table.claim('k500', 163)).toBe(false);
+  });
+
   it('uses a claimKey digest as its 96 bits and still tells digests apart', async () => {
     const { claimKey } = await import('../../src/dedup/claims.js');
     const table = new ClaimTable(1000, 10_000);
