@@ -62,6 +62,12 @@ export class ClaimTable {
   private previous: { words: Uint32Array; index: Int32Array; mask: number; head: number; capacity: number } | undefined;
   private rebuilt = 0;
   private carried = 0;
+  /**
+   * The arrays of the next growth, made once the ring is half full and written a page or two
+   * per insert from then on: a page is only backed by memory when first written, and faulting
+   * in a fresh 10 MB ring at the growth itself took 30 ms at 524,288 keys (scratch).
+   */
+  private next: { words: Uint32Array; expires: Float64Array; index: Int32Array; page: number; pages: number } | undefined;
   /** The key being claimed or looked up. */
   private readonly probe = new Uint32Array(3);
   /** The key being dropped (an eviction happens in the middle of inserting `probe`). */
@@ -106,6 +112,11 @@ export class ClaimTable {
     return this.size;
   }
 
+  /** How much of the next growth's memory is written so far, 0 to 1 (0: none made yet). */
+  get nextPrepared(): number {
+    return this.next ? this.next.page / this.next.pages : 0;
+  }
+
   /** Keys carried over by the last growth and not yet in the new index (0: no rebuild under way). */
   get pendingRebuild(): number {
     return this.previous ? this.carried - this.rebuilt : 0;
@@ -117,6 +128,7 @@ export class ClaimTable {
 
   private insert(key: Uint32Array, expiresAt: number): void {
     if (this.previous) this.rebuildSome(REBUILD_STEP);
+    if (this.size * 2 >= this.capacity && this.capacity < this.maxKeys) this.prepare();
     if (this.size === this.maxKeys) {
       this.dropHead();
       this.evicted++;
@@ -220,8 +232,10 @@ export class ClaimTable {
   private grow(): void {
     if (this.previous) this.rebuildSome(Infinity);
     const capacity = Math.min(this.capacity * 2, this.maxKeys);
-    const words = new Uint32Array(capacity * 3);
-    const expires = new Float64Array(capacity);
+    const next = this.next;
+    this.next = undefined;
+    const words = next?.words ?? new Uint32Array(capacity * 3);
+    const expires = next?.expires ?? new Float64Array(capacity);
     // The ring is full: from `head` to the end, then from 0 to `head`.
     const first = this.capacity - this.head;
     words.set(this.words.subarray(this.head * 3), 0);
@@ -234,8 +248,28 @@ export class ClaimTable {
     this.words = words;
     this.expires = expires;
     this.head = 0;
-    this.index = new Int32Array(indexSize(capacity));
+    this.index = next?.index ?? new Int32Array(indexSize(capacity));
     this.mask = this.index.length - 1;
+  }
+
+  /**
+   * Make the next growth's arrays (at half full) and write a zero into a few more of their
+   * pages: all of them by the time the ring is full, at a steady few pages per insert.
+   */
+  private prepare(): void {
+    let next = this.next;
+    if (!next) {
+      const capacity = Math.min(this.capacity * 2, this.maxKeys);
+      const words = new Uint32Array(capacity * 3);
+      const expires = new Float64Array(capacity);
+      const index = new Int32Array(indexSize(capacity));
+      const pages = Math.ceil((words.byteLength + expires.byteLength + index.byteLength) / PAGE_BYTES);
+      next = this.next = { words, expires, index, page: 0, pages };
+    }
+    // The inserts left until the ring is full, at least one.
+    const left = Math.max(1, this.capacity - this.size);
+    const count = Math.ceil((next.pages - next.page) / left);
+    for (let i = 0; i < count && next.page < next.pages; i++, next.page++) touch(next, next.page);
   }
 
   /** Put up to `count` more carried-over keys into the new index; drop the previous one when done. */
@@ -252,6 +286,19 @@ export class ClaimTable {
   }
 }
 
+/** Write a zero into page `page` of the three arrays taken end to end. */
+function touch(arrays: { words: Uint32Array; expires: Float64Array; index: Int32Array }, page: number): void {
+  let at = page * PAGE_BYTES;
+  for (const array of [arrays.words, arrays.expires, arrays.index]) {
+    if (at < array.byteLength) {
+      array[at / array.BYTES_PER_ELEMENT] = 0;
+      return;
+    }
+    at -= array.byteLength;
+  }
+}
+
+const PAGE_BYTES = 4096;
 /** Carried-over keys put into the new index per insert while it is rebuilt. */
 const REBUILD_STEP = 16;
 /** `find`: the key is live, and known only to the previous index (no cell of the new one). */
