@@ -61,8 +61,12 @@ export function toRecord(row: OutboxRow): OutboxRecord {
   return record;
 }
 
-/** How many claims are logged between two purges of the claim log. */
-const PURGE_EVERY = 4096;
+/**
+ * How many claims are logged between two purges of the claim log. Once keys expire (after
+ * `idTtlMs` of traffic), a purge deletes about this many rows inside a commit on the event
+ * loop: 2.8 ms for 4,096 rows, 0.47 ms for 512 (scratch, better-sqlite3, a 1.5 million-row log).
+ */
+const PURGE_EVERY = 512;
 /** Part ids reserved per write of the mark in \`meta\`: a restart skips at most this many. */
 const PART_IDS_PER_MARK = 65_536;
 

@@ -127,6 +127,21 @@ describe('sqlite store', () => {
     expect(await verdictOf('k4899')).toBe('accepted');
   });
 
+  it('purges the claim log while it runs, every 512 claims: a purge is a short delete on the event loop', async () => {
+    const path = join(tempDir().path, 'running.db');
+    const store = sqlite(path);
+    for (let i = 0; i < 1500; i += 100) {
+      await store.admit(Array.from({ length: 100 }, (_, j) => `r${i + j}`).map((key) => ({ ...item(key), claims: [claim(key, 3_600_000, 100)] })), i);
+    }
+    // Read beside the running store (WAL): the newest 100 keys, plus fewer than 512 since the last purge.
+    const db = new Database(path, { readonly: true });
+    const rows = db.prepare('SELECT count(*) FROM claim_log').pluck().get() as number;
+    db.close();
+    expect(rows).toBeGreaterThanOrEqual(100);
+    expect(rows).toBeLessThan(100 + 512);
+    await store.close();
+  });
+
   it('purges the expired claims of a space this run never claimed in, and keeps the live ones', async () => {
     const path = join(tempDir().path, 'spaces.db');
     const first = sqlite(path);
