@@ -11,7 +11,8 @@
 // slice between two slices of bare Koa ("bare, A, bare, B, bare, C, bare", the order of A, B, C
 // rotated per round): a server's ratio in a round is its req/s over the mean of the two bare
 // Koa slices around it, a few seconds away on either side. The ratio reported is the median of
-// the rounds, with their range.
+// the rounds, with their range. (Over the higher of the two instead, a stricter reading, one
+// run read every ratio about a tenth lower: see docs/benchmarks.md.)
 //
 // A slice is WARM seconds of load, not counted, then `seconds` counted. The warm part covers
 // the debounce window: the buffers a slice opens flush 1.5 s later, while the next server's

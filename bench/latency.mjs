@@ -10,7 +10,8 @@
 // bare Koa ("bare, A, bare, B, ...", the order rotated per round): this VM's speed moves in
 // steps of ~10 s, and runs of one server after another were often in different steps. A
 // server's ratio in a round is its p99 over the mean of the two bare Koa p99s around it; the
-// median and range over rounds are reported. BENCH_SEQUENTIAL=1: the earlier layout (each
+// median and range over rounds are reported (a bare Koa run with a stall, 181 ms once, makes
+// one round's ratios meaningless: the median over rounds is what to read). BENCH_SEQUENTIAL=1: the earlier layout (each
 // server started and measured in turn, its p99 over bare Koa's of the same round).
 // Beside the latency, each run reads from /proc/<pid>/task/<tid>/schedstat how long the
 // server's main thread, and this process (the load generator), waited runnable on a run queue
