@@ -40,10 +40,12 @@ function decode(key: string, out: Uint32Array): boolean {
  * is no heap object at all, so a million of them cost the garbage collector nothing to trace,
  * and about 28 bytes each.
  *
- * The ring doubles when full, and its index is rebuilt a few entries per insert, not at once:
- * rebuilding it whole held the event loop 17 ms at 131,072 keys, 34 ms at 262,144 and 71 ms
- * at 524,288, once each on the way to a million under steady traffic (and again after every
- * restart). While it is rebuilt, a key not yet in the new index is found in the old one.
+ * The ring doubles when full, and its keys are carried into the new ring and index a few per
+ * insert, not at once: copying and re-indexing them whole held the event loop 17 ms at 131,072
+ * keys, 34 ms at 262,144 and 71 ms at 524,288, once each on the way to a million under steady
+ * traffic (and again after every restart); 30 ms of the last was page faults on the fresh
+ * ring, which now come a page at a time. Meanwhile a key not yet carried over is read from the
+ * previous ring and found through the previous index.
  */
 export class ClaimTable {
   /** Ring of keys, three 32-bit words per slot, oldest at `head`. */
@@ -55,19 +57,13 @@ export class ClaimTable {
   private index: Int32Array;
   private mask: number;
   /**
-   * During a rebuild (after a growth): the ring before it and its index, which still find the
-   * slots from `rebuilt` up to `carried` (the keys carried over, now at slots 0..carried-1).
-   * Old slot `s` is new slot `(s - previous.head) mod previous.capacity`.
+   * During a rebuild (after a growth): the ring before it and its index, which still hold the
+   * slots from `rebuilt` up to `carried` (the keys carried over, slots 0..carried-1 of the new
+   * ring once copied). New slot `s` is old slot `(s + previous.head) mod previous.capacity`.
    */
-  private previous: { words: Uint32Array; index: Int32Array; mask: number; head: number; capacity: number } | undefined;
+  private previous: { words: Uint32Array; expires: Float64Array; index: Int32Array; mask: number; head: number; capacity: number } | undefined;
   private rebuilt = 0;
   private carried = 0;
-  /**
-   * The arrays of the next growth, made once the ring is half full and written a page or two
-   * per insert from then on: a page is only backed by memory when first written, and faulting
-   * in a fresh 10 MB ring at the growth itself took 30 ms at 524,288 keys (scratch).
-   */
-  private next: { words: Uint32Array; expires: Float64Array; index: Int32Array; page: number; pages: number } | undefined;
   /** The key being claimed or looked up. */
   private readonly probe = new Uint32Array(3);
   /** The key being dropped (an eviction happens in the middle of inserting `probe`). */
@@ -112,11 +108,6 @@ export class ClaimTable {
     return this.size;
   }
 
-  /** How much of the next growth's memory is written so far, 0 to 1 (0: none made yet). */
-  get nextPrepared(): number {
-    return this.next ? this.next.page / this.next.pages : 0;
-  }
-
   /** Keys carried over by the last growth and not yet in the new index (0: no rebuild under way). */
   get pendingRebuild(): number {
     return this.previous ? this.carried - this.rebuilt : 0;
@@ -128,7 +119,6 @@ export class ClaimTable {
 
   private insert(key: Uint32Array, expiresAt: number): void {
     if (this.previous) this.rebuildSome(REBUILD_STEP);
-    if (this.size * 2 >= this.capacity && this.capacity < this.maxKeys) this.prepare();
     if (this.size === this.maxKeys) {
       this.dropHead();
       this.evicted++;
@@ -184,7 +174,14 @@ export class ClaimTable {
   }
 
   private expire(now: number): void {
-    while (this.size > 0 && (this.expires[this.head] as number) <= now) this.dropHead();
+    while (this.size > 0 && this.expiryOf(this.head) <= now) this.dropHead();
+  }
+
+  /** The expiry of a live slot: in the previous ring while it is not carried over yet. */
+  private expiryOf(slot: number): number {
+    const previous = this.previous;
+    if (previous && slot >= this.rebuilt && slot < this.carried) return previous.expires[(slot + previous.head) % previous.capacity] as number;
+    return this.expires[slot] as number;
   }
 
   private dropHead(): void {
@@ -224,59 +221,37 @@ export class ClaimTable {
   }
 
   /**
-   * Double the ring: its keys are copied in order to slots 0..size-1 (two block copies), and
-   * the new index gets only the keys inserted from now on; `rebuildSome` carries the copied
-   * ones over a few per insert, and `find` looks in the previous index meanwhile. Every later
-   * insert brings REBUILD_STEP more, so the rebuild ends long before the ring is full again.
+   * Double the ring. The new ring and index start empty but for the keys inserted from now on;
+   * `rebuildSome` copies the carried-over keys to slots 0..size-1 (in ring order) and indexes
+   * them a few per insert, and `find` and `expiryOf` read the previous ring meanwhile. Every
+   * later insert carries REBUILD_STEP more, so the rebuild ends long before the ring is full
+   * again. Fresh memory is only backed when written: copied at once, it faulted in 10 MB on
+   * the way to 524,288 keys, 30 ms here.
    */
   private grow(): void {
     if (this.previous) this.rebuildSome(Infinity);
     const capacity = Math.min(this.capacity * 2, this.maxKeys);
-    const next = this.next;
-    this.next = undefined;
-    const words = next?.words ?? new Uint32Array(capacity * 3);
-    const expires = next?.expires ?? new Float64Array(capacity);
-    // The ring is full: from `head` to the end, then from 0 to `head`.
-    const first = this.capacity - this.head;
-    words.set(this.words.subarray(this.head * 3), 0);
-    words.set(this.words.subarray(0, this.head * 3), first * 3);
-    expires.set(this.expires.subarray(this.head), 0);
-    expires.set(this.expires.subarray(0, this.head), first);
-    this.previous = { words: this.words, index: this.index, mask: this.mask, head: this.head, capacity: this.capacity };
+    this.previous = { words: this.words, expires: this.expires, index: this.index, mask: this.mask, head: this.head, capacity: this.capacity };
     this.rebuilt = 0;
     this.carried = this.size;
-    this.words = words;
-    this.expires = expires;
+    this.words = new Uint32Array(capacity * 3);
+    this.expires = new Float64Array(capacity);
     this.head = 0;
-    this.index = next?.index ?? new Int32Array(indexSize(capacity));
+    this.index = new Int32Array(indexSize(capacity));
     this.mask = this.index.length - 1;
   }
 
-  /**
-   * Make the next growth's arrays (at half full) and write a zero into a few more of their
-   * pages: all of them by the time the ring is full, at a steady few pages per insert.
-   */
-  private prepare(): void {
-    let next = this.next;
-    if (!next) {
-      const capacity = Math.min(this.capacity * 2, this.maxKeys);
-      const words = new Uint32Array(capacity * 3);
-      const expires = new Float64Array(capacity);
-      const index = new Int32Array(indexSize(capacity));
-      const pages = Math.ceil((words.byteLength + expires.byteLength + index.byteLength) / PAGE_BYTES);
-      next = this.next = { words, expires, index, page: 0, pages };
-    }
-    // The inserts left until the ring is full, at least one.
-    const left = Math.max(1, this.capacity - this.size);
-    const count = Math.ceil((next.pages - next.page) / left);
-    for (let i = 0; i < count && next.page < next.pages; i++, next.page++) touch(next, next.page);
-  }
-
-  /** Put up to `count` more carried-over keys into the new index; drop the previous one when done. */
+  /** Carry up to `count` more keys into the new ring and index; drop the previous ones when done. */
   private rebuildSome(count: number): void {
+    const previous = this.previous as NonNullable<ClaimTable['previous']>;
     const end = Math.min(this.carried, this.rebuilt + count);
     // Slots the head already passed were dropped: nothing to carry.
     for (let slot = Math.max(this.rebuilt, this.head); slot < end; slot++) {
+      const from = (slot + previous.head) % previous.capacity;
+      this.words[slot * 3] = previous.words[from * 3] as number;
+      this.words[slot * 3 + 1] = previous.words[from * 3 + 1] as number;
+      this.words[slot * 3 + 2] = previous.words[from * 3 + 2] as number;
+      this.expires[slot] = previous.expires[from] as number;
       let cell = this.cellOf(slot);
       while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
       this.index[cell] = slot + 1;
@@ -286,19 +261,6 @@ export class ClaimTable {
   }
 }
 
-/** Write a zero into page `page` of the three arrays taken end to end. */
-function touch(arrays: { words: Uint32Array; expires: Float64Array; index: Int32Array }, page: number): void {
-  let at = page * PAGE_BYTES;
-  for (const array of [arrays.words, arrays.expires, arrays.index]) {
-    if (at < array.byteLength) {
-      array[at / array.BYTES_PER_ELEMENT] = 0;
-      return;
-    }
-    at -= array.byteLength;
-  }
-}
-
-const PAGE_BYTES = 4096;
 /** Carried-over keys put into the new index per insert while it is rebuilt. */
 const REBUILD_STEP = 16;
 /** `find`: the key is live, and known only to the previous index (no cell of the new one). */
