@@ -40,71 +40,81 @@ describe('ClaimTable', () => {
   });
 });
 
+/** A seeded pseudo-random generator in [0, 1), so a failing run can be replayed. */
+function seeded(seed: number): () => number {
+  return () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+}
+
+/** What a claim table must answer: a plain Map of key -> expiry, in insertion order. */
+class ClaimModel {
+  private readonly keys = new Map<string, number>();
+  evicted = 0;
+
+  constructor(private readonly ttl: number, private readonly cap: number) {}
+
+  get size(): number {
+    return this.keys.size;
+  }
+
+  has(key: string, now: number): boolean {
+    this.expire(now);
+    return this.keys.has(key);
+  }
+
+  /** Whether a claim of `key` at `now` is new (and then takes it). */
+  claim(key: string, now: number): boolean {
+    if (this.has(key, now)) return false;
+    if (this.keys.size === this.cap) {
+      this.keys.delete(this.keys.keys().next().value as string);
+      this.evicted++;
+    }
+    this.keys.set(key, now + this.ttl);
+    return true;
+  }
+
+  private expire(now: number): void {
+    for (const [key, expiry] of this.keys) {
+      if (expiry > now) break;
+      this.keys.delete(key);
+    }
+  }
+}
+
 describe('ClaimTable index', () => {
   it('agrees with a plain Map model under random claims, expiry and eviction', () => {
     // Small cap and TTL so that growth, wrap-around, eviction and backward-shift deletion all happen.
-    let seed = 7;
-    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    const ttl = 50;
-    const cap = 60;
-    const table = new ClaimTable(ttl, cap);
-    const model = new Map<string, number>(); // key -> expiry, in insertion order
-    let evicted = 0;
+    const random = seeded(7);
+    const table = new ClaimTable(50, 60);
+    const model = new ClaimModel(50, 60);
     for (let now = 0; now < 20_000; now += random() < 0.5 ? 0 : 1) {
-      for (const [key, expiry] of model) {
-        if (expiry > now) break;
-        model.delete(key);
-      }
       const key = `key-${Math.floor(random() * 2000)}`;
-      const expected = !model.has(key);
-      if (expected) {
-        if (model.size === cap) {
-          model.delete(model.keys().next().value as string);
-          evicted++;
-        }
-        model.set(key, now + ttl);
-      }
-      expect(table.claim(key, now)).toBe(expected);
+      expect(table.claim(key, now)).toBe(model.claim(key, now));
       if (now % 997 === 0) expect(table.count).toBe(model.size);
       if (now > 19_990) break;
     }
-    expect(table.evicted).toBe(evicted);
-    expect(evicted).toBeGreaterThan(0);
+    expect(table.evicted).toBe(model.evicted);
+    expect(model.evicted).toBeGreaterThan(0);
   });
 
   it('agrees with the model while its index is rebuilt after a growth, with keys expiring, evicted and claimed again meanwhile', () => {
     // The ring starts at 1,024 slots: these runs grow it (to 2,048 and 4,096) with expiry,
     // eviction and repeated keys all happening during the rebuilds that follow.
-    for (const [ttl, cap, space, seedStart] of [[2600, 5000, 6000, 11], [1100, 1500, 2500, 23], [3000, 2100, 1_000_000, 5]] as const) {
-      let seed = seedStart;
-      const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    for (const [ttl, cap, space, seed] of [[2600, 5000, 6000, 11], [1100, 1500, 2500, 23], [3000, 2100, 1_000_000, 5]] as const) {
+      const random = seeded(seed);
       const table = new ClaimTable(ttl, cap);
-      const model = new Map<string, number>();
-      let evicted = 0;
+      const model = new ClaimModel(ttl, cap);
       let rebuilding = 0;
       for (let step = 0, now = 0; step < 30_000; step++, now += random() < 0.5 ? 0 : 1) {
-        for (const [key, expiry] of model) {
-          if (expiry > now) break;
-          model.delete(key);
-        }
         const key = `key-${Math.floor(random() * space)}`;
         if (random() < 0.3) {
-          expect(table.has(key, now)).toBe(model.has(key));
+          expect(table.has(key, now)).toBe(model.has(key, now));
           continue;
         }
-        const expected = !model.has(key);
-        if (expected) {
-          if (model.size === cap) {
-            model.delete(model.keys().next().value as string);
-            evicted++;
-          }
-          model.set(key, now + ttl);
-        }
-        expect(table.claim(key, now)).toBe(expected);
+        expect(table.claim(key, now)).toBe(model.claim(key, now));
         if (table.pendingRebuild > 0) rebuilding++;
         if (step % 101 === 0) expect(table.count).toBe(model.size);
       }
-      expect(table.evicted).toBe(evicted);
+      expect(table.evicted).toBe(model.evicted);
       // The runs did go through rebuilds.
       expect(rebuilding).toBeGreaterThan(50);
     }
