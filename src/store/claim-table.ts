@@ -130,9 +130,7 @@ export class ClaimTable {
     this.words[slot * 3 + 2] = key[2] as number;
     this.expires[slot] = expiresAt;
     this.size++;
-    let cell = this.cellOf(slot);
-    while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
-    this.index[cell] = slot + 1;
+    this.indexSlot(slot);
   }
 
   /**
@@ -140,32 +138,21 @@ export class ClaimTable {
    * key that only the previous index knows yet.
    */
   private find(key: Uint32Array): number {
-    const w0 = key[0] as number;
-    const w1 = key[1] as number;
-    const w2 = key[2] as number;
-    const words = this.words;
-    let cell = hashOf(w0, w1, w2) & this.mask;
-    for (;;) {
-      const entry = this.index[cell] as number;
-      if (entry === 0) break;
-      const at = (entry - 1) * 3;
-      if (words[at] === w0 && words[at + 1] === w1 && words[at + 2] === w2) return cell;
-      cell = (cell + 1) & this.mask;
-    }
+    const cell = lookup(this.index, this.mask, this.words, key);
     const previous = this.previous;
-    if (!previous) return -1;
-    cell = hashOf(w0, w1, w2) & previous.mask;
-    for (;;) {
-      const entry = previous.index[cell] as number;
-      if (entry === 0) return -1;
-      const at = (entry - 1) * 3;
-      if (previous.words[at] === w0 && previous.words[at + 1] === w1 && previous.words[at + 2] === w2) {
-        // Live only if not yet carried into the new index, nor dropped off the ring's head since.
-        const slot = (entry - 1 - previous.head + previous.capacity) % previous.capacity;
-        return slot >= this.rebuilt && slot >= this.head ? FOUND_IN_PREVIOUS : -1;
-      }
-      cell = (cell + 1) & previous.mask;
-    }
+    if (cell !== -1 || !previous) return cell;
+    const old = lookup(previous.index, previous.mask, previous.words, key);
+    if (old === -1) return -1;
+    // Live only if not yet carried into the new index, nor dropped off the ring's head since.
+    const slot = ((previous.index[old] as number) - 1 - previous.head + previous.capacity) % previous.capacity;
+    return slot >= this.rebuilt && slot >= this.head ? FOUND_IN_PREVIOUS : -1;
+  }
+
+  /** Put a slot's key into the index (linear probing to the first empty cell). */
+  private indexSlot(slot: number): void {
+    let cell = this.cellOf(slot);
+    while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
+    this.index[cell] = slot + 1;
   }
 
   private cellOf(slot: number): number {
@@ -244,19 +231,18 @@ export class ClaimTable {
   /** Carry up to `count` more keys into the new ring and index; drop the previous ones when done. */
   private rebuildSome(count: number): void {
     const previous = this.previous as NonNullable<ClaimTable['previous']>;
-    const end = Math.min(this.carried, this.rebuilt + count);
     // Slots the head already passed were dropped: nothing to carry.
-    for (let slot = Math.max(this.rebuilt, this.head); slot < end; slot++) {
+    const start = Math.max(this.rebuilt, this.head);
+    const end = Math.min(this.carried, start + count);
+    for (let slot = start; slot < end; slot++) {
       const from = (slot + previous.head) % previous.capacity;
       this.words[slot * 3] = previous.words[from * 3] as number;
       this.words[slot * 3 + 1] = previous.words[from * 3 + 1] as number;
       this.words[slot * 3 + 2] = previous.words[from * 3 + 2] as number;
       this.expires[slot] = previous.expires[from] as number;
-      let cell = this.cellOf(slot);
-      while (this.index[cell] !== 0) cell = (cell + 1) & this.mask;
-      this.index[cell] = slot + 1;
+      this.indexSlot(slot);
     }
-    this.rebuilt = Math.max(this.rebuilt, end);
+    this.rebuilt = end;
     if (this.rebuilt >= this.carried) this.previous = undefined;
   }
 }
@@ -265,6 +251,21 @@ export class ClaimTable {
 const REBUILD_STEP = 16;
 /** `find`: the key is live, and known only to the previous index (no cell of the new one). */
 const FOUND_IN_PREVIOUS = -2;
+
+/** The cell of `index` holding `key` (its slot's words in `words`), or -1. */
+function lookup(index: Int32Array, mask: number, words: Uint32Array, key: Uint32Array): number {
+  const w0 = key[0] as number;
+  const w1 = key[1] as number;
+  const w2 = key[2] as number;
+  let cell = hashOf(w0, w1, w2) & mask;
+  for (;;) {
+    const entry = index[cell] as number;
+    if (entry === 0) return -1;
+    const at = (entry - 1) * 3;
+    if (words[at] === w0 && words[at + 1] === w1 && words[at + 2] === w2) return cell;
+    cell = (cell + 1) & mask;
+  }
+}
 
 /** Index cells for a ring of `capacity`: a power of two, at least twice the capacity. */
 function indexSize(capacity: number): number {
