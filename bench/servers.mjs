@@ -190,7 +190,7 @@ export function cpuTicks(pid) {
 export function cpuNs(pid) {
   const of = (tid) => {
     try {
-      return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      return schedstat(pid, tid).run;
     } catch {
       return 0; // a thread that ended between the listing and the read
     }
@@ -205,7 +205,13 @@ export function cpuNs(pid) {
  * field): runnable, and no core free for it. The main thread by default.
  */
 export function runQueueNs(pid, tid = pid) {
-  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+  return schedstat(pid, tid).waited;
+}
+
+/** A thread's /proc schedstat: ns on a core, ns runnable waiting for one. */
+function schedstat(pid, tid) {
+  const [run, waited] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+  return { run: Number(run), waited: Number(waited) };
 }
 
 /** Resident set size and its peak so far, in MB (/proc/<pid>/status VmRSS and VmHWM). */

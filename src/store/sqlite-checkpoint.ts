@@ -54,7 +54,7 @@ parentPort.on('message', (message) => {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     let synced = false;
     if (file !== undefined && result.checkpointed > 0) {
-      try { fdatasyncSync(file); synced = true; } catch { synced = false; }
+      try { fdatasyncSync(file); synced = true; } catch { /* the next checkpoint flushes again */ }
     }
     parentPort.postMessage({ ok: true, log: result.log, checkpointed: result.checkpointed, synced });
   } catch (error) {
