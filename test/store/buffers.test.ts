@@ -79,4 +79,22 @@ describe('Buffers leases', () => {
       expect(buffers.nextDue()).toBeUndefined();
     }
   });
+
+  it('forgets a buffer committed whole after its lease expired: nothing is due from it, nor from its key reopened', () => {
+    const buffers = new Buffers();
+    open(buffers, 'k', 0);
+    let fence = 0;
+    const [taken] = buffers.claimDue(100, 1_000, 10, () => ++fence);
+    // The lease expires and a claim that takes nothing moves the buffer to the heap, due at its expiry.
+    expect(buffers.claimDue(1_200, 1_000, 0, () => ++fence)).toEqual([]);
+    // Its owner still commits (the fence was not taken over): the buffer is gone.
+    expect(buffers.commit(buffers.leased('k', 1)!, idsOf(taken), 1_250)).toBe(false);
+    expect(buffers.nextDue()).toBeUndefined();
+    expect(buffers.claimDue(5_000, 1_000, 10, () => ++fence)).toEqual([]);
+    // The same key opens a new buffer: only it is due, at its own window.
+    open(buffers, 'k', 6_000);
+    expect(buffers.nextDue()).toBe(6_100);
+    const again = buffers.claimDue(6_100, 1_000, 10, () => ++fence);
+    expect(again.map((t) => [t.reason, idsOf(t)])).toEqual([['window', ['k@6000']]]);
+  });
 });
