@@ -14,6 +14,7 @@ const runs = [
   [node, ['bench/gc.mjs', '2000', '5', '1']],
   [node, ['bench/young-gen.mjs', '4000', '5', '1']],
   [node, ['bench/restart.mjs', '100000']],
+  [node, ['bench/where.mjs', '5', '50']],
   [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '4', '3', '800', '50']],
 ];
 for (const [cmd, args] of runs) {

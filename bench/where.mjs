@@ -1,0 +1,105 @@
+// Where a saturated server's main thread spends its time, per request, by kind of code, for
+// every server of bench/servers.mjs: Linux `perf` samples the main thread (kernel included)
+// while autocannon saturates it, and each sample is put in a category by the function it was in.
+// The kernel's share is split out where its stack shows a response waking the load generator
+// (`sock_def_readable`): on a small machine the load generator shares the cores, and a slower
+// server leaves it idle more often, so each answer more often wakes it from sleep (on a VM, an
+// interrupt to another virtual CPU). That cost grows with the server's slowness, not its work.
+//
+// V8's own profiler cannot make this split: it sees no kernel time, and its samples taken while
+// the thread waited for a core land on whatever JS function was running.
+//
+// Needs `perf` (Debian: linux-perf) and permission to trace a child process (root, or
+// kernel.perf_event_paranoid <= 1); without perf it prints that it skipped. Node writes /tmp/perf-<pid>.map (--perf-basic-prof-only-functions)
+// so JS functions have names; the file is removed afterwards.
+// Usage: node bench/where.mjs [seconds=5] [connections=50]
+import autocannon from 'autocannon';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newSessionRequests, start, targets } from './servers.mjs';
+
+const seconds = Number(process.argv[2] ?? 5);
+const connections = Number(process.argv[3] ?? 50);
+const HZ = 4999;
+
+if (spawnSync('perf', ['--version']).status !== 0) {
+  // `npm run bench` goes on without it.
+  console.log('\nbench/where.mjs: skipped, it needs Linux perf (Debian: apt-get install linux-perf)');
+  process.exit(0);
+}
+
+/** The category of a sample, from its leaf frame and whether its stack wakes a reader. */
+function categoryOf(frames) {
+  const leaf = frames[0] ?? { sym: '[unknown]', dso: '' };
+  const { sym, dso } = leaf;
+  if (dso.includes('kernel')) return frames.some((f) => f.sym === 'sock_def_readable') ? 'kernel: waking the load generator' : 'kernel: the rest';
+  if (sym.startsWith('JS:')) {
+    if (sym.includes('/dist/')) return 'JS: agent-intake';
+    if (sym.includes('/node_modules/')) return 'JS: packages (koa, router, ...)';
+    if (sym.includes('/bench/')) return 'JS: the bench server itself';
+    return 'JS: Node internals';
+  }
+  if (sym === '[unknown]' || dso.startsWith('/tmp/perf-')) return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+  if (dso.includes('better_sqlite3')) return 'SQLite (better-sqlite3)';
+  if (/libc\.so|libstdc\+\+|libm\.so|ld-linux/.test(dso)) return 'libc (malloc, memcpy, ...)';
+  if (/Scaveng|MarkCompact|Marking|Sweep|Evacuat|RecordWrite|Remembered|ConcurrentMark|Heap::|GCTracer|MemoryAllocator|BasicMemoryChunk/.test(sym)) return 'V8: garbage collector';
+  if (/^node::|^uv_|^uv__|llhttp/.test(sym) || !/^Builtins_|^v8::|^V8|Runtime_|Stub/.test(sym)) return 'Node native (streams, HTTP parser, libuv, OpenSSL)';
+  return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+}
+
+/** Samples of `perf script` output, each as its frames (leaf first). */
+function* samplesOf(text) {
+  for (const block of text.split('\n\n')) {
+    const lines = block.split('\n').filter((line) => line.startsWith('\t') || /^\s+[0-9a-f]+ /.test(line));
+    if (lines.length === 0) continue;
+    yield lines.map((line) => {
+      const m = /^\s*[0-9a-f]+ (.*) \(([^)]*)\)\s*$/.exec(line);
+      return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: line.trim(), dso: '' };
+    });
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'intake-where-'));
+const rows = [];
+for (const target of targets) {
+  const server = await start(target, { execArgv: ['--perf-basic-prof-only-functions'] });
+  const load = (duration) => autocannon({
+    url: `${server.url}/webhooks/generic`, connections, duration, method: 'POST',
+    headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
+  });
+  await load(3); // warm-up: compiled code, and the young generation grown to its working size
+  const data = join(dir, `${server.pid}.data`);
+  const perf = spawn('perf', ['record', '-q', '-F', String(HZ), '-g', '-t', String(server.pid), '-o', data], { stdio: 'ignore' });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const result = await load(seconds);
+  perf.kill('SIGINT');
+  await new Promise((resolve) => perf.once('exit', resolve));
+  const script = spawnSync('perf', ['script', '-i', data, '-F', 'ip,sym,dso'], { maxBuffer: 1 << 30, encoding: 'utf8' }).stdout;
+  server.stop();
+  rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
+  const byCategory = new Map();
+  let samples = 0;
+  for (const frames of samplesOf(script)) {
+    const category = categoryOf(frames);
+    byCategory.set(category, (byCategory.get(category) ?? 0) + 1);
+    samples++;
+  }
+  if (samples === 0) {
+    throw new Error(`perf recorded nothing for ${target[0]}: run as root, or allow tracing (sysctl kernel.perf_event_paranoid=1)`);
+  }
+  const requests = result.requests.total;
+  // A sample stands for 1/HZ s of the main thread on a core.
+  const perRequest = (n) => (n / HZ) * 1e6 / requests;
+  rows.push({ name: target[0], rps: result.requests.average, total: perRequest(samples), byCategory: new Map([...byCategory].map(([k, n]) => [k, perRequest(n)])) });
+}
+rmSync(dir, { recursive: true, force: true });
+
+const categories = [...new Set(rows.flatMap((row) => [...row.byCategory.keys()]))]
+  .sort((a, b) => (rows[2]?.byCategory.get(b) ?? 0) - (rows[2]?.byCategory.get(a) ?? 0));
+console.log(`\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf at ${HZ} Hz)`);
+console.log(`| category | ${rows.map((row) => row.name).join(' | ')} |\n|---|${rows.map(() => '---:').join('|')}|`);
+for (const category of categories) console.log(`| ${category} | ${rows.map((row) => (row.byCategory.get(category) ?? 0).toFixed(1)).join(' | ')} |`);
+console.log(`| **main thread, all** | ${rows.map((row) => `**${row.total.toFixed(1)}**`).join(' | ')} |`);
+console.log(`| req/s in that run | ${rows.map((row) => row.rps.toFixed(0)).join(' | ')} |`);
