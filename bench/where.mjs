@@ -15,49 +15,65 @@
 // Usage: node bench/where.mjs [seconds=5] [connections=50]
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { newSessionRequests, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 50);
 const HZ = 4999;
 
-if (spawnSync('perf', ['--version']).status !== 0) {
-  // `npm run bench` goes on without it.
-  console.log('\nbench/where.mjs: skipped, it needs Linux perf (Debian: apt-get install linux-perf)');
+/** Print why the bench did not run and end without failing: `npm run bench` goes on without it. */
+function skip(reason) {
+  console.log(`\nbench/where.mjs: skipped, ${reason}`);
   process.exit(0);
 }
 
+if (spawnSync('perf', ['--version']).status !== 0) skip('it needs Linux perf (Debian: apt-get install linux-perf)');
+const paranoid = Number(readFileSync('/proc/sys/kernel/perf_event_paranoid', 'utf8'));
+// Above 1, perf samples user space only for a non-root user: the kernel rows would read 0.
+if (process.getuid?.() !== 0 && paranoid > 1) skip(`perf may not sample the kernel here (kernel.perf_event_paranoid is ${paranoid}): run as root, or sysctl kernel.perf_event_paranoid=1`);
+
+const ourCode = new URL('../dist/', import.meta.url).pathname;
+
 /** The category of a sample, from its leaf frame and whether its stack wakes a reader. */
 function categoryOf(frames) {
-  const leaf = frames[0] ?? { sym: '[unknown]', dso: '' };
-  const { sym, dso } = leaf;
-  if (dso.includes('kernel')) return frames.some((f) => f.sym === 'sock_def_readable') ? 'kernel: waking the load generator' : 'kernel: the rest';
+  const { sym, dso } = frames[0] ?? { sym: '[unknown]', dso: '' };
+  // The kernel and its modules ([virtio_net], ...); the vDSO is the C library's.
+  if (dso.includes('kernel') || (/^\[.*\]$/.test(dso) && dso !== '[vdso]')) {
+    return frames.some((f) => f.sym === 'sock_def_readable') ? 'kernel: waking the load generator' : 'kernel: the rest';
+  }
   if (sym.startsWith('JS:')) {
-    if (sym.includes('/dist/')) return 'JS: agent-intake';
     if (sym.includes('/node_modules/')) return 'JS: packages (koa, router, ...)';
+    if (sym.includes(ourCode)) return 'JS: agent-intake';
     if (sym.includes('/bench/')) return 'JS: the bench server itself';
     return 'JS: Node internals';
   }
   if (sym === '[unknown]' || dso.startsWith('/tmp/perf-')) return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
   if (dso.includes('better_sqlite3')) return 'SQLite (better-sqlite3)';
-  if (/libc\.so|libstdc\+\+|libm\.so|ld-linux/.test(dso)) return 'libc (malloc, memcpy, ...)';
+  if (/libc\.so|libstdc\+\+|libm\.so|ld-linux|\[vdso\]/.test(dso)) return 'libc (malloc, memcpy, ...)';
   if (/Scaveng|MarkCompact|Marking|Sweep|Evacuat|RecordWrite|Remembered|ConcurrentMark|Heap::|GCTracer|MemoryAllocator|BasicMemoryChunk/.test(sym)) return 'V8: garbage collector';
-  if (/^node::|^uv_|^uv__|llhttp/.test(sym) || !/^Builtins_|^v8::|^V8|Runtime_|Stub/.test(sym)) return 'Node native (streams, HTTP parser, libuv, OpenSSL)';
-  return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+  if (/Builtins_|v8::|V8|Runtime_|Stub/.test(sym)) return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+  if (/node::|uv_|uv__|llhttp|OPENSSL|ossl_|EVP_|sha256|simdutf|nghttp|cares|ares_/.test(sym)) return 'Node native (streams, HTTP parser, libuv, OpenSSL)';
+  return 'other native code';
 }
 
-/** Samples of `perf script` output, each as its frames (leaf first). */
+/**
+ * Samples of `perf script -F period,ip,sym,dso` output: each sample's period (ns of the
+ * cpu-clock event) and its frames, leaf first.
+ */
 function* samplesOf(text) {
   for (const block of text.split('\n\n')) {
-    const lines = block.split('\n').filter((line) => line.startsWith('\t') || /^\s+[0-9a-f]+ /.test(line));
-    if (lines.length === 0) continue;
-    yield lines.map((line) => {
+    const lines = block.split('\n');
+    const head = lines.findIndex((line) => /^\s*\d+\s*$/.test(line));
+    if (head === -1) continue;
+    const frames = lines.slice(head + 1).filter((line) => line.trim() !== '').map((line) => {
       const m = /^\s*[0-9a-f]+ (.*) \(([^)]*)\)\s*$/.exec(line);
       return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: line.trim(), dso: '' };
     });
+    yield { period: Number(lines[head]), frames };
   }
 }
 
@@ -71,34 +87,46 @@ for (const target of targets) {
   });
   await load(3); // warm-up: compiled code, and the young generation grown to its working size
   const data = join(dir, `${server.pid}.data`);
-  const perf = spawn('perf', ['record', '-q', '-F', String(HZ), '-g', '-t', String(server.pid), '-o', data], { stdio: 'ignore' });
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // cpu-clock: a timer, on every machine (a VM often has no hardware counters).
+  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-g', '-t', String(server.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let perfErrors = '';
+  perf.stderr.setEncoding('utf8').on('data', (chunk) => { perfErrors += chunk; });
+  const perfExited = new Promise((resolve) => perf.once('exit', resolve));
+  const early = await Promise.race([perfExited.then(() => true), sleep(500).then(() => false)]);
+  if (early) {
+    server.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
+    skip(`perf record stopped before the load: ${perfErrors.trim().split('\n')[0] || 'no message'}`);
+  }
   const result = await load(seconds);
   perf.kill('SIGINT');
-  await new Promise((resolve) => perf.once('exit', resolve));
-  const script = spawnSync('perf', ['script', '-i', data, '-F', 'ip,sym,dso'], { maxBuffer: 1 << 30, encoding: 'utf8' }).stdout;
+  await perfExited;
+  const script = spawnSync('perf', ['script', '-i', data, '-F', 'period,ip,sym,dso'], { maxBuffer: 1 << 30, encoding: 'utf8' }).stdout;
   server.stop();
   rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
   const byCategory = new Map();
-  let samples = 0;
-  for (const frames of samplesOf(script)) {
+  let totalNs = 0;
+  let kernelSeen = false;
+  for (const { period, frames } of samplesOf(script)) {
     const category = categoryOf(frames);
-    byCategory.set(category, (byCategory.get(category) ?? 0) + 1);
-    samples++;
+    if (category.startsWith('kernel')) kernelSeen = true;
+    byCategory.set(category, (byCategory.get(category) ?? 0) + period);
+    totalNs += period;
   }
-  if (samples === 0) {
-    throw new Error(`perf recorded nothing for ${target[0]}: run as root, or allow tracing (sysctl kernel.perf_event_paranoid=1)`);
+  if (totalNs === 0 || !kernelSeen) {
+    rmSync(dir, { recursive: true, force: true });
+    skip(`perf recorded ${totalNs === 0 ? 'nothing' : 'no kernel time'} for ${target[0]} (${perfErrors.trim().split('\n')[0] || 'no message'})`);
   }
   const requests = result.requests.total;
-  // A sample stands for 1/HZ s of the main thread on a core.
-  const perRequest = (n) => (n / HZ) * 1e6 / requests;
-  rows.push({ name: target[0], rps: result.requests.average, total: perRequest(samples), byCategory: new Map([...byCategory].map(([k, n]) => [k, perRequest(n)])) });
+  const perRequest = (ns) => ns / 1000 / requests;
+  rows.push({ name: target[0], rps: result.requests.average, total: perRequest(totalNs), byCategory: new Map([...byCategory].map(([k, ns]) => [k, perRequest(ns)])) });
 }
 rmSync(dir, { recursive: true, force: true });
 
 const categories = [...new Set(rows.flatMap((row) => [...row.byCategory.keys()]))]
   .sort((a, b) => (rows[2]?.byCategory.get(b) ?? 0) - (rows[2]?.byCategory.get(a) ?? 0));
-console.log(`\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf at ${HZ} Hz)`);
+console.log(`\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf cpu-clock at ${HZ} Hz)`);
 console.log(`| category | ${rows.map((row) => row.name).join(' | ')} |\n|---|${rows.map(() => '---:').join('|')}|`);
 for (const category of categories) console.log(`| ${category} | ${rows.map((row) => (row.byCategory.get(category) ?? 0).toFixed(1)).join(' | ')} |`);
 console.log(`| **main thread, all** | ${rows.map((row) => `**${row.total.toFixed(1)}**`).join(' | ')} |`);

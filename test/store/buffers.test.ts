@@ -80,21 +80,31 @@ describe('Buffers leases', () => {
     }
   });
 
-  it('forgets a buffer committed whole after its lease expired: nothing is due from it, nor from its key reopened', () => {
-    const buffers = new Buffers();
+  // A lease that expired moves its buffer to the heap, due at the expiry; the owner may still commit.
+  const committedAfterExpiry = (buffers: Buffers): void => {
     open(buffers, 'k', 0);
     let fence = 0;
     const [taken] = buffers.claimDue(100, 1_000, 10, () => ++fence);
-    // The lease expires and a claim that takes nothing moves the buffer to the heap, due at its expiry.
+    // A claim that takes nothing else (limit 0) moves the expired lease to the heap.
     expect(buffers.claimDue(1_200, 1_000, 0, () => ++fence)).toEqual([]);
-    // Its owner still commits (the fence was not taken over): the buffer is gone.
     expect(buffers.commit(buffers.leased('k', 1)!, idsOf(taken), 1_250)).toBe(false);
+  };
+
+  it('forgets a buffer committed whole after its lease expired', () => {
+    const buffers = new Buffers();
+    committedAfterExpiry(buffers);
     expect(buffers.nextDue()).toBeUndefined();
-    expect(buffers.claimDue(5_000, 1_000, 10, () => ++fence)).toEqual([]);
-    // The same key opens a new buffer: only it is due, at its own window.
+    expect(buffers.claimDue(5_000, 1_000, 10, () => 1_000)).toEqual([]);
+  });
+
+  it('does not take a key reopened after such a commit at the old expiry', () => {
+    const buffers = new Buffers();
+    committedAfterExpiry(buffers);
+    // Reopened at once: the old expiry entry (1,100) is still in the heap, and must not count for the new buffer.
     open(buffers, 'k', 6_000);
     expect(buffers.nextDue()).toBe(6_100);
-    const again = buffers.claimDue(6_100, 1_000, 10, () => ++fence);
+    expect(buffers.claimDue(6_099, 1_000, 10, () => 1_000)).toEqual([]);
+    const again = buffers.claimDue(6_100, 1_000, 10, () => 1_001);
     expect(again.map((t) => [t.reason, idsOf(t)])).toEqual([['window', ['k@6000']]]);
   });
 });
