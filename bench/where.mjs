@@ -6,6 +6,10 @@
 // server leaves it idle more often, so each answer more often wakes it from sleep (on a VM, an
 // interrupt to another virtual CPU). That cost grows with the server's slowness, not its work.
 //
+// A sample counts where its leaf frame is: time in a builtin called from our code (a Map lookup,
+// JSON.stringify) is V8's, and code still running in V8's interpreter shows as V8's too, so "our
+// JS" is only what runs compiled in our own functions.
+//
 // V8's own profiler cannot make this split: it sees no kernel time, and its samples taken while
 // the thread waited for a core land on whatever JS function was running.
 //

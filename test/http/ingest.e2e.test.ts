@@ -33,6 +33,16 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     expect(frame?.id).toBe('1');
   });
 
+  it('answers JSON with its type and its length in bytes, not characters', async () => {
+    service = await startService(quick);
+    const answer = await post({ id: '消息-1', sessionKey: 'cli:dan', content: 'hi' });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const text = JSON.stringify({ accepted: 1, duplicates: 0, events: [{ id: '消息-1', verdict: 'accepted' }] });
+    expect(answer.body).toEqual(JSON.parse(text));
+    expect(answer.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+  });
+
   it('answers a platform retry 200 as a duplicate and emits the message once', async () => {
     service = await startService(quick);
     const first = await post({ id: 'msg_1', sessionKey: 'cli:bob', content: 'hi' });
