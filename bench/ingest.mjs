@@ -27,7 +27,7 @@
 // BENCH_SEQUENTIAL=1 runs the earlier layout instead, for comparison.
 // Usage: node bench/ingest.mjs [seconds=3] [connections=50] [rounds=6]
 import autocannon from 'autocannon';
-import { cpuTicks, median, newSessionRequests, start, targets } from './servers.mjs';
+import { bracketed, cpuTicks, median, newSessionRequests, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 3);
 const connections = Number(process.argv[3] ?? 50);
@@ -74,18 +74,12 @@ if (process.env.BENCH_SEQUENTIAL === '1') {
   const servers = [];
   for (const target of others) servers.push(await start(target));
   try {
-    for (let round = 0; round < rounds; round++) {
-      const order = servers.map((_, i) => servers[(i + round) % servers.length]);
-      let before = await slice(bare, seconds);
-      bareRuns.push(before);
-      for (const server of order) {
-        const own = await slice(server, seconds);
-        const after = await slice(bare, seconds);
-        bareRuns.push(after);
-        runs.get(server.name).push({ ...own, ratio: own.rps / ((before.rps + after.rps) / 2), counted: before.busy >= BUSY && after.busy >= BUSY });
-        before = after;
-      }
-    }
+    await bracketed(bare, servers, rounds, (server) => slice(server, seconds), {
+      onBare: (run) => bareRuns.push(run),
+      onServer: (server, own, before, after) => runs.get(server.name).push({
+        ...own, ratio: own.rps / ((before.rps + after.rps) / 2), counted: before.busy >= BUSY && after.busy >= BUSY,
+      }),
+    });
   } finally {
     bare.stop();
     for (const server of servers) server.stop();

@@ -31,7 +31,7 @@
 //   (rounds 0: idle CPU only; idle 0: latency only)
 import autocannon from 'autocannon';
 import { join } from 'node:path';
-import { cpuNs, median, newSessionRequests, paced, runQueueNs, start, targets } from './servers.mjs';
+import { bracketed, cpuNs, median, newSessionRequests, paced, runQueueNs, start, targets } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -117,18 +117,10 @@ if (sequential) {
   try {
     for (const server of servers) await load(server, 2, { connections: 50 }); // warm-up
     const [bare, ...others] = servers;
-    for (let round = 0; round < rounds; round++) {
-      const order = others.map((_, i) => others[(i + round) % others.length]);
-      let before = await latencyRun(bare);
-      runs.get(bare.name).push({ ...before, ratio: 1 });
-      for (const server of order) {
-        const own = await latencyRun(server);
-        const after = await latencyRun(bare);
-        runs.get(bare.name).push({ ...after, ratio: 1 });
-        runs.get(server.name).push({ ...own, ratio: own.p99 / ((before.p99 + after.p99) / 2) });
-        before = after;
-      }
-    }
+    await bracketed(bare, others, rounds, latencyRun, {
+      onBare: (run) => runs.get(bare.name).push({ ...run, ratio: 1 }),
+      onServer: (server, own, before, after) => runs.get(server.name).push({ ...own, ratio: own.p99 / ((before.p99 + after.p99) / 2) }),
+    });
   } finally {
     for (const server of servers) server.stop();
   }

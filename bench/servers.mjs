@@ -214,6 +214,28 @@ function schedstat(pid, tid) {
   return { run: Number(run), waited: Number(waited) };
 }
 
+/**
+ * The bracketed layout of bench/ingest.mjs and bench/latency.mjs: this VM's speed moves in
+ * steps of ~10 s, so each server's run sits between two runs of the baseline ("bare, A, bare,
+ * B, ...", the order of the others rotated per round). `measure(server)` runs one server;
+ * `onBare(run)` gets every baseline run, `onServer(server, run, before, after)` every other
+ * server's run with the baseline runs on either side of it.
+ */
+export async function bracketed(bare, others, rounds, measure, { onBare, onServer }) {
+  for (let round = 0; round < rounds; round++) {
+    const order = others.map((_, i) => others[(i + round) % others.length]);
+    let before = await measure(bare);
+    onBare(before);
+    for (const server of order) {
+      const run = await measure(server);
+      const after = await measure(bare);
+      onBare(after);
+      onServer(server, run, before, after);
+      before = after;
+    }
+  }
+}
+
 /** Resident set size and its peak so far, in MB (/proc/<pid>/status VmRSS and VmHWM). */
 export function rssMb(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

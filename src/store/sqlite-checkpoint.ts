@@ -17,7 +17,7 @@ export interface CheckpointResult {
   log: number;
   checkpointed: number;
   /** The worker flushed the database file after copying (see WORKER). */
-  synced?: boolean;
+  synced: boolean;
 }
 
 /**
@@ -145,7 +145,7 @@ export class Checkpointer {
     this.failed = true;
     this.running = false;
     this.writer.fallBack(reason);
-    for (const resolve of this.done.splice(0)) resolve({ log: -1, checkpointed: -1 });
+    for (const resolve of this.done.splice(0)) resolve({ log: -1, checkpointed: -1, synced: false });
     void this.worker.terminate();
   }
 }
