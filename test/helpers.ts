@@ -109,13 +109,19 @@ export async function readEvents(url: string, count: number, options: { headers?
   return frames;
 }
 
-/** Wait until `check` returns a truthy value, polling (for outcomes of background work). */
-export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+/**
+ * Wait until `check` returns a truthy value, polling (for outcomes of background work). On a
+ * timeout, `explain` (if given) says what the test saw, so a failure on CI can be read.
+ */
+export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000, explain?: () => unknown): Promise<T> {
   const started = Date.now();
   for (;;) {
     const value = await check();
     if (value) return value;
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
+    if (Date.now() - started > timeoutMs) {
+      const seen = explain ? `: ${JSON.stringify(await explain())}` : '';
+      throw new Error(`condition not met in ${timeoutMs} ms${seen}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

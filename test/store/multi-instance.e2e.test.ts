@@ -44,9 +44,11 @@ const newPrefix = () => `mi${process.pid}-${++tests}`;
 async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; url?: string } = {}): Promise<Running> {
   const service = await startService({
     store: options.url ?? redis.url,
-    // A short command timeout where a test stops Redis (it bounds each 503); elsewhere one that a
-    // loaded machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
-    redis: { keyPrefix: prefix, commandTimeoutMs: options.url ? 300 : 3000 },
+    // Where a test stops Redis, the default command timeout (it bounds each 503 while Redis hangs,
+    // and it also bounds the ready check of every reconnection: a shorter one can miss on a loaded
+    // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
+    // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
+    redis: { keyPrefix: prefix, commandTimeoutMs: options.url ? 1000 : 3000 },
     debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
     ...file,
   }, options.clock ? { clock: options.clock } : {});
@@ -217,26 +219,29 @@ describe('several instances on one Redis', () => {
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     })();
+    const readiness = async () => Promise.all([a, b].map(async (s) => (await (await fetch(`${s.url}/readyz`)).json()) as unknown));
+    const seen = async () => ({ sent, acked: acked.size, refused: refused.length, lastRefusal: refusals.at(-1), readiness: await readiness() });
     const refusedSoFar = refused.length;
-    await until(() => acked.size >= 20);
+    await until(() => acked.size >= 20, 10_000, seen);
 
     // A hung server (SIGSTOP): connections stay open and nothing answers. Ingest does not hang:
     // the admit connection's command timeout turns it into a 503.
     durable.freeze();
-    await until(() => refused.length >= refusedSoFar + 3, 10_000);
+    await until(() => refused.length >= refusedSoFar + 3, 10_000, seen);
     expect((await fetch(`${a.url}/readyz`)).status).toBe(503);
     durable.thaw();
 
     // A dead server (kill -9) restarted on the same port from its AOF.
-    await until(() => acked.size >= 30, 10_000);
+    await until(() => acked.size >= 30, 20_000, seen);
     const beforeStop = refused.length;
     await durable.stop();
-    await until(() => refused.length >= beforeStop + 3, 10_000);
+    await until(() => refused.length >= beforeStop + 3, 10_000, seen);
     const ready = await fetch(`${b.url}/readyz`);
     expect(ready.status).toBe(503);
     await durable.restart();
     const ackedAtRestart = acked.size;
-    await until(() => acked.size >= ackedAtRestart + 20, 10_000);
+    // Reconnection backs off (up to 2 s between attempts): give it time on a loaded machine.
+    await until(() => acked.size >= ackedAtRestart + 20, 30_000, seen);
     running = false;
     await traffic;
 
@@ -255,7 +260,7 @@ describe('several instances on one Redis', () => {
     expect(emitted.sort()).toEqual(Array.from({ length: sent }, (_, i) => `m${i + 1}`).sort());
     expect([...acked].every((id) => emitted.includes(id))).toBe(true);
     expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
-  }, 40_000);
+  }, 90_000);
 
   it('flushes a batch whose commit failed in a Redis outage soon after Redis is back, not after its 30 s lease', async () => {
     const dir = tempDir();
