@@ -115,7 +115,7 @@ describe('event stream', () => {
     const outbox = new FakeOutbox();
     const served = await serveHub(hub, outbox);
     close = served.close;
-    const first = readEvents(served.url, 1, { timeoutMs: 2000, onOpen: async () => {
+    const first = readEvents(served.url, 1, { onOpen: async () => {
       const second = await fetch(served.url);
       expect(second.status).toBe(503);
       outbox.add(1);

@@ -54,17 +54,21 @@ describe('Redis store when Redis fails', () => {
   });
 
   it('rejects an admit that reaches the server but times out', async () => {
-    const store = await RedisStore.open(server.url, { commandTimeoutMs: 100 });
+    // The pause (WRITE: every script, the admit included; CLIENT UNPAUSE still goes through)
+    // outlasts the timeout by far, so a loaded machine cannot make the admit arrive after it, and
+    // ends as soon as the test has its answer.
+    const store = await RedisStore.open(server.url, { commandTimeoutMs: 300 });
     const admin = new Redis(server.url);
-    const pause = admin.call('CLIENT', 'PAUSE', '500', 'ALL');
-    await pause;
+    await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
     await expect(store.admit([item()], 0)).rejects.toThrow(/Command timed out/);
+    await admin.call('CLIENT', 'UNPAUSE');
     admin.disconnect();
     await store.close();
   });
 
   it('fails an admit that fewer replicas than waitReplicas acknowledged', async () => {
-    const store = await RedisStore.open(server.url, { waitReplicas: 1, commandTimeoutMs: 200 });
+    // WAIT gives up after half the command timeout: the other half is the margin for its answer.
+    const store = await RedisStore.open(server.url, { waitReplicas: 1, commandTimeoutMs: 1000 });
     await expect(store.admit([item()], 0)).rejects.toThrow(/only 0 of 1 replicas/);
     await store.close();
   });

@@ -60,7 +60,7 @@ describe('WAL checkpoints off the event loop', () => {
     expect(checkpointer.count).toBe(0);
     checkpointer.written(24);
     // The request is a message to the worker: wait for its answer.
-    for (let i = 0; i < 100 && checkpointer.count === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 500 && checkpointer.count === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(checkpointer.count).toBe(1);
   });
 
