@@ -197,6 +197,8 @@ export class StreamHub {
     clients.add(client);
     let from = after;
     let gapAfter = after;
+    /** The newest seq, read after a page came back empty and before the page read again. */
+    let last: number | undefined;
     try {
       for (;;) {
         // Live frames held so far are in the store too: this read returns them (or newer).
@@ -211,11 +213,18 @@ export class StreamHub {
           // A resuming client reads at its own pace: wait for it rather than buffer the whole outbox.
           if (stream.writableLength > this.maxBuffered) await drained(stream, () => stopped);
         }
-        if (!more || stopped) break;
-      }
-      if (from === after && !stopped) {
-        const last = await newest();
-        if (last > after) gapAfter = last;
+        if (stopped) break;
+        if (more) continue;
+        if (from !== after) break;
+        // Nothing after the resume point: all of it trimmed, or committed since the read? What
+        // the store held before a second read (up to `last`) and that read did not return was
+        // trimmed; a record committed between the first read and `newest()` is not a gap.
+        if (last !== undefined) {
+          gapAfter = last;
+          break;
+        }
+        last = await newest();
+        if (last <= after) break;
       }
     } catch (error) {
       this.options.logger.error({ err: error }, 'event stream replay failed');

@@ -22,16 +22,51 @@ describe('event stream resume across a trim', () => {
   let close: (() => void) | undefined;
   afterEach(() => close?.());
 
-  it('announces a gap before a record when records between it and the previous replayed one were trimmed', async () => {
+  /** Serve `outbox`'s event stream; resolves its URL. */
+  async function serve(outbox: OutboxReader): Promise<string> {
     const app = new Koa();
-    app.silent = true; // the client hangs up after three frames
+    app.silent = true; // the client hangs up after its frames
     app.use(errorResponder(silent));
-    app.use(new StreamHub({ logger: silent, now: () => 0 }).events(trimmed));
+    app.use(new StreamHub({ logger: silent, now: () => 0 }).events(outbox));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     close = () => { server.closeAllConnections(); server.close(); };
-    const frames = await readEvents(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, 3, { headers: { 'last-event-id': '1' } });
-    // Today: 2 then 5, and nothing tells the client that 3 and 4 are gone.
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  }
+
+  it('announces a gap before a record when records between it and the previous replayed one were trimmed', async () => {
+    const frames = await readEvents(await serve(trimmed), 3, { headers: { 'last-event-id': '1' } });
+    // 2, then a gap that tells the client 3 and 4 are gone, then 5.
     expect(frames.map((f) => f.event === 'gap' ? 'gap' : f.id)).toEqual(['2', 'gap', '5']);
+  });
+
+  it('announces a gap when every record after the resume point was trimmed', async () => {
+    const gone: OutboxReader = { outboxAfter: async () => [], lastSeq: async () => 4, tail: () => () => undefined };
+    const frames = await readEvents(await serve(gone), 1, { headers: { 'last-event-id': '1' } });
+    expect(frames.map((f) => [f.event, f.data])).toEqual([['gap', { after: 1, next: 5 }]]);
+  });
+
+  it('sends a record committed just after a replay read nothing, not a gap in its place', async () => {
+    // CI saw this race as `gap {after: 0, next: 2}` and no record 1: the replay read nothing, the
+    // record was committed, and the newest seq read after it was taken for a trim.
+    const records: OutboxRecord[] = [];
+    const listeners = new Set<(r: OutboxRecord) => void>();
+    const racing: OutboxReader = {
+      outboxAfter: async (seq, limit) => {
+        const found = records.filter((r) => r.seq > seq).slice(0, limit);
+        if (records.length === 0) {
+          records.push(record(1, 'none'));
+          for (const listener of listeners) listener(records[0]!);
+        }
+        return found;
+      },
+      lastSeq: async () => records.at(-1)?.seq ?? 0,
+      tail: (listener) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    const frames = await readEvents(await serve(racing), 2, { headers: { 'last-event-id': '0' }, timeoutMs: 500 });
+    expect(frames.map((f) => (f.event === 'gap' ? 'gap' : f.id))).toEqual(['1']);
   });
 });

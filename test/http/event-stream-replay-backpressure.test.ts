@@ -10,7 +10,7 @@ describe('event stream replay to a client that does not read', () => {
   let close: (() => void) | undefined;
   afterEach(() => close?.());
 
-  it('holds no more than about maxBufferedBytes for a resuming client that stops reading (the replay ignores it today)', async () => {
+  it('holds no more than about maxBufferedBytes for a resuming client that stops reading', async () => {
     // 5,000 retained records of 20 KB: ~100 MB if the whole replay is queued for one socket.
     const body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(20_000) });
     const records: OutboxRecord[] = Array.from({ length: 5000 }, (_, i) => ({
