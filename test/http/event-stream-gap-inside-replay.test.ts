@@ -47,7 +47,7 @@ describe('event stream resume across a trim', () => {
   });
 
   it('sends a record committed just after a replay read nothing, not a gap in its place', async () => {
-    // CI saw this race as `gap {after: 0, next: 2}` and no record 1: the replay read nothing, the
+    // A suite run under load saw this race as `gap {after: 0, next: 2}` and no record 1: the replay read nothing, the
     // record was committed, and the newest seq read after it was taken for a trim.
     const records: OutboxRecord[] = [];
     const listeners = new Set<(r: OutboxRecord) => void>();
