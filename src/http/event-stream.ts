@@ -152,8 +152,9 @@ export class StreamHub {
     // Frames broadcast before the replay (or the live start point) is settled wait here.
     let held: string[] | undefined = [];
     const client: Client = {
-      // Live only: everything from now on. Resuming: nothing live is sent until the replay is done.
-      lastSent: after ?? Number.MAX_SAFE_INTEGER,
+      // Frames broadcast before the start point is settled are held (see `held`), and `goLive`
+      // sends those past it: for a live-only client, past the newest seq when it connected.
+      lastSent: after ?? 0,
       drained: after ?? 0,
       write: (text) => {
         if (stopped) return false;
@@ -186,12 +187,23 @@ export class StreamHub {
     heartbeat.unref();
     ctx.req.on('close', stop);
     stream.write('retry: 2000\n\n');
-    if (after === undefined) {
-      // Live from here: what was committed before the connection is not sent.
-      clients.add(client);
-      client.lastSent = await newest().catch(() => 0);
-      client.drained = client.lastSent;
+    /** Go live: send the frames held so far that come after `sentTo`, then every frame as it comes. */
+    const goLive = (sentTo: number): void => {
+      const live = held as string[];
       held = undefined;
+      client.lastSent = sentTo;
+      for (const text of live) {
+        const n = Number(/^id: (\d+)/.exec(text)?.[1] ?? 0);
+        if (n > sentTo && client.write(text)) client.lastSent = n;
+      }
+    };
+    if (after === undefined) {
+      // Live from here: what was committed before the connection is not sent. A record committed
+      // after the newest seq was read may reach this client (a Redis tail) before that answer does.
+      clients.add(client);
+      const newestSeq = await newest().catch(() => 0);
+      client.drained = newestSeq;
+      goLive(newestSeq);
       return;
     }
     clients.add(client);
@@ -235,15 +247,8 @@ export class StreamHub {
     // Everything after the resume point was trimmed: say so, then go live.
     if (gapAfter > after) stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: gapAfter + 1 })}\n\n`);
     // Live frames that came during the last read: send those past where the replay ended.
-    const live = held as string[];
-    held = undefined;
-    const replayedTo = Math.max(from, gapAfter);
-    client.lastSent = replayedTo;
     client.drained = from;
-    for (const text of live) {
-      const n = Number(/^id: (\d+)/.exec(text)?.[1] ?? 0);
-      if (n > replayedTo && client.write(text)) client.lastSent = n;
-    }
+    goLive(Math.max(from, gapAfter));
   }
 }
 

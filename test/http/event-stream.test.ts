@@ -110,6 +110,21 @@ describe('event stream', () => {
     expect(((await response.json()) as any).error).toMatchObject({ code: 'resume_point_ahead' });
   });
 
+  it('sends a live client a record committed after the newest seq was read, even when it comes before that answer', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0 });
+    const outbox = new FakeOutbox();
+    outbox.add(1);
+    // A Redis tail can deliver seq 2 before the answer "1" to the newest-seq read comes back.
+    outbox.lastSeq = async () => {
+      outbox.add(2);
+      return 1;
+    };
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const frames = await readEvents(served.url, 1);
+    expect(frames.map((f) => f.id)).toEqual(['2']);
+  });
+
   it('refuses streams past maxStreams with 503', async () => {
     const hub = new StreamHub({ logger: silent, now: () => 0, maxStreams: 1 });
     const outbox = new FakeOutbox();
