@@ -186,6 +186,12 @@ export class StreamHub {
     const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
     ctx.req.on('close', stop);
+    // The client may have left while the resume point was checked (a Redis round trip): its
+    // 'close' came before the listener, and it would hold a stream slot and the trim for good.
+    if (ctx.req.socket.destroyed) {
+      stop();
+      return;
+    }
     stream.write('retry: 2000\n\n');
     /** Go live: send the frames held so far that come after `sentTo`, then every frame as it comes. */
     const goLive = (sentTo: number): void => {
@@ -207,11 +213,14 @@ export class StreamHub {
       return;
     }
     clients.add(client);
-    let from = after;
-    let gapAfter = after;
-    /** The newest seq, read after a page came back empty and before the page read again. */
-    let last: number | undefined;
-    try {
+    // The replay runs after this middleware has returned: Koa starts sending a stream body only
+    // then, and a replay that waits for the client to read (past maxBufferedBytes) would
+    // otherwise wait for ever, the client without a byte.
+    const replay = async (): Promise<void> => {
+      let from = after;
+      let gapAfter = after;
+      /** The newest seq, read after a page came back empty and before the page read again. */
+      let last: number | undefined;
       for (;;) {
         // Live frames held so far are in the store too: this read returns them (or newer).
         (held as string[]).length = 0;
@@ -238,17 +247,19 @@ export class StreamHub {
         last = await newest();
         if (last <= after) break;
       }
-    } catch (error) {
+      if (stopped) return;
+      // Everything after the resume point was trimmed: say so, then go live.
+      if (gapAfter > after) stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: gapAfter + 1 })}\n\n`);
+      // What the replay queued has reached the socket only once the buffer is empty (as in
+      // `write`): until then the trim keeps it, and a cut client resumes from what it had.
+      if (stream.writableLength === 0) client.drained = from;
+      // Live frames that came during the last read: send those past where the replay ended.
+      goLive(Math.max(from, gapAfter));
+    };
+    void replay().catch((error: unknown) => {
       this.options.logger.error({ err: error }, 'event stream replay failed');
       stop();
-      return;
-    }
-    if (stopped) return;
-    // Everything after the resume point was trimmed: say so, then go live.
-    if (gapAfter > after) stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: gapAfter + 1 })}\n\n`);
-    // Live frames that came during the last read: send those past where the replay ended.
-    client.drained = from;
-    goLive(Math.max(from, gapAfter));
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,14 +36,14 @@ class FakeOutbox implements OutboxReader {
   }
 }
 
-async function serveHub(hub: StreamHub, outbox: FakeOutbox): Promise<{ url: string; close(): void }> {
+async function serveHub(hub: StreamHub, outbox: FakeOutbox): Promise<{ url: string; server: Server; close(): void }> {
   const app = new Koa();
   app.silent = true; // a cut-off client's closed socket is expected here
   app.use(errorResponder(silent));
   app.use(hub.events(outbox));
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => { server.closeAllConnections(); server.close(); } };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, close: () => { server.closeAllConnections(); server.close(); } };
 }
 
 describe('event stream', () => {
@@ -123,6 +124,52 @@ describe('event stream', () => {
     close = served.close;
     const frames = await readEvents(served.url, 1);
     expect(frames.map((f) => f.id)).toEqual(['2']);
+  });
+
+  it('replays a backlog many times maxBufferedBytes to a resuming client that reads it', async () => {
+    // The replay waits for the client past maxBufferedBytes: the client must be getting bytes
+    // meanwhile (it got none while the replay ran inside the middleware, and the replay waited for ever).
+    const hub = new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 64 * 1024 });
+    const outbox = new FakeOutbox();
+    outbox.body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(1000) });
+    for (let seq = 1; seq <= 1200; seq++) outbox.add(seq);
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const frames = await readEvents(`${served.url}?after=0`, 1200, { timeoutMs: 10_000 });
+    expect(frames.map((f) => Number(f.id))).toEqual(Array.from({ length: 1200 }, (_, i) => i + 1));
+  });
+
+  it('lets go of a resuming client that left while its resume point was being checked', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0, maxStreams: 1 });
+    const outbox = new FakeOutbox();
+    outbox.add(1);
+    // The first check of the resume point (a Redis round trip) answers only after the client left.
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    const lastSeq = outbox.lastSeq.bind(outbox);
+    let checking = false;
+    outbox.lastSeq = async () => {
+      if (!checking) {
+        checking = true;
+        await held;
+      }
+      return lastSeq();
+    };
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const socketClosed = new Promise<void>((resolve) => served.server.once('connection', (socket) => socket.once('close', () => resolve())));
+    const controller = new AbortController();
+    const request = fetch(served.url, { headers: { 'last-event-id': '0' }, signal: controller.signal }).catch(() => undefined);
+    await until(() => checking);
+    controller.abort();
+    await request;
+    await socketClosed;
+    answer();
+    // The rest of the request runs in microtasks after the answer.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(hub.count).toBe(0);
+    // Its slot is free again (maxStreams 1).
+    expect((await readEvents(`${served.url}?after=0`, 1)).map((f) => f.id)).toEqual(['1']);
   });
 
   it('refuses streams past maxStreams with 503', async () => {
