@@ -30,7 +30,15 @@ export interface MediaStageOptions {
   adapterFor(channel: string): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
   /** Where download connections come from (the address guard lives there). @default made by the stage, closed by `close()` */
   connections?: MediaConnections;
+  /**
+   * How long a finished download waits for its batch's flush to collect it. The flush may run on
+   * another instance and never ask here; past this the result is forgotten (a flush that asks
+   * later downloads again). @default 5 minutes
+   */
+  keepSettledMs?: number;
 }
+
+const KEEP_SETTLED_MS = 5 * 60_000;
 
 const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed' };
 
@@ -95,10 +103,22 @@ export class MediaStage {
     return total;
   }
 
+  /** Downloads begun and not yet collected (finished ones are kept a while for their flush). */
+  get tracked(): number {
+    return this.pending.size;
+  }
+
   /** Begin downloading a recorded part's attachments. */
   begin(part: BufferedPart): void {
     if (this.stop.signal.aborted || part.event.media.length === 0 || this.pending.has(part.id)) return;
-    this.pending.set(part.id, this.fetchPart(part));
+    const download = this.fetchPart(part);
+    this.pending.set(part.id, download);
+    const forget = () => {
+      this.options.clock.setTimeout(() => {
+        if (this.pending.get(part.id) === download) this.pending.delete(part.id);
+      }, this.options.keepSettledMs ?? KEEP_SETTLED_MS);
+    };
+    download.then(forget, forget);
   }
 
   /**

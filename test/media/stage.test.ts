@@ -5,7 +5,10 @@ import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import { silent, tempDir } from '../helpers.js';
+import { silent, tempDir, until } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
+import { PNG, serve } from '../servers.js';
+import { partOf } from './parts.js';
 
 describe('MediaStage sweeper', () => {
   it('keeps what the service used within ttlMs by its own clock, and sweeps the rest', async () => {
@@ -31,5 +34,39 @@ describe('MediaStage sweeper', () => {
     now += 1000;
     expect(await stage.sweep()).toEqual({ files: 1, folders: 1 });
     await stage.close();
+  });
+});
+
+describe('MediaStage downloads that no flush here collects', () => {
+  it('forgets a finished download keepSettledMs after it ended; a flush that asks later downloads again', async () => {
+    const host = await serve((_req, res) => {
+      res.setHeader('content-type', 'image/png');
+      res.end(PNG);
+    });
+    const clock = new ManualClock();
+    const config = loadConfig({ env: {}, file: { media: { dir: 'media', allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } } });
+    const stage = new MediaStage({
+      cwd: tempDir().path, channels: ['generic'], concurrency: 2, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media, adapterFor: () => undefined, keepSettledMs: 60_000,
+    });
+    try {
+      // Admitted here, flushed by another instance (several instances on Redis): never collected here.
+      const parts = [partOf('u1', [{ url: `http://127.0.0.1:${host.port}/a.png` }]), partOf('u2', [{ url: `http://127.0.0.1:${host.port}/b.png` }])];
+      for (const part of parts) stage.begin(part);
+      expect(stage.tracked).toBe(2);
+      await until(() => clock.pending().filter((ms) => ms === 60_000).length === 2);
+      await clock.advance(59_000);
+      expect(stage.tracked).toBeGreaterThan(0);
+      await clock.advance(60_000);
+      expect(stage.tracked).toBe(0);
+      // A flush here after all: the attachment downloads again, and the batch gets it.
+      const [result] = await stage.collect([parts[0]!]);
+      expect(result?.media).toHaveLength(1);
+      expect(host.total()).toBe(3);
+      expect(stage.tracked).toBe(0);
+    } finally {
+      await stage.close();
+      await host.close();
+    }
   });
 });
