@@ -248,6 +248,24 @@ export class FlushScheduler {
   }
 
   /**
+   * Flush one session's batches one after another. At the first failure that batch and those
+   * behind it are given back (one attempt at shutdown; they come out, in order, at the next
+   * start): a later batch committed now would overtake the failed one.
+   */
+  private async flushInTurn(queue: readonly LeasedBatch[]): Promise<boolean> {
+    for (const [i, batch] of queue.entries()) {
+      try {
+        await this.options.flush(batch);
+      } catch (error) {
+        this.options.onError(error, batch);
+        for (const left of queue.slice(i)) await this.options.release(left, this.options.clock.now()).catch(() => undefined);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
    * Shutdown: stop the timers and, for a store no one else shares, flush every open buffer now
    * (one attempt; what fails stays in the store for the next start). A shared store's buffers
    * are left to the instances still running, which flush them when due.
@@ -264,11 +282,17 @@ export class FlushScheduler {
       for (;;) {
         const batches = await this.options.claimDue(Infinity, this.leaseMs, this.chunk);
         if (batches.length === 0) break;
-        const outcomes = await Promise.all(batches.map((batch) => this.options.flush(batch).then(() => true, async (error: unknown) => {
-          this.options.onError(error, batch);
-          await this.options.release(batch, this.options.clock.now()).catch(() => undefined);
-          return false;
-        })));
+        // Shutdown takes every buffer of a session at once (a group's senders each have one).
+        // Sessions flush side by side, each one's batches in turn, in the order they were due,
+        // as they would have while running: in parallel they would commit in the order their
+        // downloads and lookups happened to end.
+        const sessions = new Map<string, LeasedBatch[]>();
+        for (const batch of batches) {
+          const queue = sessions.get(batch.sessionKey);
+          if (queue) queue.push(batch);
+          else sessions.set(batch.sessionKey, [batch]);
+        }
+        const outcomes = await Promise.all([...sessions.values()].map((queue) => this.flushInTurn(queue)));
         // One attempt each: a failure means the store is away, and the rest waits for the next start.
         if (outcomes.includes(false)) break;
       }

@@ -166,6 +166,41 @@ describe('FlushScheduler on the store', () => {
     expect(errors).toHaveLength(2);
   });
 
+  it("at close, flushes a session's buffers one after another in the order they were due", async () => {
+    const emitted: string[] = [];
+    const { add, scheduler } = setup({
+      flush: async (batch, store) => {
+        // Alice's batch takes longer (a lookup, a download): side by side, Bob's would commit first.
+        if (batch.parts[0]?.event.sender.id === 'alice') for (let i = 0; i < 20; i++) await Promise.resolve();
+        emitted.push(texts(batch)!.join(' '));
+        await store.commit(batch, draft(batch), Date.now());
+      },
+    });
+    await add(event('group', 'photo', 'alice'));
+    await add(event('group', 'text', 'bob'));
+    await add(event('other', 'elsewhere', 'carol'));
+    await scheduler.close(true);
+    expect(emitted.filter((t) => t !== 'elsewhere')).toEqual(['photo', 'text']);
+    expect(emitted).toContain('elsewhere');
+  });
+
+  it("at close, a failed batch keeps its session's later batches behind it for the next start", async () => {
+    const emitted: string[] = [];
+    const { add, errors, scheduler, store } = setup({
+      flush: async (batch, store) => {
+        if (batch.parts[0]?.event.text === 'photo') throw new Error('download cut short by the shutdown');
+        emitted.push(texts(batch)!.join(' '));
+        await store.commit(batch, draft(batch), Date.now());
+      },
+    });
+    await add(event('group', 'photo', 'alice'));
+    await add(event('group', 'text', 'bob'));
+    await scheduler.close(true);
+    expect(errors).toHaveLength(1);
+    expect(emitted).toEqual([]);
+    expect(await store.openBuffers()).toBe(2);
+  });
+
   it('makes one attempt at shutdown and leaves the rest in the store for the next start', async () => {
     const { add, errors, scheduler, store } = setup({ flush: async () => { throw new Error('store closed'); } });
     await add(event('s', 'bye'));
