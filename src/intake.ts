@@ -211,7 +211,17 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
   const output = createOutput({
     clock, logger, pushes: config.agent.url !== undefined,
-    commit: (batch, draft, now) => store.commit(batch, draft, now),
+    commit: async (batch, draft, now) => {
+      try {
+        return await store.commit(batch, draft, now);
+      } catch (error) {
+        // A commit can run and only its answer be lost (a Redis timeout or reconnection): the
+        // outbox says whether it did, and a committed output is published like any other.
+        const recorded = await store.outboxGet(draft.id).catch(() => undefined);
+        if (recorded) return recorded;
+        throw error;
+      }
+    },
     correlation: (key, now) => store.correlation(key, now),
     collectMedia: (batch) => media.collect(batch.parts),
     mediaMode: (channel) => channels.get(channel)?.config.debounce.media ?? config.debounce.media,

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/load.js';
+import type { Output } from '../src/events.js';
+import { createIntake } from '../src/intake.js';
+import type { LeasedBatch, OutboxDraft } from '../src/ports.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { silent, tempDir } from './helpers.js';
+import { ManualClock } from './manual-clock.js';
+
+/** A store whose first commit runs and then fails, as a Redis commit whose answer was lost. */
+class AnswerLost extends MemoryStore {
+  lost = 0;
+  override async commit(batch: LeasedBatch, draft: OutboxDraft, now: number) {
+    const record = await super.commit(batch, draft, now);
+    if (this.lost++ === 0) throw new Error('Command timed out');
+    return record;
+  }
+}
+
+describe('a commit that ran but lost its answer', () => {
+  it('publishes the output once to in-process listeners, as a commit that answered', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const store = new AnswerLost();
+    const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 } } });
+    const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock, store });
+    const out: string[] = [];
+    intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
+    const answer = await intake.ingest('generic', {
+      headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(),
+      body: Buffer.from(JSON.stringify({ id: 'm1', sessionKey: 'cli:a', content: 'hello' })),
+    });
+    expect(answer.status).toBe(200);
+    await clock.advance(2000);
+    expect(store.lost).toBe(1);
+    expect(out).toEqual(['hello']);
+    expect((await store.outboxAfter(0, 10)).map((r) => r.messageIds)).toEqual([['m1']]);
+    await intake.close();
+    dir.remove();
+  });
+});
