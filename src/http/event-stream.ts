@@ -166,7 +166,8 @@ export class StreamHub {
         if (stream.writableLength > this.maxBuffered) {
           // What is still buffered never reaches the client: keep everything after what drained.
           this.options.logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
-          this.cut.set(client, { lastSent: client.drained, at: this.options.now() });
+          // Only outbox streams hold the trim back (activity streams count trail entries, not seqs).
+          if (clients === this.outputs) this.cut.set(client, { lastSent: client.drained, at: this.options.now() });
           stop();
           return false;
         }

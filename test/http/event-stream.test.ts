@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../src/events.js';
+import type { OutboxRecord, TraceEntry } from '../../src/events.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { readEvents, silent, until } from '../helpers.js';
@@ -124,6 +124,40 @@ describe('event stream', () => {
     close = served.close;
     const frames = await readEvents(served.url, 1);
     expect(frames.map((f) => f.id)).toEqual(['2']);
+  });
+
+  it('does not hold the outbox trim back for an activity stream cut as too slow', async () => {
+    const hub = new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 64 * 1024 });
+    const entries: TraceEntry[] = [];
+    const listeners = new Set<(entry: TraceEntry) => void>();
+    const trail = {
+      get last() { return entries.at(-1)?.n ?? 0; },
+      after: (n: number, limit: number) => entries.filter((e) => e.n > n).slice(0, limit),
+      subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
+    };
+    const app = new Koa();
+    app.silent = true;
+    app.use(errorResponder(silent));
+    app.use(hub.activityStream(trail));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    close = () => { server.closeAllConnections(); server.close(); };
+    // A raw activity client that never reads.
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.pause();
+    await until(() => hub.count === 1);
+    for (let n = 1; n <= 2000 && hub.count > 0; n++) {
+      const entry: TraceEntry = { n, at: 0, channel: 'generic', kind: 'verdict', id: `e${n}`, preview: 'y'.repeat(10_000) };
+      entries.push(entry);
+      for (const listener of listeners) listener(entry);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(hub.count).toBe(0);
+    // Its trail numbers are no outbox seqs: nothing of the outbox is held for it.
+    expect(hub.keepAfterSeq()).toBe(Number.MAX_SAFE_INTEGER);
+    socket.destroy();
   });
 
   it('replays a backlog many times maxBufferedBytes to a resuming client that reads it', async () => {
