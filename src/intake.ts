@@ -189,6 +189,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     cwd, channels: [...channels.keys()], concurrency: config.media.concurrency, clock, logger, metrics,
     optionsFor: (channel) => channels.get(channel)?.config.media ?? config.media,
     adapterFor: (channel) => channels.get(channel)?.adapter,
+    // A finished download waits for its flush: past the longest wait a buffer can have, a lease
+    // taken over from a dead instance (30 s) and a margin; at least the stage's 5 minutes.
+    keepSettledMs: Math.max(5 * 60_000, Math.max(config.debounce.maxWaitMs, ...[...channels.values()].map(({ config: channel }) => channel.debounce.maxWaitMs)) + 90_000),
   });
 
   // 7. Debounce: buffers live in the store; this closes them when due, on any instance.
@@ -212,15 +215,23 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const output = createOutput({
     clock, logger, pushes: config.agent.url !== undefined,
     commit: async (batch, draft, now) => {
+      // A commit can run and only its answer be lost: a Redis timeout (an error), or a reconnection
+      // after which ioredis sends it again and the fence it used up refuses it (no record). The
+      // outbox says whether it ran; its draft id is new on every attempt.
+      let failure: unknown;
       try {
-        return await store.commit(batch, draft, now);
+        const record = await store.commit(batch, draft, now);
+        if (record) return record;
       } catch (error) {
-        // A commit can run and only its answer be lost (a Redis timeout or reconnection): the
-        // outbox says whether it did, and a committed output is published like any other.
-        const recorded = await store.outboxGet(draft.id).catch(() => undefined);
-        if (recorded) return recorded;
-        throw error;
+        failure = error;
       }
+      const recorded = await store.outboxGet(draft.id).catch(() => undefined);
+      if (recorded) {
+        logger.warn({ err: failure, sessionKey: batch.sessionKey, seq: recorded.seq }, 'flush commit answered late or failed, but its output is in the outbox; published');
+        return recorded;
+      }
+      if (failure !== undefined) throw failure;
+      return undefined;
     },
     correlation: (key, now) => store.correlation(key, now),
     collectMedia: (batch) => media.collect(batch.parts),

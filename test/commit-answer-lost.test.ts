@@ -7,21 +7,30 @@ import { MemoryStore } from '../src/store/memory.js';
 import { silent, tempDir } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
 
-/** A store whose first commit runs and then fails, as a Redis commit whose answer was lost. */
+/**
+ * A store whose first commit runs and then answers as if it had not: an error (a Redis command
+ * timeout), or no record (ioredis sent it again after a reconnection, and the fence it had used
+ * up refused it).
+ */
 class AnswerLost extends MemoryStore {
   lost = 0;
+  constructor(private readonly answer: 'error' | 'refused') {
+    super();
+  }
+
   override async commit(batch: LeasedBatch, draft: OutboxDraft, now: number) {
     const record = await super.commit(batch, draft, now);
-    if (this.lost++ === 0) throw new Error('Command timed out');
-    return record;
+    if (this.lost++ > 0) return record;
+    if (this.answer === 'error') throw new Error('Command timed out');
+    return undefined;
   }
 }
 
 describe('a commit that ran but lost its answer', () => {
-  it('publishes the output once to in-process listeners, as a commit that answered', async () => {
+  it.each(['error', 'refused'] as const)('publishes the output once to in-process listeners, as a commit that answered (answer: %s)', async (lostAs) => {
     const dir = tempDir();
     const clock = new ManualClock();
-    const store = new AnswerLost();
+    const store = new AnswerLost(lostAs);
     const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 } } });
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock, store });
     const out: string[] = [];
