@@ -162,7 +162,7 @@ export class StreamHub {
           held.push(text);
           return true;
         }
-        if (stream.writableLength === 0) client.drained = client.lastSent;
+        if (emptied(stream)) client.drained = client.lastSent;
         if (stream.writableLength > this.maxBuffered) {
           // What is still buffered never reaches the client: keep everything after what drained.
           this.options.logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
@@ -233,7 +233,8 @@ export class StreamHub {
           stream.write(f.text);
           from = f.n;
           // A resuming client reads at its own pace: wait for it rather than buffer the whole outbox.
-          if (stream.writableLength > this.maxBuffered) await drained(stream, () => stopped);
+          // ('drain' comes only after a write was refused: below the stream's own 16 KiB mark, write on.)
+          if (stream.writableLength > this.maxBuffered && stream.writableNeedDrain) await drained(stream, () => stopped);
         }
         if (stopped) break;
         if (more) continue;
@@ -251,9 +252,9 @@ export class StreamHub {
       if (stopped) return;
       // Everything after the resume point was trimmed: say so, then go live.
       if (gapAfter > after) stream.write(`event: gap\ndata: ${JSON.stringify({ after, next: gapAfter + 1 })}\n\n`);
-      // What the replay queued has reached the socket only once the buffer is empty (as in
+      // What the replay queued has left for the socket only once the stream is empty (as in
       // `write`): until then the trim keeps it, and a cut client resumes from what it had.
-      if (stream.writableLength === 0) client.drained = from;
+      if (emptied(stream)) client.drained = from;
       // Live frames that came during the last read: send those past where the replay ended.
       goLive(Math.max(from, gapAfter));
     };
@@ -262,6 +263,11 @@ export class StreamHub {
       stop();
     });
   }
+}
+
+/** Nothing of `stream` is waiting in it, on its writing side or its reading side: the socket has it all. */
+function emptied(stream: PassThrough): boolean {
+  return stream.writableLength + stream.readableLength === 0;
 }
 
 /** Resolves when `stream` drained, or at once when `stopped()` says the client is gone (checked on close). */

@@ -126,7 +126,7 @@ export class RedisStore implements Store {
   // --- buffers with owners ---------------------------------------------------------------
 
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    // now = Infinity (a single-instance shutdown) means "now" here: whoever is alive flushes.
+    // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
     const reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit)) as Array<
       [string, string, number, number, FlushReason, string[]]
     >;

@@ -128,11 +128,11 @@ describe('event stream', () => {
 
   it('does not hold the outbox trim back for an activity stream cut as too slow', async () => {
     const hub = new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 64 * 1024 });
-    const entries: TraceEntry[] = [];
+    let last = 0;
     const listeners = new Set<(entry: TraceEntry) => void>();
     const trail = {
-      get last() { return entries.at(-1)?.n ?? 0; },
-      after: (n: number, limit: number) => entries.filter((e) => e.n > n).slice(0, limit),
+      get last() { return last; },
+      after: () => [],
       subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
     };
     const app = new Koa();
@@ -148,9 +148,11 @@ describe('event stream', () => {
     socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     socket.pause();
     await until(() => hub.count === 1);
-    for (let n = 1; n <= 2000 && hub.count > 0; n++) {
-      const entry: TraceEntry = { n, at: 0, channel: 'generic', kind: 'verdict', id: `e${n}`, preview: 'y'.repeat(10_000) };
-      entries.push(entry);
+    // Until the socket's buffers are full and the stream cut (at most 100 MB).
+    const preview = 'y'.repeat(10_000);
+    for (let n = 1; n <= 10_000 && hub.count > 0; n++) {
+      const entry: TraceEntry = { n, at: 0, channel: 'generic', kind: 'verdict', id: `e${n}`, preview };
+      last = n;
       for (const listener of listeners) listener(entry);
       await new Promise((resolve) => setImmediate(resolve));
     }
