@@ -230,10 +230,13 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   });
 
   it('counts per channel in /metrics and /v1/stats without ids in labels', async () => {
-    service = await startService({ ...quick, debounce: { windowMs: 20, maxMessages: 3 } });
+    // On a manual clock the window closes only when the test says: a loaded machine cannot split the batch.
+    const clock = new ManualClock();
+    service = await startService({ ...quick, debounce: { windowMs: 1000, maxMessages: 3 } }, { clock });
     await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
     await post({ id: 'k1', sessionKey: 'cli:secret-user', content: 'a' });
     await post({ id: 'k2', sessionKey: 'cli:secret-user', content: 'b' });
+    await clock.advance(1000);
     await until(async () => (await service.intake.store.outboxAfter(0, 10)).length === 1);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="received"\} 3/);

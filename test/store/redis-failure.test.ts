@@ -60,9 +60,12 @@ describe('Redis store when Redis fails', () => {
     const store = await RedisStore.open(server.url, { commandTimeoutMs: 300 });
     const admin = new Redis(server.url);
     await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
-    await expect(store.admit([item()], 0)).rejects.toThrow(/Command timed out/);
-    await admin.call('CLIENT', 'UNPAUSE');
-    admin.disconnect();
+    try {
+      await expect(store.admit([item()], 0)).rejects.toThrow(/Command timed out/);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
     await store.close();
   });
 
