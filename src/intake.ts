@@ -20,7 +20,7 @@ import { consoleRoutes } from './http/console.js';
 import { parseJson } from './http/body.js';
 import { StreamHub } from './http/event-stream.js';
 import { createAdmit, type Admitted, type Plan } from './ingest/admit.js';
-import { MediaStage } from './media/index.js';
+import { KEEP_SETTLED_MS, MediaStage } from './media/index.js';
 import { Metrics } from './metrics/index.js';
 import type { AdmitItem, BufferRule, LeasedBatch, Store } from './ports.js';
 import { AgentPush } from './push/agent-push.js';
@@ -184,6 +184,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
   const groups = new WeakMap<InboundEvent, CorrelationRecord>();
 
+  /** The debounce rules in use: the global one and each channel's. */
+  const debounceRules = [config.debounce, ...[...channels.values()].map(({ config: channel }) => channel.debounce)];
+
   // 6. Media: downloads start at admission and overlap the debounce window.
   const media = new MediaStage({
     cwd, channels: [...channels.keys()], concurrency: config.media.concurrency, clock, logger, metrics,
@@ -191,13 +194,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     adapterFor: (channel) => channels.get(channel)?.adapter,
     // A finished download waits for its flush: past the longest wait a buffer can have, a lease
     // taken over from a dead instance (30 s) and a margin; at least the stage's 5 minutes.
-    keepSettledMs: Math.max(5 * 60_000, Math.max(config.debounce.maxWaitMs, ...[...channels.values()].map(({ config: channel }) => channel.debounce.maxWaitMs)) + 90_000),
+    keepSettledMs: Math.max(KEEP_SETTLED_MS, Math.max(...debounceRules.map((rule) => rule.maxWaitMs)) + 90_000),
   });
 
   // 7. Debounce: buffers live in the store; this closes them when due, on any instance.
   const scheduler = new FlushScheduler({
     clock,
-    gridMs: flushGridMs([config.debounce.windowMs, config.correlation.noticeHoldMs, ...[...channels.values()].map(({ config: channel }) => channel.debounce.windowMs)]),
+    gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
     claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
     renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
     release: (batch, retryAt) => store.release(batch, retryAt),

@@ -4,7 +4,7 @@ import type { Output } from '../src/events.js';
 import { createIntake } from '../src/intake.js';
 import type { LeasedBatch, OutboxDraft } from '../src/ports.js';
 import { MemoryStore } from '../src/store/memory.js';
-import { silent, tempDir } from './helpers.js';
+import { deliverJson, silent, tempDir } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
 
 /**
@@ -35,10 +35,7 @@ describe('a commit that ran but lost its answer', () => {
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock, store });
     const out: string[] = [];
     intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
-    const answer = await intake.ingest('generic', {
-      headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(),
-      body: Buffer.from(JSON.stringify({ id: 'm1', sessionKey: 'cli:a', content: 'hello' })),
-    });
+    const answer = await deliverJson(intake, { id: 'm1', sessionKey: 'cli:a', content: 'hello' }, clock.now());
     expect(answer.status).toBe(200);
     await clock.advance(2000);
     expect(store.lost).toBe(1);

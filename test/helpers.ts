@@ -51,6 +51,14 @@ export async function startService(file: Record<string, unknown> = {}, options: 
   };
 }
 
+/** Hand `body` to the generic channel of an in-process intake, as a webhook received at `now` (no HTTP). */
+export function deliverJson(intake: Intake, body: unknown, now: number) {
+  return intake.ingest('generic', {
+    headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now,
+    body: Buffer.from(JSON.stringify(body)),
+  });
+}
+
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
   const response = await fetch(url, {
     method: 'POST',

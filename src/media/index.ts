@@ -38,7 +38,8 @@ export interface MediaStageOptions {
   keepSettledMs?: number;
 }
 
-const KEEP_SETTLED_MS = 5 * 60_000;
+/** How long a finished download waits for its flush unless told otherwise. */
+export const KEEP_SETTLED_MS = 5 * 60_000;
 
 const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed' };
 

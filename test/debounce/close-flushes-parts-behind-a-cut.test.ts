@@ -3,7 +3,7 @@ import { createIntake } from '../../src/intake.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Output } from '../../src/events.js';
 import { ManualClock } from '../manual-clock.js';
-import { silent, tempDir } from '../helpers.js';
+import { deliverJson, silent, tempDir } from '../helpers.js';
 
 describe('shutdown of a memory store', () => {
   it('close() on a memory store emits the part that arrived after a command cut its buffer (it is lost today)', async () => {
@@ -13,10 +13,7 @@ describe('shutdown of a memory store', () => {
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
     const out: string[] = [];
     intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
-    const send = (id: string, content: string) => intake.ingest('generic', {
-      headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(),
-      body: Buffer.from(JSON.stringify({ id, sessionKey: 'cli:a', content })),
-    });
+    const send = (id: string, content: string) => deliverJson(intake, { id, sessionKey: 'cli:a', content }, clock.now());
     // No timer fires on the manual clock: all three parts wait in one buffer, cut after the command.
     expect((await send('1', 'hello')).status).toBe(200);
     expect((await send('2', '/status')).status).toBe(200);

@@ -3,7 +3,7 @@ import { createIntake, flushGridMs } from '../../src/intake.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Output } from '../../src/events.js';
 import { ManualClock } from '../manual-clock.js';
-import { silent, tempDir } from '../helpers.js';
+import { deliverJson, silent, tempDir } from '../helpers.js';
 
 describe('flushGridMs', () => {
   it('is a twentieth of the shortest hold, between 10 and 50 ms', () => {
@@ -23,10 +23,7 @@ describe('the flush grid with the default holds', () => {
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
     const out: string[] = [];
     intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
-    const response = await intake.ingest('generic', {
-      headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(),
-      body: Buffer.from(JSON.stringify({ id: 'g1', sessionKey: 'cli:grid', content: 'hello' })),
-    });
+    const response = await deliverJson(intake, { id: 'g1', sessionKey: 'cli:grid', content: 'hello' }, clock.now());
     expect(response.status).toBe(200);
     await clock.advance(1_500 + 29);
     expect(out).toEqual([]);
