@@ -35,6 +35,11 @@ export interface OpenBuffer {
   stamp: number;
 }
 
+/** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
+export type BufferHold =
+  | { debounceKey: string; lease: { fence: number; until: number } }
+  | { debounceKey: string; retryAt: number };
+
 /** A buffer just leased, with the parts of its batch (the caller loads bodies not kept). */
 export interface Taken {
   buffer: OpenBuffer;
@@ -196,20 +201,35 @@ export class Buffers {
     this.schedule(buffer, retryAt);
   }
 
-  /** The leases held now (a rebuild of the indexes carries them over). */
-  leases(): Array<{ debounceKey: string; lease: { fence: number; until: number } }> {
-    const out: Array<{ debounceKey: string; lease: { fence: number; until: number } }> = [];
-    for (const buffer of this.open.values()) if (buffer.lease) out.push({ debounceKey: buffer.debounceKey, lease: { ...buffer.lease } });
+  /**
+   * The holds on buffers now: their leases, and the retry times of buffers whose flush failed
+   * (a rebuild of the indexes carries both over; the rows keep neither).
+   */
+  holds(): BufferHold[] {
+    const out: BufferHold[] = [];
+    for (const buffer of this.open.values()) {
+      if (buffer.lease) out.push({ debounceKey: buffer.debounceKey, lease: { ...buffer.lease } });
+      else if (buffer.retrying) out.push({ debounceKey: buffer.debounceKey, retryAt: buffer.deadline });
+    }
     return out;
   }
 
-  /** Hold a lease taken before a rebuild, when its buffer is still there: its owner's commit stays valid. */
-  adopt(debounceKey: string, lease: { fence: number; until: number }): void {
-    const buffer = this.open.get(debounceKey);
-    if (!buffer || buffer.lease) return;
-    buffer.lease = lease;
+  /**
+   * Take back a hold from before a rebuild, when its buffer is still there: a lease stays valid
+   * for its owner's commit; a failed flush's buffer stays due at its retry time, its session held.
+   */
+  adopt(hold: BufferHold): void {
+    const buffer = this.open.get(hold.debounceKey);
+    if (!buffer || buffer.lease || buffer.retrying) return;
     this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
-    this.hold(buffer);
+    if ('lease' in hold) {
+      buffer.lease = hold.lease;
+      this.hold(buffer);
+      return;
+    }
+    buffer.retrying = true;
+    buffer.deadline = hold.retryAt;
+    this.schedule(buffer, hold.retryAt);
   }
 
   /** Put back a buffer recorded by an earlier run (SQLite open), not leased. */

@@ -114,7 +114,8 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
   }
 
   // Buffers are the parts of each debounce key, in arrival order, under the rule of the part
-  // that opened them; their deadlines follow from the parts (a released retry time is not kept).
+  // that opened them; their deadlines follow from the parts (a released retry time is not kept:
+  // a rebuild in the same process carries it over, see `SqliteStore.rebuild`).
   const buffers = new Map<string, OpenBuffer>();
   // Buffers opened under one configuration share one rule object.
   const rules = new Map<string, OpenBuffer['rule']>();

@@ -379,17 +379,18 @@ export class SqliteStore implements Store {
 
   /**
    * Make the indexes the rows' view again after a failed write. Leases still held are carried
-   * over, so flushes and pushes under way elsewhere still commit and ack. A lease whose write
-   * was in the failed group is gone: its owner's commit is refused and the batch, still in the
-   * rows, is taken and committed again, once.
+   * over, so flushes and pushes under way elsewhere still commit and ack; so are the retry times
+   * of failed flushes, whose sessions stay held (no later batch of theirs goes first). A lease
+   * whose write was in the failed group is gone: its owner's commit is refused and the batch,
+   * still in the rows, is taken and committed again, once.
    */
   private rebuild(): void {
-    const buffers = this.state.buffers.leases();
+    const buffers = this.state.buffers.holds();
     const pushes = this.state.pushes.leases();
     // The rebuilt buffers' parts carry no body: a flush reads each from its row, so nothing of
     // a write that was rolled back survives in memory.
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
-    for (const { debounceKey, lease } of buffers) this.state.buffers.adopt(debounceKey, lease);
+    for (const hold of buffers) this.state.buffers.adopt(hold);
     for (const { sessionKey, lease } of pushes) this.state.pushes.adopt(sessionKey, lease);
   }
 

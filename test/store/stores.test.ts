@@ -235,6 +235,36 @@ describe('sqlite store', () => {
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['same', 'other']);
     expect(await store.openBuffers()).toBe(1);
   });
+
+  it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
+    const store = sqlite(join(tempDir().path, 'retry-hold.db'));
+    // Session s: sender a's batch is taken and its flush fails; it is due again at 10 s.
+    await store.admit([item('a1', { debounceKey: 's/a', closeNow: true })], 0);
+    const [a] = await store.claimDue(0, 1000, 10);
+    await store.release(a as NonNullable<typeof a>, 10_000);
+    // Sender b's later batch of the same session waits behind it.
+    await store.admit([
+      item('b1', { debounceKey: 's/b', closeNow: true }), item('x', { sessionKey: 'x', closeNow: true }), item('y', { sessionKey: 'y', closeNow: true }),
+    ], 1);
+    const taken = await store.claimDue(1, 1000, 10);
+    expect(taken.map((t) => t.sessionKey)).toEqual(['x', 'y']);
+    // Two commits of one outbox id in one group: the group fails and the indexes are rebuilt.
+    await Promise.allSettled(taken.map((t) => store.commit(t, draft('same'), 2)));
+    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['same']);
+    // Before a's retry time nothing of session s is due; the batch whose commit was refused is
+    // (its lease was in the failed group).
+    const early = await store.claimDue(5000, 1000, 10);
+    expect(early).toHaveLength(1);
+    expect(['x', 'y']).toContain(early[0]?.sessionKey);
+    // At it, a's batch comes (beside the refused batch again, its lease run out), and b's only
+    // after a's commit.
+    const due = (await store.claimDue(10_000, 1000, 10)).filter((t) => t.sessionKey === 's');
+    expect(due.map((t) => t.parts.map((p) => p.event.text))).toEqual([['a1']]);
+    await store.commit(due[0] as NonNullable<(typeof due)[0]>, draft('a'), 10_001);
+    const [next] = await store.claimDue(10_001, 1000, 10);
+    expect(next?.parts.map((p) => p.event.text)).toEqual(['b1']);
+    await store.close();
+  });
 });
 
 describe('sqlite store upgrade', () => {
