@@ -1,3 +1,4 @@
+import { nanoid } from 'nanoid';
 import { UnavailableError } from '../errors.js';
 import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
 import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './redis/codec.js';
@@ -24,6 +25,10 @@ export interface RedisStoreOptions extends StoreOptions {
 const RELEASE_HOLD_MS = 30_000;
 /** Trim works in script calls of this many records, so no call blocks Redis for long. */
 const TRIM_BATCH = 1000;
+/** A claim undone after its answer was lost stays refused this long (a resend by the client after a reconnect). */
+const UNCLAIMED_KEEP_MS = 3_600_000;
+/** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
+const MAX_UNANSWERED = 1000;
 /** claimStats / correlationStats are refreshed in the background at most this often. */
 const STATS_EVERY_MS = 1000;
 
@@ -35,7 +40,8 @@ const STATS_EVERY_MS = 1000;
  *   lock:<session> `<fence> <leaseUntil>` PX, wait:<session> SET of buffers waiting for the lock,
  *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
  *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
- *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters.
+ *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
+ *   claim:<token> SET of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour).
  *
  * Durability: "resolves once durable" holds as far as the server's settings promise. With
  * AOF `everysec` a host crash can lose the last second of acknowledged admissions; use
@@ -67,6 +73,11 @@ export class RedisStore implements Store {
   /** One WAIT per connection per tick covers every write sent before it. */
   private readonly replicaWaits = new Map<ScriptedRedis, Promise<void>>();
   private readonly claimSpaces = new Set<string>();
+  /** Claim tokens: this store's own prefix and a count. */
+  private readonly claimPrefix = `${nanoid(10)}:`;
+  private claims = 0;
+  /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
+  private readonly unanswered: string[] = [];
   private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, at: -Infinity };
 
   private constructor(url: string, options: RedisStoreOptions) {
@@ -125,11 +136,25 @@ export class RedisStore implements Store {
 
   // --- buffers with owners ---------------------------------------------------------------
 
+  /**
+   * Take due buffers under a claim token. A claim whose answer is lost (Redis ran it, then the
+   * command timed out or the connection dropped) leased buffers no one here knows of: before
+   * the next claim they are given back by that token, instead of waiting out their lease.
+   */
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
-    const reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit)) as Array<
-      [string, string, number, number, FlushReason, string[]]
-    >;
+    while (this.unanswered.length > 0) {
+      await this.background.aiUnclaim(this.prefix, this.unanswered[0] as string, UNCLAIMED_KEEP_MS);
+      this.unanswered.shift();
+    }
+    const token = `${this.claimPrefix}${++this.claims}`;
+    let reply: Array<[string, string, number, number, FlushReason, string[]]>;
+    try {
+      // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
+      reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
+    } catch (error) {
+      if (this.unanswered.push(token) > MAX_UNANSWERED) this.unanswered.shift();
+      throw error;
+    }
     return reply.map(([debounceKey, sessionKey, fence, leaseUntil, reason, parts]) => ({
       debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf),
     }));

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isIntakeError } from '../../src/errors.js';
 import { RedisStore } from '../../src/store/redis.js';
+import { CLAIM_DUE_LUA, UNCLAIM_LUA } from '../../src/store/redis/lua-flush.js';
 import type { AdmitItem } from '../../src/store/types.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
@@ -67,6 +68,67 @@ describe('Redis store when Redis fails', () => {
       admin.disconnect();
     }
     await store.close();
+  });
+
+  it('gives back, at the next claim, the buffers of a claim whose answer was lost, and refuses that claim if it is sent again', async () => {
+    // The background connection gives up after 5 s; the pause outlasts that, so the claim runs
+    // only after its caller saw it fail, and its answer goes nowhere.
+    const prefix = '{lost-claim}:';
+    const store = await RedisStore.open(server.url, { commandTimeoutMs: 300, keyPrefix: 'lost-claim' });
+    const admin = new Redis(server.url);
+    try {
+      await store.admit([item()], 0);
+      const now = Date.now() + 60_000; // arrivals are stamped by Redis's clock: due by then
+      await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
+      let lost: unknown;
+      try {
+        lost = await store.claimDue(now, 30_000, 10).catch((error: unknown) => error);
+      } finally {
+        await admin.call('CLIENT', 'UNPAUSE');
+      }
+      expect(String(lost)).toMatch(/Command timed out/);
+      // Redis ran it once unpaused: the buffer is leased, its lease 30 s away.
+      await expect.poll(() => admin.hget(`${prefix}bm:k`, 'fence'), { timeout: 5000, interval: 20 }).not.toBeNull();
+      const token = await admin.hget(`${prefix}bm:k`, 'claim');
+      // The next claim gives it back first and takes it, well before the lease ends.
+      const [batch, ...more] = await store.claimDue(now, 30_000, 10);
+      expect(more).toEqual([]);
+      expect(batch).toMatchObject({ debounceKey: 'k', sessionKey: 's', reason: 'window' });
+      // The lost claim, sent again by the client after its undo (a resend on reconnect), takes nothing.
+      await store.release(batch as NonNullable<typeof batch>, now);
+      expect(await admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now + 1), '30000', '10', token as string)).toEqual([]);
+      expect(await store.claimDue(now + 1, 30_000, 10)).toHaveLength(1);
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  });
+
+  it('leaves alone what a lost claim leased once another claim took it over or it committed', async () => {
+    const prefix = '{undo-stale}:';
+    const store = await RedisStore.open(server.url, { keyPrefix: 'undo-stale' });
+    const admin = new Redis(server.url);
+    const claim = (now: number, token: string) => admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now), '1000', '10', token) as Promise<unknown[]>;
+    const undo = (token: string) => admin.eval(UNCLAIM_LUA, 1, prefix, token, '60000');
+    try {
+      await store.admit([item()], 0);
+      const now = Date.now() + 60_000;
+      expect(await claim(now, 'lost')).toHaveLength(1);
+      // Its lease ran out and another claim took the buffer over: the undo must not touch it.
+      expect(await claim(now + 2000, 'other')).toHaveLength(1);
+      const fence = await admin.hget(`${prefix}bm:k`, 'fence');
+      expect(await undo('lost')).toBe(0);
+      expect(await admin.hget(`${prefix}bm:k`, 'fence')).toBe(fence);
+      expect(await admin.get(`${prefix}lock:s`)).toMatch(new RegExp(`^${fence} `));
+      // Undone while still its own: the buffer is due again and its session free.
+      expect(await undo('other')).toBe(1);
+      expect(await admin.hget(`${prefix}bm:k`, 'fence')).toBeNull();
+      expect(await admin.get(`${prefix}lock:s`)).toBeNull();
+      expect(await store.claimDue(now + 2000, 1000, 10)).toHaveLength(1);
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
   });
 
   it('fails an admit that fewer replicas than waitReplicas acknowledged', async () => {

@@ -1,11 +1,12 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { ADMIT_LUA } from './lua-admit.js';
-import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA } from './lua-flush.js';
+import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA, UNCLAIM_LUA } from './lua-flush.js';
 import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from './lua-outbox.js';
 
 const SCRIPTS = {
   aiAdmit: ADMIT_LUA,
   aiClaimDue: CLAIM_DUE_LUA,
+  aiUnclaim: UNCLAIM_LUA,
   aiRenew: RENEW_LUA,
   aiCommit: COMMIT_LUA,
   aiRelease: RELEASE_LUA,

@@ -75,7 +75,7 @@ local function rearm(dk)
   local deadline, reason
   if commandAt then deadline, reason = commandAt, 'command'
   else deadline, reason = closeAt(redis.call('SCARD', bu), firstAt, lastAt, tonumber(r[1]), tonumber(r[2]), tonumber(r[3])) end
-  redis.call('HDEL', bm, 'fence', 'leaseUntil')
+  redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
   redis.call('HSET', bm, 'firstAt', int(firstAt), 'lastAt', int(lastAt), 'deadline', int(deadline), 'reason', reason)
   redis.call('ZADD', P .. 'due', deadline, dk)
 end

@@ -1,13 +1,17 @@
 import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua-buffer.js';
 
 /**
- * Take due buffers. ARGV: now ('' = server time), leaseMs, limit.
+ * Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none).
  * A buffer of a session whose flush lock is held waits: it is re-scored to that lease and
  * noted in the session's wait set, so it neither blocks the scan nor waits past the release.
+ * With a token, the buffers taken are noted under it (\`claim:<token>\`, for a lease), so a
+ * claim whose answer was lost can be undone (UNCLAIM_LUA); a token already undone takes nothing
+ * (the client resent the claim after its undo).
  * Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts}.
  */
 export const CLAIM_DUE_LUA = `${LUA_PRELUDE}
-local now, leaseMs, limit = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
+if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
 local due = P .. 'due'
 -- The next batch: parts up to the first command, or up to the part whose unit reached
 -- maxMessages (later parts of that album included); parts past it arrived after the buffer
@@ -52,7 +56,11 @@ for _, dk in ipairs(candidates) do
       local leaseUntil = now + leaseMs
       redis.call('SET', lockKey, int(fence) .. ' ' .. int(leaseUntil), 'PX', leaseMs)
       redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
-      redis.call('HDEL', bm, 'retrying')
+      redis.call('HDEL', bm, 'retrying', 'claim')
+      if token ~= '' then
+        redis.call('HSET', bm, 'claim', token)
+        redis.call('SADD', P .. 'claim:' .. token, dk)
+      end
       redis.call('ZADD', due, leaseUntil, dk)
       local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
       local size = batchOf(parts, tonumber(m[4]) or 1)
@@ -62,7 +70,34 @@ for _, dk in ipairs(candidates) do
     end
   end
 end
+if token ~= '' and #out > 0 then redis.call('PEXPIRE', P .. 'claim:' .. token, leaseMs) end
 return out
+`;
+
+/**
+ * Undo a claim whose answer never reached its caller (a timeout, a lost connection): every
+ * buffer it leased and that is still under that lease goes back to \`due\` at its own deadline,
+ * its session lock released, instead of waiting out a lease no one holds. ARGV: token, how
+ * long to remember the token as undone (a resent claim with it then takes nothing).
+ * Returns the number of buffers given back.
+ */
+export const UNCLAIM_LUA = `${LUA_PRELUDE}${LUA_RELEASE_SESSION}
+local token, keepMs = ARGV[1], tonumber(ARGV[2])
+redis.call('SET', P .. 'unclaimed:' .. token, '1', 'PX', keepMs)
+local claimKey = P .. 'claim:' .. token
+local n = 0
+for _, dk in ipairs(redis.call('SMEMBERS', claimKey)) do
+  local bm = P .. 'bm:' .. dk
+  local m = redis.call('HMGET', bm, 'claim', 'fence', 'sessionKey', 'deadline')
+  if m[1] == token and m[2] then
+    redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
+    releaseSession(m[3], m[2])
+    redis.call('ZADD', P .. 'due', m[4], dk)
+    n = n + 1
+  end
+end
+redis.call('DEL', claimKey)
+return n
 `;
 
 /** ARGV: debounceKey, sessionKey, fence, now, leaseMs. Returns 1, or 0 for a stale fence. */
@@ -110,7 +145,7 @@ export const RELEASE_LUA = `${LUA_PRELUDE}
 local dk, session, fence, retryAt, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local bm = P .. 'bm:' .. dk
 if redis.call('HGET', bm, 'fence') ~= fence then return 0 end
-redis.call('HDEL', bm, 'fence', 'leaseUntil')
+redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
 redis.call('HSET', bm, 'deadline', int(retryAt), 'retrying', fence)
 local holdUntil = retryAt + leaseMs
 redis.call('SET', P .. 'lock:' .. session, fence .. ' ' .. int(holdUntil), 'PX', math.max(1, holdUntil - redisNow()))
