@@ -278,7 +278,8 @@ export class FlushScheduler {
     await this.idle();
     if (flushOpen) {
       // Until nothing is left: committing a batch cut by a command or the count re-arms its
-      // buffer with the parts behind the cut, which the next call takes.
+      // buffer with the parts behind the cut, which the next call takes (with the session's
+      // other buffers, which the store holds back until then, in due order).
       for (;;) {
         const batches = await this.options.claimDue(Infinity, this.leaseMs, this.chunk);
         if (batches.length === 0) break;

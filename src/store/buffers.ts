@@ -137,13 +137,17 @@ export class Buffers {
     const taken: Taken[] = [];
     const waiting: Due[] = [];
     const shutdown = now === Infinity;
+    // Shutdown takes every buffer of a session at once, except behind a batch cut by a command
+    // or the count: the parts past the cut are due before later buffers of that session may
+    // be, so those wait for the next call, which takes them all again in due order.
+    const cut = shutdown ? new Set<string>() : undefined;
     this.expireLeases(now);
     for (let due = this.heap.peek(); due && due.at <= now && taken.length < limit; due = this.heap.peek()) {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
       const holds = buffer.lease !== undefined || buffer.retrying === true;
       const others = (this.leasedSessions.get(buffer.sessionKey) ?? 0) - (holds ? 1 : 0);
-      if (shutdown ? buffer.lease !== undefined : others > 0) {
+      if (cut ? buffer.lease !== undefined || cut.has(buffer.sessionKey) : others > 0) {
         waiting.push(due);
         continue;
       }
@@ -153,6 +157,7 @@ export class Buffers {
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
       this.hold(buffer);
       const { size } = this.batchSize(buffer);
+      if (cut && size < buffer.parts.length) cut.add(buffer.sessionKey);
       taken.push({ buffer, parts: buffer.parts.slice(0, size), reason });
     }
     for (const due of waiting) this.heap.push(due);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord, PushLease, Store } from '../../src/store/types.js';
+import type { LeasedBatch, OutboxRecord, PushLease, Store } from '../../src/store/types.js';
 import { accepted, delivery, draft, item, rule, step, verdicts } from './fixtures.js';
 
 /**
@@ -268,6 +268,21 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         await store.admit([item('a', { debounceKey: 's/a' }), item('b', { debounceKey: 's/b' }), item('c', { sessionKey: 't' })], 0);
         const batches = await store.claimDue(Infinity, 1000, 10);
         expect(batches.map((b) => b.reason)).toEqual(['shutdown', 'shutdown', 'shutdown']);
+      });
+
+      it('takes nothing more of a session at shutdown behind a batch cut by a command: the parts past the cut come next, in due order', async () => {
+        const store = await fresh();
+        // Session s: alice sent a command and then more; bob wrote after her; t is another session.
+        await store.admit([
+          item('/stop', { at: 0, debounceKey: 's/alice', closeNow: true }), item('after', { at: 10, debounceKey: 's/alice' }),
+          item('bob', { at: 20, debounceKey: 's/bob' }), item('t1', { at: 30, sessionKey: 't' }),
+        ], 30);
+        const texts = (batches: LeasedBatch[]) => batches.map((b) => b.parts.map((p) => p.event.text));
+        const first = await store.claimDue(Infinity, 1000, 10);
+        expect(texts(first)).toEqual([['/stop'], ['t1']]);
+        for (const [i, batch] of first.entries()) await store.commit(batch, draft(`o${i}`), 40);
+        const second = await store.claimDue(Infinity, 1000, 10);
+        expect(texts(second)).toEqual([['after'], ['bob']]);
       });
     });
 
