@@ -3,6 +3,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../errors.js';
 import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import type { BufferHold } from './buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from './local-state.js';
 import { Checkpointer } from './sqlite-checkpoint.js';
 import { openOwned, type OwnedFile } from './sqlite-open.js';
@@ -57,6 +58,8 @@ export class SqliteStore implements Store {
   private queue: PendingWrite[] = [];
   /** Background writes held back one turn behind the admissions of their turn (see `flush`). */
   private held: PendingWrite[] = [];
+  /** Leases ended by the commits of the group being written (held again if it rolls back). */
+  private endedLeases: BufferHold[] = [];
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
   private readonly identity: { dev: number; ino: number } | undefined;
@@ -171,7 +174,13 @@ export class SqliteStore implements Store {
 
   async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     this.use(now);
-    return this.write(() => this.state.commit(batch, draft, now), true);
+    return this.write(() => {
+      const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
+      const record = this.state.commit(batch, draft, now);
+      // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
+      if (record && lease) this.endedLeases.push({ debounceKey: batch.debounceKey, lease: { ...lease } });
+      return record;
+    }, true);
   }
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
@@ -337,6 +346,7 @@ export class SqliteStore implements Store {
   /** One transaction for `writes`; each is answered once it is durable (or refused). */
   private commitGroup(writes: PendingWrite[]): void {
     let outcomes: Outcome[] = [];
+    this.endedLeases = [];
     try {
       // The common case: the whole group in one transaction, no statement more per write.
       this.groupTx(() => {
@@ -347,7 +357,7 @@ export class SqliteStore implements Store {
       // view again, then give every write a transaction of its own, so one bad write (a
       // refused row, a full disk) cannot fail the others.
       this.rows.rolledBack();
-      this.rebuild();
+      this.rebuild(this.endedLeases);
       outcomes = writes.map((write) => {
         try {
           let value: unknown;
@@ -380,12 +390,12 @@ export class SqliteStore implements Store {
   /**
    * Make the indexes the rows' view again after a failed write. Leases still held are carried
    * over, so flushes and pushes under way elsewhere still commit and ack; so are the retry times
-   * of failed flushes, whose sessions stay held (no later batch of theirs goes first). A lease
-   * whose write was in the failed group is gone: its owner's commit is refused and the batch,
-   * still in the rows, is taken and committed again, once.
+   * of failed flushes, whose sessions stay held (no later batch of theirs goes first), and the
+   * leases that commits of the rolled-back group had ended (`ended`): each such commit, tried
+   * again on its own, still holds its batch.
    */
-  private rebuild(): void {
-    const buffers = this.state.buffers.holds();
+  private rebuild(ended: readonly BufferHold[] = []): void {
+    const buffers = [...this.state.buffers.holds(), ...ended];
     const pushes = this.state.pushes.leases();
     // The rebuilt buffers' parts carry no body: a flush reads each from its row, so nothing of
     // a write that was rolled back survives in memory.

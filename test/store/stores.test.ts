@@ -223,17 +223,36 @@ describe('sqlite store', () => {
       store.commit(b as NonNullable<typeof b>, draft('same'), 1), // the same outbox id: one of the two is refused
       store.admit([item('c', { claims: ['z'] })], 1),
     ]);
-    // The admission sharing the commit went through; the outbox holds 'same' once.
+    // The admission sharing the commit went through; the outbox holds 'same' once, from the
+    // first commit: its lease, ended by the group rolled back, was held again for its retry.
     expect(results[2]?.status).toBe('fulfilled');
-    const committed = results.slice(0, 2).filter((r) => r.status === 'fulfilled' && r.value !== undefined);
-    expect(committed).toHaveLength(1);
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { id: 'same' } });
+    expect(results[1]?.status).toBe('rejected');
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['same']);
-    // The other batch is still in the store, due again, and commits once.
+    // The refused batch is still in the store: given back as its flush does, it commits once.
+    await store.release(b as NonNullable<typeof b>, 2);
     const [again] = await store.claimDue(2, 1000, 10);
-    expect(again?.parts).toHaveLength(1);
+    expect(again?.parts.map((p) => p.event.text)).toEqual(['b']);
     expect(await store.commit(again as NonNullable<typeof again>, draft('other'), 2)).toMatchObject({ id: 'other' });
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['same', 'other']);
     expect(await store.openBuffers()).toBe(1);
+  });
+
+  it('keeps a batch ahead of its session\'s later batches when its commit shared a group that rolled back', async () => {
+    const store = sqlite(join(tempDir().path, 'ended-lease.db'));
+    await store.admit([item('a1', { debounceKey: 's/a', at: 0 }), item('z1', { sessionKey: 'z', closeNow: true, at: 0 })], 0);
+    const taken = await store.claimDue(1000, 1000, 10);
+    const [a, z] = ['s/a', 'z'].map((key) => taken.find((t) => t.debounceKey === key));
+    // During a's flush: alice writes again (a's own deadline moves past b's), and bob sends a command.
+    await store.admit([item('a2', { debounceKey: 's/a', at: 1001 }), item('/b1', { debounceKey: 's/b', closeNow: true, at: 1002 })], 1002);
+    // a's commit and another sharing its group, which fails it (one outbox id twice).
+    const results = await Promise.allSettled([
+      store.commit(a as NonNullable<typeof a>, draft('same'), 1003),
+      store.commit(z as NonNullable<typeof z>, draft('same'), 1003),
+    ]);
+    // a's commit, tried again on its own, still held its batch: a1 is out before bob's command.
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { id: 'same', messageIds: ['same'] } });
+    expect((await store.claimDue(1003, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
   });
 
   it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
