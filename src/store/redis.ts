@@ -41,7 +41,7 @@ const STATS_EVERY_MS = 1000;
  *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
  *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
  *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
- *   claim:<token> SET of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour).
+ *   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour).
  *
  * Durability: "resolves once durable" holds as far as the server's settings promise. With
  * AOF `everysec` a host crash can lose the last second of acknowledged admissions; use
@@ -138,13 +138,13 @@ export class RedisStore implements Store {
 
   /**
    * Take due buffers under a claim token. A claim whose answer is lost (Redis ran it, then the
-   * command timed out or the connection dropped) leased buffers no one here knows of: before
-   * the next claim they are given back by that token, instead of waiting out their lease.
+   * command timed out or the connection dropped) leased buffers no one here knows of: the next
+   * claim first undoes it by its token, so they are due again at once instead of waiting out
+   * their lease. The undo goes ahead of the claim on the same connection, without holding it up.
    */
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    while (this.unanswered.length > 0) {
-      await this.background.aiUnclaim(this.prefix, this.unanswered[0] as string, UNCLAIMED_KEEP_MS);
-      this.unanswered.shift();
+    for (const lost of this.unanswered.splice(0)) {
+      this.background.aiUnclaim(this.prefix, lost, UNCLAIMED_KEEP_MS).catch(() => this.unanswer(lost));
     }
     const token = `${this.claimPrefix}${++this.claims}`;
     let reply: Array<[string, string, number, number, FlushReason, string[]]>;
@@ -152,12 +152,17 @@ export class RedisStore implements Store {
       // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
       reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
     } catch (error) {
-      if (this.unanswered.push(token) > MAX_UNANSWERED) this.unanswered.shift();
+      this.unanswer(token);
       throw error;
     }
     return reply.map(([debounceKey, sessionKey, fence, leaseUntil, reason, parts]) => ({
       debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf),
     }));
+  }
+
+  /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */
+  private unanswer(token: string): void {
+    if (this.unanswered.push(token) > MAX_UNANSWERED) this.unanswered.shift();
   }
 
   async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {

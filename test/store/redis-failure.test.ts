@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isIntakeError } from '../../src/errors.js';
 import { RedisStore } from '../../src/store/redis.js';
 import { CLAIM_DUE_LUA, UNCLAIM_LUA } from '../../src/store/redis/lua-flush.js';
 import type { AdmitItem } from '../../src/store/types.js';
+import { draft, item as fixture } from './fixtures.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 let n = 0;
@@ -89,7 +90,7 @@ describe('Redis store when Redis fails', () => {
       expect(String(lost)).toMatch(/Command timed out/);
       // Redis ran it once unpaused: the buffer is leased, its lease 30 s away.
       await expect.poll(() => admin.hget(`${prefix}bm:k`, 'fence'), { timeout: 5000, interval: 20 }).not.toBeNull();
-      const token = await admin.hget(`${prefix}bm:k`, 'claim');
+      const [token] = (await admin.hget(`${prefix}bm:k`, 'claim'))?.split(' ') ?? []; // `<token> <claimedAt> <reason>`
       // The next claim gives it back first and takes it, well before the lease ends.
       const [batch, ...more] = await store.claimDue(now, 30_000, 10);
       expect(more).toEqual([]);
@@ -104,31 +105,64 @@ describe('Redis store when Redis fails', () => {
     }
   });
 
-  it('leaves alone what a lost claim leased once another claim took it over or it committed', async () => {
-    const prefix = '{undo-stale}:';
-    const store = await RedisStore.open(server.url, { keyPrefix: 'undo-stale' });
-    const admin = new Redis(server.url);
-    const claim = (now: number, token: string) => admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now), '1000', '10', token) as Promise<unknown[]>;
+  describe('claim tokens (the scripts run directly, as a client whose answers were lost)', () => {
+    const prefix = '{tokens}:';
+    let store: RedisStore;
+    let admin: Redis;
+    const claim = (now: number, token: string) => admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now), '30000', '10', token) as Promise<Array<[string, string, number, number, string, string[]]>>;
     const undo = (token: string) => admin.eval(UNCLAIM_LUA, 1, prefix, token, '60000');
-    try {
-      await store.admit([item()], 0);
-      const now = Date.now() + 60_000;
-      expect(await claim(now, 'lost')).toHaveLength(1);
-      // Its lease ran out and another claim took the buffer over: the undo must not touch it.
-      expect(await claim(now + 2000, 'other')).toHaveLength(1);
-      const fence = await admin.hget(`${prefix}bm:k`, 'fence');
-      expect(await undo('lost')).toBe(0);
-      expect(await admin.hget(`${prefix}bm:k`, 'fence')).toBe(fence);
-      expect(await admin.get(`${prefix}lock:s`)).toMatch(new RegExp(`^${fence} `));
-      // Undone while still its own: the buffer is due again and its session free.
-      expect(await undo('other')).toBe(1);
-      expect(await admin.hget(`${prefix}bm:k`, 'fence')).toBeNull();
-      expect(await admin.get(`${prefix}lock:s`)).toBeNull();
-      expect(await store.claimDue(now + 2000, 1000, 10)).toHaveLength(1);
-    } finally {
+    const texts = (batches: Array<{ parts: Array<{ event: { text: string } }> }>) => batches.map((b) => b.parts.map((p) => p.event.text));
+    beforeEach(async () => {
+      admin = new Redis(server.url);
+      await admin.eval(`for _, k in ipairs(redis.call('KEYS', '{tokens}:*')) do redis.call('DEL', k) end`, 0);
+      store = await RedisStore.open(server.url, { keyPrefix: 'tokens' });
+    });
+    afterEach(async () => {
       admin.disconnect();
       await store.close();
-    }
+    });
+
+    it('leaves alone what a lost claim leased once another claim took it over', async () => {
+      await store.admit([fixture('a1')], 0);
+      const now = Date.now() + 60_000; // arrivals are stamped by Redis's clock: due by then
+      expect(await claim(now, 'lost')).toHaveLength(1);
+      // Its lease ran out and another claim took the buffer over: the undo must not touch it.
+      const [[, , fence, , reason] = []] = await claim(now + 31_000, 'other');
+      expect(reason).toBe('takeover');
+      expect(await undo('lost')).toBe(0);
+      expect(Number(await admin.hget(`${prefix}bm:s`, 'fence'))).toBe(fence);
+      expect(await admin.get(`${prefix}lock:s`)).toMatch(new RegExp(`^${fence} `));
+      // Undone while still its own: the buffer is due again, its session held for it alone.
+      expect(await undo('other')).toBe(1);
+      expect(await admin.hget(`${prefix}bm:s`, 'fence')).toBeNull();
+      expect(await store.claimDue(now + 31_000, 30_000, 10)).toHaveLength(1);
+    });
+
+    it('answers a claim sent again with what it took the first time, and takes nothing new', async () => {
+      await store.admit([fixture('a1', { sessionKey: 'a' })], 0);
+      const now = Date.now() + 60_000;
+      const first = await claim(now, 'twice');
+      await store.admit([fixture('b1', { sessionKey: 'b', closeNow: true })], 0);
+      const again = await claim(now + 1, 'twice');
+      expect(again).toEqual(first);
+      expect(texts(await store.claimDue(now + 1, 30_000, 10))).toEqual([['b1']]);
+    });
+
+    it('keeps a failed flush ahead of its session\'s later batches when the claim that retook it is undone', async () => {
+      const now = Date.now() + 60_000;
+      await store.admit([fixture('a1', { debounceKey: 's/a' })], 0);
+      const [a] = await store.claimDue(now, 30_000, 10);
+      await store.release(a as NonNullable<typeof a>, now + 10_000); // its flush failed: again at +10 s
+      await store.admit([fixture('b1', { debounceKey: 's/b', closeNow: true })], 0); // waits behind a
+      expect(await claim(now + 10_000, 'lost')).toHaveLength(1);
+      await store.admit([fixture('a2', { debounceKey: 's/a' })], 0); // moves a's own deadline later
+      expect(await undo('lost')).toBe(1);
+      const [retried, ...others] = await store.claimDue(now + 10_000, 30_000, 10);
+      expect(others).toEqual([]);
+      expect(texts([retried as NonNullable<typeof retried>])).toEqual([['a1', 'a2']]);
+      await store.commit(retried as NonNullable<typeof retried>, draft('a'), now + 10_001);
+      expect(texts(await store.claimDue(now + 10_002, 30_000, 10))).toEqual([['b1']]);
+    });
   });
 
   it('fails an admit that fewer replicas than waitReplicas acknowledged', async () => {

@@ -4,15 +4,18 @@ import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua
  * Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none).
  * A buffer of a session whose flush lock is held waits: it is re-scored to that lease and
  * noted in the session's wait set, so it neither blocks the scan nor waits past the release.
- * With a token, the buffers taken are noted under it (\`claim:<token>\`, for a lease), so a
- * claim whose answer was lost can be undone (UNCLAIM_LUA); a token already undone takes nothing
- * (the client resent the claim after its undo).
+ * With a token, the claim can be repeated and undone: the buffers taken are listed under it
+ * (`claim:<token>`, for a lease) and each notes `claim` = `<token> <claimedAt> <reason>`.
+ * The same token again (the client resent a claim whose answer a dropped connection lost)
+ * answers with the buffers still under it and takes nothing new; a token undone (UNCLAIM_LUA)
+ * takes nothing.
  * Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts}.
  */
 export const CLAIM_DUE_LUA = `${LUA_PRELUDE}
 local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
-if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
 local due = P .. 'due'
+local claimKey = P .. 'claim:' .. token
+if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
 -- The next batch: parts up to the first command, or up to the part whose unit reached
 -- maxMessages (later parts of that album included); parts past it arrived after the buffer
 -- closed and wait for the next batch.
@@ -34,8 +37,22 @@ local function batchOf(parts, maxMessages)
   end
   return #parts
 end
-local candidates = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, math.min(limit * 4, 1000))
+local function batchFor(dk, maxMessages)
+  local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
+  local batch = {}
+  for i = 1, batchOf(parts, tonumber(maxMessages) or 1) do batch[i] = parts[i] end
+  return batch
+end
 local out = {}
+if token ~= '' and redis.call('EXISTS', claimKey) == 1 then
+  for _, dk in ipairs(redis.call('LRANGE', claimKey, 0, -1)) do
+    local m = redis.call('HMGET', P .. 'bm:' .. dk, 'sessionKey', 'fence', 'leaseUntil', 'claim', 'maxMessages')
+    local t, _, reason = string.match(m[4] or '', '^(%S+) (%d+) (%S+)$')
+    if t == token and m[2] then out[#out + 1] = { dk, m[1], tonumber(m[2]), tonumber(m[3]), reason, batchFor(dk, m[5]) } end
+  end
+  return out
+end
+local candidates = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, math.min(limit * 4, 1000))
 for _, dk in ipairs(candidates) do
   if #out >= limit then break end
   local bm = P .. 'bm:' .. dk
@@ -54,45 +71,44 @@ for _, dk in ipairs(candidates) do
     else
       local fence = redis.call('INCR', P .. 'fence')
       local leaseUntil = now + leaseMs
+      local reason = m[2] and 'takeover' or m[3]
       redis.call('SET', lockKey, int(fence) .. ' ' .. int(leaseUntil), 'PX', leaseMs)
       redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
       redis.call('HDEL', bm, 'retrying', 'claim')
       if token ~= '' then
-        redis.call('HSET', bm, 'claim', token)
-        redis.call('SADD', P .. 'claim:' .. token, dk)
+        redis.call('HSET', bm, 'claim', token .. ' ' .. int(now) .. ' ' .. reason)
+        redis.call('RPUSH', claimKey, dk)
       end
       redis.call('ZADD', due, leaseUntil, dk)
-      local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
-      local size = batchOf(parts, tonumber(m[4]) or 1)
-      local batch = {}
-      for i = 1, size do batch[i] = parts[i] end
-      out[#out + 1] = { dk, m[1], fence, leaseUntil, m[2] and 'takeover' or m[3], batch }
+      out[#out + 1] = { dk, m[1], fence, leaseUntil, reason, batchFor(dk, m[4]) }
     end
   end
 end
-if token ~= '' and #out > 0 then redis.call('PEXPIRE', P .. 'claim:' .. token, leaseMs) end
+if token ~= '' and #out > 0 then redis.call('PEXPIRE', claimKey, leaseMs) end
 return out
 `;
 
 /**
- * Undo a claim whose answer never reached its caller (a timeout, a lost connection): every
- * buffer it leased and that is still under that lease goes back to \`due\` at its own deadline,
- * its session lock released, instead of waiting out a lease no one holds. ARGV: token, how
- * long to remember the token as undone (a resent claim with it then takes nothing).
- * Returns the number of buffers given back.
+ * Undo a claim whose answer never reached its caller (a timeout, a lost connection). Every
+ * buffer it leased and that is still under that lease becomes as if its flush had failed at
+ * once: due again at the claim's time, its session still held by it (the lock stays, under
+ * `retrying`), so no later batch of the session goes first; any instance may take it now
+ * instead of waiting out a lease no one holds. ARGV: token, how long to remember the token as
+ * undone (a resent claim with it then takes nothing). Returns the number of buffers given back.
  */
-export const UNCLAIM_LUA = `${LUA_PRELUDE}${LUA_RELEASE_SESSION}
+export const UNCLAIM_LUA = `${LUA_PRELUDE}
 local token, keepMs = ARGV[1], tonumber(ARGV[2])
 redis.call('SET', P .. 'unclaimed:' .. token, '1', 'PX', keepMs)
 local claimKey = P .. 'claim:' .. token
 local n = 0
-for _, dk in ipairs(redis.call('SMEMBERS', claimKey)) do
+for _, dk in ipairs(redis.call('LRANGE', claimKey, 0, -1)) do
   local bm = P .. 'bm:' .. dk
-  local m = redis.call('HMGET', bm, 'claim', 'fence', 'sessionKey', 'deadline')
-  if m[1] == token and m[2] then
+  local m = redis.call('HMGET', bm, 'claim', 'fence')
+  local t, claimedAt = string.match(m[1] or '', '^(%S+) (%d+) ')
+  if t == token and m[2] then
     redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
-    releaseSession(m[3], m[2])
-    redis.call('ZADD', P .. 'due', m[4], dk)
+    redis.call('HSET', bm, 'retrying', m[2])
+    redis.call('ZADD', P .. 'due', claimedAt, dk)
     n = n + 1
   end
 end
