@@ -134,35 +134,42 @@ export class Buffers {
    * buffer leased. `now = Infinity` takes every buffer not leased (shutdown).
    */
   claimDue(now: number, leaseMs: number, limit: number, nextFence: () => number): Taken[] {
-    const taken: Taken[] = [];
+    const batches: Taken[] = [];
     const waiting: Due[] = [];
     const shutdown = now === Infinity;
-    // Shutdown takes every buffer of a session at once, except behind a batch cut by a command
-    // or the count: the parts past the cut are due before later buffers of that session may
-    // be, so those wait for the next call, which takes them all again in due order.
+    // Shutdown takes every buffer of a session at once (taken: how many this call took of it),
+    // except where the session was held before the call (a failed flush's buffer goes first,
+    // alone; a leased one holds the rest back) and behind a batch cut by a command or the
+    // count: the parts past the cut are due before later buffers of that session may be. What
+    // waits is taken by the next call, in due order.
+    const taken = shutdown ? new Map<string, number>() : undefined;
     const cut = shutdown ? new Set<string>() : undefined;
     this.expireLeases(now);
-    for (let due = this.heap.peek(); due && due.at <= now && taken.length < limit; due = this.heap.peek()) {
+    for (let due = this.heap.peek(); due && due.at <= now && batches.length < limit; due = this.heap.peek()) {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
+      const session = buffer.sessionKey;
       const holds = buffer.lease !== undefined || buffer.retrying === true;
-      const others = (this.leasedSessions.get(buffer.sessionKey) ?? 0) - (holds ? 1 : 0);
-      if (cut ? buffer.lease !== undefined || cut.has(buffer.sessionKey) : others > 0) {
+      const others = (this.leasedSessions.get(session) ?? 0) - (holds ? 1 : 0) - (taken?.get(session) ?? 0);
+      if (others > 0 || (cut && (buffer.lease !== undefined || cut.has(session)))) {
         waiting.push(due);
         continue;
       }
       const reason: FlushReason = shutdown ? 'shutdown' : buffer.lease ? 'takeover' : buffer.reason;
-      if (!holds) this.leasedSessions.set(buffer.sessionKey, (this.leasedSessions.get(buffer.sessionKey) ?? 0) + 1);
+      if (!holds) {
+        this.leasedSessions.set(session, (this.leasedSessions.get(session) ?? 0) + 1);
+        taken?.set(session, (taken.get(session) ?? 0) + 1);
+      } else cut?.add(session);
       buffer.retrying = false;
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
       this.hold(buffer);
       const { size } = this.batchSize(buffer);
-      if (cut && size < buffer.parts.length) cut.add(buffer.sessionKey);
-      taken.push({ buffer, parts: buffer.parts.slice(0, size), reason });
+      if (cut && size < buffer.parts.length) cut.add(session);
+      batches.push({ buffer, parts: buffer.parts.slice(0, size), reason });
     }
     for (const due of waiting) this.heap.push(due);
     this.heap.compact(this.open.size);
-    return taken;
+    return batches;
   }
 
   /** The buffer leased with `fence`, or undefined when the fence is stale. */

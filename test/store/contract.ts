@@ -270,6 +270,19 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(batches.map((b) => b.reason)).toEqual(['shutdown', 'shutdown', 'shutdown']);
       });
 
+      it('takes a failed flush\'s buffer first and alone at shutdown: its session\'s other buffers come in the next round', async () => {
+        const store = await fresh();
+        await store.admit([item('a1', { at: 0, debounceKey: 's/a' }), item('t1', { at: 0, sessionKey: 't' })], 0);
+        const [a] = (await store.claimDue(1000, 1000, 10)).filter((t) => t.sessionKey === 's');
+        await store.release(a as NonNullable<typeof a>, 1600); // its flush failed: again at 1600
+        await store.admit([item('b1', { at: 500, debounceKey: 's/b' }), item('b2', { at: 700, debounceKey: 's/c' })], 500);
+        const texts = (batches: LeasedBatch[]) => batches.map((b) => b.parts.map((p) => p.event.text));
+        const first = await store.claimDue(Infinity, 1000, 10);
+        expect(texts(first.filter((t) => t.sessionKey === 's'))).toEqual([['a1']]);
+        await store.commit(first.find((t) => t.sessionKey === 's') as LeasedBatch, draft('a'), 1700);
+        expect(texts(await store.claimDue(Infinity, 1000, 10))).toEqual([['b1'], ['b2']]);
+      });
+
       it('takes nothing more of a session at shutdown behind a batch cut by a command: the parts past the cut come next, in due order', async () => {
         const store = await fresh();
         // Session s: alice sent a command and then more; bob wrote after her; t is another session.
