@@ -359,14 +359,16 @@ export class SqliteStore implements Store {
       this.rows.rolledBack();
       this.rebuild(this.endedLeases);
       outcomes = writes.map((write) => {
+        this.endedLeases = [];
         try {
           let value: unknown;
           this.groupTx(() => { value = write.run(); });
           return { ok: true, value };
         } catch (error) {
           this.rows.rolledBack();
-          // A refused row (a duplicate outbox id) is refused before the indexes change.
-          if (!isConstraint(error)) this.rebuild();
+          // A refused row (a duplicate outbox id) is refused before the indexes change; a
+          // failure at COMMIT comes after them, and a lease the write ended is held again.
+          if (!isConstraint(error)) this.rebuild(this.endedLeases);
           return { ok: false, error };
         }
       });

@@ -255,6 +255,30 @@ describe('sqlite store', () => {
     expect((await store.claimDue(1003, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
   });
 
+  it('keeps a batch\'s lease when its commit, tried again on its own, fails too at COMMIT', async () => {
+    const store = sqlite(join(tempDir().path, 'commit-fails.db'));
+    // The next two transactions run their statements and then fail, as a full disk does at COMMIT.
+    const inner = store as unknown as { groupTx: (fn: () => void) => void };
+    const real = inner.groupTx;
+    let failures = 0;
+    inner.groupTx = (fn) => real(() => {
+      fn();
+      if (failures > 0 && failures--) throw new Error('disk I/O error');
+    });
+    await store.admit([item('a1', { debounceKey: 's/a', at: 0 })], 0);
+    const [a] = await store.claimDue(1000, 1000, 10);
+    await store.admit([item('/b1', { debounceKey: 's/b', closeNow: true, at: 1001 })], 1001);
+    failures = 2;
+    await expect(store.commit(a as NonNullable<typeof a>, draft('a'), 1002)).rejects.toThrow('disk I/O error');
+    // The flush gives its batch back, as after any failed commit; bob's command waits behind it.
+    await store.release(a as NonNullable<typeof a>, 2000);
+    expect(await store.claimDue(1500, 1000, 10)).toEqual([]);
+    const [again] = await store.claimDue(2000, 1000, 10);
+    expect(again?.parts.map((p) => p.event.text)).toEqual(['a1']);
+    await store.commit(again as NonNullable<typeof again>, draft('a'), 2001);
+    expect((await store.claimDue(2002, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
+  });
+
   it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
     const store = sqlite(join(tempDir().path, 'retry-hold.db'));
     // Session s: sender a's batch is taken and its flush fails; it is due again at 10 s.
