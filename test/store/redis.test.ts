@@ -315,3 +315,15 @@ describe('Redis store: outbox and push', () => {
     expect(await store.lastSeq()).toBe(6);
   });
 });
+
+describe('Redis store: a lease run out', () => {
+  it('is taken over before a later buffer of its session that waited for it', async () => {
+    const store = await open();
+    const due = await admitDue(store, [item('z1', {}, 's/zz')]);
+    const [held] = await store.claimDue(due, 30_000, 10); // its owner then dies: nobody commits
+    await store.admit([item('a1', { closeNow: true }, 's/aa')], 0);
+    expect(await store.claimDue(due + 1, 30_000, 10)).toEqual([]); // waits for the lease
+    const taken = await store.claimDue(held?.leaseUntil as number, 30_000, 10);
+    expect(taken.map((t) => [t.debounceKey, t.reason])).toEqual([['s/zz', 'takeover']]);
+  });
+});

@@ -66,7 +66,8 @@ for _, dk in ipairs(candidates) do
     -- a buffer whose failed flush still holds the session may take it again
     local mine = m[5] and lock and string.match(lock, '^(%d+)') == m[5]
     if heldUntil and heldUntil > now and not mine then
-      redis.call('ZADD', due, heldUntil, dk)
+      -- just after the holder's own score: should its owner die, the holder is taken over first
+      redis.call('ZADD', due, heldUntil + 1, dk)
       redis.call('SADD', P .. 'wait:' .. m[1], dk)
     else
       local fence = redis.call('INCR', P .. 'fence')
