@@ -131,7 +131,8 @@ export class Buffers {
 
   /**
    * Lease up to `limit` due buffers, oldest due time first, skipping sessions that have another
-   * buffer leased. `now = Infinity` takes every buffer not leased (shutdown).
+   * buffer leased. `now = Infinity` (shutdown) takes every buffer not leased, but for a
+   * session's order (see inside).
    */
   claimDue(now: number, leaseMs: number, limit: number, nextFence: () => number): Taken[] {
     const batches: Taken[] = [];

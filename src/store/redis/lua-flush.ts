@@ -2,8 +2,8 @@ import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua
 
 /**
  * Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none).
- * A buffer of a session whose flush lock is held waits: it is re-scored to that lease and
- * noted in the session's wait set, so it neither blocks the scan nor waits past the release.
+ * A buffer of a session whose flush lock is held waits: it is re-scored just after that lease
+ * and noted in the session's wait set, so it neither blocks the scan nor waits past the release.
  * With a token, the claim can be repeated and undone: the buffers taken are listed under it
  * (`claim:<token>`, for a lease) and each notes `claim` = `<token> <claimedAt> <reason>`.
  * The same token again (the client resent a claim whose answer a dropped connection lost)
