@@ -37,7 +37,7 @@ const STATS_EVERY_MS = 1000;
  *   c:<claim> STRING PX, cs:<space> ZSET claim -> expiry (cap + stats), corr:<key> LIST PX and
  *   corrs ZSET (cap + stats), pid / fence / seq / ptoken INCR, buf:<debounceKey> LIST of parts,
  *   bm:<debounceKey> HASH meta, bu:<debounceKey> SET of units, due ZSET (deadline, or lease end),
- *   lock:<session> `<fence> <leaseUntil>` PX, wait:<session> SET of buffers waiting for the lock,
+ *   lock:<session> `<fence> <heldUntil> <debounceKey>` PX (a day), wait:<session> SET of buffers waiting for the lock,
  *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
  *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
  *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,

@@ -326,4 +326,32 @@ describe('Redis store: a lease run out', () => {
     const taken = await store.claimDue(held?.leaseUntil as number, 30_000, 10);
     expect(taken.map((t) => [t.debounceKey, t.reason])).toEqual([['s/zz', 'takeover']]);
   });
+
+  it('still holds its session when a later buffer of it is scanned first after the lease ran out', async () => {
+    const store = await open();
+    const due = await admitDue(store, [item('a1', {}, 's/alice')]);
+    const [held] = await store.claimDue(due, 100, 10); // its owner then dies
+    // Bob writes after the lease ran out; nothing claimed meanwhile. His buffer is due first.
+    await store.admit([item('b1', { closeNow: true }, 's/bob')], 0);
+    const later = (held?.leaseUntil as number) + 50;
+    const taken = await store.claimDue(later, 30_000, 10);
+    expect(taken.map((t) => [t.debounceKey, t.reason])).toEqual([['s/alice', 'takeover']]);
+    // The dead owner's late renewal and commit are refused; bob's batch comes after alice's.
+    expect(await store.renewLease(held as NonNullable<typeof held>, later, 30_000)).toBe(false);
+    expect(await store.commit(held as NonNullable<typeof held>, draft('stale'), later)).toBeUndefined();
+    expect(await store.claimDue(later + 1, 30_000, 10)).toEqual([]);
+    await store.commit(taken[0] as NonNullable<(typeof taken)[0]>, draft('a'), later + 2);
+    expect((await store.claimDue(later + 3, 30_000, 10)).map((t) => t.debounceKey)).toEqual(['s/bob']);
+  });
+
+  it('holds a failed flush\'s session until the buffer is retried, however late that is', async () => {
+    const store = await open();
+    const due = await admitDue(store, [item('a1', {}, 's/alice')]);
+    const [first] = await store.claimDue(due, 30_000, 10);
+    await store.release(first as NonNullable<typeof first>, due + 1000); // its flush failed
+    await store.admit([item('b1', { closeNow: true }, 's/bob')], 0);
+    // No instance claims until long after the retry time and its 30 s hold.
+    const taken = await store.claimDue(due + 120_000, 30_000, 10);
+    expect(taken.map((t) => t.debounceKey)).toEqual(['s/alice']);
+  });
 });

@@ -1,4 +1,4 @@
-import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua-buffer.js';
+import { LUA_CLOSE_AT, LUA_LOCK, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua-buffer.js';
 
 /**
  * Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none).
@@ -11,7 +11,7 @@ import { LUA_CLOSE_AT, LUA_PRELUDE, LUA_REARM, LUA_RELEASE_SESSION } from './lua
  * takes nothing.
  * Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts}.
  */
-export const CLAIM_DUE_LUA = `${LUA_PRELUDE}
+export const CLAIM_DUE_LUA = `${LUA_PRELUDE}${LUA_LOCK}
 local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
 local due = P .. 'due'
 local claimKey = P .. 'claim:' .. token
@@ -60,12 +60,8 @@ for _, dk in ipairs(candidates) do
   if not m[1] then
     redis.call('ZREM', due, dk)
   else
-    local lockKey = P .. 'lock:' .. m[1]
-    local lock = redis.call('GET', lockKey)
-    local heldUntil = lock and tonumber(string.match(lock, '^%d+ (%d+)'))
-    -- a buffer whose failed flush still holds the session may take it again
-    local mine = m[5] and lock and string.match(lock, '^(%d+)') == m[5]
-    if heldUntil and heldUntil > now and not mine then
+    local heldUntil = heldAgainst(m[1], dk, m[5], now)
+    if heldUntil then
       -- just after the holder's own score: should its owner die, the holder is taken over first
       redis.call('ZADD', due, heldUntil + 1, dk)
       redis.call('SADD', P .. 'wait:' .. m[1], dk)
@@ -73,7 +69,7 @@ for _, dk in ipairs(candidates) do
       local fence = redis.call('INCR', P .. 'fence')
       local leaseUntil = now + leaseMs
       local reason = m[2] and 'takeover' or m[3]
-      redis.call('SET', lockKey, int(fence) .. ' ' .. int(leaseUntil), 'PX', leaseMs)
+      setLock(m[1], int(fence), leaseUntil, dk)
       redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
       redis.call('HDEL', bm, 'retrying', 'claim')
       if token ~= '' then
@@ -118,14 +114,15 @@ return n
 `;
 
 /** ARGV: debounceKey, sessionKey, fence, now, leaseMs. Returns 1, or 0 for a stale fence. */
-export const RENEW_LUA = `${LUA_PRELUDE}
+export const RENEW_LUA = `${LUA_PRELUDE}${LUA_LOCK}
 local dk, session, fence, now, leaseMs = ARGV[1], ARGV[2], ARGV[3], nowOf(ARGV[4]), tonumber(ARGV[5])
 local bm = P .. 'bm:' .. dk
 if redis.call('HGET', bm, 'fence') ~= fence then return 0 end
 local leaseUntil = now + leaseMs
 redis.call('HSET', bm, 'leaseUntil', int(leaseUntil))
 redis.call('ZADD', P .. 'due', leaseUntil, dk)
-redis.call('SET', P .. 'lock:' .. session, fence .. ' ' .. int(leaseUntil), 'PX', leaseMs)
+local lock = redis.call('GET', P .. 'lock:' .. session)
+if not lock or string.match(lock, '^(%d+)') == fence then setLock(session, fence, leaseUntil, dk) end
 return 1
 `;
 
@@ -154,18 +151,17 @@ return { seq, now }
 
 /**
  * Give a lease back after a failed flush. ARGV: debounceKey, sessionKey, fence, retryAt, leaseMs.
- * The session stays held by this buffer until it commits (or the hold runs out a lease after
- * `retryAt`, if its owner died), so no later batch of the session overtakes it.
+ * The session stays held by this buffer until it commits (any instance retries it from
+ * `retryAt`), so no later batch of the session overtakes it.
  * Returns 1, or 0 for a stale fence.
  */
-export const RELEASE_LUA = `${LUA_PRELUDE}
+export const RELEASE_LUA = `${LUA_PRELUDE}${LUA_LOCK}
 local dk, session, fence, retryAt, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local bm = P .. 'bm:' .. dk
 if redis.call('HGET', bm, 'fence') ~= fence then return 0 end
 redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
 redis.call('HSET', bm, 'deadline', int(retryAt), 'retrying', fence)
-local holdUntil = retryAt + leaseMs
-redis.call('SET', P .. 'lock:' .. session, fence .. ' ' .. int(holdUntil), 'PX', math.max(1, holdUntil - redisNow()))
+setLock(session, fence, retryAt + leaseMs, dk)
 redis.call('ZADD', P .. 'due', retryAt, dk)
 return 1
 `;
