@@ -118,10 +118,14 @@ export class Buffers {
     return { size: parts.length };
   }
 
-  /** What the deadline of `buffer` would be at `now` from its parts. */
+  /**
+   * What the deadline of `buffer` would be at `now` from its parts. A batch closed by a command
+   * or the count was due when the part that closed it arrived (after a restart too: it stays
+   * ahead of its session's buffers that closed later).
+   */
   deadlineOf(buffer: OpenBuffer, now: number): { deadline: number; reason: FlushReason } {
-    const { closed } = this.batchSize(buffer);
-    if (closed) return { deadline: now, reason: closed };
+    const { size, closed } = this.batchSize(buffer);
+    if (closed) return { deadline: Math.min(now, (buffer.parts[size - 1] as PartMeta).receivedAt), reason: closed };
     let lastAt = -Infinity;
     for (const part of buffer.parts) lastAt = Math.max(lastAt, part.receivedAt);
     const quietAt = lastAt + buffer.rule.windowMs;
@@ -182,8 +186,10 @@ export class Buffers {
   renew(buffer: OpenBuffer, until: number): void {
     if (!buffer.lease) return;
     buffer.lease.until = until;
-    // Its expiry already went to the heap: take it back (its heap entry goes stale).
+    // Its expiry already went to the heap: take it back (its heap entry goes stale). A renewal
+    // may also shorten a lease: the floor follows.
     if (!this.inFlight.has(buffer)) this.hold(buffer);
+    else this.leaseFloor = Math.min(this.leaseFloor, until);
   }
 
   /**

@@ -202,6 +202,15 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(await store.nextDeadline()).toBe(1190);
       });
 
+      it('lets a buffer be taken over when its lease runs out, also after a renewal that shortened it', async () => {
+        const store = await fresh();
+        await store.admit([item('1', { at: 0 })], 0);
+        const [batch] = await store.claimDue(1000, 1000, 10);
+        expect(await store.renewLease(batch as NonNullable<typeof batch>, 1100, 100)).toBe(true);
+        expect(await store.nextDeadline()).toBe(1200);
+        expect((await store.claimDue(1500, 1000, 10)).map((t) => t.reason)).toEqual(['takeover']);
+      });
+
       it('keeps parts that arrive during a lease for the next batch', async () => {
         const store = await fresh();
         await store.admit([item('1', { at: 0 })], 0);

@@ -279,6 +279,17 @@ describe('sqlite store', () => {
     expect((await store.claimDue(2002, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
   });
 
+  it('keeps a batch closed by a command ahead of its session\'s later buffers across a restart', async () => {
+    const path = join(tempDir().path, 'restart-order.db');
+    const first = new SqliteStore(path, { now: 0 });
+    await first.admit([item('/a1', { debounceKey: 's/a', closeNow: true, at: 0 }), item('b1', { debounceKey: 's/b', at: 0 })], 0);
+    expect((await first.claimDue(1000, 1000, 10)).map((t) => t.debounceKey)).toEqual(['s/a']);
+    await first.close(); // stopped before a's flush committed
+    const again = new SqliteStore(path, { now: 2000 });
+    expect((await again.claimDue(2000, 1000, 10)).map((t) => t.debounceKey)).toEqual(['s/a']);
+    await again.close();
+  });
+
   it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
     const store = sqlite(join(tempDir().path, 'retry-hold.db'));
     // Session s: sender a's batch is taken and its flush fails; it is due again at 10 s.
