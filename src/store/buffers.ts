@@ -59,8 +59,10 @@ export interface Taken {
  */
 export class Buffers {
   private readonly open = new Map<string, OpenBuffer>();
-  /** sessionKey -> buffers of it leased now (one, except at shutdown). */
+  /** sessionKey -> buffers of it leased now (one, except at shutdown), or waiting for their retry. */
   private readonly leasedSessions = new Map<string, number>();
+  /** Sessions with a buffer waiting for its retry after a failed flush (at most one each). */
+  private readonly retryingSessions = new Set<string>();
   /** Buffers leased now. */
   private readonly inFlight = new Set<OpenBuffer>();
   /** No lease of `inFlight` expires before this (a lower bound: renewals only push expiries later). */
@@ -165,6 +167,7 @@ export class Buffers {
         this.leasedSessions.set(session, (this.leasedSessions.get(session) ?? 0) + 1);
         taken?.set(session, (taken.get(session) ?? 0) + 1);
       } else cut?.add(session);
+      if (buffer.retrying) this.retryingSessions.delete(session);
       buffer.retrying = false;
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
       this.hold(buffer);
@@ -209,14 +212,20 @@ export class Buffers {
 
   /**
    * End a lease after a failed flush: the buffer is due again at `retryAt`, and its session
-   * stays held meanwhile, so no later batch of the session overtakes it.
+   * stays held meanwhile, so no later batch of the session overtakes it. When another buffer
+   * of the session already waits for its retry (a shutdown gives back every batch behind a
+   * failed one), this one waits behind it, holding nothing.
    */
   release(buffer: OpenBuffer, retryAt: number): void {
     if (!buffer.lease) return;
-    buffer.lease = undefined;
-    this.inFlight.delete(buffer);
-    buffer.retrying = true;
     buffer.deadline = retryAt;
+    if (this.retryingSessions.has(buffer.sessionKey)) this.unlease(buffer);
+    else {
+      buffer.lease = undefined;
+      this.inFlight.delete(buffer);
+      buffer.retrying = true;
+      this.retryingSessions.add(buffer.sessionKey);
+    }
     this.schedule(buffer, retryAt);
   }
 
@@ -247,6 +256,7 @@ export class Buffers {
       return;
     }
     buffer.retrying = true;
+    this.retryingSessions.add(buffer.sessionKey);
     buffer.deadline = hold.retryAt;
     this.schedule(buffer, hold.retryAt);
   }
@@ -274,6 +284,7 @@ export class Buffers {
   private unlease(buffer: OpenBuffer): void {
     if (!buffer.lease && !buffer.retrying) return;
     if (buffer.lease) this.inFlight.delete(buffer);
+    if (buffer.retrying) this.retryingSessions.delete(buffer.sessionKey);
     buffer.lease = undefined;
     buffer.retrying = false;
     const left = (this.leasedSessions.get(buffer.sessionKey) ?? 1) - 1;

@@ -279,6 +279,20 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(batches.map((b) => b.reason)).toEqual(['shutdown', 'shutdown', 'shutdown']);
       });
 
+      it('retries one buffer of a session at a time when a shutdown gave back several after a failure', async () => {
+        const store = await fresh();
+        await store.admit([item('a1', { at: 0, debounceKey: 's/a' }), item('b1', { at: 10, debounceKey: 's/b' })], 10);
+        const texts = (batches: LeasedBatch[]) => batches.map((b) => b.parts.map((p) => p.event.text));
+        const [a, b] = await store.claimDue(Infinity, 1000, 10);
+        // a's flush failed; b, behind it, is given back too (one attempt at shutdown).
+        await store.release(a as LeasedBatch, 5000);
+        await store.release(b as LeasedBatch, 5000);
+        const retried = await store.claimDue(5000, 1000, 10);
+        expect(texts(retried)).toEqual([['a1']]);
+        await store.commit(retried[0] as LeasedBatch, draft('a'), 5001);
+        expect(texts(await store.claimDue(5002, 1000, 10))).toEqual([['b1']]);
+      });
+
       it('takes a failed flush\'s buffer first and alone at shutdown: its session\'s other buffers come in the next round', async () => {
         const store = await fresh();
         await store.admit([item('a1', { at: 0, debounceKey: 's/a' }), item('t1', { at: 0, sessionKey: 't' })], 0);
