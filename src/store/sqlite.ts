@@ -58,13 +58,8 @@ export class SqliteStore implements Store {
   private queue: PendingWrite[] = [];
   /** Background writes held back one turn behind the admissions of their turn (see `flush`). */
   private held: PendingWrite[] = [];
-  /**
-   * Leases ended by the commits of the group being written, and their buffers' keys (held
-   * again if it rolls back): the lease objects themselves, no copy on a commit's path (an
-   * ended lease is never changed again).
-   */
-  private readonly endedLeases: Array<{ fence: number; until: number }> = [];
-  private readonly endedKeys: string[] = [];
+  /** Leases ended by the commits of the write being tried (held again if it rolls back, see `rebuild`). */
+  private readonly ended: BufferHold[] = [];
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
   private readonly identity: { dev: number; ino: number } | undefined;
@@ -183,10 +178,7 @@ export class SqliteStore implements Store {
       const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
       const record = this.state.commit(batch, draft, now);
       // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
-      if (record && lease) {
-        this.endedLeases.push(lease);
-        this.endedKeys.push(batch.debounceKey);
-      }
+      if (record && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
       return record;
     }, true);
   }
@@ -354,7 +346,7 @@ export class SqliteStore implements Store {
   /** One transaction for `writes`; each is answered once it is durable (or refused). */
   private commitGroup(writes: PendingWrite[]): void {
     let outcomes: Outcome[] = [];
-    this.forgetEnded();
+    this.ended.length = 0;
     try {
       // The common case: the whole group in one transaction, no statement more per write.
       this.groupTx(() => {
@@ -365,9 +357,9 @@ export class SqliteStore implements Store {
       // view again, then give every write a transaction of its own, so one bad write (a
       // refused row, a full disk) cannot fail the others.
       this.rows.rolledBack();
-      this.rebuild(this.ended());
+      this.rebuild(this.ended);
       outcomes = writes.map((write) => {
-        this.forgetEnded();
+        this.ended.length = 0;
         try {
           let value: unknown;
           this.groupTx(() => { value = write.run(); });
@@ -376,7 +368,7 @@ export class SqliteStore implements Store {
           this.rows.rolledBack();
           // A refused row (a duplicate outbox id) is refused before the indexes change; a
           // failure at COMMIT comes after them, and a lease the write ended is held again.
-          if (!isConstraint(error)) this.rebuild(this.ended());
+          if (!isConstraint(error)) this.rebuild(this.ended);
           return { ok: false, error };
         }
       });
@@ -412,15 +404,6 @@ export class SqliteStore implements Store {
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
     for (const hold of buffers) this.state.buffers.adopt(hold);
     for (const { sessionKey, lease } of pushes) this.state.pushes.adopt(sessionKey, lease);
-  }
-
-  private forgetEnded(): void {
-    this.endedLeases.length = 0;
-    this.endedKeys.length = 0;
-  }
-
-  private ended(): BufferHold[] {
-    return this.endedKeys.map((debounceKey, i) => ({ debounceKey, lease: { ...(this.endedLeases[i] as { fence: number; until: number }) } }));
   }
 
   private announce(record: OutboxRecord): void {
