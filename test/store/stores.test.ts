@@ -290,6 +290,30 @@ describe('sqlite store', () => {
     await again.close();
   });
 
+  it('trims a long outbox a chunk at a time, with the event loop answering between chunks', async () => {
+    const store = sqlite(join(tempDir().path, 'trim.db'));
+    for (let i = 0; i < 300; i++) {
+      await store.admit([item(`t${i}`, { sessionKey: `batch:t${i}`, closeNow: true })], 0);
+      const [batch] = await store.claimDue(0, 100, 1);
+      await store.commit(batch as NonNullable<typeof batch>, draft(`t${i}`), 0);
+    }
+    // A read on every turn while the trim runs: what it sees shrinks by one chunk at most.
+    const sizes: number[] = [];
+    let done = false;
+    const trimmed = store.trimOutbox(0, 10, Number.MAX_SAFE_INTEGER).finally(() => { done = true; });
+    while (!done) {
+      sizes.push((await store.outboxAfter(0, 1000)).length);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await trimmed).toBe(290);
+    const left = await store.outboxAfter(0, 1000);
+    sizes.push(left.length);
+    expect(left.map((r) => r.id)).toEqual(Array.from({ length: 10 }, (_, i) => `t${290 + i}`));
+    const drops = sizes.slice(1).map((size, i) => (sizes[i] as number) - size);
+    expect(Math.max(...drops)).toBeLessThanOrEqual(128);
+    expect(sizes.some((size) => size > 10 && size < 300)).toBe(true);
+  });
+
   it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
     const store = sqlite(join(tempDir().path, 'retry-hold.db'));
     // Session s: sender a's batch is taken and its flush fails; it is due again at 10 s.
