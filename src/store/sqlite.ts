@@ -237,7 +237,8 @@ export class SqliteStore implements Store {
       // behind it made the SQLite store's ack p99.
       const chunk = await this.write(() => this.statements.trim.run({ keepAfterSeq, countBound, olderThan, limit: TRIM_CHUNK }).changes);
       removed += chunk;
-      if (chunk < TRIM_CHUNK) return removed;
+      // A store closed meanwhile (shutdown) has no more to trim.
+      if (chunk < TRIM_CHUNK || this.closed) return removed;
     }
   }
 
