@@ -265,6 +265,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
   let closing = false;
   let sinceTrim = 0;
+  let trimming = false;
+  let trimAgain = false;
   /**
    * The last admission failed (disk full, read-only file, Redis away): readiness fails for as
    * long as the 503's Retry-After asks platforms to wait, then lets traffic try again.
@@ -347,13 +349,28 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     if (++sinceTrim >= Math.max(100, config.events.retentionCount / 10)) void trim();
   }
 
-  /** Drop retained output past `events.retentionMs` / `retentionCount` (never undelivered, never unread by a stream). */
+  /**
+   * Drop retained output past `events.retentionMs` / `retentionCount` (never undelivered, never
+   * unread by a stream). One trim at a time: a store may spread a long one over several turns
+   * (SQLite), and trims started meanwhile would each add their own share to every turn. A call
+   * during a trim runs one more after it, with the positions streams hold then.
+   */
   async function trim(): Promise<void> {
     sinceTrim = 0;
+    if (trimming) {
+      trimAgain = true;
+      return;
+    }
+    trimming = true;
     try {
-      await store.trimOutbox(clock.now() - config.events.retentionMs, config.events.retentionCount, streams.keepAfterSeq());
+      do {
+        trimAgain = false;
+        await store.trimOutbox(clock.now() - config.events.retentionMs, config.events.retentionCount, streams.keepAfterSeq());
+      } while (trimAgain && !closing);
     } catch (error) {
       logger.warn({ err: error }, 'outbox trim failed');
+    } finally {
+      trimming = false;
     }
   }
 

@@ -119,11 +119,15 @@ export class SqliteStore implements Store {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
       lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'").pluck(),
-      // The oldest records past the count (seqs are dense: each commit takes the next one) or
-      // older than the cutoff, up to one chunk, read forward by seq: no scan to find a bound.
-      trim: db.prepare(`DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox
-        WHERE seq <= :keepAfterSeq AND (seq <= :countBound OR created_at < :olderThan) AND state NOT IN ('pending', 'dead')
-        ORDER BY seq LIMIT :limit)`),
+      // What a trim may remove: a prefix in seq (= creation) order, up to the first record that
+      // is neither past the count nor older than the cutoff (as the memory store does). Past the
+      // count is arithmetic (seqs are dense: each commit takes the next one); the first young
+      // record past it is found by one forward read from there.
+      firstYoung: db.prepare('SELECT seq FROM outbox WHERE seq > ? AND created_at >= ? ORDER BY seq LIMIT 1').pluck(),
+      // One chunk of that prefix, read forward from the last seq a chunk reached (records kept
+      // for delivery are read once per trim, not once per chunk).
+      trimChunk: db.prepare(`DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox
+        WHERE seq > :from AND seq <= :upTo AND state NOT IN ('pending', 'dead') ORDER BY seq LIMIT :limit) RETURNING seq`).pluck(),
       oldest: db.prepare('SELECT seq, created_at AS createdAt FROM outbox ORDER BY seq LIMIT 1'),
     };
     this.groupTx = db.transaction((body: () => void) => body());
@@ -222,23 +226,26 @@ export class SqliteStore implements Store {
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
     this.use();
+    // Nothing can go when the oldest record is younger than the cutoff and no more than
+    // keepCount seqs lie between it and the newest: the usual case of the minute's trim on an
+    // idle or quiet server, said by two lookups by key.
+    const oldest = this.statements.oldest.get() as { seq: number; createdAt: number } | undefined;
+    if (!oldest) return 0;
+    const countBound = ((this.statements.lastSeq.get() as number | undefined) ?? oldest.seq) - keepCount;
+    if (oldest.createdAt >= olderThan && oldest.seq > countBound) return 0;
+    const young = this.statements.firstYoung.get(Math.max(countBound, oldest.seq - 1), olderThan) as number | undefined;
+    const upTo = Math.min(keepAfterSeq, young === undefined ? Number.MAX_SAFE_INTEGER : young - 1);
+    // A chunk per write, each in a turn of its own: a delete is paid per row (its body's pages,
+    // the id index), and a thousand rows at once held the event loop 4-7 ms, four times a
+    // second at 4,000 messages a second (scratch CPU profile): the acknowledgements queued
+    // behind it made the SQLite store's ack p99.
     let removed = 0;
-    for (;;) {
-      // Nothing can go when the oldest record is younger than the cutoff and no more than
-      // keepCount seqs lie between it and the newest: the usual case of the minute's trim on an
-      // idle or quiet server, said by two lookups by key.
-      const oldest = this.statements.oldest.get() as { seq: number; createdAt: number } | undefined;
-      if (!oldest) return removed;
-      const countBound = ((this.statements.lastSeq.get() as number | undefined) ?? oldest.seq) - keepCount;
-      if (oldest.createdAt >= olderThan && oldest.seq > countBound) return removed;
-      // A chunk per write, each in a turn of its own: a delete is paid per row (its body's pages,
-      // the id index), and a thousand rows at once held the event loop 4-7 ms, four times a
-      // second at 4,000 messages a second (scratch CPU profile): the acknowledgements queued
-      // behind it made the SQLite store's ack p99.
-      const chunk = await this.write(() => this.statements.trim.run({ keepAfterSeq, countBound, olderThan, limit: TRIM_CHUNK }).changes);
-      removed += chunk;
+    for (let from = oldest.seq - 1; ;) {
+      const seqs = await this.write(() => this.statements.trimChunk.all({ from, upTo, limit: TRIM_CHUNK }) as number[]);
+      removed += seqs.length;
       // A store closed meanwhile (shutdown) has no more to trim.
-      if (chunk < TRIM_CHUNK || this.closed) return removed;
+      if (seqs.length < TRIM_CHUNK || this.closed) return removed;
+      from = Math.max(...seqs);
     }
   }
 

@@ -3,9 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { DeliveryState } from '../../src/events.js';
 import { openStore } from '../../src/store/index.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/ports.js';
 import { tempDir } from '../helpers.js';
 import { describeStoreContract } from './contract.js';
 import { claim, draft, item, verdicts } from './fixtures.js';
@@ -342,6 +344,42 @@ describe('sqlite store', () => {
     const [next] = await store.claimDue(10_001, 1000, 10);
     expect(next?.parts.map((p) => p.event.text)).toEqual(['b1']);
     await store.close();
+  });
+});
+
+describe('outbox trim, memory and SQLite alike', () => {
+  const stores: Store[] = [];
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close().catch(() => undefined);
+  });
+  const each = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore(join(tempDir().path, 'trim.db'), { now: 0 })],
+  ] as const;
+  const filled = async (open: () => Store, records: ReadonlyArray<[string, DeliveryState, number]>): Promise<Store> => {
+    const store = open();
+    stores.push(store);
+    for (const [id, state, createdAt] of records) {
+      await store.admit([item(id, { sessionKey: `batch:${id}`, closeNow: true })], 0);
+      const [batch] = await store.claimDue(0, 100, 1);
+      await store.commit(batch as NonNullable<typeof batch>, draft(id, state, `batch:${id}`, createdAt), 0);
+    }
+    return store;
+  };
+
+  it.each(each)('%s: trims by age only up to the first record young enough, leaving no hole behind it', async (_name, open) => {
+    // A batch that waited for its media commits later with the time it was flushed: ages need
+    // not grow with seqs.
+    const store = await filled(open, [['a', 'none', 90], ['b', 'none', 105], ['c', 'none', 95], ['d', 'none', 110]]);
+    expect(await store.trimOutbox(100, 100, Number.MAX_SAFE_INTEGER)).toBe(1);
+    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['b', 'c', 'd']);
+  });
+
+  it.each(each)('%s: trims past records kept for delivery, in chunks, and keeps them', async (_name, open) => {
+    const ids = Array.from({ length: 300 }, (_, i) => `r${i}`);
+    const store = await filled(open, ids.map((id, i) => [id, i < 40 ? 'pending' : 'none', i] as [string, DeliveryState, number]));
+    expect(await store.trimOutbox(0, 0, Number.MAX_SAFE_INTEGER)).toBe(260);
+    expect((await store.outboxAfter(0, 1000)).map((r) => r.id)).toEqual(ids.slice(0, 40));
   });
 });
 
