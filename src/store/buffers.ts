@@ -33,6 +33,8 @@ export interface OpenBuffer {
   retrying?: boolean;
   /** Stamp of the buffer's live heap entry. */
   stamp: number;
+  /** The heap entry it was last taken at: a batch given back behind a retrying one goes back to it. */
+  taken?: Due;
 }
 
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
@@ -84,7 +86,7 @@ export class Buffers {
     if (!buffer) {
       // `[part]`, not `[]` and a push: a push reserves room for 17 parts (152 bytes), and most
       // buffers hold one message while they wait out their window.
-      buffer = { debounceKey, sessionKey, rule, parts: [part], deadline: now, reason: 'window', lease: undefined, stamp: 0 };
+      buffer = { debounceKey, sessionKey, rule, parts: [part], deadline: now, reason: 'window', lease: undefined, stamp: 0, taken: undefined };
       this.open.set(debounceKey, buffer);
     } else buffer.parts.push(part);
     // A leased or retrying buffer keeps its due time: commit re-arms it from what is left. A
@@ -170,6 +172,7 @@ export class Buffers {
       if (buffer.retrying) this.retryingSessions.delete(session);
       buffer.retrying = false;
       buffer.lease = { fence: nextFence(), until: now + leaseMs };
+      buffer.taken = due;
       this.hold(buffer);
       const { size } = this.batchSize(buffer);
       if (cut && size < buffer.parts.length) cut.add(session);
@@ -214,18 +217,26 @@ export class Buffers {
    * End a lease after a failed flush: the buffer is due again at `retryAt`, and its session
    * stays held meanwhile, so no later batch of the session overtakes it. When another buffer
    * of the session already waits for its retry (a shutdown gives back every batch behind a
-   * failed one), this one waits behind it, holding nothing.
+   * failed one), this one waits behind it, holding nothing, in the place in due order it was
+   * taken from.
    */
   release(buffer: OpenBuffer, retryAt: number): void {
     if (!buffer.lease) return;
-    buffer.deadline = retryAt;
-    if (this.retryingSessions.has(buffer.sessionKey)) this.unlease(buffer);
-    else {
-      buffer.lease = undefined;
-      this.inFlight.delete(buffer);
-      buffer.retrying = true;
-      this.retryingSessions.add(buffer.sessionKey);
+    if (this.retryingSessions.has(buffer.sessionKey)) {
+      // Back to its place in due order (its deadline and stamp when taken): a later buffer of
+      // the session that the claim left out (its limit) stays behind it.
+      this.unlease(buffer);
+      const { taken } = buffer;
+      if (!taken) return this.schedule(buffer, buffer.deadline);
+      buffer.stamp = taken.stamp;
+      this.heap.push(taken);
+      return;
     }
+    buffer.deadline = retryAt;
+    buffer.lease = undefined;
+    this.inFlight.delete(buffer);
+    buffer.retrying = true;
+    this.retryingSessions.add(buffer.sessionKey);
     this.schedule(buffer, retryAt);
   }
 

@@ -126,7 +126,7 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
       const ruleKey = `${windowMs}:${maxWaitMs}:${maxMessages}`;
       let rule = rules.get(ruleKey);
       if (!rule) rules.set(ruleKey, (rule = { windowMs, maxWaitMs, maxMessages }));
-      buffers.set(debounceKey, (buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0 }));
+      buffers.set(debounceKey, (buffer = { debounceKey, sessionKey, rule, parts: [], deadline: now, reason: 'window', lease: undefined, stamp: 0, taken: undefined }));
     }
     const id = String(rowId);
     buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1, body: undefined });

@@ -293,6 +293,23 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(texts(await store.claimDue(5002, 1000, 10))).toEqual([['b1']]);
       });
 
+      it('keeps a batch given back behind its session\'s retrying one in its place, ahead of a later batch the claim left out', async () => {
+        const store = await fresh();
+        await store.admit([item('a1', { at: 0, debounceKey: 's/a' })], 0);
+        await store.admit([item('b1', { at: 1, debounceKey: 's/b' })], 1);
+        await store.admit([item('c1', { at: 2, debounceKey: 's/c' })], 2);
+        const texts = (batches: LeasedBatch[]) => batches.map((b) => b.parts.map((p) => p.event.text));
+        // A shutdown round with room for two: a and b; c waits for the next call.
+        const [a, b] = await store.claimDue(Infinity, 1000, 2);
+        expect(texts([a, b] as LeasedBatch[])).toEqual([['a1'], ['b1']]);
+        await store.release(a as LeasedBatch, 5000); // a's flush failed
+        await store.release(b as LeasedBatch, 5000); // b, behind it, given back too
+        const retried = await store.claimDue(Infinity, 1000, 10);
+        expect(texts(retried)).toEqual([['a1']]);
+        await store.commit(retried[0] as LeasedBatch, draft('a'), 5001);
+        expect(texts(await store.claimDue(Infinity, 1000, 10))).toEqual([['b1'], ['c1']]);
+      });
+
       it('takes a failed flush\'s buffer first and alone at shutdown: its session\'s other buffers come in the next round', async () => {
         const store = await fresh();
         await store.admit([item('a1', { at: 0, debounceKey: 's/a' }), item('t1', { at: 0, sessionKey: 't' })], 0);
