@@ -1,0 +1,50 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/memory.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { tempDir } from '../helpers.js';
+import { describeViolation, modelCheck, type Violation } from './model-check.js';
+
+/** Zero violations, or the first one with its op log (replay it with `replaySeed`). */
+function report(violations: readonly Violation[]): string {
+  const [first] = violations;
+  if (!first) return 'no violations';
+  const kinds = [...new Set(violations.map((v) => `${v.kind} (seed ${v.seed})`))].slice(0, 10).join(', ');
+  return `${violations.length} violations: ${kinds}\nfirst: ${describeViolation(first)}\n`;
+}
+
+describe('store model check', () => {
+  const cleanup: Array<() => unknown> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  it('memory: 300 random sequences keep the model', async () => {
+    const violations = await modelCheck({ open: async () => new MemoryStore() }, 300, 1);
+    expect(violations.length, report(violations)).toBe(0);
+  }, 60_000);
+
+  it('sqlite: 30 random sequences with restarts and failed writes keep the model', async () => {
+    const open = (path: string, now: number): SqliteStore => {
+      const store = new SqliteStore(path, { now });
+      cleanup.push(() => store.close().catch(() => undefined));
+      return store;
+    };
+    const violations = await modelCheck({
+      open: async () => {
+        const dir = tempDir('model-check-');
+        cleanup.push(() => dir.remove());
+        return open(join(dir.path, 'store.db'), 0);
+      },
+      reopen: async (store, now, viaOpen) => {
+        await store.close();
+        const path = (store as SqliteStore).path;
+        if (!viaOpen) return open(path, now);
+        const again = await SqliteStore.open(path, { now });
+        cleanup.push(() => again.close().catch(() => undefined));
+        return again;
+      },
+    }, 30, 1);
+    expect(violations.length, report(violations)).toBe(0);
+  }, 60_000);
+});
