@@ -1,4 +1,5 @@
 import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/store/types.js';
+import { seeded } from '../adapters/fuzz.js';
 import { event } from './fixtures.js';
 
 /**
@@ -39,16 +40,6 @@ interface Lease {
 interface Part extends Item { firstClaim: number | null; emitted: number }
 type Commit = OutboxRecord | undefined | Error;
 
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a |= 0; a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /** One sequence: executes ops (generated from the seed, or given for a replay) against a store and the model. */
@@ -72,7 +63,7 @@ class Run {
   rule = new Map<string, BufferRule>();
 
   constructor(readonly subject: Subject, seed: number, readonly moreFailures = false) {
-    this.r = mulberry32(seed * 7919 + 17);
+    this.r = seeded(seed * 7919 + 17);
   }
 
   get durable(): boolean { return this.subject.reopen !== undefined; }
@@ -452,7 +443,7 @@ class Run {
   pendingLeft(): string { return JSON.stringify([...this.pending].filter(([, v]) => v.length)); }
 
   async drainInf(op: Extract<Op, { type: 'drainInf' | 'drainStep' }>): Promise<void> {
-    const r = mulberry32(op.rseed);
+    const r = seeded(op.rseed);
     for (let round = 0; round < 200; round++) {
       const heldBefore = this.heldSessions();
       const batches = await this.store.claimDue(Infinity, 100, 1 + Math.floor(r() * 4));
@@ -479,7 +470,7 @@ class Run {
   }
 
   async drainStep(op: Extract<Op, { type: 'drainInf' | 'drainStep' }>): Promise<void> {
-    const r = mulberry32(op.rseed);
+    const r = seeded(op.rseed);
     let t = op.t;
     for (let round = 0; round < 400; round++) {
       t += 250;
