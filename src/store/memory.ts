@@ -213,15 +213,16 @@ export class MemoryStore implements Store {
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
     this.use();
     const rows = this.rows;
-    // Records are in seq (= creation) order: drop from the front while over the count or too
-    // old, stepping over what still waits for delivery; compact the array only then.
+    // Records are in seq (= creation) order: drop from the front while past the newest
+    // keepCount seqs or too old, stepping over what still waits for delivery (kept besides the
+    // count, as every store does); compact the array only then.
+    const countBound = rows.seq - keepCount;
     let kept: Kept[] | undefined;
     let removed = 0;
     let i = 0;
     for (; i < rows.outbox.length; i++) {
       const record = rows.outbox[i] as Kept;
-      const over = rows.outbox.length - i + (kept?.length ?? 0) > keepCount;
-      if ((!over && record.createdAt >= olderThan) || record.seq > keepAfterSeq) break;
+      if ((record.seq > countBound && record.createdAt >= olderThan) || record.seq > keepAfterSeq) break;
       if (record.state === 'pending' || record.state === 'dead') {
         // Kept past its neighbours: its bytes move out of the shared chunk, which may then go.
         const owned = own(record);

@@ -398,6 +398,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['b3', 'b4', 'b5']);
       });
 
+      it('keeps the newest keepCount records for replay, and undelivered and dead records besides them', async () => {
+        const store = await fresh();
+        await commitAll(store, [draft('p1', 'pending', 'p'), draft('d1', 'pending', 'd'), ...['n1', 'n2', 'n3', 'n4'].map((id) => draft(id))]);
+        const [lease] = (await store.claimPush(0, 100, 10)).filter((l) => l.record.id === 'd1');
+        await store.ackPush(lease as PushLease, { state: 'dead', attempts: 5, lastError: 'HTTP 500' }, 1);
+        // The undelivered and dead records do not count against the newest three: n2-n4 stay replayable.
+        expect(await store.trimOutbox(0, 3, Number.MAX_SAFE_INTEGER)).toBe(1);
+        expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['p1', 'd1', 'n2', 'n3', 'n4']);
+        expect(await store.trimOutbox(0, 3, Number.MAX_SAFE_INTEGER)).toBe(0);
+      });
+
       it('keeps the newest keepCount records and those younger than the cutoff', async () => {
         const store = await fresh();
         await commitAll(store, Array.from({ length: 10 }, (_, i) => draft(`o${i + 1}`, 'none', 's', (i + 1) * 1000)));

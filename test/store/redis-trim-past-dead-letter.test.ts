@@ -49,4 +49,20 @@ describe('outbox trim with a dead letter at the front', () => {
       await redis.close();
     }
   });
+
+  it('keeps the newest keepCount records besides the dead letter, on Redis as on the memory store', async () => {
+    const memory = new MemoryStore();
+    await outbox(memory);
+    const redis = await RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: 'keep-count' });
+    try {
+      await outbox(redis);
+      // Nothing is old; the newest two (o4, o5) stay replayable, and the dead letter o1 besides them.
+      for (const store of [memory, redis]) {
+        expect(await store.trimOutbox(0, 2, Number.MAX_SAFE_INTEGER)).toBe(2);
+        expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['o1', 'o4', 'o5']);
+      }
+    } finally {
+      await redis.close();
+    }
+  });
 });

@@ -59,14 +59,14 @@ return out
  */
 export const TRIM_LUA = `${LUA_PRELUDE}
 local olderThan, keepCount, bound, batch, start = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) + 1, tonumber(ARGV[4]), ARGV[5]
-local length = redis.call('XLEN', P .. 'out')
+local countBound = tonumber(redis.call('GET', P .. 'seq') or '0') - keepCount
 local removed, seen, last = 0, 0, nil
 for _, e in ipairs(redis.call('XRANGE', P .. 'out', start, '+', 'COUNT', batch)) do
   seen = seen + 1
   local seq = tonumber(string.match(e[1], '^(%d+)'))
   local f = e[2]
   if seq >= bound then return { removed, '' } end
-  if length - removed <= keepCount and tonumber(f[4]) >= olderThan then return { removed, '' } end
+  if seq > countBound and tonumber(f[4]) >= olderThan then return { removed, '' } end
   last = e[1]
   if not redis.call('ZSCORE', P .. 'undelivered', seq) then
     redis.call('XDEL', P .. 'out', e[1])
