@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers.js';
-import { describeViolation, modelCheck, type Violation } from './model-check.js';
+import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
 
 /** Zero violations, or the first one with its op log (replay it with `replaySeed`). */
 function report(violations: readonly Violation[]): string {
@@ -13,6 +13,11 @@ function report(violations: readonly Violation[]): string {
   return `${violations.length} violations: ${kinds}\nfirst: ${describeViolation(first)}\n`;
 }
 
+/** The things of `wanted` the sequences reached fewer than 3 times, with their counts. */
+function reached(coverage: ReadonlyMap<Covered, number>, wanted: readonly Covered[]): string[] {
+  return wanted.filter((what) => (coverage.get(what) ?? 0) < 3).map((what) => `${what}: ${coverage.get(what) ?? 0}`);
+}
+
 describe('store model check', () => {
   const cleanup: Array<() => unknown> = [];
   afterEach(async () => {
@@ -20,11 +25,15 @@ describe('store model check', () => {
   });
 
   it('memory: 300 random sequences keep the model', async () => {
-    const violations = await modelCheck({ open: async () => new MemoryStore() }, 300, 1);
+    const coverage = new Map<Covered, number>();
+    const violations = await modelCheck({ open: async () => new MemoryStore() }, 300, 1, { coverage });
     expect(violations.length, report(violations)).toBe(0);
+    // Zero violations means something only if the sequences reached what they check.
+    expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim'])).toEqual([]);
   }, 60_000);
 
   it('sqlite: 30 random sequences with restarts and failed writes keep the model', async () => {
+    const coverage = new Map<Covered, number>();
     const open = (path: string, now: number): SqliteStore => {
       const store = new SqliteStore(path, { now });
       cleanup.push(() => store.close().catch(() => undefined));
@@ -44,7 +53,8 @@ describe('store model check', () => {
         cleanup.push(() => again.close().catch(() => undefined));
         return again;
       },
-    }, 30, 1);
+    }, 30, 1, { coverage });
     expect(violations.length, report(violations)).toBe(0);
+    expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim', 'restart', 'failed-write', 'duplicate-id-refused'])).toEqual([]);
   }, 60_000);
 });

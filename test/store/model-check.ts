@@ -58,6 +58,8 @@ class Run {
   readonly committed = new Map<string, string[]>(); // draftId -> ids
   readonly tailIds: string[] = [];
   partN = 0; restartClaim = -1; claimCalls = 0; failNext = 0;
+  /** What the sequence exercised (see `Coverage`). */
+  readonly covered = new Map<string, number>();
   sessions: string[] = [];
   keys = new Map<string, string[]>();
   rule = new Map<string, BufferRule>();
@@ -70,6 +72,7 @@ class Run {
   rand(n: number): number { return Math.floor(this.r() * n); }
   pick<T>(a: readonly T[]): T { return a[this.rand(a.length)] as T; }
   viol(kind: string, message: string): void { this.violations.push({ kind, message, at: this.ops.length }); }
+  cover(what: Covered): void { this.covered.set(what, (this.covered.get(what) ?? 0) + 1); }
 
   async open(): Promise<void> {
     this.store = await this.subject.open();
@@ -83,7 +86,7 @@ class Run {
     const store = this.store as unknown as { groupTx?: (body: () => void) => void };
     const real = store.groupTx;
     if (typeof real !== 'function') throw new Error('model-check: no groupTx to inject write failures into');
-    store.groupTx = (fn) => real(() => { fn(); if (this.failNext > 0) { this.failNext--; throw new Error('disk I/O error'); } });
+    store.groupTx = (fn) => real(() => { fn(); if (this.failNext > 0) { this.failNext--; this.cover('failed-write'); throw new Error('disk I/O error'); } });
   }
 
   async close(): Promise<void> {
@@ -246,6 +249,7 @@ class Run {
         if (shutdown) this.viol('shutdown-took-leased', `${tag} while lease #${prev.idx} held`);
         else if (prev.leaseUntil > now) this.viol('double-lease', `${tag} while lease #${prev.idx} until ${prev.leaseUntil}`);
         else if (b.reason !== 'takeover') this.viol('takeover-reason', tag);
+        else this.cover('takeover');
         prev.state = 'stale';
         this.cur.delete(dk);
       }
@@ -305,6 +309,7 @@ class Run {
     if (rec && !current) return this.viol('stale-commit-accepted', `lease #${l.idx} (${l.state}) fence=${l.fence} ${l.dk} -> seq ${rec.seq}`);
     if (!rec && current) return this.viol('current-commit-refused', `lease #${l.idx} fence=${l.fence} ${l.dk}${l.afterFailed ? ' (after a rejected commit)' : ''}`);
     if (!rec) {
+      this.cover('stale-commit-refused');
       if (before !== undefined) {
         const after = await this.store.lastSeq();
         if (after !== before) this.viol('stale-commit-changed-outbox', `lease #${l.idx} lastSeq ${before} -> ${after}`);
@@ -313,6 +318,7 @@ class Run {
       return;
     }
     if (rec.id !== draftId) this.viol('commit-wrong-id', `${rec.id} != ${draftId}`);
+    this.cover(l.ids.length > 1 ? 'merged-commit' : 'commit');
     this.committed.set(draftId, l.ids);
     const pend = this.pending.get(l.dk) ?? [];
     if (pend.slice(0, l.ids.length).join() !== l.ids.join()) this.viol('commit-not-prefix', `lease #${l.idx} [${l.ids}] pending [${pend}]`);
@@ -390,7 +396,7 @@ class Run {
         await this.settleCommit(l, id, r, undefined);
       } else if (states[i] === 'current') {
         if (!(r instanceof Error)) this.viol('dup-second-not-rejected', `lease #${l.idx} -> ${JSON.stringify(r?.seq)}`);
-        else l.afterFailed = true;
+        else { l.afterFailed = true; this.cover('duplicate-id-refused'); }
       } else if (r !== undefined) this.viol(r instanceof Error ? 'dup-stale-rejected' : 'stale-commit-accepted', `lease #${l.idx} ${r instanceof Error ? r.message : r.seq}`);
     }
   }
@@ -430,6 +436,7 @@ class Run {
     const reopen = this.subject.reopen;
     if (!reopen) return;
     this.store = await reopen(this.store, op.t, op.open);
+    this.cover('restart');
     this.attach();
     for (const l of this.cur.values()) l.state = 'stale';
     this.cur.clear();
@@ -448,6 +455,7 @@ class Run {
       const heldBefore = this.heldSessions();
       const batches = await this.store.claimDue(Infinity, 100, 1 + Math.floor(r() * 4));
       const ls = this.checkBatches(batches, Infinity, true, heldBefore);
+      if (ls.length > 0) this.cover('shutdown-claim');
       if (ls.length === 0) {
         const retrying = [...this.retrying.values()];
         const multi = retrying.some((l) => retrying.filter((x) => x.s === l.s).length > 1);
@@ -509,9 +517,16 @@ class Run {
   }
 }
 
+/** What a sequence can exercise; counted per run so a test can tell the check reached it. */
+export type Covered =
+  | 'commit' | 'merged-commit' | 'stale-commit-refused' | 'takeover' | 'shutdown-claim'
+  | 'restart' | 'failed-write' | 'duplicate-id-refused';
+
 export interface Options {
   /** Bias generation toward injected write failures, duplicate ids and restarts (durable stores). */
   moreFailures?: boolean;
+  /** Filled with how often each `Covered` thing happened over all sequences. */
+  coverage?: Map<Covered, number>;
   /** Milliseconds to spend shrinking op logs of violations, first found first (0: none). @default 5000 */
   shrinkMs?: number;
 }
@@ -566,6 +581,7 @@ export async function modelCheck(subject: Subject, sequences: number, firstSeed:
   const out: Violation[] = [];
   for (let seed = firstSeed; seed < firstSeed + sequences; seed++) {
     const run = await runOne(subject, seed, undefined, options);
+    for (const [what, n] of run.covered) options.coverage?.set(what as Covered, (options.coverage.get(what as Covered) ?? 0) + n);
     const kinds = new Set<string>();
     for (const v of run.violations) {
       if (kinds.has(v.kind)) continue;
