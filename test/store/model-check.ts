@@ -4,16 +4,41 @@ import { event } from './fixtures.js';
 
 /**
  * Randomized model-based check of a store: seeded sequences of admits, claims (shutdown ones
- * with now = Infinity), commits, releases, renewals, takeovers and, for durable stores,
- * restarts, duplicate outbox ids and injected SQLite write failures, against a model that
- * checks exactly-once emission, no lost part, per-session order, stale fences refused and the
- * shutdown rules. Replay one seed with `replaySeed(subject, seed)`; `formatOps` prints its log.
+ * with now = Infinity, except on a shared store), commits, releases, renewals, takeovers and,
+ * for durable stores, restarts, duplicate outbox ids and injected SQLite write failures, against
+ * a model that checks exactly-once emission, no lost part, per-session order, stale fences
+ * refused and the shutdown rules. Replay one seed with `replaySeed(subject, seed)`; `formatOps`
+ * prints its log.
  */
 
-/** The store under test. `reopen` (durable stores) closes one and opens its state at `now`. */
+/**
+ * The store under test. `reopen` (durable stores) closes one and opens its state at `now`.
+ * The optional fields adapt the sequences to a store on a server (Redis); left out, a sequence
+ * runs on op times as they are, and the same seed gives the same sequence as ever.
+ */
 export interface Subject {
   open(): Promise<Store>;
   reopen?(store: Store, now: number, viaOpen: boolean): Promise<Store>;
+  /**
+   * Several instances share the store (Redis): no sequence asks for a shutdown flush
+   * (`claimDue(Infinity, ...)`, one instance's last flush of everything), each drains by
+   * stepping time instead; and the store's tail (a blocking read on its own connection,
+   * delivered later) is not compared with the commits.
+   */
+  shared?: boolean;
+  /**
+   * The clock the store follows, read once the store is open: the store is given that reading
+   * plus each op time (the model and the op log keep op times). Redis stamps arrivals with the
+   * server's clock and expires keys in real time, so its times must be real ones. @default () => 0
+   */
+  clock?: () => number;
+  /** Time steps, debounce windows and leases are this many times longer (Redis: so a script's round trip is small against them). @default 1 */
+  timeScale?: number;
+  /**
+   * A buffer given back holds its session this long past its retry time (Redis: 30 s, in case
+   * its instance died meanwhile); sequences then sometimes jump time past it.
+   */
+  releaseHoldMs?: number;
 }
 
 export interface Item { id: string; s: string; dk: string; rule: BufferRule; unit: string | undefined; closeNow: boolean }
@@ -58,6 +83,9 @@ class Run {
   readonly committed = new Map<string, string[]>(); // draftId -> ids
   readonly tailIds: string[] = [];
   partN = 0; restartClaim = -1; claimCalls = 0; failNext = 0;
+  /** The store's time at op time 0 (`Subject.clock`, read when the store opened). */
+  base = 0;
+  readonly scale: number;
   /** What the sequence exercised (see `Coverage`). */
   readonly covered = new Map<string, number>();
   sessions: string[] = [];
@@ -66,9 +94,14 @@ class Run {
 
   constructor(readonly subject: Subject, seed: number, readonly moreFailures = false) {
     this.r = seeded(seed * 7919 + 17);
+    this.scale = subject.timeScale ?? 1;
   }
 
   get durable(): boolean { return this.subject.reopen !== undefined; }
+  get shared(): boolean { return this.subject.shared === true; }
+  get holdMs(): number | undefined { return this.subject.releaseHoldMs; }
+  /** The store's time at op time `t`. */
+  now(t: number): number { return this.base + t; }
   rand(n: number): number { return Math.floor(this.r() * n); }
   pick<T>(a: readonly T[]): T { return a[this.rand(a.length)] as T; }
   viol(kind: string, message: string): void { this.violations.push({ kind, message, at: this.ops.length }); }
@@ -76,12 +109,13 @@ class Run {
 
   async open(): Promise<void> {
     this.store = await this.subject.open();
+    this.base = this.subject.clock?.() ?? 0;
     this.attach();
   }
 
   /** Tail the store, and (durable) make its write transactions fail at COMMIT while `failNext` > 0. */
   attach(): void {
-    this.store.tail((rec) => this.tailIds.push(rec.id));
+    if (!this.shared) this.store.tail((rec) => this.tailIds.push(rec.id));
     if (!this.durable) return;
     const store = this.store as unknown as { groupTx?: (body: () => void) => void };
     const real = store.groupTx;
@@ -95,7 +129,8 @@ class Run {
 
   // ---------------------------------------------------------------- generation
   rules(): BufferRule {
-    return { windowMs: this.pick([0, 5, 20, 50]), maxWaitMs: this.pick([10, 40, 100]), maxMessages: this.pick([1, 2, 3, 5]) };
+    const s = this.scale;
+    return { windowMs: this.pick([0, 5, 20, 50]) * s, maxWaitMs: this.pick([10, 40, 100]) * s, maxMessages: this.pick([1, 2, 3, 5]) };
   }
 
   genItems(t: number): { type: 'admit'; t: number; items: Item[] } {
@@ -119,7 +154,7 @@ class Run {
     return { type: 'admit', t, items };
   }
 
-  leaseMs(): number { return this.pick([30, 80, 200]); }
+  leaseMs(): number { return this.pick([30, 80, 200]) * this.scale; }
 
   pickLease(preferCurrent = 0.8): Lease | undefined {
     const live = this.leases.filter((l) => l.state === 'current');
@@ -141,11 +176,11 @@ class Run {
       if (this.durable && this.moreFailures && this.r() < 0.25) x = 0.91 + this.r() * 0.07;
       let op: Op;
       if (x < 0.28) op = this.genItems(t);
-      else if (x < 0.45) { t += 1 + this.rand(30); continue; }
-      else if (x < 0.48) { t += 250; continue; }
+      else if (x < 0.45) { t += (1 + this.rand(30)) * this.scale; continue; }
+      else if (x < 0.48) { t += this.holdMs !== undefined && this.r() < 0.3 ? this.holdMs + 10_000 : 250 * this.scale; continue; }
       else if (x < 0.66) op = { type: 'claim', t, leaseMs: this.leaseMs(), limit: 1 + this.rand(3) };
       else if (x < 0.8) { const l = this.pickLease(); if (!l) continue; op = { type: 'commit', t, lease: l.idx }; }
-      else if (x < 0.86) { const l = this.pickLease(); if (!l) continue; op = { type: 'release', t, lease: l.idx, retryAt: t + this.rand(50) }; }
+      else if (x < 0.86) { const l = this.pickLease(); if (!l) continue; op = { type: 'release', t, lease: l.idx, retryAt: t + this.rand(50) * this.scale }; }
       else if (x < 0.91) { const l = this.pickLease(0.6); if (!l) continue; op = { type: 'renew', t, lease: l.idx, leaseMs: this.leaseMs() }; }
       else if (!this.durable) continue;
       else if (x < 0.94) {
@@ -163,7 +198,7 @@ class Run {
       await this.exec(op);
     }
     // settle and drain
-    const mode = this.pick(['inf', 'step']);
+    const mode = this.shared ? 'step' : this.pick(['inf', 'step']);
     for (const l of this.leases.filter((x) => x.state === 'current')) {
       if (mode === 'inf' || this.r() < 0.7) {
         await this.exec(this.r() < 0.75 || mode !== 'inf' ? { type: 'commit', t, lease: l.idx } : { type: 'release', t, lease: l.idx, retryAt: t + 5 });
@@ -195,7 +230,7 @@ class Run {
     return items.map((it) => {
       const a: AdmitItem = {
         claims: [{ key: `id:${it.id}`, space: 'id', ttlMs: 1e9, maxKeys: 100000 }],
-        part: { debounceKey: it.dk, receivedAt: t, event: event(it.id, it.s) },
+        part: { debounceKey: it.dk, receivedAt: this.now(t), event: event(it.id, it.s) },
         rule: it.rule, closeNow: it.closeNow,
       };
       if (it.unit !== undefined) a.unit = it.unit;
@@ -221,7 +256,7 @@ class Run {
   }
 
   async admit(items: readonly Item[], t: number): Promise<void> {
-    this.admitted(items, await this.store.admit(this.toAdmit(items, t), t));
+    this.admitted(items, await this.store.admit(this.toAdmit(items, t), this.now(t)));
   }
 
   heldSessions(): Set<string> {
@@ -230,9 +265,18 @@ class Run {
 
   async claim(t: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
     const heldBefore = this.heldSessions();
-    const batches = await this.store.claimDue(t, leaseMs, limit);
+    if (this.holdRanOut(t)) this.cover('hold-ran-out');
+    const batches = await this.store.claimDue(this.now(t), leaseMs, limit);
     this.checkBatches(batches, t, false, heldBefore);
     return batches;
+  }
+
+  /** A buffer given back waits past its retry time and hold, while another of its session has parts waiting. */
+  holdRanOut(t: number): boolean {
+    const hold = this.holdMs;
+    if (hold === undefined) return false;
+    return [...this.retrying.values()].some((l) => l.retryAt !== undefined && t > l.retryAt + hold
+      && [...this.pending].some(([dk, ids]) => dk !== l.dk && ids.some((id) => this.parts.get(id)?.s === l.s)));
   }
 
   checkBatches(batches: readonly LeasedBatch[], now: number, shutdown: boolean, heldBefore: Set<string>): Lease[] {
@@ -264,7 +308,8 @@ class Run {
       }
       for (const [dk2, l2] of this.retrying) {
         if (l2.s !== s || dk2 === dk) continue;
-        this.viol('session-overtakes-retry', `${tag} while ${dk2} (lease #${l2.idx}) waits for retry at ${l2.retryAt}`);
+        const holdOut = this.holdMs !== undefined && l2.retryAt !== undefined && now > l2.retryAt + this.holdMs ? ` (its hold of ${this.holdMs} ms past the retry ran out)` : '';
+        this.viol('session-overtakes-retry', `${tag} while ${dk2} (lease #${l2.idx}) waits for retry at ${l2.retryAt}${holdOut}`);
       }
       const pend = this.pending.get(dk) ?? [];
       if (shutdown) {
@@ -283,7 +328,7 @@ class Run {
       this.maxFence.set(dk, b.fence);
       const idx = this.leases.length;
       for (const id of ids) { const p = this.parts.get(id); if (p && p.firstClaim === null) p.firstClaim = idx; }
-      const l: Lease = { idx, b, dk, s, ids, fence: b.fence, leaseUntil: b.leaseUntil, state: 'current', call };
+      const l: Lease = { idx, b, dk, s, ids, fence: b.fence, leaseUntil: b.leaseUntil - this.base, state: 'current', call };
       this.leases.push(l);
       this.cur.set(dk, l);
       out.push(l);
@@ -350,13 +395,13 @@ class Run {
     if (l.state === 'committed') return;
     const draftId = `d${l.idx}`;
     const before = l.state !== 'current' ? await this.store.lastSeq() : undefined;
-    const rec: Commit = await this.store.commit(l.b, this.draft(l, t, draftId), t).catch(asError);
+    const rec: Commit = await this.store.commit(l.b, this.draft(l, this.now(t), draftId), this.now(t)).catch(asError);
     if (rec instanceof Error) this.viol('commit-threw', rec.message);
     await this.settleCommit(l, draftId, rec, before);
   }
 
   async release(l: Lease, retryAt: number): Promise<void> {
-    await this.store.release(l.b, retryAt);
+    await this.store.release(l.b, this.now(retryAt));
     if (l.state !== 'current') return;
     l.state = 'released'; l.retryAt = retryAt;
     this.cur.delete(l.dk);
@@ -367,7 +412,7 @@ class Run {
   }
 
   async renew(l: Lease, t: number, leaseMs: number): Promise<void> {
-    const ok = await this.store.renewLease(l.b, t, leaseMs);
+    const ok = await this.store.renewLease(l.b, this.now(t), leaseMs);
     const current = l.state === 'current';
     if (ok !== current) this.viol(current ? 'current-renew-refused' : 'stale-renew-accepted', `lease #${l.idx} (${l.state}) fence=${l.fence} ${l.dk}`);
     if (ok && current) l.leaseUntil = t + leaseMs;
@@ -382,8 +427,9 @@ class Run {
     if (this.committed.has(id)) return;
     const ls = [a, b];
     const states = ls.map((l) => l.state);
-    const admitCall = op.admit ? this.store.admit(this.toAdmit(op.admit, op.t), op.t).catch(asError) : undefined;
-    const results: Commit[] = await Promise.all(ls.map((l) => this.store.commit(l.b, this.draft(l, op.t, id), op.t).catch(asError)));
+    const now = this.now(op.t);
+    const admitCall = op.admit ? this.store.admit(this.toAdmit(op.admit, op.t), now).catch(asError) : undefined;
+    const results: Commit[] = await Promise.all(ls.map((l) => this.store.commit(l.b, this.draft(l, now, id), now).catch(asError)));
     const av = await admitCall;
     if (op.admit && av) { if (av instanceof Error) this.viol('admit-rejected', av.message); else this.admitted(op.admit, av); }
     // the first current one (in call order) wins; a second current one is refused by the constraint
@@ -405,11 +451,12 @@ class Run {
   async fail(op: Extract<Op, { type: 'fail' }>): Promise<void> {
     this.failNext = op.failNext;
     type Result = { kind: 'admit'; r: AdmitVerdict[] | Error } | { kind: 'commit'; r: Commit } | { kind: 'skip' };
+    const now = this.now(op.t);
     const calls = op.writes.map((w, i): Promise<Result> => {
-      if (w.kind === 'admit') return this.store.admit(this.toAdmit(w.items, op.t), op.t).then((r) => ({ kind: 'admit', r }), (e: unknown) => ({ kind: 'admit', r: asError(e) }));
+      if (w.kind === 'admit') return this.store.admit(this.toAdmit(w.items, op.t), now).then((r) => ({ kind: 'admit', r }), (e: unknown) => ({ kind: 'admit', r: asError(e) }));
       const l = this.leases[w.lease];
       if (!l || l.state === 'committed') return Promise.resolve({ kind: 'skip' });
-      return this.store.commit(l.b, this.draft(l, op.t, `f${op.t}-${l.idx}-${i}`), op.t).then((r) => ({ kind: 'commit', r }), (e: unknown) => ({ kind: 'commit', r: asError(e) }));
+      return this.store.commit(l.b, this.draft(l, now, `f${op.t}-${l.idx}-${i}`), now).then((r) => ({ kind: 'commit', r }), (e: unknown) => ({ kind: 'commit', r: asError(e) }));
     });
     const before = op.writes.map((w) => w.kind === 'commit' && this.leases[w.lease]?.state);
     const results = await Promise.all(calls);
@@ -435,7 +482,7 @@ class Run {
   async restart(op: Extract<Op, { type: 'restart' }>): Promise<void> {
     const reopen = this.subject.reopen;
     if (!reopen) return;
-    this.store = await reopen(this.store, op.t, op.open);
+    this.store = await reopen(this.store, this.now(op.t), op.open);
     this.cover('restart');
     this.attach();
     for (const l of this.cur.values()) l.state = 'stale';
@@ -481,8 +528,8 @@ class Run {
     const r = seeded(op.rseed);
     let t = op.t;
     for (let round = 0; round < 400; round++) {
-      t += 250;
-      const batches = await this.claim(t, 100, 5);
+      t += 250 * this.scale;
+      const batches = await this.claim(t, 100 * this.scale, 5);
       for (const l of this.leases.slice(this.leases.length - batches.length)) {
         if (r() < op.failP) await this.release(l, t + 10);
         else await this.commit(l, t);
@@ -507,9 +554,11 @@ class Run {
     for (const id of this.committed.keys()) if (!records.some((r) => r.id === id)) this.viol('outbox-missing-record', id);
     for (const id of this.parts.keys()) if (seen.get(id) !== 1) this.viol('outbox-part-count', `${id} x${seen.get(id) ?? 0}`);
     for (const id of this.rejected) if (seen.has(id)) this.viol('rejected-part-emitted', id);
-    const tail = [...this.tailIds].sort().join();
-    const want = [...this.committed.keys()].sort().join();
-    if (tail !== want) this.viol('tail-mismatch', `tail ${this.tailIds} vs committed ${[...this.committed.keys()]}`);
+    if (!this.shared) {
+      const tail = [...this.tailIds].sort().join();
+      const want = [...this.committed.keys()].sort().join();
+      if (tail !== want) this.viol('tail-mismatch', `tail ${this.tailIds} vs committed ${[...this.committed.keys()]}`);
+    }
     const deadline = await this.store.nextDeadline();
     if (deadline !== undefined && this.cur.size === 0) this.viol('deadline-left', String(deadline));
     const open = await this.store.openBuffers();
@@ -520,7 +569,9 @@ class Run {
 /** What a sequence can exercise; counted per run so a test can tell the check reached it. */
 export type Covered =
   | 'commit' | 'merged-commit' | 'stale-commit-refused' | 'takeover' | 'shutdown-claim'
-  | 'restart' | 'failed-write' | 'duplicate-id-refused';
+  | 'restart' | 'failed-write' | 'duplicate-id-refused'
+  /** A claim while a buffer given back held its session past its retry and `Subject.releaseHoldMs`, and another buffer of that session had parts waiting. */
+  | 'hold-ran-out';
 
 export interface Options {
   /** Bias generation toward injected write failures, duplicate ids and restarts (durable stores). */
