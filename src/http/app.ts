@@ -16,11 +16,11 @@ export interface HttpPorts {
   now(): number;
   /** Whether a channel id is configured. */
   hasChannel(id: string): boolean;
-  /** Verify, normalize and record one delivery; resolves once everything in it is recorded. */
+  /** The pipeline's `inbound`: verify, normalize and record one delivery; resolves once everything in it is recorded. */
   ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
   /** Answer a GET on a webhook URL (platform handshakes). */
   handshake(channel: string, delivery: RawDelivery): PlatformReply;
-  /** Count and log a refused delivery. */
+  /** Count and log a delivery refused before it reached the pipeline (its type, its size). */
   rejected(channel: string, error: unknown): void;
   /** Reasons the service should not get traffic now (empty when ready). */
   readiness(): Promise<string[]>;
@@ -117,18 +117,20 @@ export function createApp(ports: HttpPorts): Koa {
     } catch {
       throw unknownChannel(raw);
     }
+    let body: Buffer;
     try {
       if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
       const contentType = ctx.headers['content-type'];
       if (!isJsonType(contentType)) {
         throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${contentType || 'none'}")`, { channel: channelId });
       }
-      const body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
-      answer(ctx, await ports.ingest(channelId, deliveryOf(ctx, body)));
+      body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
     } catch (error) {
       ports.rejected(channelId, error);
       throw error;
     }
+    // The pipeline's `inbound` counts and trails what it refuses itself.
+    answer(ctx, await ports.ingest(channelId, deliveryOf(ctx, body)));
   };
 
   router.get('/webhooks/:channel', async (ctx) => {

@@ -35,7 +35,7 @@ export interface Plan {
   kinds: readonly DuplicateKind[];
 }
 
-export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped';
+export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped' | 'ignored';
 
 export interface AdmitOptions {
   /** The store port: one atomic step per delivery. */
@@ -58,14 +58,15 @@ const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate',
  * Store errors propagate: the caller answers 503 and nothing was recorded.
  */
 export function createAdmit(options: AdmitOptions) {
-  return async function admit(events: readonly InboundEvent[], now: number, deliveryId?: string): Promise<Admitted> {
+  /** `dropped`: events the inbound chain (`intake.use`) dropped; they are answered `ignored` and recorded nowhere. */
+  return async function admit(events: readonly InboundEvent[], now: number, deliveryId?: string, dropped?: ReadonlySet<InboundEvent>): Promise<Admitted> {
     const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as InboundEvent;
       options.count(event.channel, event.adapter, 'received');
-      if (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id)) {
+      if (dropped?.has(event) || (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id))) {
         plans.push(undefined);
         continue;
       }
@@ -80,7 +81,11 @@ export function createAdmit(options: AdmitOptions) {
       const plan = plans[i];
       let verdict: Verdict;
       let reason: string | undefined;
-      if (!plan) {
+      if (!plan && dropped?.has(event)) {
+        verdict = 'ignored';
+        reason = 'dropped by an inbound middleware (intake.use)';
+        options.count(event.channel, event.adapter, 'ignored');
+      } else if (!plan) {
         verdict = 'looped';
         reason = `sent by our own bot ${event.sender.id}`;
         options.count(event.channel, event.adapter, 'looped');

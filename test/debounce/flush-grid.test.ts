@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createIntake, flushGridMs } from '../../src/intake.js';
+import { flushGridMs } from '../../src/debounce/grid.js';
+import { createIntake } from '../../src/intake.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Output } from '../../src/events.js';
 import { ManualClock } from '../manual-clock.js';

@@ -1,0 +1,70 @@
+import { createAdapter, type Adapter } from './adapters/index.js';
+import type { BufferRule } from './ports.js';
+import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
+import { RequestError } from './errors.js';
+import type { PlatformReply, RawDelivery } from './events.js';
+
+/** A configured channel and the adapter built for it. */
+export interface Channel {
+  readonly config: ChannelConfig;
+  readonly adapter: Adapter;
+}
+
+/**
+ * The configured channels, each with its adapter, built once at start (a bad setting fails
+ * there). Every transport finds its channel here by id.
+ */
+export class Channels {
+  private readonly byId = new Map<string, Channel>();
+
+  constructor(private readonly config: Config) {
+    for (const channel of config.channels) this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel) });
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  get(id: string): Channel | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The channel of an id, or the 404 a delivery to an unconfigured one gets. */
+  require(id: string): Channel {
+    const channel = this.byId.get(id);
+    if (!channel) throw new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
+    return channel;
+  }
+
+  /** Answer a GET on a channel's webhook URL (a platform's URL check), or the 405 of a POST-only one. */
+  handshake(id: string, delivery: RawDelivery): PlatformReply {
+    const { adapter } = this.require(id);
+    if (!adapter.handshake) throw new RequestError('no_handshake', 405, `Channel "${id}" (${adapter.name}) takes POST only`, { channel: id });
+    return adapter.handshake(delivery);
+  }
+
+  ids(): string[] {
+    return [...this.byId.keys()];
+  }
+
+  values(): IterableIterator<Channel> {
+    return this.byId.values();
+  }
+
+  /** The debounce options of a channel (its own, resolved over the global ones). */
+  debounceOf(id: string): DebounceOptions {
+    return this.byId.get(id)?.config.debounce ?? this.config.debounce;
+  }
+
+  /** Every debounce rule in use: the global one and each channel's. */
+  debounceRules(): BufferRule[] {
+    return [this.config.debounce, ...[...this.byId.values()].map(({ config }) => config.debounce)];
+  }
+
+  /** Namespaces several channels serve: only there can two adapters deliver one message. */
+  sharedNamespaces(): Set<string> {
+    const perNamespace = new Map<string, number>();
+    for (const { adapter } of this.byId.values()) perNamespace.set(adapter.namespace, (perNamespace.get(adapter.namespace) ?? 0) + 1);
+    return new Set([...perNamespace].filter(([, count]) => count > 1).map(([namespace]) => namespace));
+  }
+}

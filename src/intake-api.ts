@@ -1,0 +1,73 @@
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Clock } from './clock.js';
+import type { LoadOptions } from './config/load.js';
+import type { Config } from './config/schema.js';
+import type { BotRef, CorrelationRecord, InboundEvent, OutputOf, OutputType, PlatformReply, RawDelivery } from './events.js';
+import type { Handler } from './handlers/routes.js';
+import type { Metrics } from './metrics/index.js';
+import type { InboundMiddleware } from './pipeline.js';
+import type { Store } from './ports.js';
+
+export interface CreateIntakeOptions {
+  /** A loaded Config; or give `configFile`/`env` to load one. */
+  config?: Config;
+  /** Raw config object (CONTRACT §2 shape), validated like the file. */
+  configFile?: Record<string, unknown>;
+  env?: LoadOptions['env'];
+  /** Defaults to the store named by `config.store`. */
+  store?: Store;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** HTTP client for pushes to the agent. @default an undici Agent */
+  agentDispatcher?: Dispatcher;
+  /** Working directory for relative paths (store, media). */
+  cwd?: string;
+}
+
+/** The library surface of CONTRACT §7. */
+export interface Intake {
+  /** The Koa app serving CONTRACT §3; `app.listen()` or mount `middleware()` in your own. */
+  readonly app: Koa;
+  readonly config: Config;
+  /** The store this instance runs on (for operators and tests; stages reach it only through the composition). */
+  readonly store: Store;
+  /** The metrics registry behind `/metrics`. */
+  readonly metrics: Metrics;
+  /** The app as one Koa middleware, to mount inside another Koa app. */
+  middleware(): Koa.Middleware;
+  /**
+   * Ingest one delivery without HTTP (a OneBot WebSocket, a queue consumer): verified,
+   * normalized and admitted exactly as a webhook; resolves with the answer a webhook would get.
+   */
+  ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
+  /**
+   * Add a step to the inbound chain: it sees every normalized event before dedup and buffering,
+   * in `use` order, and drops it by not calling `next()` (allow-lists, spam filters, tags).
+   */
+  use(middleware: InboundMiddleware): Intake;
+  /** Receive every output of a type (`chat.processedMessage`, `chat.notice`, `chat.request`) flushed by this instance. */
+  on<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
+  off<T extends OutputType>(event: T, listener: (output: OutputOf<T>) => unknown): Intake;
+  /**
+   * Run `fn` for events of a route (`message`, `message.group`, `notice.group_increase`,
+   * `request.friend`, ...) once per logical event, after it is recorded; a leading `!` runs it
+   * for every delivery.
+   */
+  handle(route: string | readonly string[], fn: Handler): Intake;
+  /** What is known of an event's logical group (every delivery, each bot's ids). */
+  correlation(event: InboundEvent): CorrelationRecord;
+  /** Every bot that delivered this logical event, first arrival first. */
+  botsForEvent(event: InboundEvent): BotRef[];
+  /** Connected bots the message mentions, in mention order. */
+  mentionedBots(event: InboundEvent): BotRef[];
+  /** The bot that should answer: mentioned and connected, else first arrival, else the deliverer. */
+  pickReplyBot(event: InboundEvent): BotRef;
+  correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number };
+  /** Wait until every buffer due by now is flushed and every flush started has ended (tests, tools). */
+  settle(): Promise<void>;
+  /** Stop: flush every open buffer (store not shared), stop pushing, close the store. */
+  close(): Promise<void>;
+}
