@@ -252,8 +252,7 @@ export interface OutboxRecord extends OutboxDraft {
 /**
  * The outbox record of a draft, as one object literal of a fixed shape. Not `{ ...draft, seq }`:
  * spreading a draft and adding fields makes V8 build a slow object, and the memory store keeps
- * thousands of these (with this builder, bench/pipeline.mjs's memory store went from 114 to
- * 103 µs per message).
+ * thousands of these (`bench/pipeline.mjs` shows the difference).
  */
 export function outboxRecord(draft: OutboxDraft, seq: number, attempts: number, updatedAt: number, nextAttemptAt?: number): OutboxRecord {
   const record: OutboxRecord = {

@@ -36,7 +36,7 @@ type Watched = Socket & { [watchOf]?: Watch };
  * while no connection is open.
  *
  * Node's own check (`connectionsCheckingInterval`) does the same, but on a timer that wakes
- * the process even with no connection at all; each wake costs a few hundred µs of CPU here.
+ * the process even with no connection at all, and every wake costs CPU.
  * The guard sweeps its sockets every half headers timeout (at most every second) only while
  * there are sockets, and stops one sweep after the last one closes. Node's check stays on at
  * its default 30 s, as a backstop.
