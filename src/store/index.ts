@@ -3,9 +3,9 @@ import { ConfigError } from '../errors.js';
 import { MemoryStore } from './memory.js';
 import type { RedisStoreOptions } from './redis.js';
 import { SqliteStore } from './sqlite.js';
-import type { Store } from './types.js';
+import type { Store } from '../ports.js';
 
-export type { Store, StoreOptions } from './types.js';
+export type { Store, StoreOptions } from '../ports.js';
 export type { RedisStoreOptions } from './redis.js';
 
 /**

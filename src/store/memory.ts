@@ -3,7 +3,7 @@ import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../ports.js';
 
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS

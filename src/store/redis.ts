@@ -8,7 +8,7 @@ import {
 import { OutboxTail } from './redis/tail.js';
 import type {
   AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
 export interface RedisStoreOptions extends StoreOptions {

@@ -11,7 +11,7 @@ import { loadState, loadStateInChunks, migrate } from './sqlite-load.js';
 import { SqliteRows, schema, toRecord } from './sqlite-rows.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../ports.js';
 
 /** One write waiting for the next group commit. */
 interface PendingWrite {

@@ -38,6 +38,7 @@ describe('AgentPush', () => {
       claimPush: store.claimPush.bind(store),
       nextPushAt: store.nextPushAt.bind(store),
       deliveryCounts: store.deliveryCounts.bind(store),
+      deadLetters: store.deadLetters.bind(store),
       requeueDead: store.requeueDead.bind(store),
       async ackPush(lease: PushLease, outcome: PushOutcome, now: number) {
         outcomes.push(outcome);
