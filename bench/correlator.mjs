@@ -4,7 +4,7 @@
 // scans every group for expiry per call.
 // Usage: node --expose-gc bench/correlator.mjs
 import { Bots } from '../dist/correlate/bots.js';
-import { CorrelationGroups } from '../dist/store/correlations.js';
+import { CorrelationGroups } from '../dist/store/local/correlations.js';
 
 /** What memory and SQLite stores do per correlated item inside admit (without the row writes). */
 class StoreCorrelation {

@@ -2,7 +2,7 @@
 // expiry) against the seed's two sketches: a Set with one timer per id, and a Map scanned on
 // every message. Time per claim and heap bytes per key. Run with --expose-gc.
 // Usage: node --expose-gc bench/dedup.mjs
-import { ClaimTable } from '../dist/store/claim-table.js';
+import { ClaimTable } from '../dist/store/local/claim-table.js';
 import { claimKey } from '../dist/dedup/claims.js';
 
 const sizes = [100_000, 1_000_000];

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import { RedisStore } from '../dist/store/redis.js';
+import { RedisStore } from '../dist/store/redis/redis.js';
 import { ADMIT_LUA } from '../dist/store/redis/lua-admit.js';
 import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA } from '../dist/store/redis/lua-flush.js';
 import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from '../dist/store/redis/lua-outbox.js';

@@ -15,8 +15,8 @@ export type { IngestSummary } from './ingest/admit.js';
 
 // Extending and operating
 export type { Store, StoreOptions } from './ports.js';
-export { MemoryStore } from './store/memory.js';
-export { SqliteStore } from './store/sqlite.js';
+export { MemoryStore } from './store/local/memory.js';
+export { SqliteStore } from './store/sqlite/sqlite.js';
 export type { Clock } from './clock.js';
 export { IntakeError, ConfigError, RequestError, SignatureError, UnavailableError, isIntakeError, isConfigError, isSignatureError } from './errors.js';
 export { standardWebhooks } from './signing.js';

@@ -3,24 +3,10 @@ import type { BufferedPart, CorrelationRecord, Delivery, EventKind, OutboxDraft,
 export type { BufferedPart, CorrelationRecord, Delivery, OutboxDraft, OutboxRecord, OutputType, DeliveryState } from './events.js';
 
 /**
- * The store behind every stage: correlation groups, dedup claims, debounce buffers, the
- * outbox and the push queue. Every method keeps its meaning when several instances share one
- * store (the Redis store): state lives here, never only in a process, and every hand-over
- * between instances goes through a lease with a fencing token.
- *
- * Times are milliseconds. `now` arguments come from the caller's clock for the memory and
- * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
- * treat the deadlines it returns as the truth.
+ * Admission: what one webhook delivery records, in one atomic step, and the correlation group
+ * a later notice looks up.
  */
-export interface Store {
-  /** `memory`, `sqlite` or `redis`. */
-  readonly kind: string;
-  /** False when a restart loses everything (the memory store). */
-  readonly durable: boolean;
-  /** True when other instances may own buffers and pushes in this store (Redis). */
-  readonly shared: boolean;
-
-  // --- admission -------------------------------------------------------------------------
+export interface AdmissionStore {
   /**
    * Record one webhook delivery, all its events in one atomic step: for each item, in order,
    * correlation (when `correlation` is set), then its claims, then (when everything is new)
@@ -30,8 +16,14 @@ export interface Store {
   admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
   /** The live correlation group of a key (the notice participants after a hold), if any. */
   correlation(key: string, now: number): Promise<CorrelationRecord | undefined>;
+}
 
-  // --- buffers with owners ---------------------------------------------------------------
+/**
+ * Buffers with owners, as the flush scheduler (src/debounce/scheduler.ts) drives them: take
+ * what is due under a lease, keep the lease alive, give it back after a failure, and know
+ * when to look again.
+ */
+export interface BufferLeases {
   /**
    * Take up to `limit` buffers whose deadline is at or before `now`, oldest deadline first,
    * at most one per session (`sessionKey`) in flight: a session whose earlier buffer is still
@@ -42,6 +34,17 @@ export interface Store {
   claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]>;
   /** Keep a lease alive while a slow flush (media) runs; false when the fence is stale. */
   renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean>;
+  /** Give a lease back after a failed flush: the buffer is due again at `retryAt`. */
+  release(batch: LeasedBatch, retryAt: number): Promise<void>;
+  /** Earliest deadline of a buffer not leased, for the local timer (undefined: none). */
+  nextDeadline(): Promise<number | undefined>;
+}
+
+/**
+ * The debounce buffers whole: their leases, plus the commit that ends a lease with an output
+ * (the emit stage) and the count of open buffers (stats).
+ */
+export interface DebounceBuffers extends BufferLeases {
   /**
    * Move a leased batch to the outbox in one step: remove its parts, assign the next global
    * seq, append `draft`, queue it for push when `draft.state` is `pending`, release the
@@ -49,17 +52,17 @@ export interface Store {
    * was lost and another owner took the buffer) changes nothing and resolves `undefined`.
    */
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
-  /** Give a lease back after a failed flush: the buffer is due again at `retryAt`. */
-  release(batch: LeasedBatch, retryAt: number): Promise<void>;
-  /** Earliest deadline of a buffer not leased, for the local timer (undefined: none). */
-  nextDeadline(): Promise<number | undefined>;
   /** Open buffers (not yet committed) in the whole store. */
   openBuffers(): Promise<number>;
+}
 
-  // --- outbox ----------------------------------------------------------------------------
+/**
+ * The outbox as a stream reads it: replay from a seq, then follow live
+ * (src/http/event-stream.ts).
+ */
+export interface OutboxReader {
   /** Outbox records with seq greater than `seq`, oldest first. */
   outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
-  outboxGet(id: string): Promise<OutboxRecord | undefined>;
   /** The highest seq ever assigned (0 when none): a resume point past it is from another store. */
   lastSeq(): Promise<number>;
   /**
@@ -67,13 +70,23 @@ export interface Store {
    * unsubscribe function. Memory and SQLite call back synchronously inside `commit`.
    */
   tail(listener: (record: OutboxRecord) => void): () => void;
+}
+
+/** The outbox: what streams read, plus lookup by id (HTTP, traces) and the retention trim. */
+export interface Outbox extends OutboxReader {
+  outboxGet(id: string): Promise<OutboxRecord | undefined>;
   /**
    * Drop records older than `olderThan` or beyond the newest `keepCount`, never one still
    * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it).
    */
   trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
+}
 
-  // --- push queue ------------------------------------------------------------------------
+/**
+ * The push queue to the agent, one record in flight per session, and its dead letters
+ * (src/push/agent-push.ts).
+ */
+export interface PushQueue {
   /**
    * Take up to `limit` records to push: for each session, only its oldest pending record, and
    * only when that record is due (`nextAttemptAt <= now`) and no other pusher holds it.
@@ -98,8 +111,16 @@ export interface Store {
    * conditionally: a record that is no longer dead is not counted. Returns how many moved.
    */
   requeueDead(id: string | undefined, limit: number, now: number): Promise<number>;
+}
 
-  // --- operations ------------------------------------------------------------------------
+/** What the composition asks of a store as a running thing: its nature, stats, readiness, end. */
+export interface StoreOperations {
+  /** `memory`, `sqlite` or `redis`. */
+  readonly kind: string;
+  /** False when a restart loses everything (the memory store). */
+  readonly durable: boolean;
+  /** True when other instances may own buffers and pushes in this store (Redis). */
+  readonly shared: boolean;
   /** Claim counts for stats: live keys and keys evicted by the cap. */
   claimStats(): { keys: number; evicted: number };
   /** Live correlation groups and groups evicted past `maxCorrelationGroups` (this instance's view may lag). */
@@ -108,6 +129,18 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The store behind every stage: correlation groups, dedup claims, debounce buffers, the
+ * outbox and the push queue, one role each. Every method keeps its meaning when several
+ * instances share one store (the Redis store): state lives here, never only in a process, and
+ * every hand-over between instances goes through a lease with a fencing token.
+ *
+ * Times are milliseconds. `now` arguments come from the caller's clock for the memory and
+ * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
+ * treat the deadlines it returns as the truth.
+ */
+export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, StoreOperations {}
 
 /** Settings every store takes at open. */
 export interface StoreOptions {

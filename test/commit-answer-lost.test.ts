@@ -3,7 +3,7 @@ import { loadConfig } from '../src/config/load.js';
 import type { Output } from '../src/events.js';
 import { createIntake } from '../src/intake.js';
 import type { LeasedBatch, OutboxDraft } from '../src/ports.js';
-import { MemoryStore } from '../src/store/memory.js';
+import { MemoryStore } from '../src/store/local/memory.js';
 import { deliverJson, silent, tempDir } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
 

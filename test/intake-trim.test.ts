@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import { createIntake } from '../src/intake.js';
-import { MemoryStore } from '../src/store/memory.js';
+import { MemoryStore } from '../src/store/local/memory.js';
 import { deliverJson, silent, tempDir } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
 

@@ -1,18 +1,14 @@
 import type { Clock } from '../clock.js';
-import type { LeasedBatch } from '../ports.js';
+import type { BufferLeases, LeasedBatch } from '../ports.js';
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;
 /** A due buffer that a pass could not take (its session busy elsewhere, the store failing) is looked at again this late. */
 const BLOCKED_RETRY_MS = 250;
 
-export interface SchedulerOptions {
+/** The store's buffer-lease role (claimDue, renewLease, release, nextDeadline), plus this stage's own settings. */
+export interface SchedulerOptions extends BufferLeases {
   clock: Clock;
-  /** Store port: take due buffers with a lease (see `Store.claimDue`). */
-  claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]>;
-  renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean>;
-  release(batch: LeasedBatch, retryAt: number): Promise<void>;
-  nextDeadline(): Promise<number | undefined>;
   /** Turn a leased batch into output (merge, media, commit); throws to retry later. */
   flush(batch: LeasedBatch): Promise<void>;
   onError(error: unknown, batch: LeasedBatch | undefined): void;

@@ -7,7 +7,8 @@ import { outputOf, type OutboxRecord, type PlatformReply, type RawDelivery, type
 import { safeEqual } from '../signing.js';
 import { isJsonType, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';
-import type { OutboxReader, StreamHub } from './event-stream.js';
+import type { Outbox } from '../ports.js';
+import type { StreamHub } from './event-stream.js';
 
 /** The narrow ports the HTTP surface talks to; the composition (src/intake.ts) provides them. */
 export interface HttpPorts {
@@ -26,7 +27,8 @@ export interface HttpPorts {
   readiness(): Promise<string[]>;
   stats(): Promise<Record<string, unknown>>;
   metrics: { readonly contentType: string; metrics(): Promise<string> };
-  outbox: OutboxReader & { outboxGet(id: string): Promise<OutboxRecord | undefined> };
+  /** The store's outbox role: streams, lookup by id. */
+  outbox: Outbox;
   streams: StreamHub;
   trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
   /** What happened to one message (undefined: nothing known). */

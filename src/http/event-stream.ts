@@ -3,19 +3,14 @@ import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
 import { RequestError, UnavailableError } from '../errors.js';
 import { outputJson, type OutboxRecord, type TraceEntry } from '../events.js';
+import type { OutboxReader } from '../ports.js';
 
 const REPLAY_PAGE = 500;
 const HEARTBEAT_MS = 15_000;
 /** A stream cut as too slow keeps the records it had not read from being trimmed this long. */
 const CUT_GRACE_MS = 10 * 60_000;
 
-/** The outbox as the event stream reads it (store ports). */
-export interface OutboxReader {
-  outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
-  lastSeq(): Promise<number>;
-  /** Records committed from now on, in seq order, from any instance. */
-  tail(listener: (record: OutboxRecord) => void): () => void;
-}
+export type { OutboxReader };
 
 export interface StreamOptions {
   logger: Logger;

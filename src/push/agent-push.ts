@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { IntakeError } from '../errors.js';
 import { outputJson, type OutboxRecord } from '../events.js';
-import type { PushLease, PushOutcome } from '../ports.js';
+import type { PushLease, PushOutcome, PushQueue } from '../ports.js';
 import { retryAfterMs } from '../retry-after.js';
 import { standardWebhooks } from '../signing.js';
 
@@ -17,17 +17,9 @@ export class PushError extends IntakeError {
   }
 }
 
-/** The store's push queue, as this stage uses it (see `Store`). */
-export interface PushQueue {
-  claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]>;
-  ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean>;
-  nextPushAt(): Promise<number | undefined>;
-  deliveryCounts(): Promise<{ pending: number; dead: number }>;
-  requeueDead(id: string | undefined, limit: number, now: number): Promise<number>;
-}
-
 export interface AgentPushOptions {
   config: Config['agent'];
+  /** The store's push queue role. */
   queue: PushQueue;
   clock: Clock;
   logger: Logger;

@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
 import type { CorrelationRecord, InboundEvent } from '../../src/events.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import { fixture } from '../fixtures/index.js';
 
 const channels = loadConfig({ env: {}, file: { channels: [

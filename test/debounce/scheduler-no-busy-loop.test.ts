@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
 import type { InboundEvent } from '../../src/events.js';
 import type { BufferRule, LeasedBatch } from '../../src/ports.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 
 const rule: BufferRule = { windowMs: 0, maxMessages: 3, maxWaitMs: 0 };
 

@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
 import type { BufferedPart, InboundEvent, OutboxDraft } from '../../src/events.js';
 import type { BufferRule, LeasedBatch, Store } from '../../src/ports.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 
 const rule: BufferRule = { windowMs: 1500, maxMessages: 3, maxWaitMs: 7500 };
 

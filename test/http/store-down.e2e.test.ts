@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import type { AdmitItem, AdmitVerdict } from '../../src/ports.js';
 import { createIntake, type Intake } from '../../src/intake.js';
 import { loadConfig } from '../../src/config/load.js';

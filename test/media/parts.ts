@@ -4,7 +4,7 @@ import type { InboundEvent, MediaRef } from '../../src/events.js';
 import type { MediaConnections } from '../../src/media/connections.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import type { BufferedPart } from '../../src/store/types.js';
+import type { BufferedPart } from '../../src/ports.js';
 import { silent } from '../helpers.js';
 
 let partIds = 0;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxDraft } from '../../src/events.js';
 import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
 import { AgentPush } from '../../src/push/agent-push.js';
-import { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, until } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 import { serve, type TestServer } from '../servers.js';
@@ -38,6 +38,7 @@ describe('AgentPush', () => {
       claimPush: store.claimPush.bind(store),
       nextPushAt: store.nextPushAt.bind(store),
       deliveryCounts: store.deliveryCounts.bind(store),
+      deadLetters: store.deadLetters.bind(store),
       requeueDead: store.requeueDead.bind(store),
       async ackPush(lease: PushLease, outcome: PushOutcome, now: number) {
         outcomes.push(outcome);

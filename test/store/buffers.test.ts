@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Buffers, type PartMeta } from '../../src/store/buffers.js';
+import { Buffers, type PartMeta } from '../../src/store/local/buffers.js';
 
 const rule = { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 };
 const part = (id: string, receivedAt: number): PartMeta => ({ id, receivedAt, unit: id, closes: false, body: undefined });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ByteArena, own, textOf } from '../../src/store/byte-arena.js';
+import { ByteArena, own, textOf } from '../../src/store/local/byte-arena.js';
 
 describe('ByteArena', () => {
   it('gives every text back exactly, across chunk boundaries and in any script', () => {

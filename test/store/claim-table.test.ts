@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ClaimTable } from '../../src/store/claim-table.js';
+import { ClaimTable } from '../../src/store/local/claim-table.js';
 
 describe('ClaimTable', () => {
   it('refuses a second claim of a key inside its TTL and admits it again after', () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LeasedBatch, OutboxRecord, PushLease, Store } from '../../src/store/types.js';
+import type { LeasedBatch, OutboxRecord, PushLease, Store } from '../../src/ports.js';
 import { accepted, delivery, draft, item, rule, step, verdicts } from './fixtures.js';
 
 /**

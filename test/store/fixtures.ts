@@ -1,7 +1,7 @@
 import type { EventKind, InboundEvent } from '../../src/events.js';
 import type {
   AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, Delivery, OutboxDraft, DeliveryState,
-} from '../../src/store/types.js';
+} from '../../src/ports.js';
 
 /** Builders for store tests: plain data, every time explicit. */
 

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
+import { RedisStore } from '../../src/store/redis/redis.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
 import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
 import { type RedisServer, startRedis } from './redis-server.js';

@@ -1,4 +1,4 @@
-import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/store/types.js';
+import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/ports.js';
 import { seeded } from '../adapters/fuzz.js';
 import { event } from './fixtures.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InboundEvent, OutboxDraft } from '../../src/events.js';
-import { MemoryStore } from '../../src/store/memory.js';
-import { RedisStore } from '../../src/store/redis.js';
-import type { Store } from '../../src/store/types.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
+import { RedisStore } from '../../src/store/redis/redis.js';
+import type { Store } from '../../src/ports.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };

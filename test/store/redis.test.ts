@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundEvent, OutboxDraft, OutboxRecord } from '../../src/events.js';
-import { RedisStore } from '../../src/store/redis.js';
-import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/store/types.js';
+import { RedisStore } from '../../src/store/redis/redis.js';
+import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/ports.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const rule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 3 };

@@ -3,8 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Checkpointer } from '../../src/store/sqlite-checkpoint.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { Checkpointer } from '../../src/store/sqlite/checkpoint.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
 import { draft, item } from './fixtures.js';
 

@@ -1,5 +1,5 @@
 import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type EventKind, type OutboxDraft, type OutboxRecord } from '../../events.js';
-import type { AdmitItem, AdmitVerdict } from '../types.js';
+import type { AdmitItem, AdmitVerdict } from '../../ports.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
 export function admitArgs(items: readonly AdmitItem[], maxGroups: number): string[] {

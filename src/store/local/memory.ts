@@ -1,9 +1,9 @@
-import { outboxRecord, type BufferedPart, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
+import { outboxRecord, type BufferedPart, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../../events.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../../ports.js';
 
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS

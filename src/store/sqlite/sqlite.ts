@@ -1,17 +1,17 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { UnavailableError } from '../errors.js';
-import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
-import type { BufferHold } from './buffers.js';
-import { LocalState, MAX_CORRELATION_GROUPS } from './local-state.js';
-import { Checkpointer } from './sqlite-checkpoint.js';
-import { openOwned, type OwnedFile } from './sqlite-open.js';
-import { loadState, loadStateInChunks, migrate } from './sqlite-load.js';
-import { SqliteRows, schema, toRecord } from './sqlite-rows.js';
+import { UnavailableError } from '../../errors.js';
+import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../../events.js';
+import type { BufferHold } from '../local/buffers.js';
+import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
+import { Checkpointer } from './checkpoint.js';
+import { openOwned, type OwnedFile } from './open.js';
+import { loadState, loadStateInChunks, migrate } from './load.js';
+import { SqliteRows, schema, toRecord } from './rows.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../../ports.js';
 
 /** One write waiting for the next group commit. */
 interface PendingWrite {

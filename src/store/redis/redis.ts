@@ -1,14 +1,14 @@
 import { nanoid } from 'nanoid';
-import { UnavailableError } from '../errors.js';
-import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../events.js';
-import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './redis/codec.js';
+import { UnavailableError } from '../../errors.js';
+import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
-} from './redis/connections.js';
-import { OutboxTail } from './redis/tail.js';
+} from './connections.js';
+import { OutboxTail } from './tail.js';
 import type {
   AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from './types.js';
+} from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
 export interface RedisStoreOptions extends StoreOptions {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../events.js';
-import type { Rows } from './local-state.js';
-import type { BufferRule, ClaimSpec } from './types.js';
+import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import type { Rows } from '../local/local-state.js';
+import type { BufferRule, ClaimSpec } from '../../ports.js';
 
 export const schema = `
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;

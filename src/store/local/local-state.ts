@@ -1,9 +1,9 @@
-import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../events.js';
+import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../../events.js';
 import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from './types.js';
+import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from '../../ports.js';
 
 /**
  * Where a store owned by one process keeps its rows: plain maps (memory) or tables (SQLite).

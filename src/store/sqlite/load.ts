@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { BufferedPart, EventKind } from '../events.js';
-import type { OpenBuffer } from './buffers.js';
-import { LocalState } from './local-state.js';
-import type { SqliteRows } from './sqlite-rows.js';
+import type { BufferedPart, EventKind } from '../../events.js';
+import type { OpenBuffer } from '../local/buffers.js';
+import { LocalState } from '../local/local-state.js';
+import type { SqliteRows } from './rows.js';
 
 /** Columns added to the outbox after its first release: files made before get them at open. */
 const addedColumns: ReadonlyArray<[string, string]> = [

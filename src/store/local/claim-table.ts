@@ -1,5 +1,5 @@
-import { digest } from '../digest.js';
-import type { ClaimSpec } from './types.js';
+import { digest } from '../../digest.js';
+import type { ClaimSpec } from '../../ports.js';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const SIXBITS = new Int8Array(128).fill(-1);

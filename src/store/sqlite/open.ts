@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../errors.js';
+import { UnavailableError } from '../../errors.js';
 
 /** How long the open waits for another owner to let go before it says the file is in use. */
 const OWNER_WAIT_MS = 200;
@@ -17,7 +17,7 @@ export interface OwnedFile {
  * diverge from them. Ownership is a lock on a companion file, `<path>.owner`: a tiny SQLite
  * file in `locking_mode=EXCLUSIVE`, whose first write holds its lock until close; a second
  * opener fails there. The store file itself stays in normal locking mode, so a checkpoint can
- * run on a connection of its own (see sqlite-checkpoint.ts) and an operator can read it with
+ * run on a connection of its own (see checkpoint.ts) and an operator can read it with
  * `sqlite3` while the service runs (never write to it: the indexes would not know).
  */
 export function openOwned(path: string): OwnedFile {

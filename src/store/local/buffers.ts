@@ -1,6 +1,6 @@
-import type { BufferedPart } from '../events.js';
+import type { BufferedPart } from '../../events.js';
 import { DueHeap, type Due } from './due-heap.js';
-import type { BufferRule, FlushReason } from './types.js';
+import type { BufferRule, FlushReason } from '../../ports.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {

@@ -1,5 +1,5 @@
-import type { CorrelationRecord, Delivery } from '../events.js';
-import type { CorrelationStep } from './types.js';
+import type { CorrelationRecord, Delivery } from '../../events.js';
+import type { CorrelationStep } from '../../ports.js';
 
 /** What the correlation step decided for one item. */
 export type CorrelationDecision =
