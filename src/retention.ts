@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
-import type { Store } from './ports.js';
+import type { Outbox } from './ports.js';
 
 export interface RetentionOptions {
   clock: Clock;
   logger: Logger;
-  outbox: Pick<Store, 'trimOutbox'>;
+  outbox: Pick<Outbox, 'trimOutbox'>;
   retentionMs: number;
   retentionCount: number;
   /** The lowest seq an open event stream has not read: nothing after it is dropped. */
