@@ -1,0 +1,52 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve, dirname, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const src = resolve(import.meta.dirname, '..', 'src');
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Folders that are stages: each does one job and meets the others only through shared shapes. */
+const stages = new Set(['adapters', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'store', 'trace']);
+/** What any stage may import: the shared shapes and helpers at the foot of src/. */
+const shared = new Set(['events', 'ports', 'errors', 'clock', 'signing', 'digest', 'retry-after', 'config', 'metrics']);
+
+/** The first path segment under src/ of a file (`store` for src/store/redis/redis.ts, `events` for src/events.ts). */
+function placeOf(file: string): string {
+  return relative(src, file).split(sep)[0]!.replace(/\.(ts|js)$/, '');
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const found: string[] = [];
+  for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+'(\.[^']+)'/g)) found.push(match[1]!);
+  return found.map((spec) => resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
+}
+
+describe('the layout of src/', () => {
+  const files = filesUnder(src);
+
+  it('has no file over 350 lines', () => {
+    const long = files.map((file) => [relative(src, file), readFileSync(file, 'utf8').split('\n').length] as const).filter(([, lines]) => lines > 350);
+    expect(long).toEqual([]);
+  });
+
+  it('has no stage importing another stage or anything above the shared shapes', () => {
+    const wrong: string[] = [];
+    for (const file of files) {
+      const from = placeOf(file);
+      if (!stages.has(from) && !shared.has(from)) continue; // the composition imports what it composes
+      for (const target of importsOf(file)) {
+        const to = placeOf(target);
+        if (to === from || shared.has(to)) continue;
+        wrong.push(`${relative(src, file)} -> ${relative(src, target)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
