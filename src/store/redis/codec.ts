@@ -72,3 +72,13 @@ export function recordOf([streamId, fields, state]: EntryReply): OutboxRecord {
   }
   return record;
 }
+
+/** A number reply, or undefined for nil. */
+export function numberOrUndefined(reply: unknown): number | undefined {
+  return reply === null || reply === undefined ? undefined : Number(reply);
+}
+
+/** A Redis URL without its password, for messages. */
+export function redacted(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

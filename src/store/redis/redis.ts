@@ -1,10 +1,12 @@
 import { nanoid } from 'nanoid';
 import { UnavailableError } from '../../errors.js';
 import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../../events.js';
-import { admitArgs, correlationOf, type EntryReply, partOf, recordOf, verdictsOf } from './codec.js';
+import { admitArgs, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
+import { committedDespiteLostAnswer } from './lost-answer.js';
+import { ReplicaWaits } from './replicas.js';
 import { OutboxTail } from './tail.js';
 import type {
   AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
@@ -63,15 +65,14 @@ export class RedisStore implements Store {
   readonly shared = true;
   private readonly prefix: string;
   private readonly maxGroups: number;
-  private readonly waitReplicas: number;
   private readonly commandTimeoutMs: number;
   /** Webhook admission and readiness: fails fast while Redis is away. */
   private readonly ingest: ScriptedRedis;
   /** Flush, push, outbox reads: retries across short outages. */
   private readonly background: ScriptedRedis;
   private readonly tailer: OutboxTail;
-  /** One WAIT per connection per tick covers every write sent before it. */
-  private readonly replicaWaits = new Map<ScriptedRedis, Promise<void>>();
+  private readonly replicas: ReplicaWaits;
+  private readonly logger: ConnectionLogger | undefined;
   private readonly claimSpaces = new Set<string>();
   /** Claim tokens: this store's own prefix and a count. */
   private readonly claimPrefix = `${nanoid(10)}:`;
@@ -83,8 +84,9 @@ export class RedisStore implements Store {
   private constructor(url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
     this.maxGroups = options.maxCorrelationGroups ?? 4096;
-    this.waitReplicas = options.waitReplicas ?? 0;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
+    this.replicas = new ReplicaWaits(options.waitReplicas ?? 0, this.commandTimeoutMs);
+    this.logger = options.logger;
     this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
     this.tailer = new OutboxTail(url, this.prefix, options.logger);
@@ -123,7 +125,7 @@ export class RedisStore implements Store {
     for (const item of items) for (const claim of item.claims) this.claimSpaces.add(claim.space);
     try {
       const reply = (await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups))) as Parameters<typeof verdictsOf>[1];
-      await this.replicated(this.ingest);
+      await this.replicas.held(this.ingest);
       return verdictsOf(items, reply);
     } catch (error) {
       throw unavailable('admit failed', error);
@@ -170,13 +172,18 @@ export class RedisStore implements Store {
     return renewed === 1;
   }
 
-  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+  /** Commit a batch; a commit that ran but whose answer was lost answers with its record (see lost-answer.ts). */
+  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    return committedDespiteLostAnswer(() => this.commitOnce(batch, draft, now), () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
+  }
+
+  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     await this.tailer.ready;
     const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
       batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
       JSON.stringify(draft))) as [number, number] | null;
     if (!reply) return undefined;
-    await this.replicated(this.background);
+    await this.replicas.held(this.background);
     const [seq, at] = reply;
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
@@ -324,37 +331,11 @@ export class RedisStore implements Store {
     return (reply as EntryReply[]).map(recordOf);
   }
 
-  /** Resolve once `waitReplicas` replicas hold every write sent on `client` so far. */
-  private replicated(client: ScriptedRedis): Promise<void> {
-    if (this.waitReplicas <= 0) return Promise.resolve();
-    let wait = this.replicaWaits.get(client);
-    if (!wait) {
-      wait = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        this.replicaWaits.delete(client);
-        // WAIT answers within its own timeout; leave the command timeout room to carry the answer.
-        const waitMs = Math.max(1, Math.floor(this.commandTimeoutMs / 2));
-        const acked = await client.wait(this.waitReplicas, waitMs);
-        if (acked < this.waitReplicas) {
-          throw new Error(`only ${acked} of ${this.waitReplicas} replicas acknowledged within ${waitMs} ms`);
-        }
-      });
-      this.replicaWaits.set(client, wait);
-    }
-    return wait;
-  }
 }
 
 /** A caller's time for a script; '' lets the script use the server's clock. */
 function clock(now: number): string {
   return Number.isFinite(now) ? String(Math.floor(now)) : '';
-}
-
-function numberOrUndefined(reply: unknown): number | undefined {
-  return reply === null || reply === undefined ? undefined : Number(reply);
-}
-
-function redacted(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
 /** Ingest cannot record now: the webhook answers 503 with Retry-After, the platform retries. */
