@@ -1,10 +1,28 @@
-import type { ChannelConfig } from '../config/schema.js';
+import { z } from 'zod';
 import { SignatureError } from '../errors.js';
-import type { InboundEvent, MediaRef } from '../events.js';
+import type { MediaRef } from '../events.js';
 import { standardWebhooks } from '../signing.js';
-import { nanoid } from 'nanoid';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
 import { explainGenericBody, genericMessagesOf } from './generic-message.js';
-import { headerOf, settingOf, shapeError, type Adapter, type RawDelivery } from './types.js';
+import { optionalText } from './settings.js';
+import { headerOf, shapeError, type Adapter, type RawDelivery } from './types.js';
+
+const settings = z.strictObject({
+  /** Standard Webhooks secret (`whsec_...`); unsigned when absent. */
+  secret: optionalText(),
+});
+
+/** The generic channel (CONTRACT §5). */
+export const generic = defineAdapter({
+  name: 'generic',
+  // No namespace: each generic channel is its own id space.
+  secret: { setting: 'secret', required: false },
+  settings,
+  // Senders of the generic channel retry as they like: today's exact-id window (dedup.idTtlMs).
+  retryHorizonMs: 300_000,
+  create: genericAdapter,
+});
 
 function mediaRef(url: string, mimeType: string | undefined): MediaRef {
   return mimeType ? { url, mimeType } : { url };
@@ -14,9 +32,11 @@ function mediaRef(url: string, mimeType: string | undefined): MediaRef {
  * The generic JSON channel (CONTRACT §5) for CLIs, web chats and anything without a platform
  * of its own. Signed with Standard Webhooks when the channel has a `secret`.
  */
-export function genericAdapter(channel: ChannelConfig): Adapter {
-  const secret = settingOf(channel, 'secret');
-  const namespace = channel.namespace ?? channel.id;
+export function genericAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  // Checked even under "verify": false, as before: a generic secret is opt-in signing.
+  const secret = options.secret;
+  const namespace = channel.namespace;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'generic', namespace, idPrefix: 'gen' });
   return {
     name: 'generic',
     channel: channel.id,
@@ -36,34 +56,24 @@ export function genericAdapter(channel: ChannelConfig): Adapter {
       // Plain checks on the hot path; zod runs only to explain a refusal.
       const messages = genericMessagesOf(body);
       if (!messages) throw shapeError(channel, 'a generic message', explainGenericBody(body));
-      const events = messages.map((message): InboundEvent => {
+      const events = messages.map((message) => {
         const media: MediaRef[] = [];
         if (message.mediaUrl) media.push(mediaRef(message.mediaUrl, message.mimeType));
         if (message.media) for (const item of message.media) media.push(mediaRef(item.url, item.mimeType));
-        const platformId = message.id === undefined ? undefined : String(message.id);
         const content = message.content === undefined ? '' : message.content.trim();
-        // Whole literals: a field added afterwards lands in an out-of-object property array, 40
-        // more bytes that the trail and the debounce buffer keep alive.
         const senderId = message.sender ? String(message.sender.id) : message.sessionKey;
-        const sender: InboundEvent['sender'] = message.sender?.name ? { id: senderId, name: message.sender.name } : { id: senderId };
-        const event: InboundEvent = {
-          id: platformId ?? `gen_${nanoid()}`,
-          platformId,
+        return buildEvent({
           kind: 'message',
-          channel: channel.id,
-          adapter: 'generic',
-          namespace,
+          platformId: message.id === undefined ? undefined : String(message.id),
           conversation: message.conversation ?? { type: 'private', id: message.sessionKey },
+          // A generic message's session key is used as given (CONTRACT §5).
           sessionKey: message.sessionKey,
-          sender,
-          segments: content ? [{ type: 'text', data: { text: content } }] : [],
+          sender: message.sender?.name ? { id: senderId, name: message.sender.name } : { id: senderId },
           text: content,
           media,
-          mentions: [],
           timestamp: Math.floor(message.timestamp ?? delivery.now / 1000),
           raw: message,
-        };
-        return event;
+        });
       });
       return { events };
     },

@@ -1,9 +1,31 @@
-import type { ChannelConfig } from '../config/schema.js';
-import { sessionKeyOf, type EventKind, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
+import { z } from 'zod';
+import type { EventKind, InboundEvent, MediaRef, MediaType } from '../events.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
+import { baseUrl, optionalText } from './settings.js';
 import { own, PayloadReader, type Json } from './shape.js';
-import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+
+const settings = z.strictObject({
+  /** Signs `x-line-signature`. */
+  channelSecret: optionalText(),
+  /** Channel access token, for content downloads. */
+  accessToken: optionalText(),
+  apiDataBaseUrl: baseUrl('https://api-data.line.me'),
+});
+
+/** LINE Messaging API. */
+export const line = defineAdapter({
+  name: 'line',
+  namespace: 'line',
+  secret: { setting: 'channelSecret', required: true },
+  settings,
+  // PLATFORMS.md gives no redelivery horizon for LINE: today's exact-id window (dedup.idTtlMs).
+  retryHorizonMs: 300_000,
+  create: lineAdapter,
+});
 
 const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['video', 'video'], ['audio', 'audio'], ['file', 'document']]);
 const noticeTypes = new Set(['follow', 'unfollow', 'join', 'leave', 'memberJoined', 'memberLeft', 'unsend', 'videoPlayComplete']);
@@ -33,11 +55,11 @@ function textOf(read: PayloadReader, message: Json, at: string): string {
  * channel secret. One request can carry several events; `webhookEventId` is kept across
  * redeliveries (`deliveryContext.isRedelivery`), so it is the platform id.
  */
-export function lineAdapter(channel: ChannelConfig): Adapter {
-  const channelSecret = secretOf(channel, 'channelSecret');
-  const accessToken = settingOf(channel, 'accessToken');
-  const dataBaseUrl = baseUrlOf(channel, 'apiDataBaseUrl', 'https://api-data.line.me');
-  const namespace = channel.namespace ?? 'line';
+export function lineAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  const channelSecret = verifiedSecret(channel, options.channelSecret);
+  const { accessToken, apiDataBaseUrl: dataBaseUrl } = options;
+  const namespace = channel.namespace;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'line', namespace, idPrefix: 'line' });
   const fail = (problem: string) => shapeError(channel, 'a LINE webhook', problem);
 
   return {
@@ -95,14 +117,12 @@ export function lineAdapter(channel: ChannelConfig): Adapter {
         const replyToken = read.optText(own(item, 'replyToken'), `${at}.replyToken`);
         // LINE stamps events in milliseconds.
         const timestamp = read.timestamp(own(item, 'timestamp'), `${at}.timestamp`, 'ms', delivery.now);
-        events.push({
+        events.push(buildEvent({
           id: webhookEventId ?? messageId ?? `line_${timestamp}_${i}`, kind,
           detail: kind === 'message' ? conversation.type : type as string,
-          channel: channel.id, adapter: 'line', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-          ...(botId ? { botId } : {}),
+          botId, conversation,
           sender: { id: userId || 'unknown' },
-          ...(webhookEventId ? { platformId: webhookEventId } : {}),
-          segments: text ? [{ type: 'text', data: { text } }] : [],
+          platformId: webhookEventId,
           text, media, mentions,
           fields: {
             ...(replyToken ? { replyToken } : {}), ...(messageId ? { message_id: messageId } : {}),
@@ -110,7 +130,7 @@ export function lineAdapter(channel: ChannelConfig): Adapter {
           },
           timestamp,
           raw: item,
-        });
+        }));
       });
       return { events, ignored };
     },

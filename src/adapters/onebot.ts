@@ -1,11 +1,13 @@
 import { md5InName } from '../digest.js';
-import { nanoid } from 'nanoid';
-import type { ChannelConfig } from '../config/schema.js';
-import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType, type Segment } from '../events.js';
+import { z } from 'zod';
+import type { MediaRef, MediaType, Segment } from '../events.js';
 import { hmac } from '../signing.js';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
+import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
-import { checkSignature, headerOf, secretOf, shapeError, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -54,15 +56,35 @@ function contentOf(segments: readonly Segment[]): string {
   return segments.filter((s) => s.type === 'text').map((s) => s.data.text ?? '').join('').replace(/\s+/g, ' ').trim();
 }
 
+const settings = z.strictObject({
+  /** Signs `X-Signature` (HMAC-SHA1). */
+  secret: optionalText(),
+  /** Our bots' account ids (self_id), for the bot-loop guard. */
+  botIds: z.array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' }).optional()
+    .transform((ids) => (ids ?? []).map(String)),
+});
+
+/** OneBot v11 over HTTP POST. */
+export const onebot = defineAdapter({
+  name: 'onebot',
+  namespace: 'qq',
+  secret: { setting: 'secret', required: true },
+  settings,
+  // PLATFORMS.md: go-cqhttp retries a post 3 times; no horizon given: today's exact-id window
+  // (dedup.idTtlMs).
+  retryHorizonMs: 300_000,
+  create: onebotAdapter,
+});
+
 /**
  * OneBot v11 over HTTP POST (NapCat, Lagrange, go-cqhttp, ...): one event per request,
  * `X-Signature: sha1=<hex>` over the raw body when a secret is set. Answered 204 at once.
  */
-export function onebotAdapter(channel: ChannelConfig): Adapter {
-  const secret = secretOf(channel, 'secret');
-  const namespace = channel.namespace ?? 'qq';
-  const configuredBots = channel.settings.get('botIds');
-  const botIds = Array.isArray(configuredBots) ? configuredBots.map(String) : [];
+export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  const secret = verifiedSecret(channel, options.secret);
+  const namespace = channel.namespace;
+  const botIds = options.botIds;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'onebot', namespace, idPrefix: 'ob', idLength: 12 });
   const fail = (problem: string) => shapeError(channel, 'a OneBot v11 event', problem);
 
   return {
@@ -87,10 +109,7 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
       const groupId = str(event.group_id);
       const conversation = groupId ? { type: 'group' as const, id: groupId } : { type: 'private' as const, id: userId ?? 'unknown' };
       const timestamp = read.timestamp(own(event, 'time'), 'time', 's', delivery.now);
-      const base = {
-        channel: channel.id, adapter: 'onebot', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-        timestamp, raw: event, ...(botId ? { botId } : {}),
-      };
+      const base = { conversation, timestamp, raw: event, botId: botId || undefined };
 
       if (postType === 'message') {
         const messageType = str(event.message_type);
@@ -100,21 +119,21 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
         const name = str(sender.card) || str(sender.nickname);
         const segments = segmentsOf(event.message ?? event.raw_message);
         const messageId = str(event.message_id);
-        const inbound: InboundEvent = {
+        const inbound = buildEvent({
           ...base,
-          id: messageId ?? `ob_${nanoid(12)}`,
+          id: messageId,
           kind: 'message',
           detail: messageType,
-          ...(str(event.sub_type) ? { subType: str(event.sub_type) as string } : {}),
+          subType: str(event.sub_type) || undefined,
           sender: { id: userId, ...(name ? { name } : {}) },
           // Message ids are per bot: two bots see different ids for one group message.
-          ...(messageId ? { platformId: `${botId ?? ''}:${messageId}` } : {}),
+          platformId: messageId ? `${botId ?? ''}:${messageId}` : undefined,
           segments,
           text: contentOf(segments),
           media: mediaOf(segments),
           mentions: segments.filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all').map((s) => s.data.qq as string),
           fields: messageId ? { message_id: messageId } : {},
-        };
+        });
         return { events: [inbound], reply: { status: 204 } };
       }
 
@@ -129,19 +148,17 @@ export function onebotAdapter(channel: ChannelConfig): Adapter {
         }
         if (typeof event.file === 'object' && event.file !== null) fields.file = JSON.stringify(event.file);
         const subType = str(event.sub_type);
-        const inbound: InboundEvent = {
+        const inbound = buildEvent({
           ...base,
-          id: `ob_${nanoid(12)}`,
           kind: postType,
           detail,
-          ...(subType ? { subType } : {}),
+          subType: subType || undefined,
           sender: { id: userId ?? str(event.operator_id) ?? 'unknown' },
+          // A request's comment is its text, not content: no segments.
           segments: [],
           text: str(event.comment) ?? '',
-          media: [],
-          mentions: [],
           fields,
-        };
+        });
         return { events: [inbound], reply: { status: 204 } };
       }
       return { events: [], ignored: 1, reply: { status: 204 } };

@@ -1,10 +1,34 @@
-import type { ChannelConfig } from '../config/schema.js';
+import { z } from 'zod';
 import { SignatureError } from '../errors.js';
-import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef } from '../events.js';
+import { mediaTypeOf, type MediaRef } from '../events.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
+import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
-import { checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+
+const settings = z.strictObject({
+  /** Signs `X-Slack-Signature` (v0). */
+  signingSecret: optionalText(),
+  /** `xoxb-` token, for file downloads. */
+  botToken: optionalText(),
+  /** Our bot's user id; else taken from each payload's `authorizations[0].user_id`. */
+  botUserId: optionalText(),
+});
+
+/** Slack Events API. */
+export const slack = defineAdapter({
+  name: 'slack',
+  namespace: 'slack',
+  secret: { setting: 'signingSecret', required: true },
+  settings,
+  // CONTRACT §8 and PLATFORMS.md: retries immediately, after 1 min and after 5 min, so the
+  // last lands about 5 min after the first delivery.
+  retryHorizonMs: 300_000,
+  create: slackAdapter,
+});
 
 const TOLERANCE_S = 300;
 /** Message subtypes that are still a user's message; every other subtype is not. */
@@ -16,11 +40,11 @@ const userSubtypes = new Set([undefined, 'file_share', 'thread_broadcast']);
  * message share `channel` and `ts`, which is the platform id, so one message never yields
  * two, and retries (`X-Slack-Retry-Num`) are duplicates of it.
  */
-export function slackAdapter(channel: ChannelConfig): Adapter {
-  const signingSecret = secretOf(channel, 'signingSecret');
-  const botToken = settingOf(channel, 'botToken');
-  const configuredBot = settingOf(channel, 'botUserId');
-  const namespace = channel.namespace ?? 'slack';
+export function slackAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  const signingSecret = verifiedSecret(channel, options.signingSecret);
+  const { botToken, botUserId: configuredBot } = options;
+  const namespace = channel.namespace;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'slack', namespace, idPrefix: 'slack' });
   const fail = (problem: string) => shapeError(channel, 'a Slack event', problem);
 
   return {
@@ -75,21 +99,20 @@ export function slackAdapter(channel: ChannelConfig): Adapter {
         return [{ ref: url, type: mediaTypeOf(mimeType ?? ''), ...(mimeType ? { mimeType } : {}), ...(size ? { size } : {}), ...(fileName ? { fileName } : {}) }];
       });
       const threadTs = read.optText(own(event, 'thread_ts'), 'event.thread_ts');
-      const inbound: InboundEvent = {
+      const inbound = buildEvent({
         id: read.optText(own(payload, 'event_id'), 'event_id') || `${channelId}:${ts}`,
         kind: 'message',
         detail: conversation.type,
-        channel: channel.id, adapter: 'slack', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-        ...(ourBot ? { botId: ourBot } : {}),
+        botId: ourBot || undefined,
+        conversation,
         sender: { id: user },
         platformId: `${channelId}:${ts}`,
-        segments: text ? [{ type: 'text', data: { text } }] : [],
         text, media, mentions,
         fields: { ts, ...(threadTs ? { thread_ts: threadTs } : {}), team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
         // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
         timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
         raw: payload,
-      };
+      });
       return { events: [inbound] };
     },
 

@@ -1,10 +1,34 @@
-import type { ChannelConfig } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
-import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
+import { z } from 'zod';
+import type { MediaRef, MediaType } from '../events.js';
 import { MediaError } from '../errors.js';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
 import { platformJson } from './platform-api.js';
+import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
-import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+
+const settings = z.strictObject({
+  /** The secret_token given to setWebhook, sent back in X-Telegram-Bot-Api-Secret-Token. */
+  secretToken: optionalText().refine((token) => token === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(token), {
+    error: 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires',
+  }),
+  /** Bot API token (`<bot id>:<secret>`), for file downloads; its bot id scopes update ids. */
+  botToken: optionalText(),
+  apiBaseUrl: baseUrl('https://api.telegram.org'),
+});
+
+/** Telegram Bot API webhooks. */
+export const telegram = defineAdapter({
+  name: 'telegram',
+  namespace: 'tg',
+  secret: { setting: 'secretToken', required: true },
+  settings,
+  // PLATFORMS.md: Telegram retries "a reasonable amount" and gives no horizon: today's
+  // exact-id window (dedup.idTtlMs).
+  retryHorizonMs: 300_000,
+  create: telegramAdapter,
+});
 
 /** The Bot API serves files up to 20 MB (core.telegram.org/bots/api#getfile). */
 const BOT_API_FILE_LIMIT = 20 * 1024 * 1024;
@@ -79,15 +103,12 @@ function mentionsOf(read: PayloadReader, message: Json, at: string): string[] {
  * given to setWebhook. `update_id` (scoped by bot) is the platform id. Albums arrive as
  * updates sharing `media_group_id` and merge into one message in the debounce window.
  */
-export function telegramAdapter(channel: ChannelConfig): Adapter {
-  const secretToken = secretOf(channel, 'secretToken');
-  if (secretToken !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secretToken)) {
-    throw new ConfigError(`channels[${channel.index}].secretToken (channel "${channel.id}") must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires`, { channel: channel.id });
-  }
-  const botToken = settingOf(channel, 'botToken');
-  const apiBaseUrl = baseUrlOf(channel, 'apiBaseUrl', 'https://api.telegram.org');
+export function telegramAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  const secretToken = verifiedSecret(channel, options.secretToken);
+  const { botToken, apiBaseUrl } = options;
   const botId = botToken?.split(':')[0] ?? channel.id;
-  const namespace = channel.namespace ?? 'tg';
+  const namespace = channel.namespace;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'telegram', namespace, idPrefix: 'tg' });
   const fail = (problem: string) => shapeError(channel, 'a Telegram update', problem);
 
   return {
@@ -130,19 +151,18 @@ export function telegramAdapter(channel: ChannelConfig): Adapter {
       const mediaGroupId = read.optText(own(message, 'media_group_id'), `${at}.media_group_id`);
       if (mediaGroupId) fields.media_group_id = mediaGroupId;
       const [stamp, stampAt] = edited && own(message, 'edit_date') !== undefined ? [own(message, 'edit_date'), `${at}.edit_date`] : [own(message, 'date'), `${at}.date`];
-      const event: InboundEvent = {
+      const event = buildEvent({
         id: String(updateId),
         kind: 'message',
         detail: conversation.type,
-        ...(edited ? { subType: 'edited' } : callback ? { subType: 'callback_query' } : {}),
-        channel: channel.id, adapter: 'telegram', namespace, botId, conversation, sessionKey: sessionKeyOf(namespace, conversation),
+        subType: edited ? 'edited' : callback ? 'callback_query' : undefined,
+        botId, conversation,
         sender: { id: senderId, ...(name ? { name } : {}) },
         platformId: `${botId}:${updateId}`,
-        segments: text ? [{ type: 'text', data: { text } }] : [],
         text, media, mentions: mentionsOf(read, message, at), fields,
         timestamp: read.timestamp(stamp, stampAt, 's', delivery.now),
         raw: update,
-      };
+      });
       return { events: [event] };
     },
 

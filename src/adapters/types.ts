@@ -1,5 +1,5 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { ConfigError, RequestError, SignatureError } from '../errors.js';
+import { RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, PlatformReply, RawDelivery, ResolvedMedia } from '../events.js';
 
@@ -40,42 +40,15 @@ export interface Adapter {
   readonly botIds?: readonly string[];
 }
 
-export type AdapterFactory = (channel: ChannelConfig) => Adapter;
-
 /** One header's value (the first, when repeated). */
 export function headerOf(delivery: RawDelivery, name: string): string | undefined {
   const value = delivery.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Read an adapter setting, or fail start-up naming it (`channels[2].appSecret`). */
-export function settingOf(channel: ChannelConfig, key: string): string | undefined {
-  const value = channel.settings.get(key);
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string') {
-    throw new ConfigErrorFor(channel, key, 'must be a string');
-  }
-  return value;
-}
-
-/** A platform API base URL setting, or the platform's own, without a trailing slash. */
-export function baseUrlOf(channel: ChannelConfig, key: string, fallback: string): string {
-  return (settingOf(channel, key) ?? fallback).replace(/\/$/, '');
-}
-
-/** A signing secret: required unless the channel says `"verify": false`. */
-export function secretOf(channel: ChannelConfig, key: string): string | undefined {
-  const secret = settingOf(channel, key);
-  if (secret === undefined && channel.verify) {
-    throw new ConfigErrorFor(channel, key, `is required: the ${channel.adapter} adapter verifies signatures (set "verify": false on the channel to accept unsigned requests)`);
-  }
+/** A signing secret as the adapter uses it: none when the channel says `"verify": false`. */
+export function verifiedSecret(channel: ChannelConfig, secret: string | undefined): string | undefined {
   return channel.verify ? secret : undefined;
-}
-
-class ConfigErrorFor extends ConfigError {
-  constructor(channel: ChannelConfig, key: string, problem: string) {
-    super(`channels[${channel.index}].${key} (channel "${channel.id}") ${problem}`, { channel: channel.id });
-  }
 }
 
 /** A 400 for a body that is not what the platform sends (`Body of channel "wa" is not a WhatsApp webhook: ...`). */

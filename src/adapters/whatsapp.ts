@@ -1,11 +1,35 @@
 import { nanoid } from 'nanoid';
-import type { ChannelConfig } from '../config/schema.js';
+import { z } from 'zod';
 import { RequestError } from '../errors.js';
-import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../events.js';
+import type { InboundEvent, MediaRef, MediaType } from '../events.js';
 import { hmac, safeEqual } from '../signing.js';
+import { defineAdapter, type AdapterChannel } from './descriptor.js';
+import { eventBuilder } from './event.js';
 import { platformJson } from './platform-api.js';
+import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
-import { baseUrlOf, checkSignature, headerOf, secretOf, shapeError, settingOf, type Adapter, type Normalized } from './types.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+
+const settings = z.strictObject({
+  /** Signs `X-Hub-Signature-256`. */
+  appSecret: optionalText(),
+  /** Answers the GET `hub.verify_token` handshake. */
+  verifyToken: optionalText(),
+  /** Graph API token, for media downloads. */
+  accessToken: optionalText(),
+  graphBaseUrl: baseUrl('https://graph.facebook.com/v21.0'),
+});
+
+/** WhatsApp Cloud API. */
+export const whatsapp = defineAdapter({
+  name: 'whatsapp',
+  namespace: 'wa',
+  secret: { setting: 'appSecret', required: true },
+  settings,
+  // PLATFORMS.md: a non-2xx delivery is retried with backoff for up to 7 days.
+  retryHorizonMs: 7 * 24 * 3_600_000,
+  create: whatsappAdapter,
+});
 
 const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['sticker', 'image'], ['audio', 'audio'], ['video', 'video'], ['document', 'document']]);
 
@@ -50,12 +74,11 @@ function render(read: PayloadReader, message: Json, type: string | undefined, at
  * messages; `statuses[]` are receipts, acknowledged and counted but never messages.
  * Media comes as an id, exchanged at the Graph API for a short-lived URL.
  */
-export function whatsappAdapter(channel: ChannelConfig): Adapter {
-  const appSecret = secretOf(channel, 'appSecret');
-  const verifyToken = settingOf(channel, 'verifyToken');
-  const accessToken = settingOf(channel, 'accessToken');
-  const graphBaseUrl = baseUrlOf(channel, 'graphBaseUrl', 'https://graph.facebook.com/v21.0');
-  const namespace = channel.namespace ?? 'wa';
+export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
+  const appSecret = verifiedSecret(channel, options.appSecret);
+  const { verifyToken, accessToken, graphBaseUrl } = options;
+  const namespace = channel.namespace;
+  const buildEvent = eventBuilder({ channel: channel.id, adapter: 'whatsapp', namespace, idPrefix: 'wa' });
   const fail = (problem: string) => shapeError(channel, 'a WhatsApp webhook', problem);
 
   /** One entry of `value.messages[]`. */
@@ -63,20 +86,19 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
     const from = read.text(own(message, 'from'), `${at}.from`);
     const id = read.text(own(message, 'id'), `${at}.id`);
     const type = read.optText(own(message, 'type'), `${at}.type`);
-    const conversation = { type: 'private' as const, id: from };
     const name = names.get(from);
     const base = {
-      id, platformId: id, channel: channel.id, adapter: 'whatsapp', namespace, conversation, sessionKey: sessionKeyOf(namespace, conversation),
-      sender: { id: from, ...(name ? { name } : {}) }, timestamp: read.timestamp(own(message, 'timestamp'), `${at}.timestamp`, 's', now),
-      segments: [], mentions: [], raw: message, ...(botId ? { botId } : {}),
+      platformId: id, conversation: { type: 'private' as const, id: from }, botId: botId || undefined,
+      sender: { id: from, ...(name ? { name } : {}) }, timestamp: read.timestamp(own(message, 'timestamp'), `${at}.timestamp`, 's', now), raw: message,
     };
     if (type === 'reaction') {
       const reaction = read.optObject(own(message, 'reaction'), `${at}.reaction`) ?? {};
       const emoji = read.optText(own(reaction, 'emoji'), `${at}.reaction.emoji`) ?? '';
-      return {
-        ...base, kind: 'notice', detail: 'reaction', text: emoji, media: [],
+      // The emoji is the notice's text, not a segment: a reaction is no content of its own.
+      return buildEvent({
+        ...base, kind: 'notice', detail: 'reaction', text: emoji, segments: [],
         fields: { message_id: read.optText(own(reaction, 'message_id'), `${at}.reaction.message_id`) ?? '', emoji, user_id: from },
-      };
+      });
     }
     const text = render(read, message, type, at);
     const kind = type === undefined ? undefined : mediaKinds.get(type);
@@ -91,7 +113,7 @@ export function whatsappAdapter(channel: ChannelConfig): Adapter {
       if (ref) media.push({ ref, type: kind, ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) });
     }
     const shown = text || (kind ? '' : `[unsupported WhatsApp message type "${type ?? ''}"]`);
-    return { ...base, kind: 'message', detail: 'private', text: shown, media, ...(shown ? { segments: [{ type: 'text', data: { text: shown } }] } : {}) };
+    return buildEvent({ ...base, kind: 'message', detail: 'private', text: shown, media });
   }
 
   return {

@@ -3,7 +3,10 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { configSchema, defaults, standardWebhooksSecretProblem, type ChannelConfig, type Config } from './schema.js';
+// The one import from a stage: the built-in adapters are the default list of channel kinds.
+// Adapters import only config types (schema.ts), never this loader, so there is no cycle.
+import { adapters } from '../adapters/index.js';
+import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
 
@@ -129,10 +132,21 @@ function mergeDefaults(file: JsonObject): JsonObject {
   return base;
 }
 
-function describeIssue(issue: z.core.$ZodIssue, source: Map<string, string>): string {
-  const path = issue.path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
-  const from = source.get(path);
-  return `${path || '(root)'}${from ? ` (from ${from})` : ''}: ${issue.message}`;
+/** `channels[1].apSecret (channel "wa"): unknown setting; ...`, one line per key for unknown keys. */
+function describeIssue(issue: z.core.$ZodIssue, source: Map<string, string>, input: JsonObject): string[] {
+  const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
+  return keys.map((parts) => {
+    const path = parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
+    const from = source.get(path);
+    const channel = parts[0] === 'channels' && typeof parts[1] === 'number' ? channelIdAt(input, parts[1]) : undefined;
+    return `${path || '(root)'}${from ? ` (from ${from})` : ''}${channel === undefined ? '' : ` (channel "${channel}")`}: ${issue.message}`;
+  });
+}
+
+function channelIdAt(input: JsonObject, index: number): string | undefined {
+  const channels = input.channels;
+  const channel = Array.isArray(channels) ? channels[index] : undefined;
+  return isObject(channel) && typeof channel.id === 'string' ? channel.id : undefined;
 }
 
 function readFile(path: string): JsonObject {
@@ -170,11 +184,22 @@ export function withDotEnv(cwd: string, env: NodeJS.ProcessEnv = process.env): N
   return Object.assign(merged, env);
 }
 
+const schemas = new WeakMap<readonly ChannelKind[], ReturnType<typeof configSchemaFor>>();
+
+/** The config schema of a list of channel kinds, built once per list (tests load configs by the hundred). */
+function schemaFor(kinds: readonly ChannelKind[]): ReturnType<typeof configSchemaFor> {
+  let schema = schemas.get(kinds);
+  if (!schema) schemas.set(kinds, (schema = configSchemaFor(kinds)));
+  return schema;
+}
+
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** An already-parsed config object used instead of the file (library use and tests). */
   file?: Record<string, unknown>;
   cwd?: string;
+  /** The channel kinds a channel may name. @default the built-in adapters (src/adapters/index.ts) */
+  adapters?: readonly ChannelKind[];
 }
 
 /**
@@ -204,9 +229,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (merged.channels === undefined) merged.channels = [{ id: 'generic', adapter: 'generic' }];
   if (merged.logLevel === undefined) merged.logLevel = 'info';
 
-  const result = configSchema.safeParse(merged);
+  const result = schemaFor(options.adapters ?? adapters).safeParse(merged);
   if (!result.success) {
-    const lines = result.error.issues.map((issue) => `  - ${describeIssue(issue, source)}`);
+    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, source, merged)).map((line) => `  - ${line}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const raw = result.data;
@@ -215,6 +240,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const channels: ChannelConfig[] = raw.channels.map((channel, index) => {
     if (seen.has(channel.id)) throw new ConfigError(`channels[${index}].id: channel id "${channel.id}" is used twice`);
     seen.add(channel.id);
+    // What is left after the common fields is the adapter's parsed settings.
     const { id, adapter, verify, namespace, dedup, debounce, media, ...rest } = channel;
     return Object.freeze({
       id, adapter, index,
@@ -223,7 +249,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
       dedup: Object.freeze({ ...raw.dedup, ...dedup }),
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
-      settings: new Map(Object.entries(rest)),
+      settings: Object.freeze(rest),
     });
   });
 

@@ -68,21 +68,62 @@ export const mediaSchema = z.object({
 
 const channelId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-", at most 64');
 
-export const adapterNames = ['generic', 'whatsapp', 'telegram', 'slack', 'line', 'onebot'] as const;
-export type AdapterName = (typeof adapterNames)[number];
-
-/** Channel fields common to every adapter; adapter-specific keys are checked by the adapter. */
-export const channelSchema = z.object({
+/** Channel fields common to every adapter; each adapter adds its own strict settings (channelSchemaFor). */
+export const channelFields = {
   id: channelId,
-  adapter: z.enum(adapterNames),
   verify: z.boolean().optional(),
   namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-"').optional(),
   dedup: dedupSchema.partial().optional(),
   debounce: debounceSchema.partial().optional(),
   media: mediaSchema.partial().optional(),
-}).catchall(z.unknown());
+};
 
-export const configSchema = z.object({
+/**
+ * What the config needs of an adapter to validate its channels: the part of an adapter
+ * descriptor (src/adapters/descriptor.ts) that is data. Declared here, not imported, so config
+ * never imports adapters: adapters import config types, and the loader is handed the list.
+ */
+export interface ChannelKind {
+  readonly name: string;
+  readonly settings: z.ZodObject<z.ZodRawShape, z.core.$strict>;
+  readonly secret?: { readonly setting: string; readonly required: boolean };
+}
+
+/** The problem with a channel's secret, or undefined: CONTRACT §2, unsigned only when it says `"verify": false`. */
+export function missingSecret(kind: ChannelKind, verify: boolean | undefined, settings: Readonly<Record<string, unknown>>): string | undefined {
+  if (!kind.secret?.required || verify === false) return undefined;
+  const value = settings[kind.secret.setting];
+  if (value !== undefined && value !== '') return undefined;
+  return `is required: the ${kind.name} adapter verifies signatures (set "verify": false on the channel to accept unsigned requests)`;
+}
+
+/** `the whatsapp adapter takes appSecret, verifyToken, ...`: what a misspelt key is told. */
+export function settingsOf(kind: ChannelKind): string {
+  const keys = Object.keys(kind.settings.shape);
+  return keys.length === 0 ? `the ${kind.name} adapter takes no settings of its own` : `the ${kind.name} adapter takes ${keys.join(', ')}`;
+}
+
+/**
+ * One channel entry: a union on `adapter`, each member the common fields plus that adapter's
+ * strict settings, and its secret rule.
+ */
+export function channelSchemaFor(kinds: readonly ChannelKind[]) {
+  const names = kinds.map((kind) => JSON.stringify(kind.name)).join(', ');
+  const members = kinds.map((kind) => z.strictObject({ ...channelFields, adapter: z.literal(kind.name), ...kind.settings.shape }, {
+    error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown setting; ${settingsOf(kind)}` : undefined),
+  }).check((ctx) => {
+    const problem = missingSecret(kind, ctx.value.verify, ctx.value);
+    if (problem && kind.secret) ctx.issues.push({ code: 'custom', path: [kind.secret.setting], message: problem, input: ctx.value });
+  }));
+  const [first, ...rest] = members;
+  if (!first) throw new TypeError('channelSchemaFor needs at least one adapter');
+  return z.discriminatedUnion('adapter', [first, ...rest], {
+    error: (issue) => (issue.code === 'invalid_union' ? `must be one of ${names}` : undefined),
+  });
+}
+
+/** Everything but `channels`, whose schema depends on the adapters (configSchemaFor). */
+const configShape = {
   server: z.object({
     host: z.string().min(1),
     port: z.number().int().min(0).max(65535),
@@ -128,11 +169,18 @@ export const configSchema = z.object({
     minBackoffMs: positive,
     maxBackoffMs: positive,
   }).strict(),
-  channels: z.array(channelSchema).min(1),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-}).strict();
+};
 
-export type RawConfig = z.infer<typeof configSchema>;
+/** A channel entry as parsed: the common fields, `adapter`, and that adapter's parsed settings. */
+export type RawChannel = z.output<z.ZodObject<typeof channelFields>> & { adapter: string } & Record<string, unknown>;
+
+/** The whole config file's schema, its channels checked by the given adapters. */
+export function configSchemaFor(kinds: readonly ChannelKind[]) {
+  return z.strictObject({ ...configShape, channels: z.array(channelSchemaFor(kinds) as z.ZodType<RawChannel>).min(1) });
+}
+
+export type RawConfig = z.output<z.ZodObject<typeof configShape>> & { channels: RawChannel[] };
 export type DedupOptions = z.infer<typeof dedupSchema>;
 export type DebounceOptions = z.infer<typeof debounceSchema>;
 export type MediaOptions = z.infer<typeof mediaSchema>;
@@ -140,14 +188,18 @@ export type MediaOptions = z.infer<typeof mediaSchema>;
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
 export interface ChannelConfig {
   id: string;
-  adapter: AdapterName;
+  /** The adapter's name, as configured (one of the registry's). */
+  adapter: string;
   verify: boolean;
   namespace?: string;
   dedup: DedupOptions;
   debounce: DebounceOptions;
   media: MediaOptions;
-  /** Adapter-specific settings (secrets, tokens, base URLs), checked by the adapter factory. */
-  settings: ReadonlyMap<string, unknown>;
+  /**
+   * Adapter-specific settings (secrets, tokens, base URLs), parsed by the adapter's strict
+   * schema: only its declared keys, so a plain object is safe here.
+   */
+  settings: Readonly<Record<string, unknown>>;
   /** Position in `channels`, to name settings in errors (`channels[2].appSecret`). */
   index: number;
 }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { genericMessagesOf, zodAcceptsGenericBody } from '../../src/adapters/generic-message.js';
-import { genericAdapter } from '../../src/adapters/generic.js';
+import { createAdapter } from '../../src/adapters/index.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
 import { loadConfig } from '../../src/config/load.js';
 import { genericSamples, replacements, variants } from './fuzz.js';
 
-const adapter = genericAdapter(loadConfig({ env: {}, file: {} }).channels[0]!);
+const adapter = createAdapter(loadConfig({ env: {}, file: {} }).channels[0]!);
 const delivery: RawDelivery = { headers: {}, body: Buffer.alloc(0), query: new URLSearchParams(), now: 1_718_000_000_000 };
 const refusal = (body: unknown): string => {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onebotAdapter } from '../../src/adapters/onebot.js';
+import { createAdapter } from '../../src/adapters/index.js';
 import { parseCqString } from '../../src/adapters/onebot-cq.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -14,11 +14,11 @@ describe('OneBot adapter', () => {
   it('verifies the PLATFORMS.md test vector', () => {
     const body = fixtureBytes('onebot', 'private-vector.json');
     expect(body.length).toBe(263);
-    expect(() => onebotAdapter(channel()).verify(delivery(body, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).not.toThrow();
+    expect(() => createAdapter(channel()).verify(delivery(body, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).not.toThrow();
   });
 
   it('refuses a bad, short, missing or re-serialized signature with a SignatureError', () => {
-    const adapter = onebotAdapter(channel());
+    const adapter = createAdapter(channel());
     const body = fixtureBytes('onebot', 'private-vector.json');
     const attempts: Array<Record<string, string>> = [
       { 'x-signature': 'sha1=0000000000000000000000000000000000000000' },
@@ -35,12 +35,12 @@ describe('OneBot adapter', () => {
   });
 
   it('refuses to start without a secret unless verify is false', () => {
-    expect(() => onebotAdapter(channel({}))).toThrow(/channels\[0\]\.secret \(channel "qq-a"\) is required/);
-    expect(() => onebotAdapter(channel({ verify: false }))).not.toThrow();
+    expect(() => channel({})).toThrow(/channels\[0\]\.secret \(channel "qq-a"\): is required/);
+    expect(() => createAdapter(channel({ verify: false }))).not.toThrow();
   });
 
   it('normalizes a group message: session key, sender by id, mentions, per-bot id, media with md5', () => {
-    const adapter = onebotAdapter(channel());
+    const adapter = createAdapter(channel());
     const [event] = adapter.normalize(fixture('onebot', 'napcat-group.json'), delivery(Buffer.alloc(0))).events;
     expect(event).toMatchObject({
       kind: 'message', sessionKey: 'qq:group:123456789', conversation: { type: 'group', id: '123456789' },
@@ -61,7 +61,7 @@ describe('OneBot adapter', () => {
   });
 
   it('never turns message_sent or meta events into user messages, and answers 204', () => {
-    const adapter = onebotAdapter(channel());
+    const adapter = createAdapter(channel());
     for (const name of ['message-sent.json', 'meta-heartbeat.json']) {
       const result = adapter.normalize(fixture('onebot', name), delivery(Buffer.alloc(0)));
       expect(result).toMatchObject({ events: [], ignored: 1, reply: { status: 204 } });
@@ -69,7 +69,7 @@ describe('OneBot adapter', () => {
   });
 
   it('normalizes notices and requests with their identifying fields and per-bot ids', () => {
-    const adapter = onebotAdapter(channel());
+    const adapter = createAdapter(channel());
     const [increase] = adapter.normalize(fixture('onebot', 'notice-group-increase.json'), delivery(Buffer.alloc(0))).events;
     expect(increase).toMatchObject({ kind: 'notice', detail: 'group_increase', subType: 'approve', sessionKey: 'qq:group:123456789', fields: { group_id: '123456789', user_id: '66666', operator_id: '55555' } });
     const [request] = adapter.normalize(fixture('onebot', 'request-group-add.json'), delivery(Buffer.alloc(0))).events;
@@ -79,7 +79,7 @@ describe('OneBot adapter', () => {
   });
 
   it('refuses a body that is not a OneBot event with a 400', () => {
-    const adapter = onebotAdapter(channel());
+    const adapter = createAdapter(channel());
     expect(() => adapter.normalize([], delivery(Buffer.alloc(0)))).toThrow(/not a OneBot v11 event/);
     expect(() => adapter.normalize({ post_type: 'message', message_type: 'channel' }, delivery(Buffer.alloc(0)))).toThrow(/message_type/);
   });

@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { createAdapter } from '../../src/adapters/index.js';
-import type { Adapter, RawDelivery } from '../../src/adapters/types.js';
-import type { AdapterName } from '../../src/config/schema.js';
-import { loadConfig } from '../../src/config/load.js';
+import { adapters } from '../../src/adapters/index.js';
+import type { Adapter } from '../../src/adapters/types.js';
 import { fixture } from '../fixtures/index.js';
+import { adapterOf, delivery, fixturesOf } from './suite.js';
 
-const delivery: RawDelivery = { headers: {}, body: Buffer.alloc(0), query: new URLSearchParams(), now: 1_718_000_000_000 };
-const adapterFor = (adapter: AdapterName): Adapter =>
-  createAdapter(loadConfig({ env: {}, file: { channels: [{ id: 'ch', adapter, verify: false, botToken: '1:x' }] } }).channels[0]!);
+/** The unsigned channel `ch` of a registered adapter, with its fixtures' settings. */
+function adapterFor(name: string): Adapter {
+  const descriptor = adapters.find((candidate) => candidate.name === name);
+  if (!descriptor) throw new Error(`no adapter "${name}" in the registry`);
+  return adapterOf(descriptor, adapters, fixturesOf(descriptor), { verify: false });
+}
 
 /** The refusal of `body`, as status, code and message. */
 function refusal(adapter: Adapter, body: unknown): { status: number; code: string; message: string } {

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/config/load.js';
 import { tempDir } from '../helpers.js';
 
@@ -25,7 +26,7 @@ describe('loadConfig', () => {
     expect(config.server.port).toBe(9100);
     expect(config.server.apiToken).toBe('t0k');
     const channel = config.channels[0]!;
-    expect(channel.settings.get('secret')).toBe('c2VjcmV0');
+    expect(channel.settings.secret).toBe('c2VjcmV0');
     expect(channel.debounce).toMatchObject({ windowMs: 100, maxMessages: 9, maxWaitMs: 7500 });
   });
 
@@ -54,14 +55,32 @@ describe('loadConfig', () => {
   });
 });
 
-describe('channel secrets', () => {
-  it.each([
-    ['whatsapp', 'appSecret'], ['telegram', 'secretToken'], ['slack', 'signingSecret'], ['line', 'channelSecret'], ['onebot', 'secret'],
-  ])('refuses to start a %s channel without its %s unless verify is false', async (adapter, setting) => {
-    const { createAdapter } = await import('../../src/adapters/index.js');
-    const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter }] } }).channels;
-    expect(() => createAdapter(channel!)).toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\) is required`));
-    const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, verify: false }] } }).channels;
-    expect(() => createAdapter(open!)).not.toThrow();
+describe('channel settings, from the adapter registry', () => {
+  it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting] as const))(
+    'refuses to start a %s channel without its %s unless verify is false', (adapter, setting) => {
+      expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter }] } }))
+        .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\): is required: the ${adapter} adapter verifies signatures`));
+      const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, verify: false }] } }).channels;
+      expect(() => createAdapter(open!)).not.toThrow();
+    });
+
+  it('names a misspelt setting, its channel, and the settings the adapter takes', () => {
+    const file = { channels: [{ id: 'generic', adapter: 'generic' }, { id: 'wa', adapter: 'whatsapp', apSecret: 's', verify: false }] };
+    expect(() => loadConfig({ env: {}, file })).toThrow(
+      'channels[1].apSecret (channel "wa"): unknown setting; the whatsapp adapter takes appSecret, verifyToken, accessToken, graphBaseUrl');
+  });
+
+  it('names an unknown adapter and lists the registered ones', () => {
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter: 'icq' }] } }))
+      .toThrow(`channels[0].adapter (channel "x"): must be one of ${adapters.map((d) => JSON.stringify(d.name)).join(', ')}`);
+  });
+
+  it('checks the type of a setting and passes it to the adapter parsed', () => {
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'tg', adapter: 'telegram', secretToken: 5 }] } }))
+      .toThrow('channels[0].secretToken (channel "tg"): must be a string');
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'tg', adapter: 'telegram', secretToken: 'has space' }] } }))
+      .toThrow('channels[0].secretToken (channel "tg"): must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires');
+    const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'onebot', secret: '', verify: false, botIds: [10001, '10002'] }] } }).channels;
+    expect(channel!.settings).toEqual({ secret: undefined, botIds: ['10001', '10002'] });
   });
 });

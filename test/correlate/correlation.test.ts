@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { onebotAdapter } from '../../src/adapters/onebot.js';
+import { createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/config/load.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
@@ -10,7 +10,7 @@ import { fixture } from '../fixtures/index.js';
 const channels = loadConfig({ env: {}, file: { channels: [
   { id: 'qq-a', adapter: 'onebot', verify: false }, { id: 'qq-b', adapter: 'onebot', verify: false }, { id: 'qq-c', adapter: 'onebot', verify: false },
 ] } }).channels;
-const adapters = Object.fromEntries(channels.map((c) => [c.id, onebotAdapter(c)]));
+const adapters = Object.fromEntries(channels.map((c) => [c.id, createAdapter(c)]));
 
 function deliver(channel: string, body: unknown): InboundEvent {
   return adapters[channel]!.normalize(body, { headers: {}, body: Buffer.alloc(0), query: new URLSearchParams(), now: Date.now() }).events[0]!;

@@ -1,0 +1,63 @@
+import type { z } from 'zod';
+import type { ChannelConfig } from '../config/schema.js';
+import type { RawDelivery } from '../events.js';
+import type { Adapter } from './types.js';
+
+/** A channel as its adapter sees it: the namespace resolved (the channel's, else the descriptor's, else the channel id). */
+export type AdapterChannel = ChannelConfig & { readonly namespace: string };
+
+/** The adapter-specific keys of a channel: a strict zod object, so a misspelt key fails start-up. */
+export type SettingsSchema = z.ZodObject<z.ZodRawShape, z.core.$strict>;
+
+/** Where a socket or polling transport hands what it received (CONTRACT §9). */
+export interface ConnectionSink {
+  /** Runs one frame through the same normalize and admission as an HTTP delivery. */
+  deliver(body: unknown, delivery: RawDelivery): Promise<void>;
+}
+
+/** A running client-mode transport. */
+export interface Connection {
+  close(): Promise<void>;
+}
+
+/**
+ * One platform, declared in one object (STYLE habit 16). The registry lists these; the config
+ * schema, the secret-required rule, `adapterNames` and the shared tests all derive from it.
+ */
+export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSchema> {
+  /** The channel's `adapter` value and the output's `sourceChannel`. */
+  readonly name: string;
+  /** Default id space of users and conversations (CONTRACT §4); absent: the channel's own id. */
+  readonly namespace?: string;
+  /**
+   * The setting holding the signing secret. `required`: a channel without it refuses to start
+   * unless it says `"verify": false` (CONTRACT §2); otherwise it is simply unsigned.
+   */
+  readonly secret?: { readonly setting: keyof z.output<Settings> & string; readonly required: boolean };
+  readonly settings: Settings;
+  /**
+   * How long the platform keeps retrying one delivery, in ms (CONTRACT §8). A descriptor fact
+   * only for now: a later issue sizes the exact-id dedup window from it.
+   */
+  readonly retryHorizonMs: number;
+  /** Build the runtime adapter of one channel from its parsed settings; throws ConfigError. */
+  create(channel: AdapterChannel, settings: z.output<Settings>): Adapter;
+  /**
+   * A client-mode transport (OneBot forward WebSocket, Discord Gateway, Telegram polling;
+   * CONTRACT §9). Unused today: no adapter has one and nothing starts it yet.
+   */
+  readonly connect?: (adapter: Adapter, settings: z.output<Settings>, sink: ConnectionSink) => Connection;
+  /**
+   * Actions callable through `POST /v1/channels/<id>/actions/<action>` (CONTRACT §9), by name,
+   * with the schema of their params. A Map: the action name comes from a URL. Unused today.
+   */
+  readonly actions?: ReadonlyMap<string, z.ZodType>;
+}
+
+/**
+ * Declare an adapter: identity at run time, inference at compile time (so `create` sees its
+ * own settings typed while the registry holds plain `AdapterDescriptor`s).
+ */
+export function defineAdapter<Settings extends SettingsSchema>(descriptor: AdapterDescriptor<Settings>): AdapterDescriptor {
+  return descriptor as unknown as AdapterDescriptor;
+}

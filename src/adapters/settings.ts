@@ -1,0 +1,14 @@
+import { z } from 'zod';
+
+// Building blocks of adapter settings schemas. A setting is usually `${ENV}` in the config
+// file, which expands to "" when the variable is empty: "" means "not set", as it always has.
+
+/** An optional string setting; "" counts as unset. */
+export function optionalText() {
+  return z.string({ error: 'must be a string' }).optional().transform((value) => (value === '' ? undefined : value));
+}
+
+/** A platform API base URL setting, or the platform's own, without a trailing slash. */
+export function baseUrl(fallback: string) {
+  return optionalText().transform((value) => (value ?? fallback).replace(/\/$/, ''));
+}
