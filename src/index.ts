@@ -2,7 +2,8 @@
 
 // Embedding
 export { createIntake, type Intake, type CreateIntakeOptions } from './intake.js';
-export { loadConfig, envSettings } from './config/load.js';
+export { loadConfig } from './configure.js';
+export { envSettings } from './config/load.js';
 export type { Config, ChannelConfig } from './config/schema.js';
 
 // Data shapes

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { admissionPlanner } from './admission.js';
 import { Channels } from './channels.js';
 import { systemClock } from './clock.js';
-import { loadConfig } from './config/load.js';
+import { loadConfig } from './configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord } from './correlate/bots.js';
 import { flushGridMs } from './debounce/grid.js';
 import { FlushScheduler } from './debounce/scheduler.js';

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { loadConfig, withDotEnv } from './config/load.js';
+import { loadConfig } from './configure.js';
+import { withDotEnv } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { ConfigError, isConfigError, isIntakeError } from './errors.js';
 import { listen, serve, whileStarting } from './http/server.js';

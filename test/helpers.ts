@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createIntake, type Intake } from '../src/intake.js';
-import { loadConfig } from '../src/config/load.js';
+import { loadConfig } from '../src/configure.js';
 import type { Clock } from '../src/clock.js';
 import type { Metrics } from '../src/metrics/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/load.js';
+import { loadConfig } from '../src/configure.js';
 import { createIntake } from '../src/intake.js';
 import { MemoryStore } from '../src/store/local/memory.js';
 import { deliverJson, silent, tempDir } from './helpers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/load.js';
+import { loadConfig } from '../src/configure.js';
 import type { InboundEvent, Output } from '../src/events.js';
 import { createIntake, type Intake } from '../src/intake.js';
 import { isIntakeError } from '../src/errors.js';

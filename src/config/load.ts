@@ -3,9 +3,6 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-// The one import from a stage: the built-in adapters are the default list of channel kinds.
-// Adapters import only config types (schema.ts), never this loader, so there is no cycle.
-import { adapters } from '../adapters/index.js';
 import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
@@ -198,15 +195,15 @@ export interface LoadOptions {
   /** An already-parsed config object used instead of the file (library use and tests). */
   file?: Record<string, unknown>;
   cwd?: string;
-  /** The channel kinds a channel may name. @default the built-in adapters (src/adapters/index.ts) */
-  adapters?: readonly ChannelKind[];
+  /** The channel kinds a channel may name: the adapter registry (`src/configure.ts` passes the built-in one). */
+  adapters: readonly ChannelKind[];
 }
 
 /**
  * Build the one validated, frozen Config: defaults, then the JSON file, then the environment.
  * Throws ConfigError naming the setting when anything is off.
  */
-export function loadConfig(options: LoadOptions = {}): Config {
+export function loadConfigWith(options: LoadOptions): Config {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   let file: JsonObject = {};
@@ -229,7 +226,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (merged.channels === undefined) merged.channels = [{ id: 'generic', adapter: 'generic' }];
   if (merged.logLevel === undefined) merged.logLevel = 'info';
 
-  const result = schemaFor(options.adapters ?? adapters).safeParse(merged);
+  const result = schemaFor(options.adapters).safeParse(merged);
   if (!result.success) {
     const lines = result.error.issues.flatMap((issue) => describeIssue(issue, source, merged)).map((line) => `  - ${line}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createAdapter } from '../../src/adapters/index.js';
 import { parseCqString } from '../../src/adapters/onebot-cq.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import { isSignatureError } from '../../src/errors.js';
 import { fixture, fixtureBytes } from '../fixtures/index.js';
 

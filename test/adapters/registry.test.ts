@@ -5,7 +5,7 @@ import { defineAdapter } from '../../src/adapters/descriptor.js';
 import { eventBuilder } from '../../src/adapters/event.js';
 import { optionalText } from '../../src/adapters/settings.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret } from '../../src/adapters/types.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import type { AdapterFixtures } from '../fixtures/adapters.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { adapterOf, adapterSuite, delivery, fixturesOf } from './suite.js';

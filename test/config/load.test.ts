@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import { tempDir } from '../helpers.js';
 
 describe('loadConfig', () => {

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, withDotEnv } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
+import { withDotEnv } from '../../src/config/load.js';
 import { tempDir } from '../helpers.js';
 
 const secretOf = (bytes: number) => 'whsec_' + Buffer.alloc(bytes, 7).toString('base64');

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAdapter } from '../../src/adapters/index.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
 import type { CorrelationRecord, InboundEvent } from '../../src/events.js';

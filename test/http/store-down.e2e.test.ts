@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import type { AdmitItem, AdmitVerdict } from '../../src/ports.js';
 import { createIntake, type Intake } from '../../src/intake.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import { silent, until } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/configure.js';
 import type { InboundEvent, MediaRef } from '../../src/events.js';
 import type { MediaConnections } from '../../src/media/connections.js';
 import { MediaStage } from '../../src/media/index.js';

@@ -1,33 +1,19 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../errors.js';
 import type { CorrelationRecord, OutboxDraft, OutboxRecord } from '../../events.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
 import { Checkpointer } from './checkpoint.js';
+import { GroupCommit } from './group-commit.js';
+import { FileIdentity } from './identity.js';
 import { openOwned, type OwnedFile } from './open.js';
 import { loadState, loadStateInChunks, migrate } from './load.js';
 import { SqliteRows, schema, toRecord } from './rows.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from '../../ports.js';
-
-/** One write waiting for the next group commit. */
-interface PendingWrite {
-  run(): unknown;
-  /** The write commits a batch: its record goes to the tail listeners once durable. */
-  tails: boolean;
-  /** A delivery waits for it (admit): committed ahead of background writes requested in the same turn. */
-  urgent: boolean;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-/** How often, at most, writes compare the file at the path with the one open (ms of `now`). */
-const IDENTITY_CHECK_MS = 1000;
 
 /** Outbox records deleted per write of a trim (see `trimOutbox`). */
 const TRIM_CHUNK = 128;
@@ -58,16 +44,12 @@ export class SqliteStore implements Store {
   private readonly maxCorrelationGroups: number;
   private readonly groupTx;
   private readonly statements;
-  private queue: PendingWrite[] = [];
-  /** Background writes held back one turn behind the admissions of their turn (see `flush`). */
-  private held: PendingWrite[] = [];
+  private readonly writes: GroupCommit;
   /** Leases ended by the commits of the write being tried (held again if it rolls back, see `rebuild`). */
   private readonly ended: BufferHold[] = [];
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
-  private readonly identity: { dev: number; ino: number } | undefined;
-  private checkedAt = -Infinity;
-  private broken: Error | undefined;
+  private readonly identity: FileIdentity;
   private closed = false;
   /** The latest `now` seen, for stats and rebuilds that take no clock. */
   private now: number;
@@ -100,7 +82,7 @@ export class SqliteStore implements Store {
     try {
       db.exec(schema);
       migrate(db);
-      this.identity = path === ':memory:' ? undefined : identityOf(path);
+      this.identity = new FileIdentity(path);
       // Fences and push tokens are epoch x 2^32 + a counter: they never repeat across restarts
       // (2^21 restarts of 2^32 tokens each stay below 2^53).
       const epoch = db.prepare(`INSERT INTO meta (name, value) VALUES ('epoch', 1)
@@ -131,6 +113,26 @@ export class SqliteStore implements Store {
       oldest: db.prepare('SELECT seq, created_at AS createdAt FROM outbox ORDER BY seq LIMIT 1'),
     };
     this.groupTx = db.transaction((body: () => void) => body());
+    this.writes = new GroupCommit({
+      transaction: (body) => this.groupTx(body),
+      trying: () => { this.ended.length = 0; },
+      rolledBack: (error) => {
+        this.rows.rolledBack();
+        // A refused row (a duplicate outbox id) is refused before the indexes change; any other
+        // failure (at COMMIT) comes after them, and a lease the write ended is held again.
+        if (error === undefined || !isConstraint(error)) this.rebuild(this.ended);
+      },
+      announce: (record) => this.announce(record as OutboxRecord),
+      done: (writes) => {
+        this.checkpointer?.written(writes);
+        if (!this.rows.purgeDue) return;
+        try {
+          this.groupTx(() => this.rows.purge(this.now));
+        } catch {
+          // The next purge tries again; the log is only larger meanwhile.
+        }
+      },
+    });
   }
 
   /** Commits never copy the WAL into the file themselves: a worker does, beside the event loop. */
@@ -147,7 +149,7 @@ export class SqliteStore implements Store {
         }
       },
       finish: () => {
-        if (this.closed || this.broken) return;
+        if (this.closed || this.identity.broken) return;
         try {
           db.pragma('wal_checkpoint(PASSIVE)');
         } catch {
@@ -159,7 +161,7 @@ export class SqliteStore implements Store {
 
   async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
     this.use(now);
-    return this.write(() => this.state.admit(items, now), false, true);
+    return this.writes.write(() => this.state.admit(items, now), false, true);
   }
 
   async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
@@ -180,7 +182,7 @@ export class SqliteStore implements Store {
 
   async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     this.use(now);
-    return this.write(() => {
+    return this.writes.write(() => {
       const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
       const record = this.state.commit(batch, draft, now);
       // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
@@ -191,7 +193,7 @@ export class SqliteStore implements Store {
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
     this.use();
-    return this.write(() => this.state.release(batch, retryAt));
+    return this.writes.write(() => this.state.release(batch, retryAt));
   }
 
   async nextDeadline(): Promise<number | undefined> {
@@ -241,7 +243,7 @@ export class SqliteStore implements Store {
     // behind it made the SQLite store's ack p99.
     let removed = 0;
     for (let from = oldest.seq - 1; ;) {
-      const seqs = await this.write(() => this.statements.trimChunk.all({ from, upTo, limit: TRIM_CHUNK }) as number[]);
+      const seqs = await this.writes.write(() => this.statements.trimChunk.all({ from, upTo, limit: TRIM_CHUNK }) as number[]);
       removed += seqs.length;
       // A store closed meanwhile (shutdown) has no more to trim.
       if (seqs.length < TRIM_CHUNK || this.closed) return removed;
@@ -256,7 +258,7 @@ export class SqliteStore implements Store {
 
   async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
     this.use(now);
-    return this.write(() => this.state.ackPush(lease, outcome, now));
+    return this.writes.write(() => this.state.ackPush(lease, outcome, now));
   }
 
   async nextPushAt(): Promise<number | undefined> {
@@ -275,7 +277,7 @@ export class SqliteStore implements Store {
   async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
     this.use(now);
     // Each call reads which records are dead inside its own write: two calls never move one twice.
-    return this.write(() => this.state.requeueDead(id, limit, now));
+    return this.writes.write(() => this.state.requeueDead(id, limit, now));
   }
 
   claimStats(): { keys: number; evicted: number } {
@@ -288,19 +290,16 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.use();
-    this.checkFile(undefined);
+    this.identity.check(undefined);
     this.db.prepare('SELECT 1').get();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    while (this.held.length > 0 || this.queue.length > 0) {
-      this.flushHeld();
-      this.flush();
-    }
+    this.writes.drain();
     this.closed = true;
     try {
-      if (!this.broken) this.groupTx(() => this.rows.purge(this.now));
+      if (!this.identity.broken) this.groupTx(() => this.rows.purge(this.now));
     } finally {
       // The worker's connection first: the last one to close checkpoints and removes the WAL.
       await this.checkpointer?.close();
@@ -312,98 +311,7 @@ export class SqliteStore implements Store {
     if (this.closed) throw new UnavailableError('store_closed', `SQLite store "${this.path}" is closed`, 5, { stage: 'store' });
     if (now === undefined) return;
     if (now > this.now && now !== Infinity) this.now = now;
-    this.checkFile(now);
-  }
-
-  /**
-   * Refuse to write into a file no longer at its path (deleted or replaced by a restore): the
-   * writes would succeed into an orphan and vanish at restart. Checked at most once per
-   * IDENTITY_CHECK_MS of the callers' clock; ping() always checks.
-   */
-  private checkFile(now: number | undefined): void {
-    if (this.broken) throw this.broken;
-    if (!this.identity) return;
-    if (now !== undefined && Number.isFinite(now) && now >= this.checkedAt && now - this.checkedAt < IDENTITY_CHECK_MS) return;
-    if (now !== undefined && Number.isFinite(now)) this.checkedAt = now;
-    const current = identityOf(this.path);
-    if (current?.dev === this.identity.dev && current.ino === this.identity.ino) return;
-    this.broken = new UnavailableError(
-      'store_unavailable', `SQLite store file "${this.path}" was deleted or replaced while the service ran; restart the service`, 5, { stage: 'store' },
-    );
-    throw this.broken;
-  }
-
-  private write<T>(run: () => T, tails = false, urgent = false): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push({ run, tails, urgent, resolve: resolve as (value: unknown) => void, reject });
-    });
-  }
-
-  private flush(): void {
-    const writes = this.queue;
-    this.queue = [];
-    if (writes.length === 0) return;
-    // Deliveries waiting for their answer go first, in a transaction of their own; flush
-    // commits and push acks of the same turn follow in the next turn, after the answers are
-    // out, and ahead of anything asked for later (they are held once, never again).
-    const urgent = writes.filter((write) => write.urgent);
-    if (urgent.length === 0 || urgent.length === writes.length) return this.commitGroup(writes);
-    if (this.held.length === 0) setImmediate(() => this.flushHeld());
-    for (const write of writes) if (!write.urgent) this.held.push(write);
-    this.commitGroup(urgent);
-  }
-
-  private flushHeld(): void {
-    const writes = this.held;
-    this.held = [];
-    if (writes.length > 0) this.commitGroup(writes);
-  }
-
-  /** One transaction for `writes`; each is answered once it is durable (or refused). */
-  private commitGroup(writes: PendingWrite[]): void {
-    let outcomes: Outcome[] = [];
-    this.ended.length = 0;
-    try {
-      // The common case: the whole group in one transaction, no statement more per write.
-      this.groupTx(() => {
-        for (const write of writes) outcomes.push({ ok: true, value: write.run() });
-      });
-    } catch {
-      // Something in the group failed and none of it is on disk: make the indexes the rows'
-      // view again, then give every write a transaction of its own, so one bad write (a
-      // refused row, a full disk) cannot fail the others.
-      this.rows.rolledBack();
-      this.rebuild(this.ended);
-      outcomes = writes.map((write) => {
-        this.ended.length = 0;
-        try {
-          let value: unknown;
-          this.groupTx(() => { value = write.run(); });
-          return { ok: true, value };
-        } catch (error) {
-          this.rows.rolledBack();
-          // A refused row (a duplicate outbox id) is refused before the indexes change; a
-          // failure at COMMIT comes after them, and a lease the write ended is held again.
-          if (!isConstraint(error)) this.rebuild(this.ended);
-          return { ok: false, error };
-        }
-      });
-    }
-    writes.forEach((write, i) => {
-      const outcome = outcomes[i] as Outcome;
-      if (!outcome.ok) return write.reject(outcome.error);
-      if (write.tails && outcome.value) this.announce(outcome.value as OutboxRecord);
-      write.resolve(outcome.value);
-    });
-    this.checkpointer?.written(writes.length);
-    if (this.rows.purgeDue) {
-      try {
-        this.groupTx(() => this.rows.purge(this.now));
-      } catch {
-        // The next purge tries again; the log is only larger meanwhile.
-      }
-    }
+    this.identity.check(now);
   }
 
   /**
@@ -431,15 +339,6 @@ export class SqliteStore implements Store {
         // A listener's failure is its own; the record is committed either way.
       }
     }
-  }
-}
-
-function identityOf(path: string): { dev: number; ino: number } | undefined {
-  try {
-    const { dev, ino } = statSync(path);
-    return { dev, ino };
-  } catch {
-    return undefined;
   }
 }
 

@@ -1,0 +1,15 @@
+import { adapters } from './adapters/index.js';
+import { loadConfigWith, type LoadOptions } from './config/load.js';
+import type { Config } from './config/schema.js';
+
+/** Options of `loadConfig`: the built-in adapters unless a registry is given. */
+export type LoadConfigOptions = Omit<LoadOptions, 'adapters'> & Partial<Pick<LoadOptions, 'adapters'>>;
+
+/**
+ * Build the one validated, frozen Config (defaults, then the JSON file, then the environment)
+ * against the built-in adapter registry. Here, above the stages, because the registry is
+ * adapter code and config/ imports no stage.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  return loadConfigWith({ adapters, ...options });
+}
