@@ -3,7 +3,7 @@ import type { Config } from './config/schema.js';
 import type { Bots } from './correlate/bots.js';
 import { isCommand } from './debounce/command.js';
 import { claimKey, dedupPlan } from './dedup/claims.js';
-import type { InboundEvent } from './events.js';
+import type { InboundEvent } from './events/inbound.js';
 import type { Plan } from './ingest/admit.js';
 import type { AdmitItem, BufferRule } from './ports.js';
 

@@ -2,7 +2,7 @@ import { createAdapter, type Adapter } from './adapters/index.js';
 import type { BufferRule } from './ports.js';
 import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
 import { RequestError } from './errors.js';
-import type { PlatformReply, RawDelivery } from './events.js';
+import type { PlatformReply, RawDelivery } from './events/transport.js';
 
 /** A configured channel and the adapter built for it. */
 export interface Channel {

@@ -7,10 +7,9 @@ export { envSettings } from './config/load.js';
 export type { Config, ChannelConfig } from './config/schema.js';
 
 // Data shapes
-export type {
-  ProcessedMessage, ProcessedEvent, Output, MediaItem, MediaFailure, InboundEvent, Segment, MediaRef, EventKind, BotRef,
-  CorrelationRecord, Delivery, Verdict, TraceEntry,
-} from './events.js';
+export type { ProcessedMessage, ProcessedEvent, Output } from './events/output.js';
+export type { MediaItem, MediaFailure, InboundEvent, Segment, MediaRef, EventKind, BotRef, CorrelationRecord, Delivery } from './events/inbound.js';
+export type { Verdict, TraceEntry } from './events/trace.js';
 export type { Handler } from './handlers/routes.js';
 export type { IngestSummary } from './ingest/admit.js';
 

@@ -10,7 +10,9 @@ import { flushGridMs } from './debounce/grid.js';
 import { FlushScheduler } from './debounce/scheduler.js';
 import { Outlet } from './emit/outlet.js';
 import { createOutput } from './emit/stage.js';
-import type { CorrelationRecord, InboundEvent, Output, TraceEntry } from './events.js';
+import type { CorrelationRecord, InboundEvent } from './events/inbound.js';
+import type { Output } from './events/output.js';
+import type { TraceEntry } from './events/trace.js';
 import { Gate } from './gate.js';
 import { Handlers } from './handlers/routes.js';
 import { createApp } from './http/app.js';
@@ -36,7 +38,7 @@ const SHARED_POLL_MS = 250;
 
 /**
  * Build the stages and hand them to the pipeline (src/pipeline.ts), which runs them in the
- * order a message meets them. Stages meet only here and through the shapes of `events.ts` and
+ * order a message meets them. Stages meet only here and through the shapes of `events/` and
  * the store's roles in `ports.ts`.
  */
 export async function createIntake(options: CreateIntakeOptions = {}): Promise<Intake> {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/configure.js';
-import type { InboundEvent, Output } from '../src/events.js';
+import type { InboundEvent } from '../src/events/inbound.js';
+import type { Output } from '../src/events/output.js';
 import { createIntake, type Intake } from '../src/intake.js';
 import { isIntakeError } from '../src/errors.js';
 import { postJson, silent, startService, tempDir } from './helpers.js';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ChannelConfig } from '../config/schema.js';
-import type { RawDelivery } from '../events.js';
+import type { RawDelivery } from '../events/transport.js';
 import type { Adapter } from './types.js';
 
 /** A channel as its adapter sees it: the namespace resolved (the channel's, else the descriptor's, else the channel id). */

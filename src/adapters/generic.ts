@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SignatureError } from '../errors.js';
-import type { MediaRef } from '../events.js';
+import type { MediaRef } from '../events/inbound.js';
 import { standardWebhooks } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';

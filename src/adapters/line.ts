@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EventKind, InboundEvent, MediaRef, MediaType } from '../events.js';
+import type { EventKind, InboundEvent, MediaRef, MediaType } from '../events/inbound.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';

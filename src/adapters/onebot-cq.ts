@@ -1,4 +1,4 @@
-import type { Segment } from '../events.js';
+import type { Segment } from '../events/inbound.js';
 
 const segmentTypes = new Set<Segment['type']>(['text', 'at', 'face', 'image', 'flash', 'record', 'video', 'file', 'reply', 'json', 'xml', 'ark']);
 

@@ -1,6 +1,6 @@
 import { md5InName } from '../digest.js';
 import { z } from 'zod';
-import type { MediaRef, MediaType, Segment } from '../events.js';
+import type { MediaRef, MediaType, Segment } from '../events/inbound.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';

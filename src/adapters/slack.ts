@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SignatureError } from '../errors.js';
-import { mediaTypeOf, type MediaRef } from '../events.js';
+import { mediaTypeOf, type MediaRef } from '../events/inbound.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';

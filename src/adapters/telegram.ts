@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { MediaRef, MediaType } from '../events.js';
+import type { MediaRef, MediaType } from '../events/inbound.js';
 import { MediaError } from '../errors.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';

@@ -1,9 +1,10 @@
 import type { ChannelConfig } from '../config/schema.js';
 import { RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
-import type { InboundEvent, MediaRef, PlatformReply, RawDelivery, ResolvedMedia } from '../events.js';
+import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
+import type { PlatformReply, RawDelivery } from '../events/transport.js';
 
-export type { PlatformReply, RawDelivery } from '../events.js';
+export type { PlatformReply, RawDelivery } from '../events/transport.js';
 
 export interface Normalized {
   events: InboundEvent[];

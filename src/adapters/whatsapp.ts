@@ -1,7 +1,7 @@
 import { nanoid } from 'nanoid';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
-import type { InboundEvent, MediaRef, MediaType } from '../events.js';
+import type { InboundEvent, MediaRef, MediaType } from '../events/inbound.js';
 import { hmac, safeEqual } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';

@@ -1,4 +1,4 @@
-import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent } from '../events.js';
+import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent } from '../events/inbound.js';
 import type { CorrelationStep } from '../ports.js';
 import { correlationKey } from './signature.js';
 

@@ -1,5 +1,5 @@
 import { digest, md5InName } from '../digest.js';
-import type { InboundEvent, Segment } from '../events.js';
+import type { InboundEvent, Segment } from '../events/inbound.js';
 
 const TEXT_LIMIT = 256;
 /** Query parameters that change per fetch or per bot and say nothing about the content. */

@@ -1,6 +1,6 @@
 import { digest } from '../digest.js';
 import type { DedupOptions } from '../config/schema.js';
-import type { InboundEvent } from '../events.js';
+import type { InboundEvent } from '../events/inbound.js';
 import type { ClaimSpec } from '../ports.js';
 
 /** Why an admission was refused, by the index of the claim that was taken. */

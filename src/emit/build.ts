@@ -1,4 +1,5 @@
-import type { BotRef, BufferedPart, InboundEvent, PartMedia, ProcessedEvent, ProcessedMessage } from '../events.js';
+import type { BotRef, BufferedPart, InboundEvent, PartMedia } from '../events/inbound.js';
+import type { ProcessedEvent, ProcessedMessage } from '../events/output.js';
 import { joinFragments } from './join.js';
 
 /** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import type { OutboxRecord, Output } from '../events.js';
+import type { OutboxRecord } from '../ports.js';
+import type { Output } from '../events/output.js';
 
 /** The output with its seq in place after `id`, as on the wire. */
 function withSeq(built: Omit<Output, 'seq'>, seq: number): Output {

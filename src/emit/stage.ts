@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type Output, type OutboxDraft, type OutboxRecord, type PartMedia } from '../events.js';
+import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
+import { type Output } from '../events/output.js';
+import { type OutboxDraft, type OutboxRecord } from '../ports.js';
 import type { LeasedBatch } from '../ports.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { outputId } from './output-id.js';

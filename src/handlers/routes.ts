@@ -1,4 +1,4 @@
-import type { InboundEvent } from '../events.js';
+import type { InboundEvent } from '../events/inbound.js';
 
 export type Handler = (event: InboundEvent) => unknown;
 

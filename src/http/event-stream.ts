@@ -2,7 +2,9 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
 import { RequestError, UnavailableError } from '../errors.js';
-import { outputJson, type OutboxRecord, type TraceEntry } from '../events.js';
+import { outputJson } from '../events/output.js';
+import { type OutboxRecord } from '../ports.js';
+import { type TraceEntry } from '../events/trace.js';
 import type { OutboxReader } from '../ports.js';
 
 const REPLAY_PAGE = 500;

@@ -1,4 +1,5 @@
-import type { BufferedPart, CorrelationRecord, InboundEvent, TraceEntry, Verdict } from '../events.js';
+import type { BufferedPart, CorrelationRecord, InboundEvent } from '../events/inbound.js';
+import type { TraceEntry, Verdict } from '../events/trace.js';
 import type { AdmitItem, AdmitVerdict } from '../ports.js';
 
 /** What a taken claim means, by its index in the item's claims. */

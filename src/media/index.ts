@@ -4,7 +4,7 @@ import { nanoid } from 'nanoid';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { MediaOptions } from '../config/schema.js';
-import type { BufferedPart, MediaFailure, MediaItem, MediaRef, PartMedia, ResolvedMedia } from '../events.js';
+import type { BufferedPart, MediaFailure, MediaItem, MediaRef, PartMedia, ResolvedMedia } from '../events/inbound.js';
 import type { MediaResult, Metrics } from '../metrics/index.js';
 import { deadline, untilAborted } from './deadline.js';
 import { mediaConnections, type MediaConnections } from './connections.js';

@@ -1,6 +1,6 @@
 import { fileTypeFromBuffer } from 'file-type';
 import mime from 'mime';
-import { mediaTypeOf, type MediaType } from '../events.js';
+import { mediaTypeOf, type MediaType } from '../events/inbound.js';
 
 /** What a downloaded file is stored as. */
 export interface StoredType {

@@ -1,4 +1,5 @@
-import type { OutboxRecord, TraceEntry } from '../events.js';
+import type { OutboxRecord } from '../ports.js';
+import type { TraceEntry } from '../events/trace.js';
 import type { Trail } from './trail.js';
 
 /** `GET /v1/trace/:id`: what happened to one message. */

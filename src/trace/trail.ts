@@ -1,4 +1,6 @@
-import type { DeliveryState, Party, TraceEntry, Verdict } from '../events.js';
+import type { DeliveryState } from '../ports.js';
+import type { Party } from '../events/inbound.js';
+import type { TraceEntry, Verdict } from '../events/trace.js';
 
 export interface TrailOptions {
   /** Entries kept; the oldest are forgotten past it. @default 20000 */

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InboundEvent } from '../../src/events.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';

@@ -3,7 +3,7 @@ import { createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
-import type { CorrelationRecord, InboundEvent } from '../../src/events.js';
+import type { CorrelationRecord, InboundEvent } from '../../src/events/inbound.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { fixture } from '../fixtures/index.js';
 

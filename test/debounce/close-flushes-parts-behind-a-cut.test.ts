@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createIntake } from '../../src/intake.js';
 import { loadConfig } from '../../src/configure.js';
-import type { Output } from '../../src/events.js';
+import type { Output } from '../../src/events/output.js';
 import { ManualClock } from '../manual-clock.js';
 import { deliverJson, silent, tempDir } from '../helpers.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
-import type { InboundEvent } from '../../src/events.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
 import type { BufferRule, LeasedBatch } from '../../src/ports.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 

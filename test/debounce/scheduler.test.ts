@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
-import type { BufferedPart, InboundEvent, OutboxDraft } from '../../src/events.js';
+import type { BufferedPart, InboundEvent } from '../../src/events/inbound.js';
+import type { OutboxDraft } from '../../src/ports.js';
 import type { BufferRule, LeasedBatch, Store } from '../../src/ports.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 

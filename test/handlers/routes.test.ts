@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Handlers, routesOf } from '../../src/handlers/routes.js';
-import type { InboundEvent } from '../../src/events.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
 
 const event = (kind: InboundEvent['kind'], detail?: string, type: 'group' | 'private' = 'group'): InboundEvent => ({
   id: 'e', kind, ...(detail ? { detail } : {}), channel: 'c', adapter: 'onebot', namespace: 'qq', conversation: { type, id: '1' },

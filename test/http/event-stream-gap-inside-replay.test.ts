@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../src/events.js';
+import type { OutboxRecord } from '../../src/ports.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { readEvents, silent } from '../helpers.js';

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../src/events.js';
+import type { OutboxRecord } from '../../src/ports.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { silent } from '../helpers.js';
 

@@ -1,10 +1,10 @@
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/configure.js';
-import type { InboundEvent, MediaRef } from '../../src/events.js';
+import type { InboundEvent, MediaRef } from '../../src/events/inbound.js';
 import type { MediaConnections } from '../../src/media/connections.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import type { BufferedPart } from '../../src/ports.js';
+import type { BufferedPart } from '../../src/events/inbound.js';
 import { silent } from '../helpers.js';
 
 let partIds = 0;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxDraft } from '../../src/events.js';
+import type { OutboxDraft } from '../../src/ports.js';
 import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
 import { AgentPush } from '../../src/push/agent-push.js';
 import { MemoryStore } from '../../src/store/local/memory.js';

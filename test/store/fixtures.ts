@@ -1,6 +1,6 @@
-import type { EventKind, InboundEvent } from '../../src/events.js';
+import type { Delivery, EventKind, InboundEvent } from '../../src/events/inbound.js';
 import type {
-  AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, Delivery, OutboxDraft, DeliveryState,
+  AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, OutboxDraft, DeliveryState,
 } from '../../src/ports.js';
 
 /** Builders for store tests: plain data, every time explicit. */

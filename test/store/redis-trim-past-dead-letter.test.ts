@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InboundEvent, OutboxDraft } from '../../src/events.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
+import type { OutboxDraft } from '../../src/ports.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { Store } from '../../src/ports.js';

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { InboundEvent, OutboxDraft, OutboxRecord } from '../../src/events.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
+import type { OutboxDraft, OutboxRecord } from '../../src/ports.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/ports.js';
 import { type RedisServer, startRedis } from './redis-server.js';

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeliveryState } from '../../src/events.js';
+import type { DeliveryState } from '../../src/ports.js';
 import { openStore } from '../../src/store/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TraceEntry } from '../../src/events.js';
+import type { TraceEntry } from '../../src/events/trace.js';
 import { Trail } from '../../src/trace/trail.js';
 
 const verdict = (id: string, at: number, extra: Partial<TraceEntry> = {}): Omit<TraceEntry, 'n'> =>

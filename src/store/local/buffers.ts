@@ -1,4 +1,4 @@
-import type { BufferedPart } from '../../events.js';
+import type { BufferedPart } from '../../events/inbound.js';
 import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
 

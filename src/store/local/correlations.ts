@@ -1,4 +1,4 @@
-import type { CorrelationRecord, Delivery } from '../../events.js';
+import type { CorrelationRecord, Delivery } from '../../events/inbound.js';
 import type { CorrelationStep } from '../../ports.js';
 
 /** What the correlation step decided for one item. */

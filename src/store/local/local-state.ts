@@ -1,4 +1,5 @@
-import type { BufferedPart, CorrelationRecord, OutboxDraft, OutboxRecord } from '../../events.js';
+import type { BufferedPart, CorrelationRecord } from '../../events/inbound.js';
+import type { OutboxDraft, OutboxRecord } from '../../ports.js';
 import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';

@@ -1,4 +1,5 @@
-import { outboxRecord, type BufferedPart, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import type {

@@ -1,4 +1,5 @@
-import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type EventKind, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { type BufferedPart, type CorrelationRecord, type EventKind } from '../../events/inbound.js';
 import type { AdmitItem, AdmitVerdict } from '../../ports.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */

@@ -1,6 +1,7 @@
 import { nanoid } from 'nanoid';
 import { UnavailableError } from '../../errors.js';
-import { outboxRecord, type CorrelationRecord, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { type CorrelationRecord } from '../../events/inbound.js';
 import { admitArgs, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,

@@ -1,4 +1,4 @@
-import type { OutboxRecord } from '../../events.js';
+import type { OutboxRecord } from '../../ports.js';
 import { recordOf } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { BufferedPart, EventKind } from '../../events.js';
+import type { BufferedPart, EventKind } from '../../events/inbound.js';
 import type { OpenBuffer } from '../local/buffers.js';
 import { LocalState } from '../local/local-state.js';
 import type { SqliteRows } from './rows.js';

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { outboxRecord, type BufferedPart, type CorrelationRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../events.js';
+import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
 import type { Rows } from '../local/local-state.js';
 import type { BufferRule, ClaimSpec } from '../../ports.js';
 

@@ -1,0 +1,64 @@
+import type { BotRef, ConversationType, MediaFailure, MediaItem, Party } from './inbound.js';
+
+/** The one event the agent reads (CONTRACT §4). */
+export interface ProcessedMessage {
+  type: 'chat.processedMessage';
+  id: string;
+  seq: number;
+  sessionKey: string;
+  content: string;
+  media: MediaItem[];
+  sourceChannel: string;
+  channel: string;
+  timestamp: number;
+  messageIds: string[];
+  merged: number;
+  sender: Party;
+  conversation: { type: ConversationType; id: string };
+  replyBot: BotRef;
+  bots: BotRef[];
+  mentionedBots: BotRef[];
+  mediaErrors: MediaFailure[];
+}
+
+/** A notice or request, once per logical event (CONTRACT §4). */
+export interface ProcessedEvent {
+  type: 'chat.notice' | 'chat.request';
+  id: string;
+  seq: number;
+  sessionKey: string;
+  /** `group_increase`, `friend`, `reaction`, ... */
+  detail: string;
+  subType?: string;
+  sourceChannel: string;
+  channel: string;
+  timestamp: number;
+  sender: Party;
+  conversation: { type: ConversationType; id: string };
+  /** Identifying fields of the event (group_id, user_id, operator_id, ...). */
+  fields: Record<string, string>;
+  /** Every delivery of this event, with each bot's own ids (message id, request flag). */
+  participants: Array<BotRef & { ids: Record<string, string> }>;
+  replyBot: BotRef;
+  bots: BotRef[];
+}
+
+export type Output = ProcessedMessage | ProcessedEvent;
+export type OutputType = Output['type'];
+export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage' ? ProcessedMessage : ProcessedEvent;
+
+/** The output event of an outbox record, with its seq in place. */
+export function outputOf(record: { body: string; seq: number }): Output {
+  const { type, id, ...rest } = JSON.parse(record.body) as { type: Output['type']; id: string } & Record<string, unknown>;
+  return { type, id, seq: record.seq, ...rest } as unknown as Output;
+}
+
+/** The JSON text of an outbox record's event, built without re-serializing the body. */
+export function outputJson(record: { body: string; seq: number; id: string }): string {
+  // The body is stored as `{"type":...,"id":"...",<rest>}` without seq: splice seq in after id.
+  const marker = `"id":${JSON.stringify(record.id)}`;
+  const at = record.body.indexOf(marker);
+  if (at === -1) return JSON.stringify(outputOf(record));
+  const end = at + marker.length;
+  return `${record.body.slice(0, end)},"seq":${record.seq}${record.body.slice(end)}`;
+}
