@@ -98,7 +98,7 @@ describe('closing the store as the last step of a script', () => {
     // In a child with nothing else on its event loop (vitest's own keeps this one alive), from
     // the built store that `npm test` builds first.
     const path = join(tempDir().path, 'last.db');
-    const store = join(process.cwd(), 'dist/store/sqlite.js');
+    const store = join(process.cwd(), 'dist/store/sqlite/sqlite.js');
     const script = `const { SqliteStore } = await import(${JSON.stringify(store)});
       const s = new SqliteStore(${JSON.stringify(path)}, { now: 0 });
       await new Promise((resolve) => setTimeout(resolve, 300)); // the worker is up and idle
