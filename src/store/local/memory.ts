@@ -1,10 +1,9 @@
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
-import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
+import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
-import type {
-  AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from '../../ports.js';
+import { LocalStore, type WriteKind } from './local-store.js';
+import type { LeasedBatch, StoreOptions } from '../../ports.js';
 
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS
@@ -120,72 +119,35 @@ class MemoryRows implements Rows {
  * Volatile store: everything lives in this process and is gone on restart. Fast, and the
  * right choice for tests and throwaway setups; the service warns when it starts on it.
  */
-export class MemoryStore implements Store {
+export class MemoryStore extends LocalStore {
   readonly kind = 'memory';
   readonly durable = false;
-  readonly shared = false;
   private readonly rows = new MemoryRows();
-  private readonly state: LocalState;
-  private readonly listeners = new Set<(record: OutboxRecord) => void>();
-  /** The latest `now` seen, for stats that take no clock. */
-  private now = 0;
-  private closed = false;
 
   constructor(options: StoreOptions = {}) {
+    super();
     this.state = new LocalState(this.rows, {
       maxCorrelationGroups: options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS, tokenBase: 0, dead: 0,
     });
   }
 
-  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
-    this.use(now);
-    return this.state.admit(items, now);
+  /** Every change is done when it returns; a commit's record goes to the tail at once. */
+  protected async write<T>(run: () => T, kind?: WriteKind): Promise<T> {
+    const value = run();
+    if (kind === 'commit' && value) this.announce(value as unknown as OutboxRecord);
+    return value;
   }
 
-  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
-    this.use(now);
-    return this.state.correlation(key, now);
+  protected override use(now?: number): void {
+    if (this.closed) throw new Error('memory store is closed');
+    super.use(now);
   }
 
-  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    this.use(now);
-    const batches = this.state.claimDue(now, leaseMs, limit);
+  override async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    const batches = await super.claimDue(now, leaseMs, limit);
     // The batch objects are fresh; the parts are the stored ones: hand out copies.
     for (const batch of batches) batch.parts = batch.parts.map((part) => ({ ...part }));
     return batches;
-  }
-
-  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
-    this.use(now);
-    return this.state.renewLease(batch, now, leaseMs);
-  }
-
-  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    this.use(now);
-    const record = this.state.commit(batch, draft, now);
-    if (record) {
-      for (const listener of this.listeners) {
-        try {
-          listener({ ...record });
-        } catch {
-          // A listener's failure is its own; the record is committed either way.
-        }
-      }
-    }
-    return record;
-  }
-
-  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
-    this.use();
-    this.state.release(batch, retryAt);
-  }
-
-  async nextDeadline(): Promise<number | undefined> {
-    return this.state.buffers.nextDue();
-  }
-
-  async openBuffers(): Promise<number> {
-    return this.state.buffers.size;
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
@@ -202,13 +164,6 @@ export class MemoryStore implements Store {
 
   async lastSeq(): Promise<number> {
     return this.rows.seq;
-  }
-
-  tail(listener: (record: OutboxRecord) => void): () => void {
-    // A wrapper, so one listener subscribed twice is called twice and unsubscribed once each.
-    const wrapped = (record: OutboxRecord): void => listener(record);
-    this.listeners.add(wrapped);
-    return () => this.listeners.delete(wrapped);
   }
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
@@ -240,40 +195,9 @@ export class MemoryStore implements Store {
     return removed;
   }
 
-  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
-    this.use(now);
-    return this.state.claimPush(now, leaseMs, limit);
-  }
-
-  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
-    this.use(now);
-    return this.state.ackPush(lease, outcome, now);
-  }
-
-  async nextPushAt(): Promise<number | undefined> {
-    return this.state.pushes.nextDue();
-  }
-
-  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
-    return this.state.deliveryCounts();
-  }
-
   async deadLetters(limit: number): Promise<OutboxRecord[]> {
     this.use();
     return this.rows.deadRecords(undefined, limit).map(handOut);
-  }
-
-  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
-    this.use(now);
-    return this.state.requeueDead(id, limit, now);
-  }
-
-  claimStats(): { keys: number; evicted: number } {
-    return this.state.claims.stats();
-  }
-
-  correlationStats(): { groups: number; evicted: number } {
-    return this.state.correlationStats(this.now);
   }
 
   async ping(): Promise<void> {
@@ -282,10 +206,5 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {
     this.closed = true;
-  }
-
-  private use(now?: number): void {
-    if (this.closed) throw new Error('memory store is closed');
-    if (now !== undefined && now > this.now && now !== Infinity) this.now = now;
   }
 }

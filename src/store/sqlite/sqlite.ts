@@ -2,7 +2,6 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../errors.js';
-import type { CorrelationRecord } from '../../events/inbound.js';
 import type { OutboxDraft, OutboxRecord } from '../../ports.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
@@ -12,9 +11,8 @@ import { FileIdentity } from './identity.js';
 import { openOwned, type OwnedFile } from './open.js';
 import { loadState, loadStateInChunks, migrate } from './load.js';
 import { SqliteRows, schema, toRecord } from './rows.js';
-import type {
-  AdmitItem, AdmitVerdict, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
-} from '../../ports.js';
+import { LocalStore, type WriteKind } from '../local/local-store.js';
+import type { LeasedBatch, StoreOptions } from '../../ports.js';
 
 /** Outbox records deleted per write of a trim (see `trimOutbox`). */
 const TRIM_CHUNK = 128;
@@ -32,28 +30,22 @@ const TRIM_CHUNK = 128;
  *   a hashed key in a B-tree would cost a random page write per claim, the log a sequential one.
  * - `synchronous=NORMAL` in WAL mode survives a process crash (kill -9), not a power cut.
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends LocalStore {
   readonly kind = 'sqlite';
   readonly durable = true;
-  readonly shared = false;
   private readonly db: Database.Database;
   private readonly file: OwnedFile;
   /** Checkpoints the WAL off the event loop (none for `:memory:`). */
   readonly checkpointer: Checkpointer | undefined;
   private readonly rows: SqliteRows;
-  private state: LocalState;
   private readonly maxCorrelationGroups: number;
   private readonly groupTx;
   private readonly statements;
   private readonly writes: GroupCommit;
   /** Leases ended by the commits of the write being tried (held again if it rolls back, see `rebuild`). */
   private readonly ended: BufferHold[] = [];
-  private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
   private readonly identity: FileIdentity;
-  private closed = false;
-  /** The latest `now` seen, for stats and rebuilds that take no clock. */
-  private now: number;
 
   /** Fences and push tokens of this run start here (see the constructor). */
   private readonly tokenBase: number;
@@ -75,6 +67,7 @@ export class SqliteStore implements Store {
   }
 
   constructor(readonly path: string, options: StoreOptions & { now?: number } = {}, loadLater = false) {
+    super();
     this.now = options.now ?? Date.now();
     this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -160,49 +153,17 @@ export class SqliteStore implements Store {
     });
   }
 
-  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
-    this.use(now);
-    return this.writes.write(() => this.state.admit(items, now), false, true);
+  /** Changes go through the group commit: answered once durable, a commit's record announced then. */
+  protected write<T>(run: () => T, kind?: WriteKind): Promise<T> {
+    return this.writes.write(run, kind === 'commit', kind === 'admit');
   }
 
-  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
-    this.use();
-    return this.state.correlation(key, now);
-  }
-
-  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    this.use(now);
-    // Leases live in memory only: this file has one owner, and a restart ends every lease.
-    return this.state.claimDue(now, leaseMs, limit);
-  }
-
-  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
-    this.use(now);
-    return this.state.renewLease(batch, now, leaseMs);
-  }
-
-  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    this.use(now);
-    return this.writes.write(() => {
-      const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
-      const record = this.state.commit(batch, draft, now);
-      // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
-      if (record && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
-      return record;
-    }, true);
-  }
-
-  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
-    this.use();
-    return this.writes.write(() => this.state.release(batch, retryAt));
-  }
-
-  async nextDeadline(): Promise<number | undefined> {
-    return this.state.buffers.nextDue();
-  }
-
-  async openBuffers(): Promise<number> {
-    return this.state.buffers.size;
+  protected override committing(batch: LeasedBatch, draft: OutboxDraft, now: number): OutboxRecord | undefined {
+    const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
+    const record = super.committing(batch, draft, now);
+    // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
+    if (record && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
+    return record;
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
@@ -219,12 +180,6 @@ export class SqliteStore implements Store {
   async lastSeq(): Promise<number> {
     this.use();
     return (this.statements.lastSeq.get() as number | undefined) ?? 0;
-  }
-
-  tail(listener: (record: OutboxRecord) => void): () => void {
-    const wrapped = (record: OutboxRecord): void => listener(record);
-    this.listeners.add(wrapped);
-    return () => this.listeners.delete(wrapped);
   }
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
@@ -252,41 +207,9 @@ export class SqliteStore implements Store {
     }
   }
 
-  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
-    this.use(now);
-    return this.state.claimPush(now, leaseMs, limit);
-  }
-
-  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
-    this.use(now);
-    return this.writes.write(() => this.state.ackPush(lease, outcome, now));
-  }
-
-  async nextPushAt(): Promise<number | undefined> {
-    return this.state.pushes.nextDue();
-  }
-
-  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
-    return this.state.deliveryCounts();
-  }
-
   async deadLetters(limit: number): Promise<OutboxRecord[]> {
     this.use();
     return this.rows.deadRecords(undefined, limit);
-  }
-
-  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
-    this.use(now);
-    // Each call reads which records are dead inside its own write: two calls never move one twice.
-    return this.writes.write(() => this.state.requeueDead(id, limit, now));
-  }
-
-  claimStats(): { keys: number; evicted: number } {
-    return this.state.claims.stats();
-  }
-
-  correlationStats(): { groups: number; evicted: number } {
-    return this.state.correlationStats(this.now);
   }
 
   async ping(): Promise<void> {
@@ -308,10 +231,10 @@ export class SqliteStore implements Store {
     }
   }
 
-  private use(now?: number): void {
+  protected override use(now?: number): void {
     if (this.closed) throw new UnavailableError('store_closed', `SQLite store "${this.path}" is closed`, 5, { stage: 'store' });
     if (now === undefined) return;
-    if (now > this.now && now !== Infinity) this.now = now;
+    super.use(now);
     this.identity.check(now);
   }
 
@@ -330,16 +253,6 @@ export class SqliteStore implements Store {
     this.state = loadState(this.db, this.rows, this.now, this.maxCorrelationGroups, this.state.lastToken);
     for (const hold of buffers) this.state.buffers.adopt(hold);
     for (const { sessionKey, lease } of pushes) this.state.pushes.adopt(sessionKey, lease);
-  }
-
-  private announce(record: OutboxRecord): void {
-    for (const listener of this.listeners) {
-      try {
-        listener({ ...record });
-      } catch {
-        // A listener's failure is its own; the record is committed either way.
-      }
-    }
   }
 }
 

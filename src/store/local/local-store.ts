@@ -1,0 +1,135 @@
+import type { CorrelationRecord } from '../../events/inbound.js';
+import type { LocalState } from './local-state.js';
+import type {
+  AdmitItem, AdmitVerdict, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
+} from '../../ports.js';
+
+/** What a write does, so a store can order and announce it: an admission, a batch's commit, or another change. */
+export type WriteKind = 'admit' | 'commit' | 'other';
+
+/**
+ * The stores owned by one process (memory, SQLite): every role of `Store` is the same
+ * `LocalState` behind it, and a backend says only how a change is written (`write`), what a
+ * call checks first (`use`) and how its outbox is read and trimmed.
+ */
+export abstract class LocalStore implements Store {
+  abstract readonly kind: string;
+  abstract readonly durable: boolean;
+  readonly shared = false;
+  /** Set by the backend's constructor (and replaced when SQLite rebuilds it from its rows). */
+  protected state!: LocalState;
+  /** The latest `now` seen, for stats (and SQLite's rebuilds) that take no clock. */
+  protected now = 0;
+  protected closed = false;
+  private readonly listeners = new Set<(record: OutboxRecord) => void>();
+
+  /** Run one change of `state` and answer once it is as durable as this store makes anything. */
+  protected abstract write<T>(run: () => T, kind?: WriteKind): Promise<T>;
+
+  /** Checks before any call (a closed store, a replaced file); `now` advances the store's clock. */
+  protected use(now?: number): void {
+    if (now !== undefined && now > this.now && now !== Infinity) this.now = now;
+  }
+
+  /** The change a commit makes (SQLite also remembers the lease it ended). */
+  protected committing(batch: LeasedBatch, draft: OutboxDraft, now: number): OutboxRecord | undefined {
+    return this.state.commit(batch, draft, now);
+  }
+
+  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
+    this.use(now);
+    return this.write(() => this.state.admit(items, now), 'admit');
+  }
+
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    this.use(now);
+    return this.state.correlation(key, now);
+  }
+
+  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    this.use(now);
+    // Leases live in memory only: one process owns these rows, and a restart ends every lease.
+    return this.state.claimDue(now, leaseMs, limit);
+  }
+
+  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
+    this.use(now);
+    return this.state.renewLease(batch, now, leaseMs);
+  }
+
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    this.use(now);
+    return this.write(() => this.committing(batch, draft, now), 'commit');
+  }
+
+  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
+    this.use();
+    return this.write(() => this.state.release(batch, retryAt));
+  }
+
+  async nextDeadline(): Promise<number | undefined> {
+    return this.state.buffers.nextDue();
+  }
+
+  async openBuffers(): Promise<number> {
+    return this.state.buffers.size;
+  }
+
+  tail(listener: (record: OutboxRecord) => void): () => void {
+    // A wrapper, so one listener subscribed twice is called twice and unsubscribed once each.
+    const wrapped = (record: OutboxRecord): void => listener(record);
+    this.listeners.add(wrapped);
+    return () => this.listeners.delete(wrapped);
+  }
+
+  /** A committed record goes to every tail listener, each with a copy of its own. */
+  protected announce(record: OutboxRecord): void {
+    for (const listener of this.listeners) {
+      try {
+        listener({ ...record });
+      } catch {
+        // A listener's failure is its own; the record is committed either way.
+      }
+    }
+  }
+
+  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
+    this.use(now);
+    return this.state.claimPush(now, leaseMs, limit);
+  }
+
+  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
+    this.use(now);
+    return this.write(() => this.state.ackPush(lease, outcome, now));
+  }
+
+  async nextPushAt(): Promise<number | undefined> {
+    return this.state.pushes.nextDue();
+  }
+
+  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
+    return this.state.deliveryCounts();
+  }
+
+  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
+    this.use(now);
+    // Each call reads which records are dead inside its own write: two calls never move one twice.
+    return this.write(() => this.state.requeueDead(id, limit, now));
+  }
+
+  claimStats(): { keys: number; evicted: number } {
+    return this.state.claims.stats();
+  }
+
+  correlationStats(): { groups: number; evicted: number } {
+    return this.state.correlationStats(this.now);
+  }
+
+  abstract outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
+  abstract outboxGet(id: string): Promise<OutboxRecord | undefined>;
+  abstract lastSeq(): Promise<number>;
+  abstract trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
+  abstract deadLetters(limit: number): Promise<OutboxRecord[]>;
+  abstract ping(): Promise<void>;
+  abstract close(): Promise<void>;
+}
