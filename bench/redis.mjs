@@ -11,9 +11,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../dist/store/redis/redis.js';
-import { ADMIT_LUA } from '../dist/store/redis/lua-admit.js';
-import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA } from '../dist/store/redis/lua-flush.js';
-import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from '../dist/store/redis/lua-outbox.js';
+import { scripts as luaScripts } from '../dist/store/redis/scripts.js';
 import { cpuTicks, median, newSessionRequests, start as startServer, startRedisServer as startRedis } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -75,11 +73,12 @@ console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, nod
 
 // --- 2. round trips and Redis commands per message ------------------------------------------
 {
-  const sha = (lua) => createHash('sha1').update(lua).digest('hex');
+  const sha = (text) => createHash('sha1').update(text).digest('hex');
+  const lua = luaScripts();
   const scripts = new Map(Object.entries({
-    admit: ADMIT_LUA, claimDue: CLAIM_DUE_LUA, renew: RENEW_LUA, commit: COMMIT_LUA, release: RELEASE_LUA, earliest: EARLIEST_LUA,
-    read: READ_LUA, trim: TRIM_LUA, claimPush: CLAIM_PUSH_LUA, ackPush: ACK_PUSH_LUA, requeueDead: REQUEUE_DEAD_LUA, stats: STATS_LUA,
-  }).map(([name, lua]) => [sha(lua), name]));
+    admit: lua.aiAdmit, claimDue: lua.aiClaimDue, renew: lua.aiRenew, commit: lua.aiCommit, release: lua.aiRelease, earliest: lua.aiEarliest,
+    read: lua.aiRead, trim: lua.aiTrim, claimPush: lua.aiClaimPush, ackPush: lua.aiAckPush, requeueDead: lua.aiRequeueDead, stats: lua.aiStats,
+  }).map(([name, text]) => [sha(text), name]));
   const N = 2000;
   const redis = await startRedisServer();
   const server = await start(redisTarget(redis, { INTAKE_DEBOUNCE_WINDOW_MS: '100' }));

@@ -3,7 +3,7 @@
 // starts at once from the build made at install time (`prepare`) and still never runs stale code.
 // `--force` builds anyway (`npm run build`). The build's start time is kept in dist/.build-stamp.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, rmSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +40,11 @@ try {
 // The stamp carries the time the build started: a source saved during the build is newer than it.
 const started = new Date();
 if (built >= 0 && !force) console.error(`agent-intake: ${changed.join(', ')} changed since the last build; rebuilding`);
+// A clean folder: a module removed from src/ must not live on in dist/.
+rmSync(join(root, 'dist'), { recursive: true, force: true });
 const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 if (result.status !== 0) process.exit(result.status ?? 1);
+// tsc emits only code: the Redis store's Lua scripts are read from beside it at run time.
+cpSync(join(root, 'src'), join(root, 'dist'), { recursive: true, filter: (path) => statSync(path).isDirectory() || path.endsWith('.lua') });
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

@@ -1,7 +1,7 @@
 import { execSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 
-/** Child-process tests run the built service (`dist/main.js`); build it when missing. */
+/** Child-process tests run the built service (`dist/main.js`); build it when missing or older than the sources. */
 export default function setup(): void {
-  if (!existsSync('dist/main.js')) execSync('npx tsc -p tsconfig.build.json', { stdio: 'inherit' });
+  // The same build as `npm run build` (code and the Redis store's Lua), when missing or stale.
+  execSync('node scripts/ensure-build.mjs', { stdio: 'inherit' });
 }

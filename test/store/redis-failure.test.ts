@@ -2,7 +2,9 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isIntakeError } from '../../src/errors.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
-import { CLAIM_DUE_LUA, UNCLAIM_LUA } from '../../src/store/redis/lua-flush.js';
+import { scripts } from '../../src/store/redis/scripts.js';
+
+const { aiClaimDue: CLAIM_DUE_LUA, aiUnclaim: UNCLAIM_LUA } = scripts();
 import type { AdmitItem } from '../../src/ports.js';
 import { draft, item as fixture } from './fixtures.js';
 import { type RedisServer, startRedis } from './redis-server.js';

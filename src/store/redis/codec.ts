@@ -49,7 +49,7 @@ export function verdictsOf(items: readonly AdmitItem[], reply: Reply[]): AdmitVe
   });
 }
 
-/** A buffer list element (see lua-buffer.ts): the part JSON after the header line. */
+/** A buffer list element (see lua/include/prelude.lua): the part JSON after the header line. */
 export function partOf(element: string): BufferedPart {
   return JSON.parse(element.slice(element.indexOf('\n') + 1)) as BufferedPart;
 }

@@ -1,25 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { ADMIT_LUA } from './lua-admit.js';
-import { CLAIM_DUE_LUA, COMMIT_LUA, EARLIEST_LUA, RELEASE_LUA, RENEW_LUA, UNCLAIM_LUA } from './lua-flush.js';
-import { ACK_PUSH_LUA, CLAIM_PUSH_LUA, READ_LUA, REQUEUE_DEAD_LUA, STATS_LUA, TRIM_LUA } from './lua-outbox.js';
+import { scripts, type ScriptName } from './scripts.js';
 
-const SCRIPTS = {
-  aiAdmit: ADMIT_LUA,
-  aiClaimDue: CLAIM_DUE_LUA,
-  aiUnclaim: UNCLAIM_LUA,
-  aiRenew: RENEW_LUA,
-  aiCommit: COMMIT_LUA,
-  aiRelease: RELEASE_LUA,
-  aiEarliest: EARLIEST_LUA,
-  aiRead: READ_LUA,
-  aiTrim: TRIM_LUA,
-  aiClaimPush: CLAIM_PUSH_LUA,
-  aiAckPush: ACK_PUSH_LUA,
-  aiRequeueDead: REQUEUE_DEAD_LUA,
-  aiStats: STATS_LUA,
-} as const;
-
-export type ScriptName = keyof typeof SCRIPTS;
+export type { ScriptName };
 
 /** A connection with the store's scripts: each takes the key prefix as its one key. */
 export type ScriptedRedis = Redis & {
@@ -37,7 +19,7 @@ export interface ConnectionLogger {
  */
 export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger): ScriptedRedis {
   const client = new Redis(url, { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options });
-  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua, numberOfKeys: 1 });
+  for (const [name, lua] of Object.entries(scripts())) client.defineCommand(name, { lua, numberOfKeys: 1 });
   let failing = false;
   client.on('error', (error: Error) => {
     if (failing) return;

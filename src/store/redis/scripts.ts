@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * The store's Lua scripts, one `.lua` file each under `lua/` (shared functions under
+ * `lua/include/`), read once when the first connection opens. A line `-- @include <name>`
+ * puts `lua/include/<name>.lua` in its place, each file once per script (as BullMQ does);
+ * the build copies the folder beside the compiled code.
+ */
+const FILES = {
+  aiAdmit: 'admit',
+  aiClaimDue: 'claim-due',
+  aiUnclaim: 'unclaim',
+  aiRenew: 'renew',
+  aiCommit: 'commit',
+  aiRelease: 'release',
+  aiEarliest: 'earliest',
+  aiRead: 'read',
+  aiTrim: 'trim',
+  aiClaimPush: 'claim-push',
+  aiAckPush: 'ack-push',
+  aiRequeueDead: 'requeue-dead',
+  aiStats: 'stats',
+} as const;
+
+export type ScriptName = keyof typeof FILES;
+
+const folder = new URL('./lua/', import.meta.url);
+let loaded: Record<ScriptName, string> | undefined;
+
+function read(path: string): string {
+  try {
+    return readFileSync(new URL(path, folder), 'utf8');
+  } catch (error) {
+    throw new Error(`Redis store: cannot read its Lua script ${new URL(path, folder).pathname} (${(error as Error).message}); rebuild with \`npm run build\``);
+  }
+}
+
+/** A script's text with its includes in place. */
+export function scriptText(file: string): string {
+  const included = new Set<string>();
+  const expand = (text: string): string =>
+    text.replace(/^-- @include ([\w-]+)[ \t]*$/gm, (_line, name: string) => {
+      if (included.has(name)) return `-- (${name} included above)`;
+      included.add(name);
+      return expand(read(`include/${name}.lua`)).trimEnd();
+    });
+  return expand(read(`${file}.lua`));
+}
+
+/** Every script by the command name it is defined under. */
+export function scripts(): Record<ScriptName, string> {
+  loaded ??= Object.fromEntries(
+    Object.entries(FILES).map(([name, file]) => [name, scriptText(file)]),
+  ) as Record<ScriptName, string>;
+  return loaded;
+}
