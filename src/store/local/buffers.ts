@@ -1,6 +1,7 @@
 import type { BufferedPart } from '../../events/inbound.js';
 import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
+import { batchOf, closeAt } from '../rules/close.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {
@@ -97,29 +98,9 @@ export class Buffers {
     return buffer;
   }
 
-  /**
-   * How many leading parts make the next batch: up to and including the first command, or the
-   * part whose unit reached `maxMessages`; all of them when neither happened. Parts past it
-   * arrived after the buffer closed and start the next batch.
-   */
+  /** How many leading parts make the next batch (the store rule, `batchOf`). */
   batchSize(buffer: OpenBuffer): { size: number; closed?: 'command' | 'count' } {
-    const { parts } = buffer;
-    // Fewer parts than maxMessages means fewer units: only a command can close the batch, and
-    // no set of units is built (the common case, on every admission).
-    const units = parts.length < buffer.rule.maxMessages ? undefined : new Set<string>();
-    for (let i = 0; i < parts.length; i++) {
-      const part = parts[i] as PartMeta;
-      if (part.closes) return { size: i + 1, closed: 'command' };
-      if (!units) continue;
-      units.add(part.unit);
-      if (units.size >= buffer.rule.maxMessages) {
-        // An album's later photos belong with its first: extend over the same unit.
-        let end = i + 1;
-        while (end < parts.length && units.has((parts[end] as PartMeta).unit) && !(parts[end] as PartMeta).closes) end++;
-        return { size: end, closed: 'count' };
-      }
-    }
-    return { size: parts.length };
+    return batchOf(buffer.parts, buffer.rule.maxMessages);
   }
 
   /**
@@ -132,9 +113,7 @@ export class Buffers {
     if (closed) return { deadline: Math.min(now, (buffer.parts[size - 1] as PartMeta).receivedAt), reason: closed };
     let lastAt = -Infinity;
     for (const part of buffer.parts) lastAt = Math.max(lastAt, part.receivedAt);
-    const quietAt = lastAt + buffer.rule.windowMs;
-    const hardAt = (buffer.parts[0] as PartMeta).receivedAt + buffer.rule.maxWaitMs;
-    return quietAt <= hardAt ? { deadline: quietAt, reason: 'window' } : { deadline: hardAt, reason: 'max_wait' };
+    return closeAt((buffer.parts[0] as PartMeta).receivedAt, lastAt, buffer.rule);
   }
 
   /**

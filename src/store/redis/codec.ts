@@ -3,8 +3,8 @@ import { type BufferedPart, type CorrelationRecord, type EventKind } from '../..
 import type { AdmitItem, AdmitVerdict } from '../../ports.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
-export function admitArgs(items: readonly AdmitItem[], maxGroups: number): string[] {
-  const args = [String(maxGroups), String(items.length)];
+export function admitArgs(items: readonly AdmitItem[], maxGroups: number, now = ''): string[] {
+  const args = [now, String(maxGroups), String(items.length)];
   for (const item of items) {
     const step = item.correlation;
     if (step) {

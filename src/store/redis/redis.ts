@@ -22,6 +22,11 @@ export interface RedisStoreOptions extends StoreOptions {
   /** Replicas that must hold each admit and commit before it resolves (`WAIT`). @default 0 */
   waitReplicas?: number;
   logger?: ConnectionLogger;
+  /**
+   * Whose clock stamps arrivals and debounce deadlines: `server` (Redis `TIME`: one clock for
+   * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
+   */
+  clock?: 'server' | 'caller';
 }
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
@@ -36,15 +41,7 @@ const MAX_UNANSWERED = 1000;
 const STATS_EVERY_MS = 1000;
 
 /*
- * Keys, all under `{<keyPrefix>}:` (one Cluster slot):
- *   c:<claim> STRING PX, cs:<space> ZSET claim -> expiry (cap + stats), corr:<key> LIST PX and
- *   corrs ZSET (cap + stats), pid / fence / seq / ptoken INCR, buf:<debounceKey> LIST of parts,
- *   bm:<debounceKey> HASH meta, bu:<debounceKey> SET of units, due ZSET (deadline, or lease end),
- *   lock:<session> `<fence> <heldUntil> <debounceKey>` PX (a day), wait:<session> SET of buffers waiting for the lock,
- *   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
- *   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
- *   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
- *   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour).
+ * Keys: all under `{<keyPrefix>}:` (one Cluster slot), listed in lua/include/prelude.lua.
  *
  * Durability: "resolves once durable" holds as far as the server's settings promise. With
  * AOF `everysec` a host crash can lose the last second of acknowledged admissions; use
@@ -65,6 +62,7 @@ export class RedisStore implements Store {
   readonly durable = true;
   readonly shared = true;
   private readonly prefix: string;
+  private readonly callerClock: boolean;
   private readonly maxGroups: number;
   private readonly commandTimeoutMs: number;
   /** Webhook admission and readiness: fails fast while Redis is away. */
@@ -84,6 +82,7 @@ export class RedisStore implements Store {
 
   private constructor(url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
+    this.callerClock = options.clock === 'caller';
     this.maxGroups = options.maxCorrelationGroups ?? 4096;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.replicas = new ReplicaWaits(options.waitReplicas ?? 0, this.commandTimeoutMs);
@@ -121,11 +120,11 @@ export class RedisStore implements Store {
 
   // --- admission -------------------------------------------------------------------------
 
-  async admit(items: readonly AdmitItem[], _now: number): Promise<AdmitVerdict[]> {
+  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
     if (items.length === 0) return [];
     for (const item of items) for (const claim of item.claims) this.claimSpaces.add(claim.space);
     try {
-      const reply = (await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups))) as Parameters<typeof verdictsOf>[1];
+      const reply = (await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups, this.callerClock ? clock(now) : ''))) as Parameters<typeof verdictsOf>[1];
       await this.replicas.held(this.ingest);
       return verdictsOf(items, reply);
     } catch (error) {

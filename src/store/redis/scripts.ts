@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /**
  * The store's Lua scripts, one `.lua` file each under `lua/` (shared functions under
  * `lua/include/`), read once when the first connection opens. A line `-- @include <name>`
- * puts `lua/include/<name>.lua` in its place, each file once per script (as BullMQ does);
- * the build copies the folder beside the compiled code.
+ * puts `lua/include/<name>.lua` in its place, or the store's shared rule `../rules/<name>.lua`
+ * (kept beside its TypeScript twin), each file once per script (as BullMQ does); the build
+ * copies the `.lua` files beside the compiled code.
  */
 const FILES = {
   aiAdmit: 'admit',
@@ -35,6 +36,11 @@ function read(path: string): string {
   }
 }
 
+/** An include's text: `lua/include/<name>.lua`, else the shared rule `store/rules/<name>.lua`. */
+function include(name: string): string {
+  return existsSync(new URL(`include/${name}.lua`, folder)) ? read(`include/${name}.lua`) : read(`../../rules/${name}.lua`);
+}
+
 /** A script's text with its includes in place. */
 export function scriptText(file: string): string {
   const included = new Set<string>();
@@ -42,7 +48,7 @@ export function scriptText(file: string): string {
     text.replace(/^-- @include ([\w-]+)[ \t]*$/gm, (_line, name: string) => {
       if (included.has(name)) return `-- (${name} included above)`;
       included.add(name);
-      return expand(read(`include/${name}.lua`)).trimEnd();
+      return expand(include(name)).trimEnd();
     });
   return expand(read(`${file}.lua`));
 }

@@ -1,7 +1,8 @@
 -- One webhook delivery, all its items, in one script (one round trip, atomic). The time is
--- the server's (`TIME`): every instance stamps arrivals and deadlines with one clock.
+-- the server's (`TIME`): every instance stamps arrivals and deadlines with one clock (a
+-- store opened with `clock: 'caller'` passes its own, for tests on a fake clock).
 --
--- ARGV: maxCorrelationGroups, item count, then per item (see `admitArgs` in admit-args.ts):
+-- ARGV: now ('' = server time), maxCorrelationGroups, item count, then per item (see `admitArgs` in codec.ts):
 --   hasCorrelation, [key, kind, windowMs, time, toleranceS, channel, botId, hasBot,
 --   platformId, hasPlatformId, deliveryJson], claim count, [key, space, ttlMs, maxKeys]...,
 --   debounceKey, sessionKey, partJson (no id), unit ('' = the part), windowMs, maxWaitMs,
@@ -9,11 +10,11 @@
 -- Returns per item: {'accepted', partId, deadline, group} | {'claimed', index}
 --   | {'correlated', retry, group}, where group is the correlation list ({} when none).
 -- @include prelude
--- @include close-at
-local now = redisNow()
-local maxGroups = tonumber(ARGV[1])
-local items = tonumber(ARGV[2])
-local i = 3
+-- @include close
+local now = nowOf(ARGV[1])
+local maxGroups = tonumber(ARGV[2])
+local items = tonumber(ARGV[3])
+local i = 4
 local function arg() local v = ARGV[i]; i = i + 1; return v end
 
 -- A sorted set of live keys by expiry: drop expired members and evict the oldest past the
@@ -114,9 +115,11 @@ for n = 1, items do
     end
     redis.call('SADD', bu, unit)
     local deadline, reason
-    if closeNow then deadline, reason = now, 'command'
-    elseif m[3] == 'command' or m[3] == 'count' then deadline, reason = tonumber(m[4]), m[3]
-    else deadline, reason = closeAt(redis.call('SCARD', bu), firstAt, now, window, maxWait, maxMessages) end
+    -- a buffer already closed stays closed: this part waits behind the cut for the next batch
+    if m[3] == 'command' or m[3] == 'count' then deadline, reason = tonumber(m[4]), m[3]
+    elseif closeNow then deadline, reason = now, 'command'
+    elseif redis.call('SCARD', bu) >= maxMessages then deadline, reason = now, 'count'
+    else deadline, reason = closeAt(firstAt, now, window, maxWait) end
     redis.call('HSET', bm, 'lastAt', int(now), 'deadline', int(deadline), 'reason', reason)
     -- a leased buffer stays scored at its lease, a retrying one at its retry time; the flush
     -- re-arms it from what remains

@@ -9,31 +9,11 @@
 -- Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts}.
 -- @include prelude
 -- @include lock
+-- @include close
 local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
 local due = P .. 'due'
 local claimKey = P .. 'claim:' .. token
 if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
--- The next batch: parts up to the first command, or up to the part whose unit reached
--- maxMessages (later parts of that album included); parts past it arrived after the buffer
--- closed and wait for the next batch.
-local function batchOf(parts, maxMessages)
-  local units, count = {}, 0
-  for i, p in ipairs(parts) do
-    local c, unit = string.match(p, '^%d+ (%d) ([^\n]*)')
-    if c == '1' then return i end
-    if not units[unit] then units[unit] = true; count = count + 1 end
-    if count >= maxMessages then
-      local j = i
-      while j < #parts do
-        local c2, u2 = string.match(parts[j + 1], '^%d+ (%d) ([^\n]*)')
-        if c2 == '1' or not units[u2] then break end
-        j = j + 1
-      end
-      return j
-    end
-  end
-  return #parts
-end
 local function batchFor(dk, maxMessages)
   local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
   local batch = {}

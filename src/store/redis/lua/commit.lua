@@ -2,7 +2,7 @@
 -- record id, record sessionKey, createdAt, state, draft JSON.
 -- Returns {seq, now}, or false for a stale fence.
 -- @include prelude
--- @include close-at
+-- @include close
 -- @include release-session
 -- @include rearm
 local dk, session, fence, k, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), nowOf(ARGV[5])

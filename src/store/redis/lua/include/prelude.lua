@@ -6,6 +6,16 @@
 -- where `unit` is `u<JSON string>` (a caller's unit, JSON-quoted so it holds no newline) or
 -- `p<partId>`. The header lets a script re-arm a buffer from the parts left after a flush
 -- without decoding any JSON.
+--
+-- Keys, all under `{<keyPrefix>}:` (one Cluster slot):
+--   c:<claim> STRING PX, cs:<space> ZSET claim -> expiry (cap + stats), corr:<key> LIST PX and
+--   corrs ZSET (cap + stats), pid / fence / seq / ptoken INCR, buf:<debounceKey> LIST of parts,
+--   bm:<debounceKey> HASH meta, bu:<debounceKey> SET of units, due ZSET (deadline, or lease end),
+--   lock:<session> `<fence> <heldUntil> <debounceKey>` PX (a day), wait:<session> SET of buffers waiting for the lock,
+--   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
+--   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
+--   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
+--   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()

@@ -8,19 +8,19 @@ local function rearm(dk)
     return
   end
   redis.call('DEL', bu)
-  local firstAt, lastAt, commandAt
+  local r = redis.call('HMGET', bm, 'window', 'maxWait', 'maxMessages')
+  local firstAt, lastAt
   for _, p in ipairs(parts) do
-    local at, c, unit = string.match(p, '^(%d+) (%d) ([^\n]*)')
-    at = tonumber(at)
-    firstAt = firstAt or at
-    lastAt = at
-    if c == '1' and not commandAt then commandAt = at end
+    local at, unit = string.match(p, '^(%d+) %d ([^\n]*)')
+    firstAt = firstAt or tonumber(at)
+    lastAt = tonumber(at)
     redis.call('SADD', bu, unit)
   end
-  local r = redis.call('HMGET', bm, 'window', 'maxWait', 'maxMessages')
+  -- closed when the part that closed the next batch arrived; else by the window or maxWait
+  local size, closed = batchOf(parts, tonumber(r[3]))
   local deadline, reason
-  if commandAt then deadline, reason = commandAt, 'command'
-  else deadline, reason = closeAt(redis.call('SCARD', bu), firstAt, lastAt, tonumber(r[1]), tonumber(r[2]), tonumber(r[3])) end
+  if closed then deadline, reason = tonumber(string.match(parts[size], '^(%d+)')), closed
+  else deadline, reason = closeAt(firstAt, lastAt, tonumber(r[1]), tonumber(r[2])) end
   redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
   redis.call('HSET', bm, 'firstAt', int(firstAt), 'lastAt', int(lastAt), 'deadline', int(deadline), 'reason', reason)
   redis.call('ZADD', P .. 'due', deadline, dk)
