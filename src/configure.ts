@@ -13,3 +13,12 @@ export type LoadConfigOptions = Omit<LoadOptions, 'adapters'> & Partial<Pick<Loa
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   return loadConfigWith({ adapters, ...options });
 }
+
+/** The Config `createIntake` runs on: the one given, else loaded from its file/env options. */
+export function configOf(options: { config?: Config; configFile?: Record<string, unknown>; env?: LoadOptions['env']; cwd?: string }): Config {
+  return options.config ?? loadConfig({
+    ...(options.configFile ? { file: options.configFile } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
+}

@@ -1,17 +1,14 @@
-import compose from 'koa-compose';
-import type Koa from 'koa';
 import pino from 'pino';
 import { admissionPlanner } from './admission.js';
 import { Channels } from './channels.js';
 import { systemClock } from './clock.js';
-import { loadConfig } from './configure.js';
+import { configOf } from './configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord } from './correlate/bots.js';
 import { flushGridMs } from './debounce/grid.js';
 import { FlushScheduler } from './debounce/scheduler.js';
 import { Outlet } from './emit/outlet.js';
 import { createOutput } from './emit/stage.js';
 import type { CorrelationRecord, InboundEvent } from './events/inbound.js';
-import type { Output } from './events/output.js';
 import type { TraceEntry } from './events/trace.js';
 import { Gate } from './gate.js';
 import { Handlers } from './handlers/routes.js';
@@ -22,11 +19,12 @@ import { createAdmit } from './ingest/admit.js';
 import type { CreateIntakeOptions, Intake } from './intake-api.js';
 import { KEEP_SETTLED_MS, MediaStage } from './media/index.js';
 import { Metrics } from './metrics/index.js';
-import { operations } from './operations.js';
+import { operations, pushAttempts } from './operations.js';
 import { createPipeline, type InboundMiddleware } from './pipeline.js';
 import { AgentPush } from './push/agent-push.js';
 import { Retention } from './retention.js';
 import { openStore } from './store/index.js';
+import { exposeIntake } from './surface.js';
 import { traceOf } from './trace/answer.js';
 import { Trail } from './trace/trail.js';
 
@@ -43,11 +41,7 @@ const SHARED_POLL_MS = 250;
  */
 export async function createIntake(options: CreateIntakeOptions = {}): Promise<Intake> {
   // What touches the world: config, clock, logger, metrics, store.
-  const config = options.config ?? loadConfig({
-    ...(options.configFile ? { file: options.configFile } : {}),
-    ...(options.env ? { env: options.env } : {}),
-    ...(options.cwd ? { cwd: options.cwd } : {}),
-  });
+  const config = configOf(options);
   const cwd = options.cwd ?? process.cwd();
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? pino({ level: config.logLevel });
@@ -102,15 +96,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     ? new AgentPush({
       config: config.agent, queue: store, clock, logger, ...polling,
       ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
-      onAttempt: (pushed, outcome) => {
-        metrics.deliveryResult(pushed.channel, outcome.state === 'retry' ? 'retried' : outcome.state);
-        if (outcome.state === 'delivered') metrics.deliveryLatency.observe((clock.now() - pushed.createdAt) / 1000);
-        record({
-          at: clock.now(), channel: pushed.channel, kind: 'delivery', id: pushed.id, seq: pushed.seq, sessionKey: pushed.sessionKey,
-          state: outcome.state === 'retry' ? 'pending' : outcome.state, attempts: outcome.attempts,
-          ...(outcome.state === 'delivered' ? {} : { lastError: outcome.lastError }),
-        });
-      },
+      onAttempt: pushAttempts(clock, metrics, record),
     })
     : undefined;
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
@@ -166,45 +152,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await scheduler.start();
   retention.start();
 
-  const intake: Intake = {
-    app, config, store, metrics,
-    middleware: () => compose(app.middleware) as Koa.Middleware,
-    ingest: pipeline.inbound,
-    use(middleware) {
-      if (typeof middleware !== 'function') throw new TypeError('intake.use() takes a function (event, next) => ...');
-      chain.push(middleware);
-      return intake;
-    },
-    on(event, listener) {
-      outlet.emitter.on(event, listener as (output: Output) => unknown);
-      return intake;
-    },
-    off(event, listener) {
-      outlet.emitter.off(event, listener as (output: Output) => unknown);
-      return intake;
-    },
-    handle(route, fn) {
-      handlers.handle(route, fn);
-      return intake;
-    },
-    correlation: (event) => groups.get(event) ?? soloRecord(event),
-    botsForEvent: (event) => botsOf(groups.get(event), event),
-    mentionedBots: (event) => bots.mentionedBots(event),
-    pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
-    correlationStats: ops.correlationStats,
-    settle: () => scheduler.idle(),
-    async close() {
-      if (gate.closing) return;
-      retention.close();
-      // Deliveries already being admitted are answered 200 and must be in the last flush.
-      await gate.close();
-      // Downloads are aborted first: text-only batches still flush now, batches waiting for
-      // media fail their one attempt and stay in the store for the next start.
-      await media.close();
-      await scheduler.close(!store.shared);
-      await push?.close();
-      await store.close();
-    },
-  };
-  return intake;
+  return exposeIntake({
+    app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
+    gate, media, scheduler, push, retention,
+  });
 }

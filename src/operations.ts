@@ -1,10 +1,12 @@
+import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import type { FlushScheduler } from './debounce/scheduler.js';
 import type { Gate } from './gate.js';
 import type { StreamHub } from './http/event-stream.js';
 import type { Metrics } from './metrics/index.js';
+import type { TraceEntry } from './events/trace.js';
 import type { Store } from './ports.js';
-import type { AgentPush } from './push/agent-push.js';
+import type { AgentPush, AgentPushOptions } from './push/agent-push.js';
 
 export interface OperationsOptions {
   config: Config;
@@ -68,4 +70,17 @@ export function operations(options: OperationsOptions) {
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
 
   return { readiness, stats, correlationStats };
+}
+
+/** Every push attempt, counted, timed and written to the trail. */
+export function pushAttempts(clock: Clock, metrics: Metrics, record: (entry: Omit<TraceEntry, 'n'>) => void): NonNullable<AgentPushOptions['onAttempt']> {
+  return (pushed, outcome) => {
+    metrics.deliveryResult(pushed.channel, outcome.state === 'retry' ? 'retried' : outcome.state);
+    if (outcome.state === 'delivered') metrics.deliveryLatency.observe((clock.now() - pushed.createdAt) / 1000);
+    record({
+      at: clock.now(), channel: pushed.channel, kind: 'delivery', id: pushed.id, seq: pushed.seq, sessionKey: pushed.sessionKey,
+      state: outcome.state === 'retry' ? 'pending' : outcome.state, attempts: outcome.attempts,
+      ...(outcome.state === 'delivered' ? {} : { lastError: outcome.lastError }),
+    });
+  };
 }

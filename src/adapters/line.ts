@@ -22,7 +22,7 @@ export const line = defineAdapter({
   namespace: 'line',
   secret: { setting: 'channelSecret', required: true },
   settings,
-  // PLATFORMS.md gives no redelivery horizon for LINE: today's exact-id window (dedup.idTtlMs).
+  // LINE's Messaging API docs give no redelivery horizon: today's exact-id window (dedup.idTtlMs).
   retryHorizonMs: 300_000,
   create: lineAdapter,
 });

@@ -70,7 +70,7 @@ export const onebot = defineAdapter({
   namespace: 'qq',
   secret: { setting: 'secret', required: true },
   settings,
-  // PLATFORMS.md: go-cqhttp retries a post 3 times; no horizon given: today's exact-id window
+  // go-cqhttp's docs: it retries a post 3 times; no horizon given: today's exact-id window
   // (dedup.idTtlMs).
   retryHorizonMs: 300_000,
   create: onebotAdapter,

@@ -24,7 +24,7 @@ export const slack = defineAdapter({
   namespace: 'slack',
   secret: { setting: 'signingSecret', required: true },
   settings,
-  // CONTRACT §8 and PLATFORMS.md: retries immediately, after 1 min and after 5 min, so the
+  // Slack's Events API docs: it retries immediately, after 1 min and after 5 min, so the
   // last lands about 5 min after the first delivery.
   retryHorizonMs: 300_000,
   create: slackAdapter,

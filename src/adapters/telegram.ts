@@ -24,7 +24,7 @@ export const telegram = defineAdapter({
   namespace: 'tg',
   secret: { setting: 'secretToken', required: true },
   settings,
-  // PLATFORMS.md: Telegram retries "a reasonable amount" and gives no horizon: today's
+  // Telegram's Bot API docs: it retries "a reasonable amount" and gives no horizon: today's
   // exact-id window (dedup.idTtlMs).
   retryHorizonMs: 300_000,
   create: telegramAdapter,

@@ -26,7 +26,7 @@ export const whatsapp = defineAdapter({
   namespace: 'wa',
   secret: { setting: 'appSecret', required: true },
   settings,
-  // PLATFORMS.md: a non-2xx delivery is retried with backoff for up to 7 days.
+  // WhatsApp Cloud API docs: a non-2xx delivery is retried with backoff for up to 7 days.
   retryHorizonMs: 7 * 24 * 3_600_000,
   create: whatsappAdapter,
 });
