@@ -49,4 +49,11 @@ describe('the layout of src/', () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it('has nothing outside src/testing importing the test kit', () => {
+    const wrong = files
+      .filter((file) => placeOf(file) !== 'testing')
+      .flatMap((file) => importsOf(file).filter((target) => placeOf(target) === 'testing').map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+    expect(wrong).toEqual([]);
+  });
 });

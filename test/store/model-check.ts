@@ -1,6 +1,6 @@
 import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/ports.js';
 import { seeded } from '../adapters/fuzz.js';
-import { event } from './fixtures.js';
+import { event } from '../../src/testing/index.js';
 
 /**
  * Randomized model-based check of a store: seeded sequences of admits, claims (shutdown ones

@@ -6,7 +6,7 @@ import { scripts } from '../../src/store/redis/scripts.js';
 
 const { aiClaimDue: CLAIM_DUE_LUA, aiUnclaim: UNCLAIM_LUA } = scripts();
 import type { AdmitItem } from '../../src/ports.js';
-import { draft, item as fixture } from './fixtures.js';
+import { draft, item as fixture } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 let n = 0;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Checkpointer } from '../../src/store/sqlite/checkpoint.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
-import { draft, item } from './fixtures.js';
+import { draft, item } from '../../src/testing/index.js';
 
 /** A WAL-mode file with SQLite's own checkpoint off, as the store opens it. */
 function walFile(): { path: string; db: Database.Database; write(rows: number): void } {

@@ -9,8 +9,7 @@ import { MemoryStore } from '../../src/store/local/memory.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import type { Store } from '../../src/ports.js';
 import { tempDir } from '../helpers.js';
-import { describeStoreContract } from './contract.js';
-import { claim, draft, item, verdicts } from './fixtures.js';
+import { claim, describeStoreContract, draft, item, verdicts } from '../../src/testing/index.js';
 
 describeStoreContract('memory', async () => new MemoryStore());
 

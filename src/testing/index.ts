@@ -1,0 +1,15 @@
+// Test kit entry (`agent-intake/testing`): the store contract suite any Store implementation can
+// run under vitest (an optional peer dependency), and the builders its tests use. Never imported
+// by the service itself.
+
+export { describeStoreContract } from './store/contract.js';
+export type { OpenStore, ReopenStore } from './store/harness.js';
+export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
+
+// The shapes a Store takes and gives (src/ports.ts), for an implementation written against the kit.
+export type {
+  Store, StoreOptions, AdmissionStore, BufferLeases, DebounceBuffers, OutboxReader, Outbox, PushQueue, StoreOperations,
+  AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, LeasedBatch, FlushReason, PushLease, PushOutcome,
+  DeliveryState, OutboxDraft, OutboxRecord,
+} from '../ports.js';
+export type { BufferedPart, CorrelationRecord, Delivery, EventKind, InboundEvent } from '../events/inbound.js';

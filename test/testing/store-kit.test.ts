@@ -1,0 +1,36 @@
+// The kit as a store author runs it: from the package name, against a Store of their own.
+import { describeStoreContract, type Store } from 'agent-intake/testing';
+import { MemoryStore } from '../../src/store/local/memory.js';
+
+/** A third-party Store: every role forwards to a MemoryStore it holds. */
+class WrappedStore implements Store {
+  readonly kind = 'wrapped';
+  readonly durable = false;
+  readonly shared = false;
+  readonly #inner = new MemoryStore();
+  admit: Store['admit'] = (items, now) => this.#inner.admit(items, now);
+  correlation: Store['correlation'] = (key, now) => this.#inner.correlation(key, now);
+  claimDue: Store['claimDue'] = (now, leaseMs, limit) => this.#inner.claimDue(now, leaseMs, limit);
+  renewLease: Store['renewLease'] = (batch, now, leaseMs) => this.#inner.renewLease(batch, now, leaseMs);
+  release: Store['release'] = (batch, retryAt) => this.#inner.release(batch, retryAt);
+  nextDeadline: Store['nextDeadline'] = () => this.#inner.nextDeadline();
+  commit: Store['commit'] = (batch, draft, now) => this.#inner.commit(batch, draft, now);
+  openBuffers: Store['openBuffers'] = () => this.#inner.openBuffers();
+  outboxAfter: Store['outboxAfter'] = (seq, limit) => this.#inner.outboxAfter(seq, limit);
+  lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
+  tail: Store['tail'] = (listener) => this.#inner.tail(listener);
+  outboxGet: Store['outboxGet'] = (id) => this.#inner.outboxGet(id);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq) => this.#inner.trimOutbox(olderThan, keepCount, keepAfterSeq);
+  claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.#inner.claimPush(now, leaseMs, limit);
+  ackPush: Store['ackPush'] = (lease, outcome, now) => this.#inner.ackPush(lease, outcome, now);
+  nextPushAt: Store['nextPushAt'] = () => this.#inner.nextPushAt();
+  deliveryCounts: Store['deliveryCounts'] = () => this.#inner.deliveryCounts();
+  deadLetters: Store['deadLetters'] = (limit) => this.#inner.deadLetters(limit);
+  requeueDead: Store['requeueDead'] = (id, limit, now) => this.#inner.requeueDead(id, limit, now);
+  claimStats: Store['claimStats'] = () => this.#inner.claimStats();
+  correlationStats: Store['correlationStats'] = () => this.#inner.correlationStats();
+  ping: Store['ping'] = () => this.#inner.ping();
+  close: Store['close'] = () => this.#inner.close();
+}
+
+describeStoreContract('wrapped', async () => new WrappedStore());
