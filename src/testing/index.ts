@@ -2,7 +2,8 @@
 // run under vitest (an optional peer dependency), and the builders its tests use. Never imported
 // by the service itself.
 
-export { describeStoreContract } from './store/contract.js';
+export { describeCloseRules, describeStoreContract } from './store/contract.js';
+export { closeCases } from './store/close-cases.js';
 export type { OpenStore, ReopenStore } from './store/harness.js';
 export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
 

@@ -1,6 +1,7 @@
 import { describe } from 'vitest';
 import { describeAdmit } from './admit.js';
 import { describeBuffers } from './buffers.js';
+import { describeCloseCases } from './close-cases.js';
 import { describeCorrelation } from './correlation.js';
 import { describeDeadlines } from './deadlines.js';
 import { storeHarness, type OpenStore, type ReopenStore } from './harness.js';
@@ -20,10 +21,20 @@ export function describeStoreContract(name: string, open: OpenStore, reopen?: Re
     describeAdmit(h);
     describeCorrelation(h);
     describeDeadlines(h);
+    describeCloseCases(h);
     describeBuffers(h);
     describeOutbox(h);
     describePushQueue(h);
     describeOperations(h);
     if (reopen) describeRestart(h);
   });
+}
+
+/**
+ * Only the debounce close rules, case by case: for a store that keeps claim and group TTLs on
+ * a clock of its own (Redis's key expiry), where the rest of the contract's times cannot be
+ * driven. Open it on the caller's clock (`RedisStore.open(url, { clock: 'caller' })`).
+ */
+export function describeCloseRules(name: string, open: OpenStore): void {
+  describe(`${name} store: debounce close rules`, () => describeCloseCases(storeHarness(open)));
 }

@@ -1,11 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { BufferRule, FlushReason, Store } from '../../src/ports.js';
+import { describe, expect, it } from 'vitest';
+import type { BufferRule, FlushReason } from '../../ports.js';
 import { draft, item } from './fixtures.js';
+import type { StoreHarness } from './harness.js';
 
 /**
  * The debounce close rules (the cut and the deadline) as one table of cases, run against every
- * store: the TypeScript rule (memory, SQLite) and its Lua twin (Redis) must give the same
- * batches at the same times. Each case is driven as the scheduler drives a store: parts are
+ * store: the TypeScript rule (memory, SQLite) and its Lua twin (Redis) give the same batches
+ * at the same times. Each case is driven as the scheduler drives a store: parts are
  * admitted at their times, and a due buffer is claimed at its deadline (an arrival at the same
  * millisecond first) and committed at once.
  */
@@ -73,16 +74,10 @@ export const closeCases: Case[] = [
   },
 ];
 
-export function describeCloseCases(name: string, open: () => Promise<Store>): void {
-  describe(`${name} store: the debounce close rules`, () => {
-    const stores: Store[] = [];
-    afterEach(async () => {
-      for (const store of stores.splice(0)) await store.close().catch(() => undefined);
-    });
-
+export function describeCloseCases(h: StoreHarness): void {
+  describe('the debounce close rules, case by case', () => {
     it.each(closeCases)('$name', async (c) => {
-      const store = await open();
-      stores.push(store);
+      const store = await h.fresh();
       const admitted: number[] = [];
       const batches: Batch[] = [];
       let next = 0;

@@ -1,0 +1,19 @@
+import { afterAll, beforeAll } from 'vitest';
+import { RedisStore } from '../../src/store/redis/redis.js';
+import { describeCloseRules } from '../../src/testing/index.js';
+import { type RedisServer, startRedis } from './redis-server.js';
+
+// The debounce close rules on Redis (the Lua twin of the TypeScript rules memory and SQLite run
+// in the whole contract, stores.test.ts), on the caller's clock, each case under a key prefix of
+// its own. The rest of the contract drives claim and group expiry by the caller's time, which
+// Redis keeps with key TTLs on its own clock: redis.test.ts and the model check cover those.
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+let n = 0;
+describeCloseRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `contract${n++}`, clock: 'caller' }));
