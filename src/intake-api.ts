@@ -1,9 +1,12 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Clock } from './clock.js';
 import type { LoadOptions } from './config/load.js';
 import type { Config } from './config/schema.js';
+import type { ConnectionView } from './events/connection.js';
 import type { BotRef, CorrelationRecord, InboundEvent } from './events/inbound.js';
 import type { OutputOf, OutputType } from './events/output.js';
 import type { PlatformReply, RawDelivery } from './events/transport.js';
@@ -45,6 +48,14 @@ export interface Intake {
    * normalized and admitted exactly as a webhook; resolves with the answer a webhook would get.
    */
   ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
+  /**
+   * The HTTP server's `upgrade` handler (`server.on('upgrade', intake.upgrade)`): takes the
+   * WebSocket of a bot connecting to a socket channel's webhook URL (OneBot `ws-reverse`).
+   * Returns false, touching nothing, for a path that is not one; the caller then ends the socket.
+   */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** The bot connections this instance holds or held (`GET /v1/connections`). */
+  connections(): ConnectionView[];
   /**
    * Add a step to the inbound chain: it sees every normalized event before dedup and buffering,
    * in `use` order, and drops it by not calling `next()` (allow-lists, spam filters, tags).

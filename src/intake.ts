@@ -24,6 +24,7 @@ import { createPipeline, type InboundMiddleware } from './pipeline.js';
 import { AgentPush } from './push/agent-push.js';
 import { Retention } from './retention.js';
 import { openStore } from './store/index.js';
+import { socketServer } from './sockets.js';
 import { exposeIntake } from './surface.js';
 import { traceOf } from './trace/answer.js';
 import { Trail } from './trace/trail.js';
@@ -118,6 +119,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     },
   });
 
+  // Bots that connect to us by WebSocket: each event frame runs through `pipeline.inbound`.
+  const sockets = socketServer({ channels, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline });
+
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
     media, scheduler, output, outlet, push, retention,
@@ -135,6 +139,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     metrics: { contentType: metrics.contentType, metrics: () => metrics.scrape() },
     outbox: store,
     streams,
+    connections: () => sockets.list(),
     trail,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
@@ -154,6 +159,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   return exposeIntake({
     app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention,
+    gate, media, scheduler, push, retention, sockets,
   });
 }

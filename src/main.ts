@@ -103,6 +103,10 @@ async function main(): Promise<void> {
     throw startupError(error, config);
   });
   serve(server, intake.app.callback());
+  // WebSocket upgrades of socket channels (OneBot ws-reverse); any other upgrade is refused.
+  server.on('upgrade', (request, socket, head) => {
+    if (!intake.upgrade(request, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   logger.info({ host: config.server.host, port, store: config.store, channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);

@@ -15,6 +15,7 @@ import type { InboundMiddleware, Pipeline } from './pipeline.js';
 import type { Store } from './ports.js';
 import type { AgentPush } from './push/agent-push.js';
 import type { Retention } from './retention.js';
+import type { SocketServer } from './connections/socket-server.js';
 
 export interface SurfaceParts {
   app: Koa;
@@ -33,15 +34,18 @@ export interface SurfaceParts {
   scheduler: FlushScheduler;
   push: AgentPush | undefined;
   retention: Retention;
+  sockets: SocketServer;
 }
 
 /** The library API of a built intake (CONTRACT §7), and the order it stops in. */
 export function exposeIntake(parts: SurfaceParts): Intake {
-  const { app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention } = parts;
+  const { app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
   const intake: Intake = {
     app, config, store, metrics,
     middleware: () => compose(app.middleware) as Koa.Middleware,
     ingest: pipeline.inbound,
+    upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),
+    connections: () => sockets.list(),
     use(middleware) {
       if (typeof middleware !== 'function') throw new TypeError('intake.use() takes a function (event, next) => ...');
       chain.push(middleware);
@@ -68,6 +72,8 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     async close() {
       if (gate.closing) return;
       retention.close();
+      // Sockets stop being read; the frames being recorded finish, then each socket closes (1001).
+      await sockets.close();
       // Deliveries already being admitted are answered 200 and must be in the last flush.
       await gate.close();
       // Downloads are aborted first: text-only batches still flush now, batches waiting for

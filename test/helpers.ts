@@ -36,6 +36,9 @@ export async function startService(file: Record<string, unknown> = {}, options: 
   });
   const intake = await createIntake({ config, logger: silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}) });
   const server = createServer(intake.app.callback());
+  server.on('upgrade', (request, socket, head) => {
+    if (!intake.upgrade(request, socket, head)) socket.destroy();
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -45,8 +48,10 @@ export async function startService(file: Record<string, unknown> = {}, options: 
     dir,
     async stop() {
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Upgraded sockets (bots on a WebSocket) keep the server open until the intake closes them.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       await intake.close();
+      await closed;
     },
   };
 }

@@ -12,7 +12,7 @@ function filesUnder(dir: string): string[] {
 }
 
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */
-const stages = new Set(['adapters', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'store', 'trace']);
+const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'store', 'trace']);
 /** What any stage may import: the shared shapes and helpers at the foot of src/. */
 const shared = new Set(['events', 'ports', 'errors', 'clock', 'signing', 'digest', 'retry-after', 'config', 'metrics']);
 

@@ -1,4 +1,4 @@
-import { missingSecret, settingsOf, type ChannelConfig } from '../config/schema.js';
+import { missingSecret, secretRuleOf, settingsOf, type ChannelConfig } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
 import type { AdapterDescriptor } from './descriptor.js';
 import { generic } from './generic.js';
@@ -47,6 +47,6 @@ export function createAdapter(channel: ChannelConfig, registry: readonly Adapter
     throw new ConfigError(`${where}.${key ?? '?'} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
   }
   const problem = missingSecret(descriptor, channel.verify, parsed.data);
-  if (problem) throw new ConfigError(`${where}.${descriptor.secret?.setting} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
+  if (problem) throw new ConfigError(`${where}.${secretRuleOf(descriptor, parsed.data)?.setting} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
   return descriptor.create({ ...channel, namespace: channel.namespace ?? descriptor.namespace ?? channel.id }, parsed.data);
 }

@@ -7,6 +7,9 @@ import { eventBuilder } from './event.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
 import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
+import { SignatureError } from '../errors.js';
+import type { RawDelivery } from '../events/transport.js';
+import { acceptOneBotSocket, oneBotFrame } from './onebot-ws.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -57,8 +60,12 @@ function contentOf(segments: readonly Segment[]): string {
 }
 
 const settings = z.strictObject({
-  /** Signs `X-Signature` (HMAC-SHA1). */
+  /** `http`: HTTP POST reporting; `ws-reverse`: the bot connects to us by WebSocket at the webhook URL. */
+  transport: z.enum(['http', 'ws-reverse'], { error: 'must be "http" or "ws-reverse"' }).default('http'),
+  /** Signs `X-Signature` (HMAC-SHA1) over HTTP. */
   secret: optionalText(),
+  /** The token a reverse-WebSocket bot sends (`Authorization: Bearer`, or `?access_token=`). */
+  accessToken: optionalText(),
   /** Our bots' account ids (self_id), for the bot-loop guard. */
   botIds: z.array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' }).optional()
     .transform((ids) => (ids ?? []).map(String)),
@@ -69,6 +76,7 @@ export const onebot = defineAdapter({
   name: 'onebot',
   namespace: 'qq',
   secret: { setting: 'secret', required: true },
+  secretFor: (values) => ({ setting: values.transport === 'ws-reverse' ? 'accessToken' : 'secret', required: true }),
   settings,
   // go-cqhttp's docs: it retries a post 3 times; no horizon given: today's exact-id window
   // (dedup.idTtlMs).
@@ -77,11 +85,15 @@ export const onebot = defineAdapter({
 });
 
 /**
- * OneBot v11 over HTTP POST (NapCat, Lagrange, go-cqhttp, ...): one event per request,
- * `X-Signature: sha1=<hex>` over the raw body when a secret is set. Answered 204 at once.
+ * OneBot v11 (NapCat, Lagrange, go-cqhttp, ...) over HTTP POST: one event per request,
+ * `X-Signature: sha1=<hex>` over the raw body when a secret is set, answered 204 at once; or
+ * over a reverse WebSocket: the bot authenticates once at the upgrade, then sends one event per
+ * frame (see onebot-ws.ts).
  */
 export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const secret = verifiedSecret(channel, options.secret);
+  const socket = options.transport === 'ws-reverse';
+  const accessToken = verifiedSecret(channel, options.accessToken);
   const namespace = channel.namespace;
   const botIds = options.botIds;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'onebot', namespace, idPrefix: 'ob', idLength: 12 });
@@ -93,7 +105,19 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     namespace,
     botIds,
 
+    ...(socket ? {
+      socketTransport: 'ws-reverse',
+      acceptSocket: (handshake: RawDelivery) => acceptOneBotSocket(channel, accessToken, handshake),
+      socketFrame: oneBotFrame,
+    } : {}),
+
     verify(delivery) {
+      // A socket's frames were authenticated with their connection; a POST to a socket channel
+      // would be unsigned, so it is refused.
+      if (socket) {
+        if (delivery.authenticated) return;
+        throw new SignatureError(`Channel "${channel.id}" takes a reverse WebSocket ("transport": "ws-reverse"): connect with a WebSocket upgrade, not an HTTP POST`, { channel: channel.id, stage: 'adapter' });
+      }
       if (!secret) return;
       checkSignature(channel, 'X-Signature', headerOf(delivery, 'x-signature')?.toLowerCase(), `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`);
     },

@@ -2,6 +2,7 @@ import type { ChannelConfig } from '../config/schema.js';
 import { RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
+import type { SocketFrame, SocketPeer } from '../events/connection.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 
 export type { PlatformReply, RawDelivery } from '../events/transport.js';
@@ -39,6 +40,15 @@ export interface Adapter {
   deliveryId?(delivery: RawDelivery): string | undefined;
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
+  /**
+   * The channel takes bots connecting over a WebSocket at its webhook URL (OneBot reverse
+   * WebSocket): this name goes in `transport` of `/v1/connections`.
+   */
+  readonly socketTransport?: string;
+  /** Authenticate a WebSocket upgrade (`body` empty); throws the 400/401/403 that refuses it. */
+  acceptSocket?(handshake: RawDelivery): SocketPeer;
+  /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
+  socketFrame?(frame: Buffer): SocketFrame | undefined;
 }
 
 /** One header's value (the first, when repeated). */

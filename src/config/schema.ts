@@ -87,12 +87,20 @@ export interface ChannelKind {
   readonly name: string;
   readonly settings: z.ZodObject<z.ZodRawShape, z.core.$strict>;
   readonly secret?: { readonly setting: string; readonly required: boolean };
+  /** The secret rule when it depends on other settings (OneBot's transport); else `secret`. */
+  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean };
+}
+
+/** The secret rule of a channel of this kind with these settings. */
+export function secretRuleOf(kind: ChannelKind, settings: Readonly<Record<string, unknown>>): ChannelKind['secret'] {
+  return kind.secretFor?.(settings) ?? kind.secret;
 }
 
 /** The problem with a channel's secret, or undefined: CONTRACT §2, unsigned only when it says `"verify": false`. */
 export function missingSecret(kind: ChannelKind, verify: boolean | undefined, settings: Readonly<Record<string, unknown>>): string | undefined {
-  if (!kind.secret?.required || verify === false) return undefined;
-  const value = settings[kind.secret.setting];
+  const rule = secretRuleOf(kind, settings);
+  if (!rule?.required || verify === false) return undefined;
+  const value = settings[rule.setting];
   if (value !== undefined && value !== '') return undefined;
   return `is required: the ${kind.name} adapter verifies signatures (set "verify": false on the channel to accept unsigned requests)`;
 }
@@ -113,7 +121,7 @@ export function channelSchemaFor(kinds: readonly ChannelKind[]) {
     error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown setting; ${settingsOf(kind)}` : undefined),
   }).check((ctx) => {
     const problem = missingSecret(kind, ctx.value.verify, ctx.value);
-    if (problem && kind.secret) ctx.issues.push({ code: 'custom', path: [kind.secret.setting], message: problem, input: ctx.value });
+    if (problem) ctx.issues.push({ code: 'custom', path: [secretRuleOf(kind, ctx.value)?.setting ?? '?'], message: problem, input: ctx.value });
   }));
   const [first, ...rest] = members;
   if (!first) throw new TypeError('channelSchemaFor needs at least one adapter');

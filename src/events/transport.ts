@@ -9,6 +9,11 @@ export interface RawDelivery {
   query: URLSearchParams;
   /** Receive time, milliseconds. */
   now: number;
+  /**
+   * Set by a socket transport for a frame on a connection its adapter authenticated at the
+   * upgrade (frames carry no signature of their own). Never set from anything a request says.
+   */
+  authenticated?: boolean;
 }
 
 /** What a platform expects back, when it is not the standard ingest answer. */

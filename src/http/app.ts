@@ -6,6 +6,7 @@ import { RequestError } from '../errors.js';
 import { outputOf } from '../events/output.js';
 import { type OutboxRecord } from '../ports.js';
 import { type PlatformReply, type RawDelivery } from '../events/transport.js';
+import type { ConnectionView } from '../events/connection.js';
 import { type TraceEntry } from '../events/trace.js';
 import { safeEqual } from '../signing.js';
 import { isJsonType, readRawBody } from './body.js';
@@ -33,6 +34,8 @@ export interface HttpPorts {
   /** The store's outbox role: streams, lookup by id. */
   outbox: Outbox;
   streams: StreamHub;
+  /** The bot connections (`GET /v1/connections`). */
+  connections(): ConnectionView[];
   trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
@@ -178,6 +181,9 @@ export function createApp(ports: HttpPorts): Koa {
     ctx.body = trace;
   });
 
+  router.get('/v1/connections', requireToken, (ctx) => {
+    ctx.body = { connections: ports.connections() };
+  });
   router.get('/v1/stats', requireToken, async (ctx) => {
     ctx.body = await ports.stats();
   });

@@ -22,6 +22,7 @@ export class Metrics {
   private readonly mediaDownloads: Counter<'channel' | 'result'>;
   private readonly delivery: Counter<'result'>;
   private readonly storeErrors: Counter<'op'>;
+  private readonly connectionEvents: Counter<'channel' | 'transport' | 'event'>;
   readonly deliveryLatency: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
 
@@ -45,6 +46,7 @@ export class Metrics {
     this.mediaDownloads = new Counter({ name: 'inbox_media_downloads_total', help: 'Media downloads by result', labelNames: ['channel', 'result'], registers });
     this.delivery = new Counter({ name: 'inbox_delivery_total', help: 'Pushes to the agent by result', labelNames: ['result'], registers });
     this.storeErrors = new Counter({ name: 'inbox_store_errors_total', help: 'Store calls that failed, by operation', labelNames: ['op'], registers });
+    this.connectionEvents = new Counter({ name: 'inbox_connection_events_total', help: 'Bot connections opened, closed, refused and reopened', labelNames: ['channel', 'transport', 'event'], registers });
     this.deliveryLatency = new Histogram({
       name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
@@ -95,6 +97,21 @@ export class Metrics {
   deliveryResult(channel: string, result: DeliveryResult): void {
     this.delivery.inc({ result });
     this.tally(channel, `delivery_${result}`, 1);
+  }
+
+  connectionEvent(channel: string, transport: string, event: 'open' | 'close' | 'refused' | 'reconnect'): void {
+    this.connectionEvents.inc({ channel, transport, event });
+  }
+
+  /** `inbox_connections{channel, transport}`: the open connections, read at scrape time. */
+  connections(read: () => Iterable<{ channel: string; transport: string; state: string }>): void {
+    new Gauge({
+      name: 'inbox_connections', help: 'Bot connections open on this instance', labelNames: ['channel', 'transport'], registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { channel, transport, state } of read()) if (state === 'open') this.inc({ channel, transport });
+      },
+    });
   }
 
   /** Register a gauge whose value is read at scrape time. */

@@ -1,0 +1,67 @@
+import { IntakeError, RequestError } from '../errors.js';
+import type { SocketFrame, SocketPeer } from '../events/connection.js';
+import type { RawDelivery } from '../events/transport.js';
+import { safeEqual } from '../signing.js';
+import type { AdapterChannel } from './descriptor.js';
+import { headerOf } from './types.js';
+
+/** OneBot v11 over a reverse WebSocket (the bot connects to us): the handshake and the frames the connection keeps. */
+
+const ROLES = new Map([['universal', 'Universal'], ['event', 'Event'], ['api', 'API']]);
+
+/** Frames larger than this are never meta events: they go straight to the pipeline and its limits. */
+const META_FRAME_MAX = 64 * 1024;
+
+/**
+ * Authenticate a reverse-WebSocket upgrade: the token from `Authorization: Bearer <token>` or
+ * `?access_token=`, the bot from `X-Self-ID`, the role from `X-Client-Role` (any case; NapCat
+ * sends it in lower case). Without an access token (`"verify": false`) any token is accepted,
+ * NapCat's empty `Bearer ` included.
+ */
+export function acceptOneBotSocket(channel: AdapterChannel, accessToken: string | undefined, handshake: RawDelivery): SocketPeer {
+  const context = { channel: channel.id, stage: 'adapter' };
+  if (accessToken !== undefined) {
+    const authorization = headerOf(handshake, 'authorization');
+    const bearer = authorization === undefined ? undefined : /^\s*(?:Bearer|Token)\s*(.*?)\s*$/i.exec(authorization)?.[1];
+    const token = bearer || handshake.query.get('access_token') || undefined;
+    if (token === undefined) {
+      throw new IntakeError('token_missing', 401, `Access token missing on channel "${channel.id}": send Authorization: Bearer <accessToken> or ?access_token=`, context);
+    }
+    if (!safeEqual(token, accessToken)) throw new IntakeError('token_mismatch', 403, `Access token wrong on channel "${channel.id}": it does not match the channel's accessToken`, context);
+  }
+  const selfId = headerOf(handshake, 'x-self-id')?.trim();
+  if (!selfId || !/^\d{1,20}$/.test(selfId)) {
+    throw new RequestError('self_id_missing', 400, `X-Self-ID header ${selfId ? 'must be the bot\'s QQ number' : 'is required'} on channel "${channel.id}": OneBot sends the bot's account id in it`, context);
+  }
+  const asked = headerOf(handshake, 'x-client-role')?.trim() ?? 'Universal';
+  const role = ROLES.get(asked.toLowerCase());
+  if (!role) throw new RequestError('bad_role', 400, `X-Client-Role must be Universal, Event or API on channel "${channel.id}", got "${asked.slice(0, 40)}"`, context);
+  return { botId: selfId, role };
+}
+
+/**
+ * A frame the connection keeps for itself: a meta event (lifecycle, heartbeat) or the answer to
+ * an action (no `post_type`, an `echo`). Undefined for anything else, which the pipeline reads
+ * and judges. Most frames are messages, told apart here without parsing them.
+ */
+export function oneBotFrame(frame: Buffer): SocketFrame | undefined {
+  if (frame.length > META_FRAME_MAX || (!frame.includes('meta_event') && !frame.includes('"echo"'))) return undefined;
+  const body = JSON.parse(frame.toString('utf8')) as unknown;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const event = body as Record<string, unknown>;
+  if (event.post_type === 'meta_event') {
+    const heartbeat = event.meta_event_type === 'heartbeat';
+    const interval = typeof event.interval === 'number' && Number.isFinite(event.interval) ? event.interval : undefined;
+    return { kind: 'meta', heartbeat, ...(heartbeat && interval !== undefined ? { intervalMs: heartbeatMsOf(interval) } : {}) };
+  }
+  if (event.post_type === undefined && event.echo !== undefined) return { kind: 'response', echo: String(event.echo), body };
+  return undefined;
+}
+
+/**
+ * A heartbeat interval as a bot reports it, in ms. OneBot says ms; Lagrange sends seconds: an
+ * interval under 1000 is taken as seconds.
+ */
+export function heartbeatMsOf(interval: number): number {
+  return interval > 0 && interval < 1000 ? interval * 1000 : interval;
+}

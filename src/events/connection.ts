@@ -1,0 +1,36 @@
+/** The shapes of a bot's long-lived connection: what adapters, the connection layer and the HTTP views share. */
+
+/** What the service knows of one bot connection (`GET /v1/connections`, the console, metrics). */
+export interface ConnectionView {
+  channel: string;
+  adapter: string;
+  transport: string;
+  botId: string;
+  role: string;
+  /** The instance holding the socket. */
+  instance: string;
+  state: 'open' | 'connecting' | 'closed';
+  connectedAt: number;
+  lastEventAt: number | null;
+  lastHeartbeatAt: number | null;
+  /** Connections of this bot and role opened on this channel before the current one. */
+  reconnects: number;
+  /** The heartbeat interval the bot announced, ms (seconds from Lagrange, normalized). */
+  heartbeatMs?: number;
+}
+
+/** How an adapter reads one socket frame before the pipeline does. */
+export type SocketFrame =
+  /** A lifecycle or heartbeat meta event: it updates the connection, never becomes a message. */
+  | { kind: 'meta'; heartbeat: boolean; intervalMs?: number }
+  /** The answer to an action we sent (`echo` matches it). */
+  | { kind: 'response'; echo: string; body: unknown };
+
+/** Who opened a socket, as the adapter authenticated the upgrade. */
+export interface SocketPeer {
+  botId: string;
+  role: string;
+}
+
+/** The connection metrics' events (`inbox_connection_events_total{event}`). */
+export type ConnectionEvent = 'open' | 'close' | 'refused' | 'reconnect';

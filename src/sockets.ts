@@ -1,0 +1,53 @@
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Channels } from './channels.js';
+import type { Clock } from './clock.js';
+import { SocketServer } from './connections/socket-server.js';
+import type { Metrics } from './metrics/index.js';
+import type { Pipeline } from './pipeline.js';
+
+/** The server pings every socket this often; one that missed the last ping is dropped. */
+const PING_MS = 30_000;
+
+/** This instance as `/v1/connections` names it. */
+export const instanceName = `${hostname()}:${process.pid}`;
+
+export interface SocketParts {
+  channels: Channels;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  maxPayload: number;
+  /** Resolved lazily: the pipeline is built after the stages it runs. */
+  pipeline: () => Pipeline;
+  pingMs?: number;
+}
+
+/**
+ * The bots that connect to us: channels whose adapter takes sockets (OneBot `ws-reverse`) are
+ * served on their webhook URL; every event frame goes through `pipeline.inbound`, as a webhook.
+ */
+export function socketServer(parts: SocketParts): SocketServer {
+  const { channels, clock, logger, metrics } = parts;
+  const sockets: SocketServer = new SocketServer({
+    instance: instanceName, now: () => clock.now(), logger, maxPayload: parts.maxPayload, pingMs: parts.pingMs ?? PING_MS,
+    channelOf(path) {
+      const match = /^\/webhooks\/([^/]+)\/?$/.exec(path);
+      let id: string | undefined;
+      try {
+        id = match ? decodeURIComponent(match[1] as string) : undefined;
+      } catch {
+        return undefined; // a malformed escape names no channel
+      }
+      const channel = id === undefined ? undefined : channels.get(id);
+      const transport = channel?.adapter.socketTransport;
+      return channel && transport ? { channel: channel.config.id, adapter: channel.adapter.name, transport } : undefined;
+    },
+    accept: (channel, handshake) => (channels.require(channel).adapter.acceptSocket as NonNullable<ReturnType<Channels['require']>['adapter']['acceptSocket']>)(handshake),
+    classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
+    deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
+    counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
+  });
+  metrics.connections(() => sockets.list());
+  return sockets;
+}

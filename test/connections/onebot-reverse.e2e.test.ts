@@ -1,0 +1,158 @@
+import { createHmac } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { ProcessedMessage as Output } from '../../src/events/output.js';
+import { fixtureBytes } from '../fixtures/index.js';
+import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+
+/** A bot connecting as NapCat does: Bearer token, X-Self-ID, the role in lower case. */
+function connect(service: Running, headers: Record<string, string>, path = '/webhooks/qq-ws'): Promise<WebSocket> {
+  const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers });
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk));
+      response.on('end', () => reject(Object.assign(new Error(`refused ${response.statusCode}`), { status: response.statusCode, body: JSON.parse(body || '{}') })));
+    });
+    socket.once('error', reject);
+  });
+}
+const napcat = (selfId = '10001000', token = 'tok') => ({ authorization: `Bearer ${token}`, 'x-self-id': selfId, 'x-client-role': 'universal', 'user-agent': 'OneBot/11' });
+const closed = (socket: WebSocket) => new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+const message = (id: number, text: string, selfId = 10001000) => JSON.stringify({
+  time: 1718000001, self_id: selfId, post_type: 'message', message_type: 'private', sub_type: 'friend', message_id: id, user_id: 12345678,
+  sender: { user_id: 12345678, nickname: 'u' }, message: [{ type: 'text', data: { text } }], raw_message: text,
+});
+
+describe('OneBot over a reverse WebSocket', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  const start = (extra: Record<string, unknown> = {}) => startService({
+    debounce: { windowMs: 100, maxWaitMs: 300 },
+    channels: [
+      { id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok', namespace: 'qq' },
+      { id: 'qq-http', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+    ],
+    ...extra,
+  });
+
+  it('refuses a handshake without a token (401), with a wrong one (403), without X-Self-ID (400), and keeps nothing', async () => {
+    service = await start();
+    await expect(connect(service, { 'x-self-id': '1' })).rejects.toMatchObject({ status: 401, body: { error: { code: 'token_missing' } } });
+    await expect(connect(service, napcat('1', 'nope'))).rejects.toMatchObject({ status: 403, body: { error: { code: 'token_mismatch' } } });
+    await expect(connect(service, { authorization: 'Bearer tok' })).rejects.toMatchObject({ status: 400, body: { error: { code: 'self_id_missing' } } });
+    await expect(connect(service, { ...napcat(), 'x-client-role': 'Admin' })).rejects.toMatchObject({ status: 400, body: { error: { code: 'bad_role' } } });
+    // The token in the query works as well as the header.
+    const socket = await connect(service, { 'x-self-id': '10001000' }, '/webhooks/qq-ws?access_token=tok');
+    socket.close();
+    expect(service.intake.connections().map((c) => c.state)).toEqual(['open']);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/inbox_connection_events_total\{channel="qq-ws",transport="ws-reverse",event="refused"\} 4/);
+    // A POST to a socket channel would be unsigned: refused.
+    expect((await postJson(`${service.url}/webhooks/qq-ws`, message(1, 'hi'))).status).toBe(401);
+  });
+
+  it('ingests event frames like webhooks, keeps meta events on the connection, and dedups a repeated frame', async () => {
+    service = await start();
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const socket = await connect(service, napcat());
+    socket.send(JSON.stringify({ time: 1, self_id: 10001000, post_type: 'meta_event', meta_event_type: 'lifecycle', sub_type: 'connect' }));
+    // Lagrange's interval is in seconds.
+    socket.send(JSON.stringify({ time: 2, self_id: 10001000, post_type: 'meta_event', meta_event_type: 'heartbeat', status: { online: true }, interval: 5 }));
+    socket.send(message(7, 'hello'));
+    socket.send(message(7, 'hello'));
+    socket.send(message(8, 'world'));
+    await until(() => outputs.length === 1);
+    expect(outputs[0]).toMatchObject({ sessionKey: 'qq:12345678', content: 'hello world', merged: 2, channel: 'qq-ws' });
+    const [view] = service.intake.connections();
+    expect(view).toMatchObject({ channel: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', botId: '10001000', role: 'Universal', state: 'open', heartbeatMs: 5000, reconnects: 0 });
+    expect(view?.lastHeartbeatAt).toBeTypeOf('number');
+    expect(view?.lastEventAt).toBeTypeOf('number');
+    const listed = (await (await fetch(`${service.url}/v1/connections`)).json()) as { connections: unknown[] };
+    expect(listed.connections).toHaveLength(1);
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.channels['qq-ws']).toMatchObject({ received: 3, deduped: 1 });
+    socket.close();
+  });
+
+  it('correlates a group message from a socket bot with the same message from an HTTP bot', async () => {
+    service = await start();
+    const socket = await connect(service, napcat());
+    const frames = readEvents(`${service.url}/v1/events`, 1, {
+      onOpen: async () => {
+        socket.send(fixtureBytes('onebot', 'napcat-group.json').toString());
+        await until(() => service.intake.connections()[0]?.lastEventAt !== null);
+        const body = fixtureBytes('onebot', 'gocqhttp-group.json');
+        const b = await postJson(`${service.url}/webhooks/qq-http`, body.toString(), { 'x-signature': `sha1=${createHmac('sha1', 'secret-b').update(body).digest('hex')}` });
+        expect(b.status).toBe(204);
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.data).toMatchObject({
+      sessionKey: 'qq:group:123456789', merged: 1, channel: 'qq-ws',
+      bots: [{ channel: 'qq-ws', botId: '10001000' }, { channel: 'qq-http', botId: '20002000' }],
+      replyBot: { channel: 'qq-http', botId: '20002000' },
+    });
+    socket.close();
+  });
+
+  it('handles a flood in order, one frame at a time, and replaces an older socket of the same bot and role (1008)', async () => {
+    service = await start({ debounce: { windowMs: 200, maxWaitMs: 2000, maxMessages: 1000 } });
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const first = await connect(service, napcat());
+    for (let i = 0; i < 200; i++) first.send(message(1000 + i, `m${i}`));
+    await until(() => outputs.length === 1, 10_000);
+    expect(outputs[0]?.merged).toBe(200);
+    expect(outputs[0]?.content.split(' ')).toEqual(Array.from({ length: 200 }, (_, i) => `m${i}`));
+
+    const replaced = closed(first);
+    const second = await connect(service, napcat());
+    expect(await replaced).toMatchObject({ code: 1008 });
+    await until(() => service.intake.connections().filter((c) => c.state === 'open').length === 1);
+    expect(service.intake.connections()[0]).toMatchObject({ state: 'open', reconnects: 1 });
+    second.close();
+  });
+
+  it('closes a socket that sends a binary frame (1003) or a frame over the body limit (1009), and keeps one that sends a bad JSON frame', async () => {
+    service = await start({ server: { bodyLimitBytes: 4096 } });
+    const binary = await connect(service, napcat('1'));
+    const binaryClosed = closed(binary);
+    binary.send(Buffer.from([1, 2, 3]));
+    expect(await binaryClosed).toMatchObject({ code: 1003 });
+
+    const big = await connect(service, napcat('2'));
+    const bigClosed = closed(big);
+    big.send(message(1, 'x'.repeat(5000), 2));
+    expect((await bigClosed).code).toBe(1009);
+
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const bad = await connect(service, napcat('3'));
+    bad.send('{not json');
+    bad.send(JSON.stringify({ post_type: 'message', message_type: 'weird' }));
+    bad.send(message(5, 'still here', 3));
+    await until(() => outputs.length === 1);
+    expect(outputs[0]?.content).toBe('still here');
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.channels['qq-ws']).toMatchObject({ rejected: 2 });
+    bad.close();
+  });
+
+  it('closes every socket with 1001 on stop, after the frames it received are recorded', async () => {
+    service = await start({ debounce: { windowMs: 60_000, maxWaitMs: 120_000 } });
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const socket = await connect(service, napcat());
+    const bye = closed(socket);
+    socket.send(message(9, 'last words'));
+    await until(() => service.intake.connections()[0]?.lastEventAt !== null);
+    await service.stop();
+    expect(await bye).toMatchObject({ code: 1001 });
+    // The memory-less stop flushes open buffers: the frame is in the last output.
+    expect(outputs.map((o) => o.content)).toEqual(['last words']);
+  });
+});
