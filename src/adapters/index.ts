@@ -4,6 +4,7 @@ import type { AdapterDescriptor } from './descriptor.js';
 import { generic } from './generic.js';
 import { line } from './line.js';
 import { onebot } from './onebot.js';
+import { qqbot } from './qqbot.js';
 import { slack } from './slack.js';
 import { telegram } from './telegram.js';
 import { whatsapp } from './whatsapp.js';
@@ -23,6 +24,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   slack,
   line,
   onebot,
+  qqbot,
 ];
 
 /** The names a channel's `adapter` may take. */

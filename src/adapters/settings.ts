@@ -12,3 +12,9 @@ export function optionalText() {
 export function baseUrl(fallback: string) {
   return optionalText().transform((value) => (value ?? fallback).replace(/\/$/, ''));
 }
+
+/** A string setting the channel cannot work without; "" (an empty `${ENV}`) is missing too. */
+export function requiredText(what: string) {
+  const missing = `is required (${what})`;
+  return z.string({ error: (issue) => (issue.input === undefined ? missing : 'must be a string') }).min(1, { error: missing });
+}

@@ -35,6 +35,7 @@ describe('malformed platform payloads are a 400 naming the field and what is all
   const slack = adapterFor('slack');
   const line = adapterFor('line');
   const onebot = adapterFor('onebot');
+  const qqbot = adapterFor('qqbot');
 
   it.each(([
     [whatsapp, edit('whatsapp', 'text.json', (b) => { b.entry[0].changes = 0; }), 'a WhatsApp webhook: entry[0].changes must be an array, got the number 0'],
@@ -51,6 +52,9 @@ describe('malformed platform payloads are a 400 naming the field and what is all
     [line, edit('line', 'message.json', (b) => { b.events[0].source = 'U4af'; }), 'events[0].source must be an object, got a string'],
     [onebot, { post_type: 'message', message_type: 'group', group_id: 1, user_id: {} }, 'a OneBot v11 event: user_id must be a number or string, got an object'],
     [onebot, { post_type: {} }, 'post_type must be a string, got an object'],
+    [qqbot, edit('qqbot', 'guild-at.json', (b) => { b.d.attachments = [null]; }), 'a QQ bot webhook: d.attachments[0] must be an attachment {content_type, filename, url, size, ...}, got null'],
+    [qqbot, edit('qqbot', 'c2c.json', (b) => { b.d.author = 'E4F4'; }), 'd.author must be an object {user_openid | member_openid | id, ...}, got a string'],
+    [qqbot, edit('qqbot', 'c2c.json', (b) => { b.op = '0'; }), 'op must be 0 (dispatch), 1 (heartbeat) or 13 (callback URL validation), got a string'],
   ] as Array<[Adapter, unknown, string]>).map(([adapter, body, message]) => [message, adapter, body] as const))('says: %s', (message, adapter, body) => {
     const error = refusal(adapter, body);
     expect(error).toMatchObject({ status: 400, code: 'bad_shape' });

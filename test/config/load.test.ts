@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/configure.js';
+import { adapterFixtures } from '../fixtures/adapters.js';
 import { tempDir } from '../helpers.js';
 
 describe('loadConfig', () => {
@@ -56,11 +57,12 @@ describe('loadConfig', () => {
 });
 
 describe('channel settings, from the adapter registry', () => {
-  it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting] as const))(
-    'refuses to start a %s channel without its %s unless verify is false', (adapter, setting) => {
-      expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter }] } }))
+  // With the other settings of a working channel (an adapter may require more than its secret).
+  it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting, adapterFixtures.get(d.name)?.settings ?? {}] as const))(
+    'refuses to start a %s channel without its %s unless verify is false', (adapter, setting, settings) => {
+      expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, ...settings }] } }))
         .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\): is required: the ${adapter} adapter verifies signatures`));
-      const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, verify: false }] } }).channels;
+      const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, ...settings, verify: false }] } }).channels;
       expect(() => createAdapter(open!)).not.toThrow();
     });
 
