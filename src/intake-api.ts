@@ -57,6 +57,12 @@ export interface Intake {
   /** The bot connections this instance holds or held (`GET /v1/connections`). */
   connections(): ConnectionView[];
   /**
+   * Run a OneBot action through a bot connected to a reverse-WebSocket channel
+   * (`send_group_msg`, ...): resolves with the bot's answer `{status, retcode, data}`; throws
+   * `bot_not_connected` (404), `action_timeout` (504), `bot_disconnected` (502).
+   */
+  action(channel: string, action: string, params: Record<string, unknown>, selfId?: string): Promise<unknown>;
+  /**
    * Add a step to the inbound chain: it sees every normalized event before dedup and buffering,
    * in `use` order, and drops it by not calling `next()` (allow-lists, spam filters, tags).
    */

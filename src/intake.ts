@@ -24,7 +24,7 @@ import { createPipeline, type InboundMiddleware } from './pipeline.js';
 import { AgentPush } from './push/agent-push.js';
 import { Retention } from './retention.js';
 import { openStore } from './store/index.js';
-import { socketServer } from './sockets.js';
+import { actionOf, socketServer } from './sockets.js';
 import { exposeIntake } from './surface.js';
 import { traceOf } from './trace/answer.js';
 import { Trail } from './trace/trail.js';
@@ -121,6 +121,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Bots that connect to us by WebSocket: each event frame runs through `pipeline.inbound`.
   const sockets = socketServer({ channels, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline });
+  const action = actionOf(channels, sockets);
 
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
@@ -140,6 +141,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     outbox: store,
     streams,
     connections: () => sockets.list(),
+    action,
     trail,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
@@ -159,6 +161,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   return exposeIntake({
     app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets,
+    gate, media, scheduler, push, retention, sockets, action,
   });
 }

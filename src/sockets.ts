@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Channels } from './channels.js';
 import type { Clock } from './clock.js';
 import { SocketServer } from './connections/socket-server.js';
+import { RequestError } from './errors.js';
 import type { Metrics } from './metrics/index.js';
 import type { Pipeline } from './pipeline.js';
 
@@ -50,4 +51,15 @@ export function socketServer(parts: SocketParts): SocketServer {
   });
   metrics.connections(() => sockets.list());
   return sockets;
+}
+
+/** An action through a channel's connected bot (`POST /v1/channels/<id>/actions/<action>`). */
+export function actionOf(channels: Channels, sockets: SocketServer) {
+  return (channelId: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown> => {
+    const { adapter } = channels.require(channelId);
+    if (!adapter.socketTransport) {
+      throw new RequestError('no_actions', 404, `Channel "${channelId}" takes no actions: only a channel whose bots connect by WebSocket ("transport": "ws-reverse") does`, { channel: channelId });
+    }
+    return sockets.call(channelId, action, params, selfId, adapter.actionTimeoutMs ?? 10_000);
+  };
 }

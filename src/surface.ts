@@ -35,6 +35,7 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: SocketServer;
+  action: Intake['action'];
 }
 
 /** The library API of a built intake (CONTRACT §7), and the order it stops in. */
@@ -46,6 +47,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     ingest: pipeline.inbound,
     upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),
     connections: () => sockets.list(),
+    action: (channel, action, params, selfId) => parts.action(channel, action, params, selfId),
     use(middleware) {
       if (typeof middleware !== 'function') throw new TypeError('intake.use() takes a function (event, next) => ...');
       chain.push(middleware);

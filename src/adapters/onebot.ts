@@ -66,6 +66,8 @@ const settings = z.strictObject({
   secret: optionalText(),
   /** The token a reverse-WebSocket bot sends (`Authorization: Bearer`, or `?access_token=`). */
   accessToken: optionalText(),
+  /** How long an action (`POST /v1/channels/<id>/actions/<action>`) waits for the bot's answer. */
+  actionTimeoutMs: z.number({ error: 'must be a number of milliseconds' }).int().min(100).max(600_000).default(10_000),
   /** Our bots' account ids (self_id), for the bot-loop guard. */
   botIds: z.array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' }).optional()
     .transform((ids) => (ids ?? []).map(String)),
@@ -107,6 +109,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
 
     ...(socket ? {
       socketTransport: 'ws-reverse',
+      actionTimeoutMs: options.actionTimeoutMs,
       acceptSocket: (handshake: RawDelivery) => acceptOneBotSocket(channel, accessToken, handshake),
       socketFrame: oneBotFrame,
     } : {}),

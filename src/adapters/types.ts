@@ -47,6 +47,8 @@ export interface Adapter {
   readonly socketTransport?: string;
   /** Authenticate a WebSocket upgrade (`body` empty); throws the 400/401/403 that refuses it. */
   acceptSocket?(handshake: RawDelivery): SocketPeer;
+  /** How long an action sent on this channel's socket waits for the bot's answer, ms. */
+  readonly actionTimeoutMs?: number;
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isIntakeError } from '../errors.js';
+import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
 import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 
@@ -31,6 +31,14 @@ export interface SocketServerOptions {
   counted(channel: string, transport: string, event: ConnectionEvent): void;
 }
 
+/** An action sent on a socket, waiting for the frame that answers it. */
+interface Pending {
+  resolve(body: unknown): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+  live: Live;
+}
+
 interface Live {
   view: ConnectionView;
   socket: WebSocket;
@@ -42,6 +50,8 @@ interface Live {
   alive: boolean;
 }
 
+/** Bytes queued on a socket past which no action is sent on it: the bot stopped reading. */
+const MAX_BUFFERED = 1 << 20;
 /** How long a stop waits for the bots to answer its close before it drops their sockets. */
 const CLOSE_WAIT_MS = 2000;
 /** Bots remembered for their reconnect count, past which the oldest are forgotten. */
@@ -60,6 +70,8 @@ export class SocketServer {
   /** Each bot+role's latest connection, and how many times it connected. */
   private readonly past = new Map<string, { view: ConnectionView; opened: number }>();
   private readonly idle = new Set<() => void>();
+  private readonly pending = new Map<string, Pending>();
+  private echoes = 0;
   private readonly pinger: NodeJS.Timeout;
   private closing = false;
 
@@ -143,6 +155,9 @@ export class SocketServer {
     });
     socket.on('close', (code, reason) => {
       view.state = 'closed';
+      for (const [echo, waiting] of this.pending) {
+        if (waiting.live === live) this.settle(echo)?.reject(new IntakeError('bot_disconnected', 502, `Bot ${peer.botId} on channel "${target.channel}" disconnected before it answered the action`, { channel: target.channel, stage: 'connections' }));
+      }
       if (this.live.get(key) === live) this.live.delete(key);
       this.options.counted(target.channel, target.transport, 'close');
       this.options.logger.info({ channel: target.channel, botId: peer.botId, role: peer.role, code, reason: reason.toString() }, 'bot disconnected');
@@ -177,7 +192,11 @@ export class SocketServer {
       if (read.intervalMs !== undefined) view.heartbeatMs = read.intervalMs;
       return;
     }
-    if (read?.kind === 'response') return; // actions: answered by the action relay (not yet)
+    if (read?.kind === 'response') {
+      const waiting = this.pending.get(read.echo);
+      if (waiting?.live === live) this.settle(read.echo)?.resolve(read.body);
+      return;
+    }
     try {
       await this.options.deliver(view.channel, { headers: live.headers, body: frame, query: live.query, now, authenticated: true });
       view.lastEventAt = now;
@@ -186,6 +205,41 @@ export class SocketServer {
       // record is lost (a socket has no retry): close, so the bot's reconnect shows the outage.
       if (isIntakeError(error) && error.status === 503) live.socket.close(CLOSE.tryAgain, `not recorded: ${error.message}`.slice(0, 120));
     }
+  }
+
+  /**
+   * Send an action `{action, params, echo}` on a bot's socket and resolve with the bot's answer.
+   * `botId` picks the bot (else the one connected longest); Event-only sockets take no actions.
+   */
+  call(channel: string, action: string, params: unknown, botId: string | undefined, timeoutMs: number): Promise<unknown> {
+    const context = { channel, stage: 'connections' };
+    const candidates = [...this.live.values()].filter(({ view }) => view.channel === channel && view.role !== 'Event' && view.state === 'open');
+    const live = candidates.filter(({ view }) => botId === undefined || view.botId === botId).sort((a, b) => a.view.connectedAt - b.view.connectedAt)[0];
+    if (!live) {
+      const ids = [...new Set(candidates.map(({ view }) => view.botId))];
+      const which = botId === undefined ? 'No bot is connected' : `Bot ${botId} is not connected`;
+      throw new IntakeError('bot_not_connected', 404, `${which} on channel "${channel}" for actions (connected: ${ids.length ? ids.join(', ') : 'none'})`, context);
+    }
+    if (live.socket.bufferedAmount > MAX_BUFFERED) {
+      throw new UnavailableError('bot_not_reading', `Bot ${live.view.botId} on channel "${channel}" is not reading its socket (${live.socket.bufferedAmount} bytes waiting): the action was not sent`, 5, context);
+    }
+    const echo = `${this.options.instance}:${++this.echoes}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.settle(echo)?.reject(new IntakeError('action_timeout', 504, `Bot ${live.view.botId} on channel "${channel}" did not answer "${action}" within ${timeoutMs} ms`, context));
+      }, timeoutMs);
+      this.pending.set(echo, { resolve, reject, timer, live });
+      live.socket.send(JSON.stringify({ action, params, echo }));
+    });
+  }
+
+  /** Take a pending action out of the table (once: a late answer after a timeout finds nothing). */
+  private settle(echo: string): Pending | undefined {
+    const waiting = this.pending.get(echo);
+    if (!waiting) return undefined;
+    this.pending.delete(echo);
+    clearTimeout(waiting.timer);
+    return waiting;
   }
 
   private busy(): boolean {

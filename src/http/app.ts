@@ -9,7 +9,7 @@ import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceEntry } from '../events/trace.js';
 import { safeEqual } from '../signing.js';
-import { isJsonType, readRawBody } from './body.js';
+import { isJsonType, parseJson, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
@@ -36,6 +36,8 @@ export interface HttpPorts {
   streams: StreamHub;
   /** The bot connections (`GET /v1/connections`). */
   connections(): ConnectionView[];
+  /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
+  action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
   trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
@@ -183,6 +185,17 @@ export function createApp(ports: HttpPorts): Koa {
 
   router.get('/v1/connections', requireToken, (ctx) => {
     ctx.body = { connections: ports.connections() };
+  });
+  router.post('/v1/channels/:channel/actions/:action', requireToken, async (ctx) => {
+    const channelId = ctx.params.channel as string;
+    const action = ctx.params.action as string;
+    if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
+    if (!/^[A-Za-z_][\w.]{0,63}$/.test(action)) throw new RequestError('bad_action', 400, `Action names are letters, digits, "_" and "." (up to 64), like send_group_msg; got "${action.slice(0, 64)}"`);
+    const raw = await readRawBody(ctx.req, config.server.bodyLimitBytes);
+    const params = raw.length === 0 ? {} : parseJson(raw, config.server.maxDepth, config.server.maxKeys);
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new RequestError('bad_shape', 400, 'The body of an action is its params: a JSON object (or empty)');
+    const selfId = ctx.query.self_id;
+    ctx.body = await ports.action(channelId, action, params as Record<string, unknown>, typeof selfId === 'string' && selfId !== '' ? selfId : undefined);
   });
   router.get('/v1/stats', requireToken, async (ctx) => {
     ctx.body = await ports.stats();
