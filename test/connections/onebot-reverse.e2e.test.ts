@@ -155,4 +155,19 @@ describe('OneBot over a reverse WebSocket', () => {
     // The memory-less stop flushes open buffers: the frame is in the last output.
     expect(outputs.map((o) => o.content)).toEqual(['last words']);
   });
+
+  it('survives 300 sockets opened at once and dropped without a close, and keeps serving', async () => {
+    service = await start();
+    const sockets = await Promise.all(Array.from({ length: 300 }, (_, i) => connect(service, napcat(String(50_000 + (i % 100))))));
+    // 100 bots, three sockets each: each newer one replaced the one before (1008).
+    await until(() => service.intake.connections().filter((c) => c.state === 'open').length === 100);
+    for (const socket of sockets) socket.terminate();
+    await until(() => service.intake.connections().every((c) => c.state === 'closed'));
+    // One entry per bot and role, not per socket.
+    expect(service.intake.connections()).toHaveLength(100);
+    expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+    const again = await connect(service, napcat('50000'));
+    expect(service.intake.connections().find((c) => c.state === 'open')).toMatchObject({ botId: '50000', reconnects: 3 });
+    again.close();
+  });
 });
