@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, each against its baseline in the same run. Durations are kept
-// short so the whole run takes about thirteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
+// short so the whole run takes about fifteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
 import { spawnSync } from 'node:child_process';
 
 const node = process.execPath;
@@ -15,6 +15,7 @@ const runs = [
   [node, ['bench/young-gen.mjs', '4000', '5', '1']],
   [node, ['bench/restart.mjs', '100000']],
   [node, ['bench/where.mjs', '5', '50']],
+  [node, ['bench/sockets.mjs', process.env.BENCH_SECONDS ?? '3', '3']],
   [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '4', '3', '800', '50']],
 ];
 for (const [cmd, args] of runs) {
