@@ -44,7 +44,8 @@ export function socketServer(parts: SocketParts): SocketServer {
       const transport = channel?.adapter.socketTransport;
       return channel && transport ? { channel: channel.config.id, adapter: channel.adapter.name, transport } : undefined;
     },
-    accept: (channel, handshake) => (channels.require(channel).adapter.acceptSocket as NonNullable<ReturnType<Channels['require']>['adapter']['acceptSocket']>)(handshake),
+    // channelOf names only channels whose adapter takes sockets, so acceptSocket is there.
+    accept: (channel, handshake) => channels.require(channel).adapter.acceptSocket!(handshake),
     classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
     deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),

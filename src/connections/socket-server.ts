@@ -6,8 +6,8 @@ import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
 import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 
-/** Close codes a bot sees, each with a reason a person can act on. */
-export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tooBig: 1009, tryAgain: 1013 } as const;
+/** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
+export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tryAgain: 1013 } as const;
 
 /** What the composition tells the socket server about the channels that take sockets. */
 export interface SocketServerOptions {
@@ -68,7 +68,7 @@ export class SocketServer {
   private readonly wss: WebSocketServer;
   private readonly live = new Map<string, Live>();
   /** Each bot+role's latest connection, and how many times it connected. */
-  private readonly past = new Map<string, { view: ConnectionView; opened: number }>();
+  private readonly latest = new Map<string, { view: ConnectionView; opened: number }>();
   private readonly idle = new Set<() => void>();
   private readonly pending = new Map<string, Pending>();
   private echoes = 0;
@@ -81,18 +81,9 @@ export class SocketServer {
     this.pinger.unref();
   }
 
-  /** Every connection this instance holds or held, newest first. */
+  /** Every connection this instance holds or held (the latest of each bot and role), newest first. */
   list(): ConnectionView[] {
-    const open = [...this.live.values()].map((live) => ({ ...live.view }));
-    const closed = [...this.past.values()].filter(({ view }) => view.state === 'closed' && !this.live.has(keyOf(view))).map(({ view }) => ({ ...view }));
-    return [...open, ...closed].sort((a, b) => b.connectedAt - a.connectedAt);
-  }
-
-  /** The open sockets of a channel and transport (the gauge). */
-  openCount(channel: string, transport: string): number {
-    let n = 0;
-    for (const { view } of this.live.values()) if (view.channel === channel && view.transport === transport) n++;
-    return n;
+    return [...this.latest.values()].map(({ view }) => ({ ...view })).sort((a, b) => b.connectedAt - a.connectedAt);
   }
 
   /** The HTTP server's `upgrade` handler. Returns false for a path that is not a socket channel's. */
@@ -125,14 +116,14 @@ export class SocketServer {
     const key = `${target.channel}\n${peer.botId}\n${peer.role}`;
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
-    const remembered = this.past.get(key);
+    const remembered = this.latest.get(key);
     const view: ConnectionView = {
       ...target, botId: peer.botId, role: peer.role, instance: this.options.instance, state: 'open',
       connectedAt: this.options.now(), lastEventAt: null, lastHeartbeatAt: null, reconnects: remembered?.opened ?? 0,
     };
-    this.past.delete(key);
-    this.past.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
-    if (this.past.size > MAX_REMEMBERED) this.past.delete(this.past.keys().next().value as string);
+    this.latest.delete(key);
+    this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
+    if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
     const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered ? 'reconnect' : 'open');
@@ -213,7 +204,7 @@ export class SocketServer {
    */
   call(channel: string, action: string, params: unknown, botId: string | undefined, timeoutMs: number): Promise<unknown> {
     const context = { channel, stage: 'connections' };
-    const candidates = [...this.live.values()].filter(({ view }) => view.channel === channel && view.role !== 'Event' && view.state === 'open');
+    const candidates = [...this.live.values()].filter(({ view }) => view.channel === channel && view.role !== 'Event');
     const live = candidates.filter(({ view }) => botId === undefined || view.botId === botId).sort((a, b) => a.view.connectedAt - b.view.connectedAt)[0];
     if (!live) {
       const ids = [...new Set(candidates.map(({ view }) => view.botId))];
@@ -281,10 +272,6 @@ export class SocketServer {
     if (this.busy()) await new Promise<void>((resolve) => this.idle.add(resolve));
     this.wss.close();
   }
-}
-
-function keyOf(view: ConnectionView): string {
-  return `${view.channel}\n${view.botId}\n${view.role}`;
 }
 
 /** Answer a refused upgrade with an HTTP status and the service's error body, and hang up. */
