@@ -1,5 +1,6 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { OutputType } from './events/output.js';
+import type { ConnectionView } from './events/connection.js';
 
 
 /**
@@ -113,6 +114,50 @@ export interface PushQueue {
   requeueDead(id: string | undefined, limit: number, now: number): Promise<number>;
 }
 
+/**
+ * Named leases: what only one instance may hold at a time (a channel's outgoing connection,
+ * src/connections/lease-keeper.ts). Memory and SQLite hold them for this process; Redis for
+ * every instance on it.
+ */
+export interface Leases {
+  /**
+   * Take the lease `name` for `holder` until `now + ttlMs`, or renew it when `holder` has it.
+   * Resolves its fencing token, which grows each time the lease changes hands; undefined while
+   * another holder's lease is live.
+   */
+  holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined>;
+  /** Give the lease back when `holder` still has it, so another instance can take it at once. */
+  dropLease(name: string, holder: string): Promise<void>;
+}
+
+/** An action relayed to the instance holding a bot's socket (`POST /v1/channels/<id>/actions/<action>`). */
+export interface RelayedAction {
+  channel: string;
+  action: string;
+  params: Record<string, unknown>;
+  botId?: string;
+}
+
+/** The answer of a relayed action: the bot's response, or the error the holding instance answered. */
+export type RelayAnswer =
+  | { ok: true; body: unknown }
+  | { ok: false; status: number; code: string; message: string };
+
+/**
+ * What instances sharing a store tell each other (Redis only): the connections each holds,
+ * and actions for the bots on another instance's sockets.
+ */
+export interface InstanceBus {
+  /** Publish this instance's connections, kept until `now + ttlMs` unless published again. */
+  shareConnections(instance: string, views: readonly ConnectionView[], ttlMs: number, now: number): Promise<void>;
+  /** Every instance's published connections that have not expired. */
+  sharedConnections(now: number): Promise<ConnectionView[]>;
+  /** Take the actions relayed to `instance`; resolves once listening. Returns the stop function. */
+  serveActions(instance: string, serve: (action: RelayedAction) => Promise<RelayAnswer>): Promise<() => void>;
+  /** Relay an action to `instance` and wait up to `timeoutMs` for its answer (undefined: none came). */
+  relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | undefined>;
+}
+
 /** What the composition asks of a store as a running thing: its nature, stats, readiness, end. */
 export interface StoreOperations {
   /** `memory`, `sqlite` or `redis`. */
@@ -140,7 +185,10 @@ export interface StoreOperations {
  * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
  * treat the deadlines it returns as the truth.
  */
-export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, StoreOperations {}
+export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, StoreOperations {
+  /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
+  readonly bus?: InstanceBus;
+}
 
 /** Settings every store takes at open. */
 export interface StoreOptions {

@@ -1,4 +1,5 @@
 import type { CorrelationRecord } from '../../events/inbound.js';
+import { leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
@@ -22,6 +23,8 @@ export abstract class LocalStore implements Store {
   protected now = 0;
   protected closed = false;
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
+  /** Named leases: this process is the whole deployment, so they live in memory (a restart ends them). */
+  private readonly leases = new Map<string, LeaseRow>();
 
   /** Run one change of `state` and answer once it is as durable as this store makes anything. */
   protected abstract write<T>(run: () => T, kind?: WriteKind): Promise<T>;
@@ -115,6 +118,18 @@ export abstract class LocalStore implements Store {
     this.use(now);
     // Each call reads which records are dead inside its own write: two calls never move one twice.
     return this.write(() => this.state.requeueDead(id, limit, now));
+  }
+
+  async holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined> {
+    this.use(now);
+    const row = leaseAfter(this.leases.get(name), holder, ttlMs, now);
+    if (row) this.leases.set(name, row);
+    return row?.fence;
+  }
+
+  async dropLease(name: string, holder: string): Promise<void> {
+    const row = this.leases.get(name);
+    if (row?.holder === holder) row.until = 0;
   }
 
   claimStats(): { keys: number; evicted: number } {

@@ -1,3 +1,4 @@
+import { UnavailableError } from '../../errors.js';
 import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../ports.js';
 import { type BufferedPart, type CorrelationRecord, type EventKind } from '../../events/inbound.js';
 import type { AdmitItem, AdmitVerdict } from '../../ports.js';
@@ -82,4 +83,15 @@ export function numberOrUndefined(reply: unknown): number | undefined {
 /** A Redis URL without its password, for messages. */
 export function redacted(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/** A caller's time for a script; '' lets the script use the server's clock. */
+export function clock(now: number): string {
+  return Number.isFinite(now) ? String(Math.floor(now)) : '';
+}
+
+/** Ingest cannot record now: the webhook answers 503 with Retry-After, the platform retries. */
+export function unavailable(what: string, cause: unknown): UnavailableError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new UnavailableError('store_unavailable', `Redis store: ${what}: ${detail}`, 1, { stage: 'store', cause });
 }

@@ -1,13 +1,13 @@
 import { nanoid } from 'nanoid';
-import { UnavailableError } from '../../errors.js';
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
-import { admitArgs, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, verdictsOf } from './codec.js';
+import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
+import { RedisBus } from './bus.js';
 import { OutboxTail } from './tail.js';
 import type {
   AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
@@ -70,6 +70,8 @@ export class RedisStore implements Store {
   /** Flush, push, outbox reads: retries across short outages. */
   private readonly background: ScriptedRedis;
   private readonly tailer: OutboxTail;
+  /** Connections and actions between instances, and named leases. */
+  readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
   private readonly logger: ConnectionLogger | undefined;
   private readonly claimSpaces = new Set<string>();
@@ -90,6 +92,7 @@ export class RedisStore implements Store {
     this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
     this.tailer = new OutboxTail(url, this.prefix, options.logger);
+    this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
   }
 
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
@@ -282,6 +285,14 @@ export class RedisStore implements Store {
     return Number(await this.background.aiRequeueDead(this.prefix, id ?? '', bounded, clock(now)));
   }
 
+  holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined> {
+    return this.bus.holdLease(name, holder, ttlMs, now);
+  }
+
+  dropLease(name: string, holder: string): Promise<void> {
+    return this.bus.dropLease(name, holder);
+  }
+
   // --- operations ------------------------------------------------------------------------
 
   /**
@@ -324,6 +335,7 @@ export class RedisStore implements Store {
 
   async close(): Promise<void> {
     this.tailer.stop();
+    this.bus.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
   }
 
@@ -331,15 +343,4 @@ export class RedisStore implements Store {
     return (reply as EntryReply[]).map(recordOf);
   }
 
-}
-
-/** A caller's time for a script; '' lets the script use the server's clock. */
-function clock(now: number): string {
-  return Number.isFinite(now) ? String(Math.floor(now)) : '';
-}
-
-/** Ingest cannot record now: the webhook answers 503 with Retry-After, the platform retries. */
-function unavailable(what: string, cause: unknown): UnavailableError {
-  const detail = cause instanceof Error ? cause.message : String(cause);
-  return new UnavailableError('store_unavailable', `Redis store: ${what}: ${detail}`, 1, { stage: 'store', cause });
 }

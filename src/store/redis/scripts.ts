@@ -21,6 +21,7 @@ const FILES = {
   aiAckPush: 'ack-push',
   aiRequeueDead: 'requeue-dead',
   aiStats: 'stats',
+  aiHoldLease: 'hold-lease',
 } as const;
 
 export type ScriptName = keyof typeof FILES;

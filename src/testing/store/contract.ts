@@ -5,6 +5,7 @@ import { describeCloseCases } from './close-cases.js';
 import { describeCorrelation } from './correlation.js';
 import { describeDeadlines } from './deadlines.js';
 import { storeHarness, type OpenStore, type ReopenStore } from './harness.js';
+import { describeLeases } from './leases.js';
 import { describeOperations } from './operations.js';
 import { describeOutbox } from './outbox.js';
 import { describePushQueue } from './push.js';
@@ -25,16 +26,22 @@ export function describeStoreContract(name: string, open: OpenStore, reopen?: Re
     describeBuffers(h);
     describeOutbox(h);
     describePushQueue(h);
+    describeLeases(h);
     describeOperations(h);
     if (reopen) describeRestart(h);
   });
 }
 
 /**
- * Only the debounce close rules, case by case: for a store that keeps claim and group TTLs on
- * a clock of its own (Redis's key expiry), where the rest of the contract's times cannot be
- * driven. Open it on the caller's clock (`RedisStore.open(url, { clock: 'caller' })`).
+ * Only the rules that run on the caller's clock, case by case (the debounce close rules and the
+ * named leases): for a store that keeps claim and group TTLs on a clock of its own (Redis's key
+ * expiry), where the rest of the contract's times cannot be driven. Open it on the caller's
+ * clock (`RedisStore.open(url, { clock: 'caller' })`).
  */
 export function describeCloseRules(name: string, open: OpenStore): void {
-  describe(`${name} store: debounce close rules`, () => describeCloseCases(storeHarness(open)));
+  describe(`${name} store: debounce close rules and leases`, () => {
+    const h = storeHarness(open);
+    describeCloseCases(h);
+    describeLeases(h);
+  });
 }
