@@ -30,6 +30,8 @@ export interface CreateIntakeOptions {
   agentDispatcher?: Dispatcher;
   /** Working directory for relative paths (store, media). */
   cwd?: string;
+  /** This instance's name in `/v1/connections` and on Redis. @default `<hostname>:<pid>` */
+  instance?: string;
 }
 
 /** The library surface of CONTRACT §7. */
@@ -54,11 +56,15 @@ export interface Intake {
    * Returns false, touching nothing, for a path that is not one; the caller then ends the socket.
    */
   upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  /** The bot connections this instance holds or held (`GET /v1/connections`). */
-  connections(): ConnectionView[];
   /**
-   * Run a OneBot action through a bot connected to a reverse-WebSocket channel
-   * (`send_group_msg`, ...): resolves with the bot's answer `{status, retcode, data}`; throws
+   * The bot connections of the deployment (`GET /v1/connections`): those this instance holds or
+   * held and, on Redis, every other instance's.
+   */
+  connections(): Promise<ConnectionView[]>;
+  /**
+   * Run a OneBot action (`send_group_msg`, ...) through a bot connected by WebSocket (on this
+   * instance or, on Redis, relayed to the one holding the socket) or through a HTTP channel's
+   * `apiUrl`: resolves with the bot's answer `{status, retcode, data}`; throws
    * `bot_not_connected` (404), `action_timeout` (504), `bot_disconnected` (502).
    */
   action(channel: string, action: string, params: Record<string, unknown>, selfId?: string): Promise<unknown>;

@@ -24,7 +24,7 @@ import { createPipeline, type InboundMiddleware } from './pipeline.js';
 import { AgentPush } from './push/agent-push.js';
 import { Retention } from './retention.js';
 import { openStore } from './store/index.js';
-import { actionOf, socketServer } from './sockets.js';
+import { botConnections } from './sockets.js';
 import { exposeIntake } from './surface.js';
 import { traceOf } from './trace/answer.js';
 import { Trail } from './trace/trail.js';
@@ -119,9 +119,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     },
   });
 
-  // Bots that connect to us by WebSocket: each event frame runs through `pipeline.inbound`.
-  const sockets = socketServer({ channels, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline });
-  const action = actionOf(channels, sockets);
+  // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
+  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline, ...(options.instance ? { instance: options.instance } : {}) });
 
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
@@ -141,7 +140,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     outbox: store,
     streams,
     connections: () => sockets.list(),
-    action,
+    action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
     trail,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
@@ -158,9 +157,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await push?.start();
   await scheduler.start();
   retention.start();
+  await sockets.start();
 
   return exposeIntake({
     app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets, action,
+    gate, media, scheduler, push, retention, sockets,
   });
 }

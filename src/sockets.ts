@@ -1,37 +1,84 @@
 import { hostname } from 'node:os';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { request, type Dispatcher } from 'undici';
 import type { Channels } from './channels.js';
 import type { Clock } from './clock.js';
+import { LeaseKeeper } from './connections/lease-keeper.js';
+import { Links } from './connections/links.js';
+import { SocketDialer } from './connections/socket-dialer.js';
 import { SocketServer } from './connections/socket-server.js';
-import { RequestError } from './errors.js';
+import { IntakeError, isIntakeError, RequestError } from './errors.js';
+import type { ConnectionView } from './events/connection.js';
 import type { Metrics } from './metrics/index.js';
 import type { Pipeline } from './pipeline.js';
+import type { RelayAnswer, RelayedAction, Store } from './ports.js';
 
 /** The server pings every socket this often; one that missed the last ping is dropped. */
 const PING_MS = 30_000;
+/** Each instance publishes its connections this often (and on every change) on a shared store. */
+const SHARE_MS = 5000;
 
-/** This instance as `/v1/connections` names it. */
-export const instanceName = `${hostname()}:${process.pid}`;
+const HOST = `${hostname()}:${process.pid}`;
+let built = 0;
+/** This instance as `/v1/connections` names it: host and pid (and a count past the first in one process). */
+export function instanceName(): string {
+  return ++built === 1 ? HOST : `${HOST}/${built}`;
+}
 
-export interface SocketParts {
+export interface ConnectionParts {
   channels: Channels;
+  store: Store;
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
   maxPayload: number;
   /** Resolved lazily: the pipeline is built after the stages it runs. */
   pipeline: () => Pipeline;
+  instance?: string;
   pingMs?: number;
+  /** HTTP client of `apiUrl` actions. @default undici's global dispatcher */
+  dispatcher?: Dispatcher;
+  random?: () => number;
+}
+
+/** The bot connections of one instance as the rest of the service uses them. */
+export interface BotConnections {
+  readonly instance: string;
+  /** The HTTP server's `upgrade` handler (bots that connect to us). */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Every connection of the deployment: this instance's, and on a shared store every other's. */
+  list(): Promise<ConnectionView[]>;
+  /** `POST /v1/channels/<id>/actions/<action>`: through a socket here, another instance's, or `apiUrl`. */
+  action(channel: string, action: string, params: Record<string, unknown>, botId: string | undefined): Promise<unknown>;
+  /** Dial the bots of forward channels (under their leases) and take actions relayed from other instances. */
+  start(): Promise<void>;
+  /** Close every socket (after the frames being recorded), give the leases back. */
+  close(): Promise<void>;
 }
 
 /**
- * The bots that connect to us: channels whose adapter takes sockets (OneBot `ws-reverse`) are
- * served on their webhook URL; every event frame goes through `pipeline.inbound`, as a webhook.
+ * The bots' long-lived connections: channels whose bots connect to us (OneBot `ws-reverse`) are
+ * served on their webhook URL; channels whose bot we dial (OneBot `ws`) are dialled by the one
+ * instance holding their lease. Every event frame goes through `pipeline.inbound`, as a webhook.
  */
-export function socketServer(parts: SocketParts): SocketServer {
-  const { channels, clock, logger, metrics } = parts;
-  const sockets: SocketServer = new SocketServer({
-    instance: instanceName, now: () => clock.now(), logger, maxPayload: parts.maxPayload, pingMs: parts.pingMs ?? PING_MS,
+export function botConnections(parts: ConnectionParts): BotConnections {
+  const { channels, store, clock, logger, metrics } = parts;
+  const instance = parts.instance ?? instanceName();
+  let changed = false;
+  const links = new Links({
+    instance, now: () => clock.now(), logger,
+    classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
+    deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
+    counted: (channel, transport, event) => {
+      changed = true;
+      metrics.connectionEvent(channel, transport, event);
+    },
+  });
+  metrics.connections(() => links.list());
+  const server = new SocketServer({
+    now: () => clock.now(), logger, maxPayload: parts.maxPayload,
     channelOf(path) {
       const match = /^\/webhooks\/([^/]+)\/?$/.exec(path);
       let id: string | undefined;
@@ -42,25 +89,137 @@ export function socketServer(parts: SocketParts): SocketServer {
       }
       const channel = id === undefined ? undefined : channels.get(id);
       const transport = channel?.adapter.socketTransport;
-      return channel && transport ? { channel: channel.config.id, adapter: channel.adapter.name, transport } : undefined;
+      return channel?.adapter.acceptSocket && transport ? { channel: channel.config.id, adapter: channel.adapter.name, transport } : undefined;
     },
     // channelOf names only channels whose adapter takes sockets, so acceptSocket is there.
     accept: (channel, handshake) => channels.require(channel).adapter.acceptSocket!(handshake),
-    classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
-    deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
-  });
-  metrics.connections(() => sockets.list());
-  return sockets;
+  }, links);
+
+  // Forward channels: one dialer each, run only while this instance holds the channel's lease.
+  const keepers: LeaseKeeper[] = [];
+  for (const { config, adapter } of channels.values()) {
+    const dial = adapter.socketDial;
+    if (!dial || !adapter.socketTransport) continue;
+    const target = { channel: config.id, adapter: adapter.name, transport: adapter.socketTransport };
+    const dialer = new SocketDialer({
+      key: `${config.id}\n(dialled)`, target, dial, maxPayload: parts.maxPayload, actionTimeoutMs: adapter.actionTimeoutMs ?? 10_000,
+      clock, logger, random: parts.random ?? Math.random,
+    }, links);
+    keepers.push(new LeaseKeeper({
+      name: `conn:${config.id}`, holder: instance, leaseMs: dial.leaseMs, clock, logger,
+      hold: (name, holder, ttlMs, now) => store.holdLease(name, holder, ttlMs, now),
+      drop: (name, holder) => store.dropLease(name, holder),
+      gained: () => dialer.start(),
+      lost: () => dialer.stop(),
+    }));
+  }
+
+  // On a shared store: publish what this instance holds, and take the actions relayed to it.
+  const bus = store.bus;
+  let sharer: unknown;
+  let stopServing: (() => void) | undefined;
+  const share = async (): Promise<void> => {
+    changed = false;
+    await bus?.shareConnections(instance, links.list(), SHARE_MS * 3, clock.now()).catch((error: unknown) => {
+      logger.warn({ err: error }, 'connections could not be published to the other instances');
+    });
+  };
+  const shareLoop = (): void => {
+    sharer = clock.setTimeout(() => void share().finally(shareLoop), changed ? 100 : SHARE_MS);
+  };
+  const pinger = setInterval(() => links.ping(), parts.pingMs ?? PING_MS);
+  pinger.unref();
+
+  const local = async (channel: string, action: string, params: Record<string, unknown>, botId: string | undefined): Promise<unknown> => {
+    const { adapter } = channels.require(channel);
+    return links.call(channel, action, params, botId, adapter.actionTimeoutMs ?? 10_000);
+  };
+
+  return {
+    instance,
+    upgrade: (request, socket, head) => server.upgrade(request, socket, head),
+
+    async list() {
+      const mine = links.list();
+      if (!bus) return mine;
+      const others = await bus.sharedConnections(clock.now()).catch(() => []);
+      return [...mine, ...others.filter((view) => view.instance !== instance)].sort((a, b) => b.connectedAt - a.connectedAt);
+    },
+
+    async action(channelId, action, params, botId) {
+      const { adapter } = channels.require(channelId);
+      const timeoutMs = adapter.actionTimeoutMs ?? 10_000;
+      const context = { channel: channelId, stage: 'connections' };
+      if (adapter.actionApi) return httpAction(adapter.actionApi, channelId, action, params, timeoutMs, parts.dispatcher);
+      if (!adapter.socketTransport) {
+        throw new RequestError('no_actions', 404, `Channel "${channelId}" takes no actions: only a channel whose bots are connected by WebSocket ("transport": "ws-reverse" or "ws") or a OneBot HTTP channel with "apiUrl" does`, context);
+      }
+      const here = await local(channelId, action, params, botId);
+      if (here !== undefined) return here;
+      const elsewhere = bus ? (await bus.sharedConnections(clock.now())).filter((view) => view.instance !== instance && view.state === 'open' && view.channel === channelId && view.role !== 'Event') : [];
+      const holder = elsewhere.sort((a, b) => a.connectedAt - b.connectedAt).find((view) => botId === undefined || view.botId === botId);
+      if (!holder || !bus) {
+        const ids = [...new Set([...links.actionBots(channelId), ...elsewhere.map((view) => view.botId)])];
+        const which = botId === undefined ? 'No bot is connected' : `Bot ${botId} is not connected`;
+        throw new IntakeError('bot_not_connected', 404, `${which} on channel "${channelId}" for actions (connected: ${ids.length ? ids.join(', ') : 'none'})`, context);
+      }
+      const relayed: RelayedAction = { channel: channelId, action, params, ...(botId === undefined ? {} : { botId }) };
+      const answer = await bus.relayAction(holder.instance, relayed, timeoutMs + 1000);
+      if (!answer) throw new IntakeError('action_timeout', 504, `Instance ${holder.instance}, which holds bot ${holder.botId} on channel "${channelId}", did not answer "${action}" within ${timeoutMs} ms`, context);
+      if (answer.ok) return answer.body;
+      throw new IntakeError(answer.code, answer.status, answer.message, context);
+    },
+
+    async start() {
+      for (const keeper of keepers) keeper.start();
+      if (!bus) return;
+      stopServing = await bus.serveActions(instance, async ({ channel, action, params, botId }): Promise<RelayAnswer> => {
+        try {
+          const body = await local(channel, action, params, botId);
+          if (body === undefined) return { ok: false, status: 404, code: 'bot_not_connected', message: `Bot ${botId ?? ''} is no longer connected to instance ${instance} on channel "${channel}"` };
+          return { ok: true, body };
+        } catch (error) {
+          return isIntakeError(error) ? { ok: false, status: error.status, code: error.code, message: error.message } : { ok: false, status: 500, code: 'internal', message: (error as Error).message };
+        }
+      });
+      await share();
+      shareLoop();
+    },
+
+    async close() {
+      clearInterval(pinger);
+      clock.clearTimeout(sharer);
+      await Promise.all([server.close(), ...keepers.map((keeper) => keeper.stop())]);
+      await links.drained();
+      stopServing?.();
+      if (bus) await share();
+    },
+  };
 }
 
-/** An action through a channel's connected bot (`POST /v1/channels/<id>/actions/<action>`). */
-export function actionOf(channels: Channels, sockets: SocketServer) {
-  return (channelId: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown> => {
-    const { adapter } = channels.require(channelId);
-    if (!adapter.socketTransport) {
-      throw new RequestError('no_actions', 404, `Channel "${channelId}" takes no actions: only a channel whose bots connect by WebSocket ("transport": "ws-reverse") does`, { channel: channelId });
-    }
-    return sockets.call(channelId, action, params, selfId, adapter.actionTimeoutMs ?? 10_000);
-  };
+/** An action on a OneBot HTTP API: `POST <apiUrl>/<action>` with the params as JSON; the bot's JSON answer. */
+async function httpAction(api: { url: string; headers: Readonly<Record<string, string>> }, channel: string, action: string, params: Record<string, unknown>, timeoutMs: number, dispatcher?: Dispatcher): Promise<unknown> {
+  const context = { channel, stage: 'connections' };
+  const url = `${api.url.replace(/\/$/, '')}/${encodeURIComponent(action)}`;
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(url, {
+      method: 'POST', body: JSON.stringify(params), headers: { 'content-type': 'application/json', ...api.headers },
+      headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs), ...(dispatcher ? { dispatcher } : {}),
+    });
+  } catch (error) {
+    const timedOut = (error as Error).name === 'TimeoutError' || /timeout/i.test((error as Error).message);
+    if (timedOut) throw new IntakeError('action_timeout', 504, `The bot's API on channel "${channel}" did not answer "${action}" within ${timeoutMs} ms`, context);
+    throw new IntakeError('bot_api_unreachable', 502, `The bot's API on channel "${channel}" (apiUrl) could not be reached: ${(error as Error).message}`, context);
+  }
+  const text = await response.body.text();
+  if (response.statusCode === 401 || response.statusCode === 403) {
+    throw new IntakeError('bot_api_refused', 502, `The bot's API on channel "${channel}" refused our accessToken (HTTP ${response.statusCode})`, context);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new IntakeError('bot_api_error', 502, `The bot's API on channel "${channel}" answered "${action}" with HTTP ${response.statusCode} and no JSON`, context);
+  }
 }

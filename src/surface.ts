@@ -15,7 +15,7 @@ import type { InboundMiddleware, Pipeline } from './pipeline.js';
 import type { Store } from './ports.js';
 import type { AgentPush } from './push/agent-push.js';
 import type { Retention } from './retention.js';
-import type { SocketServer } from './connections/socket-server.js';
+import type { BotConnections } from './sockets.js';
 
 export interface SurfaceParts {
   app: Koa;
@@ -34,8 +34,7 @@ export interface SurfaceParts {
   scheduler: FlushScheduler;
   push: AgentPush | undefined;
   retention: Retention;
-  sockets: SocketServer;
-  action: Intake['action'];
+  sockets: BotConnections;
 }
 
 /** The library API of a built intake (CONTRACT §7), and the order it stops in. */
@@ -47,7 +46,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     ingest: pipeline.inbound,
     upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),
     connections: () => sockets.list(),
-    action: (channel, action, params, selfId) => parts.action(channel, action, params, selfId),
+    action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
     use(middleware) {
       if (typeof middleware !== 'function') throw new TypeError('intake.use() takes a function (event, next) => ...');
       chain.push(middleware);
@@ -74,7 +73,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     async close() {
       if (gate.closing) return;
       retention.close();
-      // Sockets stop being read; the frames being recorded finish, then each socket closes (1001).
+      // Sockets close (1001) after the frames being recorded; forward channels' leases are given back.
       await sockets.close();
       // Deliveries already being admitted are answered 200 and must be in the last flush.
       await gate.close();

@@ -33,9 +33,9 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
    * The setting holding the signing secret. `required`: a channel without it refuses to start
    * unless it says `"verify": false` (CONTRACT §2); otherwise it is simply unsigned.
    */
-  readonly secret?: { readonly setting: keyof z.output<Settings> & string; readonly required: boolean };
+  readonly secret?: { readonly setting: keyof z.output<Settings> & string; readonly required: boolean; readonly why?: string };
   /** The secret rule when it depends on other settings (OneBot: `accessToken` for a socket, `secret` over HTTP). */
-  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean };
+  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
   readonly settings: Settings;
   /**
    * How long the platform keeps retrying one delivery, in ms (CONTRACT §8). A descriptor fact

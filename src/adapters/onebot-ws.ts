@@ -5,7 +5,7 @@ import { safeEqual } from '../signing.js';
 import type { AdapterChannel } from './descriptor.js';
 import { headerOf } from './types.js';
 
-/** OneBot v11 over a reverse WebSocket (the bot connects to us): the handshake and the frames the connection keeps. */
+/** OneBot v11 over WebSocket: the reverse handshake (the bot connects to us) and the frames a connection keeps. */
 
 const ROLES = new Map([['universal', 'Universal'], ['event', 'Event'], ['api', 'API']]);
 
@@ -52,10 +52,18 @@ export function oneBotFrame(frame: Buffer): SocketFrame | undefined {
   if (event.post_type === 'meta_event') {
     const heartbeat = event.meta_event_type === 'heartbeat';
     const interval = typeof event.interval === 'number' && Number.isFinite(event.interval) ? event.interval : undefined;
-    return { kind: 'meta', heartbeat, ...(heartbeat && interval !== undefined ? { intervalMs: heartbeatMsOf(interval) } : {}) };
+    const botId = typeof event.self_id === 'number' || typeof event.self_id === 'string' ? String(event.self_id) : undefined;
+    return { kind: 'meta', heartbeat, ...(heartbeat && interval !== undefined ? { intervalMs: heartbeatMsOf(interval) } : {}), ...(botId ? { botId } : {}) };
   }
   if (event.post_type === undefined && event.echo !== undefined) return { kind: 'response', echo: String(event.echo), body };
   return undefined;
+}
+
+/** The bot's account id in the answer to `get_login_info` (`{data: {user_id}}`), which a forward socket asks first. */
+export function loginIdOf(answer: unknown): string | undefined {
+  const data = typeof answer === 'object' && answer !== null ? (answer as { data?: unknown }).data : undefined;
+  const id = typeof data === 'object' && data !== null ? (data as { user_id?: unknown }).user_id : undefined;
+  return typeof id === 'number' || (typeof id === 'string' && /^\d{1,20}$/.test(id)) ? String(id) : undefined;
 }
 
 /**

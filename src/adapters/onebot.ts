@@ -9,7 +9,7 @@ import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
 import { SignatureError } from '../errors.js';
 import type { RawDelivery } from '../events/transport.js';
-import { acceptOneBotSocket, oneBotFrame } from './onebot-ws.js';
+import { acceptOneBotSocket, loginIdOf, oneBotFrame } from './onebot-ws.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -59,18 +59,40 @@ function contentOf(segments: readonly Segment[]): string {
   return segments.filter((s) => s.type === 'text').map((s) => s.data.text ?? '').join('').replace(/\s+/g, ' ').trim();
 }
 
+const millis = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
+
 const settings = z.strictObject({
-  /** `http`: HTTP POST reporting; `ws-reverse`: the bot connects to us by WebSocket at the webhook URL. */
-  transport: z.enum(['http', 'ws-reverse'], { error: 'must be "http" or "ws-reverse"' }).default('http'),
+  /**
+   * `http`: HTTP POST reporting; `ws-reverse`: the bot connects to us by WebSocket at the webhook
+   * URL; `ws`: we connect to the bot's forward WebSocket at `url`.
+   */
+  transport: z.enum(['http', 'ws-reverse', 'ws'], { error: 'must be "http", "ws-reverse" or "ws"' }).default('http'),
   /** Signs `X-Signature` (HMAC-SHA1) over HTTP. */
   secret: optionalText(),
-  /** The token a reverse-WebSocket bot sends (`Authorization: Bearer`, or `?access_token=`). */
+  /** The token of the WebSocket transports (`Authorization: Bearer`, or `?access_token=`), and of `apiUrl`. */
   accessToken: optionalText(),
+  /** The bot's forward WebSocket (`transport: "ws"`): `ws://` or `wss://`. */
+  url: optionalText().refine((url) => url === undefined || /^wss?:\/\/[^\s/]/i.test(url), { error: 'must be a ws:// or wss:// URL' }),
+  /** The bot's HTTP API (`transport: "http"`), where actions go: `http://` or `https://`. */
+  apiUrl: optionalText().refine((url) => url === undefined || /^https?:\/\/[^\s/]/i.test(url), { error: 'must be an http:// or https:// URL' }),
+  /** Reconnect backoff of the forward WebSocket: from this, doubling, jittered. */
+  reconnectMinMs: millis(10, 600_000, 1000),
+  reconnectMaxMs: millis(10, 3_600_000, 30_000),
+  /** On several instances one holds the forward WebSocket; a survivor takes it over within this. */
+  leaseMs: millis(300, 600_000, 15_000),
   /** How long an action (`POST /v1/channels/<id>/actions/<action>`) waits for the bot's answer. */
-  actionTimeoutMs: z.number({ error: 'must be a number of milliseconds' }).int().min(100).max(600_000).default(10_000),
+  actionTimeoutMs: millis(100, 600_000, 10_000),
   /** Our bots' account ids (self_id), for the bot-loop guard. */
   botIds: z.array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' }).optional()
     .transform((ids) => (ids ?? []).map(String)),
+}).check((ctx) => {
+  const { transport, url, apiUrl, reconnectMinMs, reconnectMaxMs } = ctx.value;
+  const issue = (path: string, message: string) => ctx.issues.push({ code: 'custom', path: [path], message, input: ctx.value });
+  if (transport === 'ws' && url === undefined) issue('url', 'is required with "transport": "ws" (the bot\'s forward WebSocket, e.g. "ws://127.0.0.1:3001")');
+  if (transport !== 'ws' && url !== undefined) issue('url', 'is only for "transport": "ws" (we connect to the bot there)');
+  if (transport !== 'http' && apiUrl !== undefined) issue('apiUrl', 'is only for "transport": "http": over a WebSocket, actions go on the socket');
+  if (reconnectMaxMs < reconnectMinMs) issue('reconnectMaxMs', `must be at least reconnectMinMs (${reconnectMinMs})`);
 });
 
 /** OneBot v11 over HTTP POST. */
@@ -78,7 +100,8 @@ export const onebot = defineAdapter({
   name: 'onebot',
   namespace: 'qq',
   secret: { setting: 'secret', required: true },
-  secretFor: (values) => ({ setting: values.transport === 'ws-reverse' ? 'accessToken' : 'secret', required: true }),
+  secretFor: (values) => (values.transport === 'ws-reverse' ? { setting: 'accessToken', required: true, why: 'authenticates the bots that connect by WebSocket with it' }
+    : values.transport === 'ws' ? { setting: 'accessToken', required: false } : { setting: 'secret', required: true }),
   settings,
   // go-cqhttp's docs: it retries a post 3 times; no horizon given: today's exact-id window
   // (dedup.idTtlMs).
@@ -94,7 +117,7 @@ export const onebot = defineAdapter({
  */
 export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const secret = verifiedSecret(channel, options.secret);
-  const socket = options.transport === 'ws-reverse';
+  const socket = options.transport !== 'http';
   const accessToken = verifiedSecret(channel, options.accessToken);
   const namespace = channel.namespace;
   const botIds = options.botIds;
@@ -107,11 +130,26 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     namespace,
     botIds,
 
-    ...(socket ? {
+    actionTimeoutMs: options.actionTimeoutMs,
+    ...(options.transport === 'ws-reverse' ? {
       socketTransport: 'ws-reverse',
-      actionTimeoutMs: options.actionTimeoutMs,
       acceptSocket: (handshake: RawDelivery) => acceptOneBotSocket(channel, accessToken, handshake),
       socketFrame: oneBotFrame,
+    } : {}),
+    ...(options.transport === 'ws' ? {
+      socketTransport: 'ws',
+      socketDial: {
+        url: options.url as string,
+        headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {},
+        reconnectMinMs: options.reconnectMinMs,
+        reconnectMaxMs: options.reconnectMaxMs,
+        leaseMs: options.leaseMs,
+        whoAmI: { action: 'get_login_info', botIdOf: loginIdOf },
+      },
+      socketFrame: oneBotFrame,
+    } : {}),
+    ...(options.apiUrl ? {
+      actionApi: { url: options.apiUrl, headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {} },
     } : {}),
 
     verify(delivery) {
@@ -119,7 +157,9 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       // would be unsigned, so it is refused.
       if (socket) {
         if (delivery.authenticated) return;
-        throw new SignatureError(`Channel "${channel.id}" takes a reverse WebSocket ("transport": "ws-reverse"): connect with a WebSocket upgrade, not an HTTP POST`, { channel: channel.id, stage: 'adapter' });
+        throw new SignatureError(options.transport === 'ws'
+          ? `Channel "${channel.id}" reads the bot's forward WebSocket ("transport": "ws"): it takes no HTTP POST`
+          : `Channel "${channel.id}" takes a reverse WebSocket ("transport": "ws-reverse"): connect with a WebSocket upgrade, not an HTTP POST`, { channel: channel.id, stage: 'adapter' });
       }
       if (!secret) return;
       checkSignature(channel, 'X-Signature', headerOf(delivery, 'x-signature')?.toLowerCase(), `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`);

@@ -2,7 +2,7 @@ import type { ChannelConfig } from '../config/schema.js';
 import { RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
-import type { SocketFrame, SocketPeer } from '../events/connection.js';
+import type { SocketDial, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 
 export type { PlatformReply, RawDelivery } from '../events/transport.js';
@@ -41,13 +41,18 @@ export interface Adapter {
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
   /**
-   * The channel takes bots connecting over a WebSocket at its webhook URL (OneBot reverse
-   * WebSocket): this name goes in `transport` of `/v1/connections`.
+   * The channel's events come over WebSockets: this name goes in `transport` of
+   * `/v1/connections`. With `acceptSocket` bots connect at the webhook URL (OneBot
+   * `ws-reverse`); with `socketDial` we connect to the bot (OneBot `ws`).
    */
   readonly socketTransport?: string;
   /** Authenticate a WebSocket upgrade (`body` empty); throws the 400/401/403 that refuses it. */
   acceptSocket?(handshake: RawDelivery): SocketPeer;
-  /** How long an action sent on this channel's socket waits for the bot's answer, ms. */
+  /** The bot's WebSocket we dial, held by one instance at a time. */
+  readonly socketDial?: SocketDial;
+  /** Where actions go on a channel without sockets (OneBot's HTTP API: `POST <url>/<action>`). */
+  readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+  /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
   socketFrame?(frame: Buffer): SocketFrame | undefined;

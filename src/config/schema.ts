@@ -86,9 +86,9 @@ export const channelFields = {
 export interface ChannelKind {
   readonly name: string;
   readonly settings: z.ZodObject<z.ZodRawShape, z.core.$strict>;
-  readonly secret?: { readonly setting: string; readonly required: boolean };
+  readonly secret?: { readonly setting: string; readonly required: boolean; readonly why?: string };
   /** The secret rule when it depends on other settings (OneBot's transport); else `secret`. */
-  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean };
+  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
 }
 
 /** The secret rule of a channel of this kind with these settings. */
@@ -102,7 +102,7 @@ export function missingSecret(kind: ChannelKind, verify: boolean | undefined, se
   if (!rule?.required || verify === false) return undefined;
   const value = settings[rule.setting];
   if (value !== undefined && value !== '') return undefined;
-  return `is required: the ${kind.name} adapter verifies signatures (set "verify": false on the channel to accept unsigned requests)`;
+  return `is required: the ${kind.name} adapter ${rule.why ?? 'verifies signatures'} (set "verify": false on the channel to accept unsigned requests)`;
 }
 
 /** `the whatsapp adapter takes appSecret, verifyToken, ...`: what a misspelt key is told. */

@@ -7,7 +7,7 @@ export interface ConnectionView {
   transport: string;
   botId: string;
   role: string;
-  /** The instance holding the socket. */
+  /** The instance holding the socket. `botId` is '' on a socket we dialled until the bot says who it is. */
   instance: string;
   state: 'open' | 'connecting' | 'closed';
   connectedAt: number;
@@ -22,7 +22,7 @@ export interface ConnectionView {
 /** How an adapter reads one socket frame before the pipeline does. */
 export type SocketFrame =
   /** A lifecycle or heartbeat meta event: it updates the connection, never becomes a message. */
-  | { kind: 'meta'; heartbeat: boolean; intervalMs?: number }
+  | { kind: 'meta'; heartbeat: boolean; intervalMs?: number; botId?: string }
   /** The answer to an action we sent (`echo` matches it). */
   | { kind: 'response'; echo: string; body: unknown };
 
@@ -34,3 +34,16 @@ export interface SocketPeer {
 
 /** The connection metrics' events (`inbox_connection_events_total{event}`). */
 export type ConnectionEvent = 'open' | 'close' | 'refused' | 'reconnect';
+
+/** A bot WebSocket we dial (CONTRACT §9, OneBot `ws`). */
+export interface SocketDial {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Reconnect backoff: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  /** The store lease that makes one instance the dialer; a survivor takes over within this. */
+  readonly leaseMs: number;
+  /** The action asked first on a new socket, whose answer names the bot. */
+  readonly whoAmI?: { readonly action: string; botIdOf(answer: unknown): string | undefined };
+}

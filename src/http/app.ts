@@ -34,8 +34,8 @@ export interface HttpPorts {
   /** The store's outbox role: streams, lookup by id. */
   outbox: Outbox;
   streams: StreamHub;
-  /** The bot connections (`GET /v1/connections`). */
-  connections(): ConnectionView[];
+  /** The bot connections of the deployment (`GET /v1/connections`). */
+  connections(): Promise<ConnectionView[]>;
   /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
   action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
   trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
@@ -183,8 +183,8 @@ export function createApp(ports: HttpPorts): Koa {
     ctx.body = trace;
   });
 
-  router.get('/v1/connections', requireToken, (ctx) => {
-    ctx.body = { connections: ports.connections() };
+  router.get('/v1/connections', requireToken, async (ctx) => {
+    ctx.body = { connections: await ports.connections() };
   });
   router.post('/v1/channels/:channel/actions/:action', requireToken, async (ctx) => {
     const channelId = ctx.params.channel as string;

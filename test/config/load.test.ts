@@ -83,6 +83,6 @@ describe('channel settings, from the adapter registry', () => {
     expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'tg', adapter: 'telegram', secretToken: 'has space' }] } }))
       .toThrow('channels[0].secretToken (channel "tg"): must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires');
     const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'onebot', secret: '', verify: false, botIds: [10001, '10002'] }] } }).channels;
-    expect(channel!.settings).toEqual({ transport: 'http', actionTimeoutMs: 10_000, secret: undefined, botIds: ['10001', '10002'] });
+    expect(channel!.settings).toEqual({ transport: 'http', actionTimeoutMs: 10_000, leaseMs: 15_000, reconnectMinMs: 1000, reconnectMaxMs: 30_000, secret: undefined, botIds: ['10001', '10002'] });
   });
 });

@@ -69,7 +69,7 @@ describe('actions through a reverse-WebSocket bot', () => {
     await until(() => silent.received.length === 2);
     silent.socket.close();
     expect(await pending).toMatchObject({ status: 502, body: { error: { code: 'bot_disconnected' } } });
-    await until(() => service.intake.connections().every((c) => c.state === 'closed'));
+    await until(async () => (await service.intake.connections()).every((c) => c.state === 'closed'));
     expect(await act(service, 'get_status', {})).toMatchObject({ status: 404, body: { error: { code: 'bot_not_connected' } } });
   });
 

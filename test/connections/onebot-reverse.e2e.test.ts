@@ -47,7 +47,7 @@ describe('OneBot over a reverse WebSocket', () => {
     // The token in the query works as well as the header.
     const socket = await connect(service, { 'x-self-id': '10001000' }, '/webhooks/qq-ws?access_token=tok');
     socket.close();
-    expect(service.intake.connections().map((c) => c.state)).toEqual(['open']);
+    expect((await service.intake.connections()).map((c) => c.state)).toEqual(['open']);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/inbox_connection_events_total\{channel="qq-ws",transport="ws-reverse",event="refused"\} 4/);
     // A POST to a socket channel would be unsigned: refused.
@@ -67,7 +67,7 @@ describe('OneBot over a reverse WebSocket', () => {
     socket.send(message(8, 'world'));
     await until(() => outputs.length === 1);
     expect(outputs[0]).toMatchObject({ sessionKey: 'qq:12345678', content: 'hello world', merged: 2, channel: 'qq-ws' });
-    const [view] = service.intake.connections();
+    const [view] = await service.intake.connections();
     expect(view).toMatchObject({ channel: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', botId: '10001000', role: 'Universal', state: 'open', heartbeatMs: 5000, reconnects: 0 });
     expect(view?.lastHeartbeatAt).toBeTypeOf('number');
     expect(view?.lastEventAt).toBeTypeOf('number');
@@ -84,7 +84,7 @@ describe('OneBot over a reverse WebSocket', () => {
     const frames = readEvents(`${service.url}/v1/events`, 1, {
       onOpen: async () => {
         socket.send(fixtureBytes('onebot', 'napcat-group.json').toString());
-        await until(() => service.intake.connections()[0]?.lastEventAt !== null);
+        await until(async () => (await service.intake.connections())[0]?.lastEventAt !== null);
         const body = fixtureBytes('onebot', 'gocqhttp-group.json');
         const b = await postJson(`${service.url}/webhooks/qq-http`, body.toString(), { 'x-signature': `sha1=${createHmac('sha1', 'secret-b').update(body).digest('hex')}` });
         expect(b.status).toBe(204);
@@ -112,8 +112,8 @@ describe('OneBot over a reverse WebSocket', () => {
     const replaced = closed(first);
     const second = await connect(service, napcat());
     expect(await replaced).toMatchObject({ code: 1008 });
-    await until(() => service.intake.connections().filter((c) => c.state === 'open').length === 1);
-    expect(service.intake.connections()[0]).toMatchObject({ state: 'open', reconnects: 1 });
+    await until(async () => (await service.intake.connections()).filter((c) => c.state === 'open').length === 1);
+    expect((await service.intake.connections())[0]).toMatchObject({ state: 'open', reconnects: 1 });
     second.close();
   });
 
@@ -149,7 +149,7 @@ describe('OneBot over a reverse WebSocket', () => {
     const socket = await connect(service, napcat());
     const bye = closed(socket);
     socket.send(message(9, 'last words'));
-    await until(() => service.intake.connections()[0]?.lastEventAt !== null);
+    await until(async () => (await service.intake.connections())[0]?.lastEventAt !== null);
     await service.stop();
     expect(await bye).toMatchObject({ code: 1001 });
     // The memory-less stop flushes open buffers: the frame is in the last output.
@@ -160,14 +160,14 @@ describe('OneBot over a reverse WebSocket', () => {
     service = await start();
     const sockets = await Promise.all(Array.from({ length: 300 }, (_, i) => connect(service, napcat(String(50_000 + (i % 100))))));
     // 100 bots, three sockets each: each newer one replaced the one before (1008).
-    await until(() => service.intake.connections().filter((c) => c.state === 'open').length === 100);
+    await until(async () => (await service.intake.connections()).filter((c) => c.state === 'open').length === 100);
     for (const socket of sockets) socket.terminate();
-    await until(() => service.intake.connections().every((c) => c.state === 'closed'));
+    await until(async () => (await service.intake.connections()).every((c) => c.state === 'closed'));
     // One entry per bot and role, not per socket.
-    expect(service.intake.connections()).toHaveLength(100);
+    expect((await service.intake.connections())).toHaveLength(100);
     expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
     const again = await connect(service, napcat('50000'));
-    expect(service.intake.connections().find((c) => c.state === 'open')).toMatchObject({ botId: '50000', reconnects: 3 });
+    expect((await service.intake.connections()).find((c) => c.state === 'open')).toMatchObject({ botId: '50000', reconnects: 3 });
     again.close();
   });
 });

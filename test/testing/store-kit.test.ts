@@ -27,6 +27,8 @@ class WrappedStore implements Store {
   deliveryCounts: Store['deliveryCounts'] = () => this.#inner.deliveryCounts();
   deadLetters: Store['deadLetters'] = (limit) => this.#inner.deadLetters(limit);
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.#inner.requeueDead(id, limit, now);
+  holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.#inner.holdLease(name, holder, ttlMs, now);
+  dropLease: Store['dropLease'] = (name, holder) => this.#inner.dropLease(name, holder);
   claimStats: Store['claimStats'] = () => this.#inner.claimStats();
   correlationStats: Store['correlationStats'] = () => this.#inner.correlationStats();
   ping: Store['ping'] = () => this.#inner.ping();

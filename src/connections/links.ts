@@ -1,0 +1,279 @@
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
+import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { RawDelivery } from '../events/transport.js';
+
+/** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
+export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tryAgain: 1013 } as const;
+
+/** Which channel a socket serves and how it came (`ws-reverse`: the bot dialled us; `ws`: we dialled it). */
+export interface LinkTarget {
+  channel: string;
+  adapter: string;
+  transport: string;
+}
+
+/** What the composition tells the live sockets about their channels. */
+export interface LinksOptions {
+  /** This instance's name, shown on every connection it holds. */
+  instance: string;
+  now(): number;
+  logger: Logger;
+  /** Read a frame before the pipeline: a meta event or an action response; undefined for an event. */
+  classify(channel: string, frame: Buffer): SocketFrame | undefined;
+  /** Run one event frame through the pipeline; resolves once it is recorded. */
+  deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
+  /** `inbox_connection_events_total` and the open-connections gauge. */
+  counted(channel: string, transport: string, event: ConnectionEvent): void;
+}
+
+/** An action sent on a socket, waiting for the frame that answers it. */
+interface Pending {
+  resolve(body: unknown): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+  live: Live;
+}
+
+interface Live {
+  view: ConnectionView;
+  socket: WebSocket;
+  headers: IncomingMessage['headers'];
+  query: URLSearchParams;
+  /** Frames received and not yet handled, in order (the socket is paused while any wait). */
+  queue: Buffer[];
+  busy: boolean;
+  alive: boolean;
+}
+
+/** Bytes queued on a socket past which no action is sent on it: the bot stopped reading. */
+const MAX_BUFFERED = 1 << 20;
+/** Bots remembered for their reconnect count, past which the oldest are forgotten. */
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * The bot sockets this instance holds, whoever opened them (the socket server for bots that
+ * dial us, a dialer for the bots we dial): each socket's frames are handled one at a time, in
+ * order; while one is being recorded the socket is not read, so a bot that floods waits on TCP
+ * instead of growing our memory. Actions go out on them and their answers are matched by echo.
+ */
+export class Links {
+  private readonly live = new Map<string, Live>();
+  /** Each bot+role's latest connection, and how many times it connected. */
+  private readonly latest = new Map<string, { view: ConnectionView; opened: number }>();
+  private readonly idle = new Set<() => void>();
+  private readonly pending = new Map<string, Pending>();
+  private echoes = 0;
+
+  constructor(private readonly options: LinksOptions) {}
+
+  /** Every connection this instance holds or held (the latest of each bot and role), newest first. */
+  list(): ConnectionView[] {
+    return [...this.latest.values()].map(({ view }) => ({ ...view })).sort((a, b) => b.connectedAt - a.connectedAt);
+  }
+
+  /** How many sockets are open now. */
+  get size(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Show a connection being dialled (`state: connecting`) before it opens, under the key its
+   * socket will have (`attach` then shows it open).
+   */
+  connecting(key: string, target: LinkTarget, peer: SocketPeer): void {
+    const remembered = this.latest.get(key);
+    if (remembered && remembered.view.state !== 'closed') return;
+    const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting');
+    this.latest.delete(key);
+    this.latest.set(key, { view, opened: remembered?.opened ?? 0 });
+  }
+
+  /** Name the bot of a socket we dialled, once it said who it is. */
+  identify(key: string, botId: string): void {
+    const live = this.live.get(key);
+    if (live) live.view.botId = botId;
+  }
+
+  /** Forget a connection this instance no longer dials (another instance holds it now). */
+  forget(key: string): void {
+    this.latest.delete(key);
+  }
+
+  /**
+   * Take an open socket: a second socket under the same key (bot and role) replaces the first
+   * (closed 1008). Its frames are read from now on.
+   */
+  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams()): void {
+    const before = this.live.get(key);
+    if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
+    const remembered = this.latest.get(key);
+    const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
+    this.latest.delete(key);
+    this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
+    if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true };
+    this.live.set(key, live);
+    this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
+    this.options.logger.info({ channel: target.channel, botId: peer.botId, role: peer.role, transport: target.transport }, 'bot connected');
+
+    socket.on('pong', () => {
+      live.alive = true;
+    });
+    socket.on('message', (data, isBinary) => {
+      if (isBinary) {
+        socket.close(CLOSE.unsupported, 'binary frames are not supported: send each event as a JSON text frame');
+        return;
+      }
+      live.queue.push(data as Buffer);
+      if (!live.busy) void this.drain(live);
+    });
+    socket.on('error', (error) => {
+      // ws closes the socket itself (a frame over maxPayload: 1009); say why.
+      this.options.logger.warn({ channel: target.channel, botId: view.botId, err: error }, 'socket error');
+    });
+    socket.on('close', (code, reason) => {
+      view.state = 'closed';
+      for (const [echo, waiting] of this.pending) {
+        if (waiting.live === live) this.settle(echo)?.reject(new IntakeError('bot_disconnected', 502, `Bot ${view.botId} on channel "${target.channel}" disconnected before it answered the action`, { channel: target.channel, stage: 'connections' }));
+      }
+      if (this.live.get(key) === live) this.live.delete(key);
+      this.options.counted(target.channel, target.transport, 'close');
+      this.options.logger.info({ channel: target.channel, botId: view.botId, role: view.role, code, reason: reason.toString() }, 'bot disconnected');
+    });
+  }
+
+  private viewOf(target: LinkTarget, peer: SocketPeer, reconnects: number, state: ConnectionView['state']): ConnectionView {
+    return {
+      ...target, botId: peer.botId, role: peer.role, instance: this.options.instance, state,
+      connectedAt: this.options.now(), lastEventAt: null, lastHeartbeatAt: null, reconnects,
+    };
+  }
+
+  /** Handle the queued frames of one socket in order, not reading it meanwhile. */
+  private async drain(live: Live): Promise<void> {
+    live.busy = true;
+    live.socket.pause();
+    try {
+      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) await this.frame(live, frame);
+    } finally {
+      live.busy = false;
+      // Read on while the socket is open or closing: the bot's answer to our close comes that way.
+      if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING) live.socket.resume();
+      if (!this.busy()) for (const wake of this.idle) wake();
+    }
+  }
+
+  private async frame(live: Live, frame: Buffer): Promise<void> {
+    const { view } = live;
+    const now = this.options.now();
+    let read: SocketFrame | undefined;
+    try {
+      read = this.options.classify(view.channel, frame);
+    } catch {
+      read = undefined; // not a meta frame after all: the pipeline says what is wrong with it
+    }
+    if (read?.kind === 'meta') {
+      if (read.heartbeat) view.lastHeartbeatAt = now;
+      if (read.intervalMs !== undefined) view.heartbeatMs = read.intervalMs;
+      if (read.botId !== undefined && view.botId === '') view.botId = read.botId;
+      return;
+    }
+    if (read?.kind === 'response') {
+      const waiting = this.pending.get(read.echo);
+      if (waiting?.live === live) this.settle(read.echo)?.resolve(read.body);
+      return;
+    }
+    try {
+      await this.options.deliver(view.channel, { headers: live.headers, body: frame, query: live.query, now, authenticated: true });
+      view.lastEventAt = now;
+    } catch (error) {
+      // Refused frames are counted and trailed by the pipeline. A frame the store could not
+      // record is lost (a socket has no retry): close, so the bot's reconnect shows the outage.
+      if (isIntakeError(error) && error.status === 503) live.socket.close(CLOSE.tryAgain, `not recorded: ${error.message}`.slice(0, 120));
+    }
+  }
+
+  /** The bots of a channel that take actions here (not Event-only sockets), connected longest first. */
+  actionBots(channel: string): string[] {
+    return this.takers(channel).map(({ view }) => view.botId);
+  }
+
+  private takers(channel: string): Live[] {
+    return [...this.live.values()].filter(({ view }) => view.channel === channel && view.role !== 'Event')
+      .sort((a, b) => a.view.connectedAt - b.view.connectedAt);
+  }
+
+  /**
+   * Send an action `{action, params, echo}` on a bot's socket and resolve with the bot's answer.
+   * `botId` picks the bot (else the one connected longest); Event-only sockets take no actions.
+   * Undefined when no such bot is connected here.
+   */
+  call(channel: string, action: string, params: unknown, botId: string | undefined, timeoutMs: number): Promise<unknown> | undefined {
+    const context = { channel, stage: 'connections' };
+    const live = this.takers(channel).find(({ view }) => botId === undefined || view.botId === botId);
+    if (!live) return undefined;
+    if (live.socket.bufferedAmount > MAX_BUFFERED) {
+      throw new UnavailableError('bot_not_reading', `Bot ${live.view.botId} on channel "${channel}" is not reading its socket (${live.socket.bufferedAmount} bytes waiting): the action was not sent`, 5, context);
+    }
+    const echo = `${this.options.instance}:${++this.echoes}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.settle(echo)?.reject(new IntakeError('action_timeout', 504, `Bot ${live.view.botId || '(id not known yet)'} on channel "${channel}" did not answer "${action}" within ${timeoutMs} ms`, context));
+      }, timeoutMs);
+      this.pending.set(echo, { resolve, reject, timer, live });
+      live.socket.send(JSON.stringify({ action, params, echo }));
+    });
+  }
+
+  /** Take a pending action out of the table (once: a late answer after a timeout finds nothing). */
+  private settle(echo: string): Pending | undefined {
+    const waiting = this.pending.get(echo);
+    if (!waiting) return undefined;
+    this.pending.delete(echo);
+    clearTimeout(waiting.timer);
+    return waiting;
+  }
+
+  private busy(): boolean {
+    for (const live of this.live.values()) if (live.busy) return true;
+    return false;
+  }
+
+  /** Resolves once no frame is being recorded. */
+  async drained(): Promise<void> {
+    if (this.busy()) await new Promise<void>((resolve) => this.idle.add(resolve));
+  }
+
+  /** Drop sockets that did not answer the last ping (half-open), ping the rest. */
+  ping(): void {
+    for (const live of this.live.values()) {
+      if (!live.alive) {
+        this.options.logger.warn({ channel: live.view.channel, botId: live.view.botId }, 'socket did not answer a ping: dropped');
+        live.socket.terminate();
+        continue;
+      }
+      live.alive = false;
+      live.socket.ping();
+    }
+  }
+
+  /**
+   * Close the sockets `which` selects (1001) and wait until each bot answered the close (frames
+   * it sent before it read ours are still recorded), at most `closeWaitMs`; then drop the rest.
+   */
+  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping'): Promise<void> {
+    const open = [...this.live.values()].filter(({ view }) => which(view));
+    const ended = Promise.all(open.map((live) => new Promise<void>((resolve) => {
+      if (live.socket.readyState === live.socket.CLOSED) resolve();
+      else live.socket.once('close', () => resolve());
+    })));
+    for (const live of open) live.socket.close(CLOSE.goingAway, reason);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([ended, new Promise<void>((resolve) => { timer = setTimeout(resolve, closeWaitMs); })]);
+    clearTimeout(timer);
+    for (const live of open) if (live.socket.readyState !== live.socket.CLOSED) live.socket.terminate();
+  }
+}

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import { WebSocket } from 'ws';
+import type { Clock } from '../clock.js';
+import type { SocketDial } from '../events/connection.js';
+import type { LinkTarget, Links } from './links.js';
+
+export interface SocketDialerOptions {
+  /** The connection's key among the links (one socket per channel). */
+  key: string;
+  target: LinkTarget;
+  dial: SocketDial;
+  /** Largest frame, bytes (`server.bodyLimitBytes`). */
+  maxPayload: number;
+  /** How long the `whoAmI` action waits. */
+  actionTimeoutMs: number;
+  clock: Clock;
+  logger: Logger;
+  /** In [0, 1): the jitter of the reconnect backoff. */
+  random(): number;
+}
+
+/** How long the bot has to complete a WebSocket handshake. */
+const HANDSHAKE_MS = 10_000;
+/** How long a stop waits for the bot to answer our close before it drops the socket. */
+const CLOSE_WAIT_MS = 2000;
+
+/**
+ * Dials a bot's WebSocket and keeps it open: reconnects after a failure or a close with a
+ * backoff from `reconnectMinMs` doubling up to `reconnectMaxMs`, each wait jittered to between
+ * half and all of it (so bots restarted together are not all dialled at once). An open socket
+ * joins `links`, which reads its frames like those of a bot that dialled us.
+ */
+export class SocketDialer {
+  private socket: WebSocket | undefined;
+  private failures = 0;
+  private timer: unknown;
+  private running = false;
+
+  constructor(private readonly options: SocketDialerOptions, private readonly links: Links) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.failures = 0;
+    this.dial();
+  }
+
+  /** The wait before the next attempt after `failures` failed ones in a row. */
+  backoffMs(failures: number): number {
+    const { reconnectMinMs, reconnectMaxMs } = this.options.dial;
+    const ceiling = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** Math.min(failures, 30));
+    return Math.round(ceiling * (0.5 + this.options.random() / 2));
+  }
+
+  private dial(): void {
+    const { key, target, dial, logger } = this.options;
+    this.links.connecting(key, target, { botId: '', role: 'Universal' });
+    const socket = new WebSocket(dial.url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
+    this.socket = socket;
+    let opened = false;
+    socket.once('open', () => {
+      opened = true;
+      this.failures = 0;
+      this.links.attach(key, socket, target, { botId: '', role: 'Universal' });
+      void this.identify();
+    });
+    socket.on('error', (error) => {
+      if (opened) return; // the links log errors of an open socket
+      const refused = /Unexpected server response: (401|403)/.exec(error.message);
+      logger.warn({ channel: target.channel, url: redacted(dial.url), err: error },
+        refused ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken` : `could not connect to the bot: ${error.message}`);
+    });
+    socket.once('close', () => {
+      if (this.socket === socket) this.socket = undefined;
+      if (!this.running) return;
+      if (!opened) this.failures++;
+      const waitMs = this.backoffMs(this.failures);
+      logger.info({ channel: target.channel, waitMs }, 'bot socket closed; reconnecting');
+      this.timer = this.options.clock.setTimeout(() => {
+        if (this.running) this.dial();
+      }, waitMs);
+    });
+  }
+
+  /** Ask the bot who it is (`get_login_info`), so the connection and actions know its id before any event. */
+  private async identify(): Promise<void> {
+    const { key, target, dial, actionTimeoutMs } = this.options;
+    if (!dial.whoAmI) return;
+    try {
+      const answer = await this.links.call(target.channel, dial.whoAmI.action, {}, undefined, actionTimeoutMs);
+      const botId = dial.whoAmI.botIdOf(answer);
+      if (botId) this.links.identify(key, botId);
+    } catch (error) {
+      this.options.logger.warn({ channel: target.channel, err: error }, `the bot did not answer ${dial.whoAmI.action}; its id comes with its next meta event`);
+    }
+  }
+
+  /** Close the socket (1001) once the bot answered the close or `closeWaitMs` passed, and dial no more. */
+  async stop(closeWaitMs = CLOSE_WAIT_MS): Promise<void> {
+    this.running = false;
+    this.options.clock.clearTimeout(this.timer);
+    const socket = this.socket;
+    this.socket = undefined;
+    if (socket && socket.readyState === socket.CONNECTING) socket.terminate();
+    await this.links.close((view) => view.channel === this.options.target.channel && view.transport === this.options.target.transport, closeWaitMs, 'lease given up');
+    this.links.forget(this.options.key);
+  }
+}
+
+/** A URL without its credentials or query (tokens), for logs. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
