@@ -1,6 +1,7 @@
 // The operator console: plain DOM, no framework, no build step. Every string that came from a
 // webhook is put into the page as text (textContent / text nodes), never as HTML.
 
+import { startConnections } from './connections.js';
 import { $, append, el, short, time } from './dom.js';
 
 const TOKEN_KEY = 'agent-intake.apiToken';
@@ -570,3 +571,4 @@ changed();
 follow('/v1/activity', $('live-activity'), onActivity);
 follow('/v1/events', $('live-events'), onOutput);
 pollStats();
+startConnections({ apiJson, everyMs: STATS_EVERY_MS });

@@ -50,7 +50,7 @@ describe('the console route', () => {
     const html = page.body.toString();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/\sstyle=|<style/);
-    for (const name of ['app.js', 'dom.js']) {
+    for (const name of ['app.js', 'dom.js', 'connections.js']) {
       const script = await rawGet(service.url, `/console/${name}`);
       expect(script.status).toBe(200);
       expect(script.headers['content-type']).toMatch(/javascript/);
