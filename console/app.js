@@ -1,6 +1,9 @@
 // The operator console: plain DOM, no framework, no build step. Every string that came from a
 // webhook is put into the page as text (textContent / text nodes), never as HTML.
 
+import { startConnections } from './connections.js';
+import { $, append, el, short, time } from './dom.js';
+
 const TOKEN_KEY = 'agent-intake.apiToken';
 const MAX_FEED = 300;
 const MAX_OUTPUTS = 100;
@@ -10,31 +13,6 @@ const STATS_EVERY_MS = 3000;
 const BUCKET_MS = 10_000;
 const BUCKETS = 30;
 
-const $ = (id) => document.getElementById(id);
-
-/** Build an element; string and number children become text nodes. */
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === 'class') node.className = value;
-    else if (key === 'data') Object.assign(node.dataset, value);
-    else if (key === 'on') for (const [event, fn] of Object.entries(value)) node.addEventListener(event, fn);
-    else node[key] = value;
-  }
-  append(node, children);
-  return node;
-}
-
-function append(node, children) {
-  for (const child of children.flat()) {
-    if (child === undefined || child === null || child === false) continue;
-    node.append(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
-  }
-}
-
-const time = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
-const short = (id) => (id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id);
 /** A sender worth showing: named, or not just the session key again (generic messages without a sender). */
 const senderOf = (item) => {
   const sender = item.sender;
@@ -593,3 +571,4 @@ changed();
 follow('/v1/activity', $('live-activity'), onActivity);
 follow('/v1/events', $('live-events'), onOutput);
 pollStats();
+startConnections({ apiJson, everyMs: STATS_EVERY_MS });

@@ -50,9 +50,12 @@ describe('the console route', () => {
     const html = page.body.toString();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/\sstyle=|<style/);
-    const script = await rawGet(service.url, '/console/app.js');
-    expect(script.headers['content-type']).toMatch(/javascript/);
-    expect(script.body.toString()).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    for (const name of ['app.js', 'dom.js', 'connections.js']) {
+      const script = await rawGet(service.url, `/console/${name}`);
+      expect(script.status).toBe(200);
+      expect(script.headers['content-type']).toMatch(/javascript/);
+      expect(script.body.toString()).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    }
     expect((await rawGet(service.url, '/console/..%2fpackage.json')).status).toBe(404);
     expect((await rawGet(service.url, '/console/nope.js')).status).toBe(404);
   });

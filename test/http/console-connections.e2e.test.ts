@@ -1,0 +1,155 @@
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startService, type Running } from '../helpers.js';
+
+/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
+const BOT = '10001000';
+
+// Functions run in the page (playwright serializes them); the test program has no DOM types.
+declare const document: any;
+declare const getComputedStyle: any;
+
+/** A bot connecting as NapCat does: Bearer token, X-Self-ID, the role in lower case. */
+function napcat(service: Running, selfId: string): Promise<WebSocket> {
+  const socket = new WebSocket(`${service.url.replace('http', 'ws')}/webhooks/qq`, {
+    headers: { authorization: 'Bearer tok', 'x-self-id': selfId, 'x-client-role': 'universal', 'user-agent': 'OneBot/11' },
+  });
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_request, response) => reject(new Error(`handshake refused: ${response.statusCode}`)));
+    socket.once('error', reject);
+  });
+}
+
+describe('the console Connections panel in a real browser', () => {
+  let browser: Browser;
+  let service: Running | undefined;
+
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => browser?.close());
+  afterEach(async () => {
+    await service?.stop();
+    service = undefined;
+  });
+
+  const start = () => startService({ channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] });
+
+  async function open(url: string): Promise<{ page: Page; dialogs: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.goto(url);
+    return { page, dialogs };
+  }
+
+  /** The text of each cell of the panel's row for a bot, by class. */
+  const cells = (page: Page, bot: string) => page.locator(`#connections-table tr[data-bot="${bot}"]`).evaluate((row: any) => Object.fromEntries(
+    [...row.cells].map((cell: any) => [cell.className.split(' ')[0], cell.textContent]),
+  ));
+
+  // Each step waits for the panel's next poll (every 3 s): more room than the default 20 s.
+  it('says no bot is connected, lists a reverse-WebSocket bot open with its heartbeat, then closed', { timeout: 40_000 }, async () => {
+    const running = await start();
+    service = running;
+    const { page, dialogs } = await open(running.url);
+
+    const empty = page.locator('#connections-table td.empty');
+    await empty.waitFor();
+    expect(await empty.textContent()).toBe('No bot is connected. A channel with "transport": "ws-reverse" lets bots (NapCat, Lagrange, …) connect to /webhooks/<id> of this service.');
+    expect(await page.locator('#connections-count').textContent()).toBe('0');
+
+    const socket = await napcat(running, BOT);
+    socket.send(JSON.stringify({ post_type: 'meta_event', meta_event_type: 'heartbeat', interval: 5000, status: { online: true, good: true }, time: Math.floor(Date.now() / 1000), self_id: Number(BOT) }));
+
+    // Open, with a heartbeat (the poll that first shows the row may precede the beat).
+    await page.waitForFunction((bot) => {
+      const row = document.querySelector(`#connections-table tr[data-bot="${bot}"]`);
+      return row?.dataset.state === 'open' && row.querySelector('td.heartbeat time') !== null;
+    }, BOT);
+    const row = page.locator(`#connections-table tr[data-bot="${BOT}"]`);
+    const shown = await cells(page, BOT);
+    expect(shown).toMatchObject({ channel: 'qq', transport: 'ws-reverse', bot: BOT, role: 'Universal', state: 'open', reconnects: '0' });
+    expect(shown.instance).toBe(running.intake.connections()[0]?.instance);
+    expect(shown.heartbeat).toMatch(/^(just now|\d+ s ago) every 5 s$/);
+    expect(shown.connected).toMatch(/^(just now|\d+ s ago)$/);
+    // The meta event is kept on the connection: no message event yet.
+    expect(shown.event).toBe('never');
+    expect(await row.locator('td.heartbeat time').getAttribute('title')).toMatch(/\d{2}:\d{2}:\d{2}/);
+    expect(Date.parse((await row.locator('td.heartbeat time').getAttribute('datetime')) ?? '')).toBe(running.intake.connections()[0]?.lastHeartbeatAt);
+    expect(await row.locator('.badge').evaluate((badge: any) => getComputedStyle(badge).color)).toBe('rgb(21, 128, 61)');
+    await page.locator('#connections-count', { hasText: '1' }).waitFor();
+    expect(await page.locator('#connections-table td.empty').count()).toBe(0);
+
+    const gone = new Promise((resolve) => socket.once('close', resolve));
+    socket.close();
+    await gone;
+    await page.locator(`#connections-table tr[data-bot="${BOT}"][data-state="closed"]`).waitFor();
+    expect(await row.locator('.badge').textContent()).toBe('closed');
+    expect(await row.locator('.badge').evaluate((badge: any) => getComputedStyle(badge).color)).toBe('rgb(185, 28, 28)');
+    await page.locator('#connections-count', { hasText: '0' }).waitFor();
+    expect(await page.locator('#connections-error').isHidden()).toBe(true);
+    expect(dialogs).toEqual([]);
+    await page.context().close();
+  });
+
+  it('renders every field as text, marks a late heartbeat, and shows an error line while /v1/connections fails', { timeout: 40_000 }, async () => {
+    const running = await start();
+    service = running;
+    // The service only lets digits be a bot id; hostile rows come from a stand-in answer.
+    const now = Date.now();
+    const hostile = {
+      channel: XSS, adapter: 'onebot', transport: XSS, botId: XSS, role: XSS, instance: XSS, state: 'connecting',
+      connectedAt: now - 90_000, lastEventAt: null, lastHeartbeatAt: null, reconnects: 2,
+    };
+    const late = {
+      channel: 'qq', adapter: 'onebot', transport: 'ws-reverse', botId: '20002000', role: 'Event', instance: 'elsewhere:1', state: 'open',
+      connectedAt: now - 7_200_000, lastEventAt: now - 300_000, lastHeartbeatAt: now - 60_000, reconnects: 5, heartbeatMs: 5000,
+    };
+    let failing = false;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.route('**/v1/connections', (route) => route.fulfill(failing
+      ? { status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'store is down' } }) }
+      : { status: 200, contentType: 'application/json', body: JSON.stringify({ connections: [hostile, late] }) }));
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.goto(running.url);
+
+    await page.locator('#connections-table tr[data-state="connecting"]').waitFor();
+    const shown = await page.locator('#connections-table tr[data-state="connecting"]').evaluate((row: any) => [...row.cells].map((cell: any) => cell.textContent));
+    expect(shown).toEqual([XSS, XSS, XSS, XSS, XSS, 'connecting', '1 min ago', 'never', 'never', '2']);
+    expect(await page.locator('img[src="x"]').count()).toBe(0);
+    expect(await page.locator('script').count()).toBe(1);
+    expect(await cells(page, '20002000')).toMatchObject({ state: 'open', connected: '2 h ago', event: '5 min ago', heartbeat: '1 min ago every 5 s late', reconnects: '5' });
+    expect(await page.locator('#connections-table tr[data-bot="20002000"] td.heartbeat').getAttribute('class')).toContain('late');
+    expect(await page.locator('#connections-count').textContent()).toBe('1');
+
+    failing = true;
+    const error = page.locator('#connections-error');
+    await error.waitFor();
+    expect(await error.textContent()).toBe('connections unavailable: store is down');
+    // The last rows stay on screen while the request fails.
+    expect(await page.locator('#connections-table tr.connection').count()).toBe(2);
+    failing = false;
+    await error.waitFor({ state: 'hidden' });
+    expect(dialogs).toEqual([]);
+    await context.close();
+  });
+});
