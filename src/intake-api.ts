@@ -39,6 +39,8 @@ export interface Intake {
   /** The Koa app serving CONTRACT §3; `app.listen()` or mount `middleware()` in your own. */
   readonly app: Koa;
   readonly config: Config;
+  /** This instance's name, as `/v1/connections` shows it on the connections it holds. */
+  readonly instance: string;
   /** The store this instance runs on (for operators and tests; stages reach it only through the composition). */
   readonly store: Store;
   /** The metrics registry behind `/metrics`. */

@@ -17,8 +17,13 @@ import type { RelayAnswer, RelayedAction, Store } from './ports.js';
 
 /** The server pings every socket this often; one that missed the last ping is dropped. */
 const PING_MS = 30_000;
-/** Each instance publishes its connections this often (and on every change) on a shared store. */
-const SHARE_MS = 5000;
+/**
+ * Each instance publishes its connections this often on a shared store, and within
+ * CHANGE_SHARE_MS of a change; a published list is kept three times as long (a killed
+ * instance's connections leave every list within that).
+ */
+const SHARE_MS = 2000;
+const CHANGE_SHARE_MS = 50;
 
 const HOST = `${hostname()}:${process.pid}`;
 let built = 0;
@@ -66,15 +71,12 @@ export interface BotConnections {
 export function botConnections(parts: ConnectionParts): BotConnections {
   const { channels, store, clock, logger, metrics } = parts;
   const instance = parts.instance ?? instanceName();
-  let changed = false;
   const links = new Links({
     instance, now: () => clock.now(), logger,
     classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
     deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
-    counted: (channel, transport, event) => {
-      changed = true;
-      metrics.connectionEvent(channel, transport, event);
-    },
+    counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
+    changed: () => soon(),
   });
   metrics.connections(() => links.list());
   const server = new SocketServer({
@@ -118,16 +120,27 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   // On a shared store: publish what this instance holds, and take the actions relayed to it.
   const bus = store.bus;
   let sharer: unknown;
+  let sharing = false;
+  let due = Infinity;
   let stopServing: (() => void) | undefined;
   const share = async (): Promise<void> => {
-    changed = false;
     await bus?.shareConnections(instance, links.list(), SHARE_MS * 3, clock.now()).catch((error: unknown) => {
       logger.warn({ err: error }, 'connections could not be published to the other instances');
     });
   };
-  const shareLoop = (): void => {
-    sharer = clock.setTimeout(() => void share().finally(shareLoop), changed ? 100 : SHARE_MS);
+  /** Publish in `ms` unless a publication is due sooner. */
+  const shareIn = (ms: number): void => {
+    if (!sharing || clock.now() + ms >= due) return;
+    clock.clearTimeout(sharer);
+    due = clock.now() + ms;
+    sharer = clock.setTimeout(() => {
+      due = Infinity;
+      void share().finally(() => shareIn(SHARE_MS));
+    }, ms);
   };
+  function soon(): void {
+    shareIn(CHANGE_SHARE_MS);
+  }
   const pinger = setInterval(() => links.ping(), parts.pingMs ?? PING_MS);
   pinger.unref();
 
@@ -183,12 +196,14 @@ export function botConnections(parts: ConnectionParts): BotConnections {
           return isIntakeError(error) ? { ok: false, status: error.status, code: error.code, message: error.message } : { ok: false, status: 500, code: 'internal', message: (error as Error).message };
         }
       });
+      sharing = true;
       await share();
-      shareLoop();
+      shareIn(SHARE_MS);
     },
 
     async close() {
       clearInterval(pinger);
+      sharing = false;
       clock.clearTimeout(sharer);
       await Promise.all([server.close(), ...keepers.map((keeper) => keeper.stop())]);
       await links.drained();

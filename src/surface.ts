@@ -42,6 +42,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
   const { app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
   const intake: Intake = {
     app, config, store, metrics,
+    instance: sockets.instance,
     middleware: () => compose(app.middleware) as Koa.Middleware,
     ingest: pipeline.inbound,
     upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),

@@ -27,6 +27,8 @@ export interface LinksOptions {
   deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
   /** `inbox_connection_events_total` and the open-connections gauge. */
   counted(channel: string, transport: string, event: ConnectionEvent): void;
+  /** A connection opened, closed, is being dialled or was named: what other instances see changed. */
+  changed?(): void;
 }
 
 /** An action sent on a socket, waiting for the frame that answers it. */
@@ -89,17 +91,20 @@ export class Links {
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting');
     this.latest.delete(key);
     this.latest.set(key, { view, opened: remembered?.opened ?? 0 });
+    this.options.changed?.();
   }
 
   /** Name the bot of a socket we dialled, once it said who it is. */
   identify(key: string, botId: string): void {
     const live = this.live.get(key);
     if (live) live.view.botId = botId;
+    this.options.changed?.();
   }
 
   /** Forget a connection this instance no longer dials (another instance holds it now). */
   forget(key: string): void {
     this.latest.delete(key);
+    this.options.changed?.();
   }
 
   /**
@@ -117,6 +122,7 @@ export class Links {
     const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
+    this.options.changed?.();
     this.options.logger.info({ channel: target.channel, botId: peer.botId, role: peer.role, transport: target.transport }, 'bot connected');
 
     socket.on('pong', () => {
@@ -141,6 +147,7 @@ export class Links {
       }
       if (this.live.get(key) === live) this.live.delete(key);
       this.options.counted(target.channel, target.transport, 'close');
+      this.options.changed?.();
       this.options.logger.info({ channel: target.channel, botId: view.botId, role: view.role, code, reason: reason.toString() }, 'bot disconnected');
     });
   }
@@ -178,7 +185,10 @@ export class Links {
     if (read?.kind === 'meta') {
       if (read.heartbeat) view.lastHeartbeatAt = now;
       if (read.intervalMs !== undefined) view.heartbeatMs = read.intervalMs;
-      if (read.botId !== undefined && view.botId === '') view.botId = read.botId;
+      if (read.botId !== undefined && view.botId === '') {
+        view.botId = read.botId;
+        this.options.changed?.();
+      }
       return;
     }
     if (read?.kind === 'response') {
