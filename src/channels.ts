@@ -1,3 +1,4 @@
+import type { AdapterContext } from './adapters/access-token.js';
 import { createAdapter, type Adapter } from './adapters/index.js';
 import type { BufferRule } from './ports.js';
 import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
@@ -17,8 +18,8 @@ export interface Channel {
 export class Channels {
   private readonly byId = new Map<string, Channel>();
 
-  constructor(private readonly config: Config) {
-    for (const channel of config.channels) this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel) });
+  constructor(private readonly config: Config, context?: AdapterContext) {
+    for (const channel of config.channels) this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel, undefined, context) });
   }
 
   has(id: string): boolean {

@@ -130,6 +130,18 @@ export interface Leases {
   dropLease(name: string, holder: string): Promise<void>;
 }
 
+/**
+ * Short-lived values every instance may use, kept in the store so one fetch serves them all
+ * (a platform's API access token: WeChat's, Feishu's tenant token). Memory and SQLite keep them
+ * in this process; Redis as keys with a TTL.
+ */
+export interface SharedValues {
+  /** The value stored under `name`, while it lives. */
+  sharedGet(name: string, now: number): Promise<string | undefined>;
+  /** Store `value` under `name` until `now + ttlMs`. */
+  sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void>;
+}
+
 /** An action relayed to the instance holding a bot's socket (`POST /v1/channels/<id>/actions/<action>`). */
 export interface RelayedAction {
   channel: string;
@@ -185,7 +197,7 @@ export interface StoreOperations {
  * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
  * treat the deadlines it returns as the truth.
  */
-export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, StoreOperations {
+export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
 }

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ChannelConfig } from '../config/schema.js';
 import type { RawDelivery } from '../events/transport.js';
+import type { AdapterContext } from './access-token.js';
 import type { Adapter } from './types.js';
 
 /** A channel as its adapter sees it: the namespace resolved (the channel's, else the descriptor's, else the channel id). */
@@ -42,8 +43,11 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
    * only for now: a later issue sizes the exact-id dedup window from it.
    */
   readonly retryHorizonMs: number;
-  /** Build the runtime adapter of one channel from its parsed settings; throws ConfigError. */
-  create(channel: AdapterChannel, settings: z.output<Settings>): Adapter;
+  /**
+   * Build the runtime adapter of one channel from its parsed settings; throws ConfigError.
+   * `context` holds what instances share (API access tokens, `access-token.ts`).
+   */
+  create(channel: AdapterChannel, settings: z.output<Settings>, context: AdapterContext): Adapter;
   /**
    * A client-mode transport (OneBot forward WebSocket, Discord Gateway, Telegram polling;
    * CONTRACT §9). Unused today: no adapter has one and nothing starts it yet.

@@ -1,5 +1,6 @@
 import { missingSecret, secretRuleOf, settingsOf, type ChannelConfig } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
+import { localContext, type AdapterContext } from './access-token.js';
 import type { AdapterDescriptor } from './descriptor.js';
 import { generic } from './generic.js';
 import { line } from './line.js';
@@ -35,7 +36,7 @@ export const adapterNames: readonly string[] = adapters.map((descriptor) => desc
  * again by the descriptor's schema (a no-op for a channel from loadConfig), so a hand-made
  * ChannelConfig is held to the same rules and `create` gets them typed.
  */
-export function createAdapter(channel: ChannelConfig, registry: readonly AdapterDescriptor[] = adapters): Adapter {
+export function createAdapter(channel: ChannelConfig, registry: readonly AdapterDescriptor[] = adapters, context: AdapterContext = localContext()): Adapter {
   const descriptor = registry.find((candidate) => candidate.name === channel.adapter);
   const where = `channels[${channel.index}]`;
   if (!descriptor) {
@@ -50,5 +51,5 @@ export function createAdapter(channel: ChannelConfig, registry: readonly Adapter
   }
   const problem = missingSecret(descriptor, channel.verify, parsed.data);
   if (problem) throw new ConfigError(`${where}.${secretRuleOf(descriptor, parsed.data)?.setting} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
-  return descriptor.create({ ...channel, namespace: channel.namespace ?? descriptor.namespace ?? channel.id }, parsed.data);
+  return descriptor.create({ ...channel, namespace: channel.namespace ?? descriptor.namespace ?? channel.id }, parsed.data, context);
 }

@@ -25,6 +25,8 @@ export abstract class LocalStore implements Store {
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** Named leases: this process is the whole deployment, so they live in memory (a restart ends them). */
   private readonly leases = new Map<string, LeaseRow>();
+  /** Shared values (access tokens): this process's, like the leases. */
+  private readonly values = new Map<string, { value: string; until: number }>();
 
   /** Run one change of `state` and answer once it is as durable as this store makes anything. */
   protected abstract write<T>(run: () => T, kind?: WriteKind): Promise<T>;
@@ -130,6 +132,17 @@ export abstract class LocalStore implements Store {
   async dropLease(name: string, holder: string): Promise<void> {
     const row = this.leases.get(name);
     if (row?.holder === holder) row.until = 0;
+  }
+
+  async sharedGet(name: string, now: number): Promise<string | undefined> {
+    const kept = this.values.get(name);
+    if (kept && kept.until > now) return kept.value;
+    this.values.delete(name);
+    return undefined;
+  }
+
+  async sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void> {
+    this.values.set(name, { value, until: now + ttlMs });
   }
 
   claimStats(): { keys: number; evicted: number } {

@@ -52,6 +52,15 @@ export class RedisBus implements InstanceBus {
     await this.commands.aiHoldLease(this.prefix, name, holder, 0, '', 'drop');
   }
 
+  /** A shared value: a key with a TTL (Redis's clock ends it, close enough for a token refreshed minutes early). */
+  async sharedGet(name: string): Promise<string | undefined> {
+    return (await this.commands.get(`${this.prefix}val:${name}`)) ?? undefined;
+  }
+
+  async sharedPut(name: string, value: string, ttlMs: number): Promise<void> {
+    await this.commands.set(`${this.prefix}val:${name}`, value, 'PX', Math.max(1, Math.floor(ttlMs)));
+  }
+
   async shareConnections(instance: string, views: readonly ConnectionView[], ttlMs: number, now: number): Promise<void> {
     const shared: Shared = { until: now + ttlMs, views: [...views] };
     await this.commands.hset(`${this.prefix}conns`, instance, JSON.stringify(shared));

@@ -285,13 +285,11 @@ export class RedisStore implements Store {
     return Number(await this.background.aiRequeueDead(this.prefix, id ?? '', bounded, clock(now)));
   }
 
-  holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined> {
-    return this.bus.holdLease(name, holder, ttlMs, now);
-  }
-
-  dropLease(name: string, holder: string): Promise<void> {
-    return this.bus.dropLease(name, holder);
-  }
+  // Named leases and shared values: the bus's, under this store's prefix.
+  holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.bus.holdLease(name, holder, ttlMs, now);
+  dropLease: Store['dropLease'] = (name, holder) => this.bus.dropLease(name, holder);
+  sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
+  sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
 
   // --- operations ------------------------------------------------------------------------
 

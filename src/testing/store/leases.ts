@@ -41,5 +41,15 @@ export function describeLeases(h: StoreHarness): void {
       await store.dropLease('conn:qq', 'b');
       expect(await store.holdLease('conn:qq', 'a', 60_000, T + 3)).toBeGreaterThan(second);
     });
+
+    it('keeps a shared value for its time, replaces it on a new put, and forgets it after', async () => {
+      const store = await h.fresh();
+      expect(await store.sharedGet('token:wx', T)).toBeUndefined();
+      await store.sharedPut('token:wx', 'first', 60_000, T);
+      expect(await store.sharedGet('token:wx', T + 1)).toBe('first');
+      await store.sharedPut('token:wx', 'second', 60_000, T + 2);
+      expect(await store.sharedGet('token:wx', T + 3)).toBe('second');
+      expect(await store.sharedGet('token:other', T + 3)).toBeUndefined();
+    });
   });
 }

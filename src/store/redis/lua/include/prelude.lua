@@ -16,7 +16,8 @@
 --   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
 --   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
 --   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour),
---   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections.
+--   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
+--   val:<name> STRING PX (shared values: access tokens).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()
