@@ -82,13 +82,13 @@ describe('the console Connections panel in a real browser', () => {
     const row = page.locator(`#connections-table tr[data-bot="${BOT}"]`);
     const shown = await cells(page, BOT);
     expect(shown).toMatchObject({ channel: 'qq', transport: 'ws-reverse', bot: BOT, role: 'Universal', state: 'open', reconnects: '0' });
-    expect(shown.instance).toBe(running.intake.connections()[0]?.instance);
+    expect(shown.instance).toBe((await running.intake.connections())[0]?.instance);
     expect(shown.heartbeat).toMatch(/^(just now|\d+ s ago) every 5 s$/);
     expect(shown.connected).toMatch(/^(just now|\d+ s ago)$/);
     // The meta event is kept on the connection: no message event yet.
     expect(shown.event).toBe('never');
     expect(await row.locator('td.heartbeat time').getAttribute('title')).toMatch(/\d{2}:\d{2}:\d{2}/);
-    expect(Date.parse((await row.locator('td.heartbeat time').getAttribute('datetime')) ?? '')).toBe(running.intake.connections()[0]?.lastHeartbeatAt);
+    expect(Date.parse((await row.locator('td.heartbeat time').getAttribute('datetime')) ?? '')).toBe((await running.intake.connections())[0]?.lastHeartbeatAt);
     expect(await row.locator('.badge').evaluate((badge: any) => getComputedStyle(badge).color)).toBe('rgb(21, 128, 61)');
     await page.locator('#connections-count', { hasText: '1' }).waitFor();
     expect(await page.locator('#connections-table td.empty').count()).toBe(0);
