@@ -1,5 +1,6 @@
 // The Connections panel: the bot WebSocket connections of GET /v1/connections (OneBot reverse
-// WebSocket today; `transport` tells which kind a row is), polled like the stats.
+// WebSocket, or the bot's forward WebSocket we dial; `transport` tells which kind a row is),
+// polled like the stats.
 
 import { $, el, time } from './dom.js';
 
@@ -52,7 +53,8 @@ function row(connection, now) {
 function empty(columns) {
   return el('tr', {}, el('td', { colSpan: columns, class: 'empty' },
     'No bot is connected. A channel with ', el('code', {}, '"transport": "ws-reverse"'),
-    ' lets bots (NapCat, Lagrange, …) connect to ', el('code', {}, '/webhooks/<id>'), ' of this service.'));
+    ' lets bots (NapCat, Lagrange, …) connect to ', el('code', {}, '/webhooks/<id>'), ' of this service; with ',
+    el('code', {}, '"transport": "ws"'), ' the service dials the bot\'s forward WebSocket at the channel\'s ', el('code', {}, 'url'), '.'));
 }
 
 function render(connections) {

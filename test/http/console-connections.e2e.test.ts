@@ -68,7 +68,7 @@ describe('the console Connections panel in a real browser', () => {
 
     const empty = page.locator('#connections-table td.empty');
     await empty.waitFor();
-    expect(await empty.textContent()).toBe('No bot is connected. A channel with "transport": "ws-reverse" lets bots (NapCat, Lagrange, …) connect to /webhooks/<id> of this service.');
+    expect(await empty.textContent()).toBe('No bot is connected. A channel with "transport": "ws-reverse" lets bots (NapCat, Lagrange, …) connect to /webhooks/<id> of this service; with "transport": "ws" the service dials the bot\'s forward WebSocket at the channel\'s url.');
     expect(await page.locator('#connections-count').textContent()).toBe('0');
 
     const socket = await napcat(running, BOT);

@@ -1,0 +1,170 @@
+// The Deliveries and Outputs lists: the verdicts of /v1/activity and the outputs of /v1/events,
+// newest first, rendered on the next animation frame after they change, optionally filtered in
+// the page to one session. The activity stream also says which output an arrival was merged
+// into and how each output's delivery went.
+
+import { apiJson } from './api.js';
+import { $, append, el, short, time } from './dom.js';
+import { mediaItem } from './media.js';
+
+const MAX_FEED = 300;
+const MAX_OUTPUTS = 100;
+/** Outputs whose delivery state is fetched from /v1/events/:id (the rest follow the activity feed). */
+const DELIVERY_LOOKUPS = 30;
+
+export const VERDICT_LABEL = {
+  accepted: 'accepted',
+  duplicate: 'duplicate',
+  fuzzy_duplicate: 'fuzzy duplicate',
+  correlated: 'correlated',
+  ignored: 'ignored',
+  looped: 'looped',
+  rejected: 'rejected',
+};
+
+/** A sender worth showing: named, or not just the session key again (generic messages without a sender). */
+const senderOf = (item) => {
+  const sender = item.sender;
+  if (!sender || (!sender.name && sender.id === item.sessionKey)) return null;
+  return el('span', { class: 'sender' }, sender.name ? `${sender.name} (${sender.id})` : sender.id);
+};
+
+/**
+ * The two lists. `trace(id)` is called when an id in them is clicked; `refreshDeadLetters()`
+ * when a delivery outcome (delivered or dead) arrives.
+ */
+export function createLists({ trace, refreshDeadLetters }) {
+  const feed = []; // verdict entries, oldest first
+  const outputs = []; // outputs, oldest first
+  const mergedInto = new Map(); // event id -> { output, parts }
+  const deliveries = new Map(); // output id -> { state, attempts, lastError }
+  const feedEls = new Map();
+  const outputEls = new Map();
+  let sessionFilter = '';
+  let dirty = false;
+
+  function changed() {
+    if (dirty) return;
+    dirty = true;
+    requestAnimationFrame(render);
+  }
+
+  function render() {
+    dirty = false;
+    const visible = (item) => !sessionFilter || item.sessionKey === sessionFilter;
+    const feedRows = feed.filter(visible).reverse().map(feedRow);
+    $('feed').replaceChildren(...(feedRows.length ? feedRows : [el('li', { class: 'empty' }, sessionFilter ? 'No deliveries of this session in this page.' : 'No deliveries yet.')]));
+    const outputRows = outputs.filter(visible).reverse().map(outputRow);
+    $('outputs').replaceChildren(...(outputRows.length ? outputRows : [el('li', { class: 'empty' }, sessionFilter ? 'No outputs of this session in this page.' : 'No outputs yet.')]));
+    // Forget elements of items that fell off the lists.
+    for (const key of feedEls.keys()) if (!feed.some((entry) => entry.n === key)) feedEls.delete(key);
+    for (const key of outputEls.keys()) if (!outputs.some((output) => output.id === key)) outputEls.delete(key);
+  }
+
+  function feedRow(entry) {
+    let row = feedEls.get(entry.n);
+    if (!row) {
+      const idButton = entry.id ? el('button', { type: 'button', class: 'id', title: `trace ${entry.id}`, on: { click: () => trace(entry.platformId ?? entry.id) } }, entry.platformId ?? entry.id) : null;
+      row = el('li', { class: `entry verdict-${entry.verdict}`, data: { n: String(entry.n), verdict: entry.verdict ?? '' } },
+        el('div', { class: 'meta' },
+          el('time', {}, time(entry.at)),
+          el('span', { class: 'channel' }, entry.channel),
+          entry.sessionKey ? el('span', { class: 'session' }, entry.sessionKey) : null,
+          senderOf(entry),
+          idButton),
+        entry.preview ? el('p', { class: 'preview' }, entry.preview) : null,
+        el('p', { class: 'verdict' },
+          el('span', { class: 'badge' }, VERDICT_LABEL[entry.verdict] ?? entry.verdict ?? '?'),
+          entry.reason ? el('span', { class: 'reason' }, entry.reason) : null,
+          el('span', { class: 'merged' })));
+      feedEls.set(entry.n, row);
+    }
+    // Only the accepted arrival went into the output; its duplicates did not.
+    const merged = entry.verdict === 'accepted' ? mergedInto.get(entry.id) : undefined;
+    const slot = row.querySelector('.merged');
+    if (merged && !slot.hasChildNodes()) {
+      append(slot, ['→ output ', el('button', { type: 'button', class: 'id', on: { click: () => trace(merged.output) } }, short(merged.output)),
+        merged.parts > 1 ? ` (merged ${merged.parts})` : '']);
+    }
+    return row;
+  }
+
+  function outputRow(output) {
+    let row = outputEls.get(output.id);
+    if (!row) {
+      const partIds = output.messageIds ?? [];
+      row = el('li', { class: 'output', data: { id: output.id } },
+        el('div', { class: 'meta' },
+          el('time', {}, output.timestamp ? time(output.timestamp * 1000) : ''),
+          el('span', { class: 'seq' }, `#${output.seq}`),
+          el('span', { class: 'type' }, output.type),
+          el('span', { class: 'channel' }, output.channel ?? ''),
+          el('span', { class: 'session' }, output.sessionKey ?? ''),
+          senderOf(output),
+          el('button', { type: 'button', class: 'id', title: `trace ${output.id}`, on: { click: () => trace(output.id) } }, short(output.id))),
+        output.content ? el('p', { class: 'content' }, output.content) : null,
+        el('div', { class: 'parts' },
+          el('span', { class: 'label' }, output.merged > 1 ? `merged ${output.merged} parts:` : 'part:'),
+          partIds.map((id) => el('button', { type: 'button', class: 'id part', title: `trace ${id}`, on: { click: () => trace(id) } }, id))),
+        (output.media ?? []).length ? el('div', { class: 'media' }, output.media.map(mediaItem)) : null,
+        (output.mediaErrors ?? []).length ? el('ul', { class: 'media-errors' }, output.mediaErrors.map((e) => el('li', {}, `media failed: ${e.reason} (${e.url})`))) : null,
+        el('div', { class: 'foot' },
+          output.replyBot ? el('span', { class: 'reply-bot' }, `reply bot: ${output.replyBot.channel}${output.replyBot.botId ? `/${output.replyBot.botId}` : ''}`) : null,
+          el('span', { class: 'delivery' })));
+      outputEls.set(output.id, row);
+      const newest = outputs.length - outputs.indexOf(output) <= DELIVERY_LOOKUPS;
+      if (newest && !deliveries.has(output.id)) {
+        apiJson(`/v1/events/${encodeURIComponent(output.id)}`)
+          .then((body) => {
+            if (!deliveries.has(output.id) || deliveries.get(output.id).fromLookup) deliveries.set(output.id, { ...body.delivery, fromLookup: true });
+            changed();
+          })
+          .catch(() => undefined);
+      }
+    }
+    const delivery = deliveries.get(output.id);
+    const slot = row.querySelector('.delivery');
+    slot.dataset.state = delivery?.state ?? 'unknown';
+    slot.textContent = delivery
+      ? `delivery: ${delivery.state}${delivery.attempts ? `, ${delivery.attempts} attempt${delivery.attempts === 1 ? '' : 's'}` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`
+      : 'delivery: …';
+    return row;
+  }
+
+  /** A frame of /v1/activity: a verdict, a batch (arrivals merged into an output) or a delivery outcome. */
+  function onActivity(_event, entry) {
+    if (entry.kind === 'verdict') {
+      feed.push(entry);
+      if (feed.length > MAX_FEED) feed.shift();
+    } else if (entry.kind === 'batch') {
+      for (const id of entry.messageIds ?? []) mergedInto.set(id, { output: entry.id, parts: entry.messageIds.length });
+    } else if (entry.kind === 'delivery') {
+      deliveries.set(entry.id, { state: entry.state, attempts: entry.attempts, lastError: entry.lastError });
+      if (entry.state === 'dead' || entry.state === 'delivered') refreshDeadLetters();
+    }
+    changed();
+  }
+
+  /** A frame of /v1/events: an output. */
+  function onOutput(_event, output) {
+    if (!output || typeof output.id !== 'string') return;
+    outputs.push(output);
+    if (outputs.length > MAX_OUTPUTS) outputs.shift();
+    changed();
+  }
+
+  /** Show only one session's deliveries and outputs ('' for all), with a note above each list. */
+  function setSessionFilter(sessionKey) {
+    sessionFilter = sessionKey;
+    for (const id of ['feed-filter', 'outputs-filter']) {
+      $(id).hidden = !sessionKey;
+      $(id).textContent = sessionKey ? `Filtered in this page: session ${sessionKey}` : '';
+    }
+    changed();
+  }
+
+  /** Whether this page has received a delivery or an output of that session. */
+  const sessionSeen = (sessionKey) => feed.some((e) => e.sessionKey === sessionKey) || outputs.some((o) => o.sessionKey === sessionKey);
+
+  return { changed, onActivity, onOutput, setSessionFilter, sessionSeen };
+}
