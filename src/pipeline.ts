@@ -73,7 +73,7 @@ export function createPipeline(stages: PipelineStages) {
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
       adapter.verify(delivery);
-      const body = parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
+      const body = adapter.parseBody ? adapter.parseBody(delivery.body, stages.limits) : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
       const normalized = adapter.normalize(body, delivery);
       if (normalized.ignored) {
         metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);

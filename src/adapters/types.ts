@@ -28,6 +28,11 @@ export interface Adapter {
   /** Throws SignatureError when the delivery is not authentic. */
   verify(delivery: RawDelivery): void;
   normalize(body: unknown, delivery: RawDelivery): Normalized;
+  /**
+   * Parse the verified bytes for `normalize` when they are not JSON (WeChat's and WeCom's XML),
+   * within the same limits; throws a 400 RequestError. @default JSON, as `server.maxDepth` and `server.maxKeys` allow
+   */
+  parseBody?(raw: Buffer, limits: { maxDepth: number; maxKeys: number }): unknown;
   /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
   handshake?(delivery: RawDelivery): PlatformReply;
   /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */
