@@ -126,7 +126,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
     media, scheduler, output, outlet, push, retention,
   });
-  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts });
+  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger });
 
   const app = createApp({
     config, logger, now: () => clock.now(),
@@ -157,10 +157,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await push?.start();
   await scheduler.start();
   retention.start();
+  ops.start();
   await sockets.start();
 
   return exposeIntake({
     app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets,
+    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
   });
 }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import type { FlushScheduler } from './debounce/scheduler.js';
@@ -18,11 +19,42 @@ export interface OperationsOptions {
   push: AgentPush | undefined;
   /** Deliveries the correlator observed and marked as duplicates, counted by the pipeline. */
   counts: { observed: number; duplicates: number };
+  clock: Clock;
+  logger: Logger;
 }
+
+/** How often the claim evictions are looked at, for the warning. */
+const EVICTION_CHECK_MS = 30_000;
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
 export function operations(options: OperationsOptions) {
-  const { config, store, gate, metrics, scheduler, streams, push, counts } = options;
+  const { config, store, gate, metrics, scheduler, streams, push, counts, clock, logger } = options;
+
+  /** Exact-id claims evicted past `dedup.maxKeys` before their window ended, by channel. */
+  function evictions(): Record<string, number> {
+    const byChannel: Record<string, number> = {};
+    for (const [space, evicted] of Object.entries(store.claimStats().evictedBySpace)) {
+      if (space.startsWith('id:')) byChannel[space.slice(3)] = evicted;
+    }
+    return byChannel;
+  }
+  const warned = new Set<string>();
+  let watch: unknown;
+  /** Warn once per channel when its exact-id window no longer holds (a retry past the eviction would get through). */
+  function checkEvictions(): void {
+    for (const [channel, evicted] of Object.entries(evictions())) {
+      if (warned.has(channel)) continue;
+      warned.add(channel);
+      const { idTtlMs, maxKeys } = config.channels.find((c) => c.id === channel)?.dedup ?? config.dedup;
+      logger.warn({ channel, evicted, idTtlMs, maxKeys }, `dedup: channel "${channel}" has more message ids than dedup.maxKeys (${maxKeys}) inside its ${idTtlMs} ms window; the oldest are dropped early, so a platform retry of one of them would be taken as new: raise dedup.maxKeys`);
+    }
+  }
+  const watchEvictions = (): void => {
+    watch = clock.setTimeout(() => {
+      checkEvictions();
+      watchEvictions();
+    }, EVICTION_CHECK_MS);
+  };
 
   function correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number } {
     return { ...store.correlationStats(), ...counts };
@@ -46,7 +78,7 @@ export function operations(options: OperationsOptions) {
     return {
       channels: metrics.channelStats(),
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
-      claims: store.claimStats(),
+      claims: { ...store.claimStats(), evictedByChannel: evictions() },
       correlator: correlationStats(),
       delivery: push
         ? { url: push.url, pending: push.pending, dead: push.dead, maxPending: config.agent.maxPending, saturated: push.saturated }
@@ -59,6 +91,10 @@ export function operations(options: OperationsOptions) {
   metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => store.correlationStats().groups);
   metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => counts.observed);
   metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => counts.duplicates);
+  metrics.labelledCounterFrom('inbox_dedup_evicted_total', 'Exact-id claims dropped past dedup.maxKeys before their window ended', 'channel', () => {
+    checkEvictions();
+    return evictions();
+  });
   metrics.counterFrom('inbox_correlator_evicted_total', 'Correlation groups evicted past correlation.maxGroups', () => store.correlationStats().evicted);
   if (push) {
     metrics.gauge('inbox_outbox_pending', 'Processed messages not yet delivered to the agent (outbox depth)', () => push.pending);
@@ -69,7 +105,11 @@ export function operations(options: OperationsOptions) {
   metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
 
-  return { readiness, stats, correlationStats };
+  return {
+    readiness, stats, correlationStats,
+    start: watchEvictions,
+    stop: () => clock.clearTimeout(watch),
+  };
 }
 
 /** Every push attempt, counted, timed and written to the trail. */

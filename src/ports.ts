@@ -178,8 +178,11 @@ export interface StoreOperations {
   readonly durable: boolean;
   /** True when other instances may own buffers and pushes in this store (Redis). */
   readonly shared: boolean;
-  /** Claim counts for stats: live keys and keys evicted by the cap. */
-  claimStats(): { keys: number; evicted: number };
+  /**
+   * Claim counts for stats: live keys, keys evicted by the cap (all spaces), and evictions by
+   * claim space (`id:<channel>`: exact ids dropped before their window ended).
+   */
+  claimStats(): ClaimStats;
   /** Live correlation groups and groups evicted past `maxCorrelationGroups` (this instance's view may lag). */
   correlationStats(): { groups: number; evicted: number };
   /** Throws when ingest could not record now (readiness answers 503 exactly then). */
@@ -200,6 +203,12 @@ export interface StoreOperations {
 export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
+}
+
+export interface ClaimStats {
+  keys: number;
+  evicted: number;
+  evictedBySpace: Readonly<Record<string, number>>;
 }
 
 /** Settings every store takes at open. */

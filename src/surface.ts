@@ -35,6 +35,8 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: BotConnections;
+  /** Stop the operator's periodic checks (claim evictions). */
+  stopWatching: () => void;
 }
 
 /** The library API of a built intake (CONTRACT §7), and the order it stops in. */
@@ -74,6 +76,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     async close() {
       if (gate.closing) return;
       retention.close();
+      parts.stopWatching();
       // Sockets close (1001) after the frames being recorded; forward channels' leases are given back.
       await sockets.close();
       // Deliveries already being admitted are answered 200 and must be in the last flush.

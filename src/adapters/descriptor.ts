@@ -39,8 +39,8 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
   readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
   readonly settings: Settings;
   /**
-   * How long the platform keeps retrying one delivery, in ms (CONTRACT §8). A descriptor fact
-   * only for now: a later issue sizes the exact-id dedup window from it.
+   * How long the platform keeps retrying one delivery, in ms, with its source in a comment: a
+   * channel's exact-id window (`dedup.idTtlMs`) is at least this unless the channel sets its own.
    */
   readonly retryHorizonMs: number;
   /**

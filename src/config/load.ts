@@ -243,7 +243,9 @@ export function loadConfigWith(options: LoadOptions): Config {
       id, adapter, index,
       verify: verify ?? true,
       ...(namespace === undefined ? {} : { namespace }),
-      dedup: Object.freeze({ ...raw.dedup, ...dedup }),
+      // The exact-id window covers the platform's retries: the longer of the global window and
+      // the adapter's retry horizon, unless the channel sets its own.
+      dedup: Object.freeze({ ...raw.dedup, idTtlMs: Math.max(raw.dedup.idTtlMs, horizonOf(options.adapters, adapter)), ...dedup }),
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       settings: Object.freeze(rest),
@@ -268,4 +270,9 @@ export function loadConfigWith(options: LoadOptions): Config {
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** The retry horizon of the adapter a channel names (0 when unknown: its own rule applies). */
+function horizonOf(kinds: readonly ChannelKind[], name: string): number {
+  return kinds.find((kind) => kind.name === name)?.retryHorizonMs ?? 0;
 }

@@ -89,6 +89,8 @@ export interface ChannelKind {
   readonly secret?: { readonly setting: string; readonly required: boolean; readonly why?: string };
   /** The secret rule when it depends on other settings (OneBot's transport); else `secret`. */
   readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
+  /** How long the platform retries one delivery, ms: a channel's exact-id window is at least this unless it sets its own. */
+  readonly retryHorizonMs?: number;
 }
 
 /** The secret rule of a channel of this kind with these settings. */

@@ -119,6 +119,17 @@ export class Metrics {
     new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
   }
 
+  /** Register a counter by one label whose running totals are kept elsewhere and read at scrape time. */
+  labelledCounterFrom(name: string, help: string, label: string, read: () => Readonly<Record<string, number>>): void {
+    new Counter({
+      name, help, labelNames: [label], registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [value, total] of Object.entries(read())) this.inc({ [label]: value }, total);
+      },
+    });
+  }
+
   /** Register a counter whose running total is kept elsewhere and read at scrape time. */
   counterFrom(name: string, help: string, read: () => number): void {
     new Counter({

@@ -121,7 +121,7 @@ describe('Redis store: admission', () => {
     await store.admit(['a', 'b', 'c'].map((k) => item(k, { claims: [capped(k)] })), 0);
     expect(await store.admit([item('a2', { claims: [capped('a')] })], 0)).toMatchObject([{ verdict: 'accepted' }]);
     store.claimStats();
-    await expect.poll(() => store.claimStats()).toEqual({ keys: 2, evicted: 2 });
+    await expect.poll(() => store.claimStats()).toEqual({ keys: 2, evicted: 2, evictedBySpace: { tiny: 2 } });
   });
 
   it('takes one round trip per admit, whatever the number of items', async () => {

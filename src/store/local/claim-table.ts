@@ -1,5 +1,5 @@
 import { digest } from '../../digest.js';
-import type { ClaimSpec } from '../../ports.js';
+import type { ClaimSpec, ClaimStats } from '../../ports.js';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const SIXBITS = new Int8Array(128).fill(-1);
@@ -301,15 +301,17 @@ export class ClaimTables {
     return -1;
   }
 
-  stats(): { keys: number; evicted: number } {
+  stats(): ClaimStats {
     let keys = 0;
     let evicted = 0;
-    for (const byTtl of this.tables.values()) {
+    const evictedBySpace: Record<string, number> = {};
+    for (const [space, byTtl] of this.tables) {
       for (const table of byTtl.values()) {
         keys += table.count;
         evicted += table.evicted;
+        if (table.evicted > 0) evictedBySpace[space] = (evictedBySpace[space] ?? 0) + table.evicted;
       }
     }
-    return { keys, evicted };
+    return { keys, evicted, evictedBySpace };
   }
 }

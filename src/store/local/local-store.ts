@@ -2,7 +2,7 @@ import type { CorrelationRecord } from '../../events/inbound.js';
 import { leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
-  AdmitItem, AdmitVerdict, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
 } from '../../ports.js';
 
 /** What a write does, so a store can order and announce it: an admission, a batch's commit, or another change. */
@@ -145,7 +145,7 @@ export abstract class LocalStore implements Store {
     this.values.set(name, { value, until: now + ttlMs });
   }
 
-  claimStats(): { keys: number; evicted: number } {
+  claimStats(): ClaimStats {
     return this.state.claims.stats();
   }
 

@@ -10,7 +10,7 @@ import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { OutboxTail } from './tail.js';
 import type {
-  AdmitItem, AdmitVerdict, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -80,7 +80,7 @@ export class RedisStore implements Store {
   private claims = 0;
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
-  private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, at: -Infinity };
+  private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, bySpace: {} as Record<string, number>, at: -Infinity };
 
   private constructor(url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -298,9 +298,9 @@ export class RedisStore implements Store {
    * the background at most once a second. `keys` counts the claim spaces this instance has
    * used, and may include keys expired since the last admit pruned them.
    */
-  claimStats(): { keys: number; evicted: number } {
+  claimStats(): ClaimStats {
     this.refreshStats();
-    return { keys: this.stats.keys, evicted: this.stats.claimsEvicted };
+    return { keys: this.stats.keys, evicted: this.stats.claimsEvicted, evictedBySpace: this.stats.bySpace };
   }
 
   /** Cached like claimStats. */
@@ -313,10 +313,13 @@ export class RedisStore implements Store {
     const started = Date.now();
     if (started - this.stats.at < STATS_EVERY_MS) return;
     this.stats.at = started;
-    this.background.aiStats(this.prefix, ...this.claimSpaces).then(
+    const spaces = [...this.claimSpaces];
+    this.background.aiStats(this.prefix, ...spaces).then(
       (reply) => {
-        const [keys, claimsEvicted, groups, groupsEvicted] = reply as number[];
-        this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, at: started };
+        const [keys, claimsEvicted, groups, groupsEvicted, ...perSpace] = reply as number[];
+        const bySpace: Record<string, number> = {};
+        spaces.forEach((space, i) => { if (perSpace[i]) bySpace[space] = perSpace[i]; });
+        this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, bySpace, at: started };
       },
       () => undefined, // the numbers stay as they were; readiness reports the outage
     );

@@ -19,7 +19,7 @@ local function arg() local v = ARGV[i]; i = i + 1; return v end
 
 -- A sorted set of live keys by expiry: drop expired members and evict the oldest past the
 -- cap, a bounded number per call (each call adds at most a few members).
-local function bound(zkey, cap, keyPrefix, evictedField)
+local function bound(zkey, cap, keyPrefix, evictedField, spaceField)
   local expired = redis.call('ZCOUNT', zkey, '-inf', now)
   if expired > 0 then redis.call('ZREMRANGEBYRANK', zkey, 0, math.min(expired, 64) - 1) end
   local over = redis.call('ZCARD', zkey) - cap
@@ -28,6 +28,7 @@ local function bound(zkey, cap, keyPrefix, evictedField)
     for _, member in ipairs(victims) do redis.call('DEL', keyPrefix .. member) end
     redis.call('ZREMRANGEBYRANK', zkey, 0, #victims - 1)
     redis.call('HINCRBY', P .. 'stats', evictedField, #victims)
+    if spaceField then redis.call('HINCRBY', P .. 'stats', spaceField, #victims) end
   end
 end
 
@@ -90,7 +91,7 @@ for n = 1, items do
       redis.call('SET', P .. 'c:' .. claim.key, '1', 'PX', claim.ttl)
       local space = P .. 'cs:' .. claim.space
       redis.call('ZADD', space, now + claim.ttl, claim.key)
-      bound(space, claim.max, P .. 'c:', 'claimsEvicted')
+      bound(space, claim.max, P .. 'c:', 'claimsEvicted', 'ev:' .. claim.space)
     end
     if newGroup then
       redis.call('DEL', corr.listKey)
