@@ -7,6 +7,8 @@ const runs = [
   [node, ['--expose-gc', 'bench/dedup.mjs']],
   [node, ['--expose-gc', 'bench/correlator.mjs']],
   [node, ['--expose-gc', 'bench/media.mjs']],
+  [node, ['--expose-gc', 'bench/claim-windows.mjs', '100000']],
+  [node, ['bench/verify.mjs', '20000', '5']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],
   [node, ['bench/ingest-cost.mjs', '500', process.env.BENCH_SECONDS ?? '5', '3']],
