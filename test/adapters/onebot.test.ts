@@ -47,7 +47,7 @@ describe('OneBot adapter', () => {
       sender: { id: '12345678', name: '名片' }, botId: '10001000', platformId: '10001000:-2147480001',
       text: '看这个', mentions: ['20002000'], fields: { message_id: '-2147480001' },
     });
-    expect(event?.media).toEqual([{ url: expect.stringContaining('multimedia.nt.qq.com.cn'), type: 'image', hash: 'a6aba306aae1af175c0452868a09824b', fileName: 'A6ABA306AAE1AF175C0452868A09824B.png' }]);
+    expect(event?.media).toEqual([{ url: expect.stringContaining('https://192.0.2.1/download'), type: 'image', hash: 'a6aba306aae1af175c0452868a09824b', fileName: 'A6ABA306AAE1AF175C0452868A09824B.png' }]);
   });
 
   it('parses CQ-code strings with escapes', () => {
