@@ -1,5 +1,5 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
-import type { OutputType } from './events/output.js';
+import type { DeliveryState, OutputType } from './events/output.js';
 import type { ConnectionView } from './events/connection.js';
 
 
@@ -296,7 +296,7 @@ export type PushOutcome =
 
 // --- the outbox record: the store's shape of an output ------------------------------------
 
-export type DeliveryState = 'none' | 'pending' | 'delivered' | 'dead';
+export type { DeliveryState };
 
 /** An output on its way into the outbox (the store assigns `seq`). */
 export interface OutboxDraft {

@@ -1,5 +1,8 @@
 import type { BotRef, ConversationType, MediaFailure, MediaItem, Party } from './inbound.js';
 
+/** Where an output stands with the agent push: none (not pushed), pending, delivered, dead. */
+export type DeliveryState = 'none' | 'pending' | 'delivered' | 'dead';
+
 /** The one event the agent reads (CONTRACT §4). */
 export interface ProcessedMessage {
   type: 'chat.processedMessage';

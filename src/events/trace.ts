@@ -1,4 +1,4 @@
-import type { DeliveryState } from '../ports.js';
+import type { DeliveryState } from './output.js';
 import type { Party } from './inbound.js';
 
 /** What happened to one delivered event, or to one batch: the verdict trail (`/v1/trace`, `/v1/activity`). */
