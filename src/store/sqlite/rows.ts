@@ -6,6 +6,8 @@ import type { BufferRule, ClaimSpec } from '../../ports.js';
 
 export const schema = `
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+-- Shared values (access tokens, a poller's cursor): kept across restarts until their time is up.
+CREATE TABLE IF NOT EXISTS shared_values (name TEXT PRIMARY KEY, value TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
 -- One index serves both purges (expired rows of a space; a space's rows past its cap, oldest
 -- expiry first). It replaced two, (expires_at) and (space): every claim was three B-tree

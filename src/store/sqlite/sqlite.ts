@@ -105,6 +105,9 @@ export class SqliteStore extends LocalStore {
       trimChunk: db.prepare(`DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox
         WHERE seq > :from AND seq <= :upTo AND state NOT IN ('pending', 'dead') ORDER BY seq LIMIT :limit) RETURNING seq`).pluck(),
       oldest: db.prepare('SELECT seq, created_at AS createdAt FROM outbox ORDER BY seq LIMIT 1'),
+      valueGet: db.prepare('SELECT value FROM shared_values WHERE name = ? AND until > ?').pluck(),
+      valuePut: db.prepare('INSERT INTO shared_values (name, value, until) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, until = excluded.until'),
+      valuesExpired: db.prepare('DELETE FROM shared_values WHERE until <= ?'),
     };
     this.groupTx = db.transaction((body: () => void) => body());
     this.writes = new GroupCommit({
@@ -164,6 +167,20 @@ export class SqliteStore extends LocalStore {
     // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
     if (record && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
     return record;
+  }
+
+  /** Shared values live in the file: a poller's cursor and a platform token survive a restart. */
+  override async sharedGet(name: string, now: number): Promise<string | undefined> {
+    this.use(now);
+    return (this.statements.valueGet.get(name, now) as string | undefined) ?? undefined;
+  }
+
+  override async sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void> {
+    this.use(now);
+    await this.write(() => {
+      this.statements.valuesExpired.run(now);
+      this.statements.valuePut.run(name, value, Math.floor(now + ttlMs));
+    });
   }
 
   async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {

@@ -32,5 +32,14 @@ export function describeRestart(h: StoreHarness): void {
       expect((await again.commit(next as NonNullable<typeof next>, draft('o2'), 3000))?.seq).toBeGreaterThan(record?.seq as number);
       expect(await again.lastSeq()).toBe(2);
     });
+
+    it('keeps shared values (a poller\'s cursor, a platform token) until their time is up', async () => {
+      const store = await h.fresh();
+      await store.sharedPut('cursor:tg', '1001', 60_000, 0);
+      await store.sharedPut('token:wx', 'short', 10, 0);
+      const again = await h.restart(store);
+      expect(await again.sharedGet('cursor:tg', 20)).toBe('1001');
+      expect(await again.sharedGet('token:wx', 20)).toBeUndefined();
+    });
   });
 }
