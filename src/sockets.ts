@@ -7,6 +7,7 @@ import type { Channels } from './channels.js';
 import type { Clock } from './clock.js';
 import { LeaseKeeper } from './connections/lease-keeper.js';
 import { Links } from './connections/links.js';
+import { Poller } from './connections/poller.js';
 import { SocketDialer } from './connections/socket-dialer.js';
 import { SocketServer } from './connections/socket-server.js';
 import { IntakeError, isIntakeError, RequestError } from './errors.js';
@@ -65,8 +66,9 @@ export interface BotConnections {
 
 /**
  * The bots' long-lived connections: channels whose bots connect to us (OneBot `ws-reverse`) are
- * served on their webhook URL; channels whose bot we dial (OneBot `ws`) are dialled by the one
- * instance holding their lease. Every event frame goes through `pipeline.inbound`, as a webhook.
+ * served on their webhook URL; channels whose bot we dial (OneBot `ws`) or poll (Telegram
+ * `getUpdates`) are served by the one instance holding their lease. Every event frame or polled
+ * update goes through `pipeline.inbound`, as a webhook.
  */
 export function botConnections(parts: ConnectionParts): BotConnections {
   const { channels, store, clock, logger, metrics } = parts;
@@ -78,7 +80,10 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
     changed: () => soon(),
   });
-  metrics.connections(() => links.list());
+  const pollers: Poller[] = [];
+  /** What this instance holds or held: its sockets and its pollers. */
+  const mine = (): ConnectionView[] => [...links.list(), ...pollers.flatMap((poller) => poller.current() ?? [])];
+  metrics.connections(mine);
   const server = new SocketServer({
     now: () => clock.now(), logger, maxPayload: parts.maxPayload,
     channelOf(path) {
@@ -117,6 +122,26 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     }));
   }
 
+  // Polled channels (Telegram getUpdates): one poller each, run only under the channel's lease.
+  for (const { config, adapter } of channels.values()) {
+    const poll = adapter.poll;
+    if (!poll) continue;
+    const poller = new Poller({
+      target: { channel: config.id, adapter: adapter.name, transport: poll.transport }, poll, instance, clock, logger, shared: store,
+      deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
+      counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
+      changed: () => soon(), random: parts.random ?? Math.random,
+    });
+    pollers.push(poller);
+    keepers.push(new LeaseKeeper({
+      name: `conn:${config.id}`, holder: instance, leaseMs: poll.leaseMs, clock, logger,
+      hold: (name, holder, ttlMs, now) => store.holdLease(name, holder, ttlMs, now),
+      drop: (name, holder) => store.dropLease(name, holder),
+      gained: () => poller.start(),
+      lost: () => poller.stop(),
+    }));
+  }
+
   // On a shared store: publish what this instance holds, and take the actions relayed to it.
   const bus = store.bus;
   let sharer: unknown;
@@ -124,7 +149,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   let due = Infinity;
   let stopServing: (() => void) | undefined;
   const share = async (): Promise<void> => {
-    await bus?.shareConnections(instance, links.list(), SHARE_MS * 3, clock.now()).catch((error: unknown) => {
+    await bus?.shareConnections(instance, mine(), SHARE_MS * 3, clock.now()).catch((error: unknown) => {
       logger.warn({ err: error }, 'connections could not be published to the other instances');
     });
   };
@@ -154,10 +179,10 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     upgrade: (request, socket, head) => server.upgrade(request, socket, head),
 
     async list() {
-      const mine = links.list();
-      if (!bus) return mine;
+      const here = mine().sort((a, b) => b.connectedAt - a.connectedAt);
+      if (!bus) return here;
       const others = await bus.sharedConnections(clock.now()).catch(() => []);
-      return [...mine, ...others.filter((view) => view.instance !== instance)].sort((a, b) => b.connectedAt - a.connectedAt);
+      return [...here, ...others.filter((view) => view.instance !== instance)].sort((a, b) => b.connectedAt - a.connectedAt);
     },
 
     async action(channelId, action, params, botId) {

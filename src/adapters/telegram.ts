@@ -1,14 +1,20 @@
 import { z } from 'zod';
 import type { MediaRef, MediaType } from '../events/inbound.js';
-import { MediaError } from '../errors.js';
+import { MediaError, SignatureError } from '../errors.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { platformJson } from './platform-api.js';
+import { telegramPoll } from './telegram-poll.js';
 import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
+const millis = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
+
 const settings = z.strictObject({
+  /** `webhook`: Telegram POSTs to us (setWebhook); `poll`: we ask getUpdates, no public URL needed. */
+  transport: z.enum(['webhook', 'poll'], { error: 'must be "webhook" or "poll"' }).default('webhook'),
   /** The secret_token given to setWebhook, sent back in X-Telegram-Bot-Api-Secret-Token. */
   secretToken: optionalText().refine((token) => token === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(token), {
     error: 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires',
@@ -16,6 +22,20 @@ const settings = z.strictObject({
   /** Bot API token (`<bot id>:<secret>`), for file downloads; its bot id scopes update ids. */
   botToken: optionalText(),
   apiBaseUrl: baseUrl('https://api.telegram.org'),
+  /** Seconds a poll waits for an update (getUpdates `timeout`). */
+  pollTimeoutS: z.number({ error: 'must be a number of seconds' }).int().min(0).max(50).default(25),
+  /** On several instances one polls; a survivor takes over within this. */
+  leaseMs: millis(300, 600_000, 15_000),
+  /** Backoff after a failed poll: from this, doubling, jittered. */
+  reconnectMinMs: millis(10, 600_000, 1000),
+  reconnectMaxMs: millis(10, 3_600_000, 30_000),
+}).check((ctx) => {
+  if (ctx.value.transport === 'poll' && ctx.value.botToken === undefined) {
+    ctx.issues.push({ code: 'custom', path: ['botToken'], message: 'is required with "transport": "poll" (getUpdates is asked with it)', input: ctx.value });
+  }
+  if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
+    ctx.issues.push({ code: 'custom', path: ['reconnectMaxMs'], message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`, input: ctx.value });
+  }
 });
 
 /** Telegram Bot API webhooks. */
@@ -23,6 +43,8 @@ export const telegram = defineAdapter({
   name: 'telegram',
   namespace: 'tg',
   secret: { setting: 'secretToken', required: true },
+  // Polling authenticates us to Telegram with the bot token; nothing comes in to verify.
+  secretFor: (values) => (values.transport === 'poll' ? { setting: 'botToken', required: true, why: 'polls getUpdates with it' } : { setting: 'secretToken', required: true }),
   settings,
   // Telegram's Bot API docs: it retries "a reasonable amount" and gives no horizon: today's
   // exact-id window (dedup.idTtlMs).
@@ -111,12 +133,19 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'telegram', namespace, idPrefix: 'tg' });
   const fail = (problem: string) => shapeError(channel, 'a Telegram update', problem);
 
+  const polling = options.transport === 'poll';
   return {
     name: 'telegram',
     channel: channel.id,
     namespace,
+    ...(polling && botToken ? { poll: telegramPoll({ apiBaseUrl, botToken, timeoutS: options.pollTimeoutS, leaseMs: options.leaseMs, reconnectMinMs: options.reconnectMinMs, reconnectMaxMs: options.reconnectMaxMs }) } : {}),
 
     verify(delivery) {
+      if (polling) {
+        // Polled updates came from Telegram over our own request; a POST here is no one's.
+        if (delivery.authenticated) return;
+        throw new SignatureError(`Channel "${channel.id}" polls Telegram ("transport": "poll"): it takes no webhook POST`, { channel: channel.id, stage: 'adapter' });
+      }
       if (!secretToken) return;
       checkSignature(channel, 'X-Telegram-Bot-Api-Secret-Token', headerOf(delivery, 'x-telegram-bot-api-secret-token'), secretToken, 'is not the configured secretToken');
     },

@@ -2,7 +2,7 @@ import type { ChannelConfig } from '../config/schema.js';
 import { RequestError, SignatureError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
-import type { SocketDial, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 
 export type { PlatformReply, RawDelivery } from '../events/transport.js';
@@ -55,6 +55,8 @@ export interface Adapter {
   acceptSocket?(handshake: RawDelivery): SocketPeer;
   /** The bot's WebSocket we dial, held by one instance at a time. */
   readonly socketDial?: SocketDial;
+  /** A transport we pull (Telegram `getUpdates`), by the one instance holding its lease. */
+  readonly poll?: PollSpec;
   /** Where actions go on a channel without sockets (OneBot's HTTP API: `POST <url>/<action>`). */
   readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
   /** How long an action on this channel waits for the bot's answer, ms. */

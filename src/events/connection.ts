@@ -47,3 +47,32 @@ export interface SocketDial {
   /** The action asked first on a new socket, whose answer names the bot. */
   readonly whoAmI?: { readonly action: string; botIdOf(answer: unknown): string | undefined };
 }
+
+/** What one long poll brought: the updates (each a delivery's body) and the cursor that confirms them. */
+export interface Polled {
+  bodies: Buffer[];
+  /** Where the next poll starts; stored only once every body is recorded. */
+  cursor: string | undefined;
+}
+
+/** A transport we pull (Telegram `getUpdates`): one poll at a time, by the one instance holding its lease. */
+export interface PollSpec {
+  /** `transport` in `/v1/connections`. */
+  readonly transport: string;
+  /** The bot, as `/v1/connections` names it. */
+  readonly botId: string;
+  readonly leaseMs: number;
+  /** Backoff after a failed poll: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  /** One long poll from `cursor` (undefined: where the platform keeps it). Throws a PollError on failure. */
+  next(cursor: string | undefined, signal: AbortSignal): Promise<Polled>;
+}
+
+/** A failed poll; `hint` says what the operator must do when retrying alone will not help (a webhook still set). */
+export class PollError extends Error {
+  override name = 'PollError';
+  constructor(message: string, readonly hint?: string) {
+    super(message);
+  }
+}

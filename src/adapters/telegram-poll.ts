@@ -1,0 +1,69 @@
+import { request } from 'undici';
+import { PollError, type PollSpec, type Polled } from '../events/connection.js';
+
+/** The update types the adapter turns into events (what `allowed_updates` asks for). */
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'channel_post', 'edited_channel_post', 'callback_query'];
+
+export interface TelegramPollOptions {
+  apiBaseUrl: string;
+  botToken: string;
+  /** Seconds Telegram holds a poll open when nothing is waiting (`getUpdates` `timeout`). */
+  timeoutS: number;
+  leaseMs: number;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+}
+
+/**
+ * Telegram long polling (`getUpdates`): each poll starts at the stored offset (the update after
+ * the last one recorded), so Telegram keeps everything not yet confirmed; the new offset, the
+ * last update_id + 1, is stored by the poller only once those updates are recorded. A webhook
+ * still set makes Telegram answer 409: the error names `deleteWebhook`.
+ */
+export function telegramPoll(options: TelegramPollOptions): PollSpec {
+  const { apiBaseUrl, botToken, timeoutS } = options;
+  const hide = (text: string) => text.replaceAll(botToken, '<token>');
+  return {
+    transport: 'poll',
+    botId: botToken.split(':')[0] ?? '',
+    leaseMs: options.leaseMs,
+    reconnectMinMs: options.reconnectMinMs,
+    reconnectMaxMs: options.reconnectMaxMs,
+    async next(cursor, signal): Promise<Polled> {
+      const query = new URLSearchParams({ timeout: String(timeoutS), allowed_updates: JSON.stringify(ALLOWED_UPDATES) });
+      if (cursor !== undefined) query.set('offset', cursor);
+      let status: number;
+      let text: string;
+      try {
+        const response = await request(`${apiBaseUrl}/bot${botToken}/getUpdates?${query}`, {
+          method: 'GET', signal, headersTimeout: (timeoutS + 15) * 1000, bodyTimeout: (timeoutS + 15) * 1000,
+        });
+        status = response.statusCode;
+        text = await response.body.text();
+      } catch (error) {
+        if (signal.aborted) throw error;
+        throw new PollError(`getUpdates failed: ${hide((error as Error).message)}`);
+      }
+      let answer: { ok?: unknown; result?: unknown; description?: unknown } | undefined;
+      try {
+        answer = JSON.parse(text) as typeof answer;
+      } catch {
+        answer = undefined;
+      }
+      const description = typeof answer?.description === 'string' ? hide(answer.description) : `HTTP ${status}`;
+      if (status === 409) {
+        throw new PollError(`getUpdates refused (409): ${description}`, 'a webhook is still set for this bot: call deleteWebhook (https://api.telegram.org/bot<token>/deleteWebhook) or use "transport": "webhook"');
+      }
+      if (status === 401 || status === 404) throw new PollError(`getUpdates refused (${status}): ${description}`, 'the channel\'s botToken is wrong or revoked');
+      if (status !== 200 || answer?.ok !== true || !Array.isArray(answer.result)) throw new PollError(`getUpdates answered ${status}: ${description}`);
+      const bodies: Buffer[] = [];
+      let last: number | undefined;
+      for (const update of answer.result as unknown[]) {
+        bodies.push(Buffer.from(JSON.stringify(update)));
+        const id = (update as { update_id?: unknown } | null)?.update_id;
+        if (typeof id === 'number' && Number.isSafeInteger(id) && (last === undefined || id > last)) last = id;
+      }
+      return { bodies, cursor: last === undefined ? cursor : String(last + 1) };
+    },
+  };
+}

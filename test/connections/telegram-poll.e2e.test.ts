@@ -1,0 +1,154 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { UnavailableError } from '../../src/errors.js';
+import type { ProcessedMessage as Output } from '../../src/events/output.js';
+import { createIntake, type Intake } from '../../src/intake.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
+import { silent, tempDir, until } from '../helpers.js';
+
+const TOKEN = '123456:ABC-test-token';
+
+/**
+ * A Bot API server on 127.0.0.1 serving getUpdates as Telegram does: the updates with
+ * update_id >= offset, at once when there are any, else after the poll's timeout (here the
+ * test's short one). `conflict` answers 409 as Telegram does while a webhook is set.
+ */
+async function fakeTelegram() {
+  const updates: Array<Record<string, unknown>> = [];
+  const offsets: Array<string | null> = [];
+  const state = { conflict: false };
+  let waiting: Array<() => void> = [];
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== `/bot${TOKEN}/getUpdates`) {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+      return;
+    }
+    offsets.push(url.searchParams.get('offset'));
+    if (state.conflict) {
+      res.statusCode = 409;
+      res.end(JSON.stringify({ ok: false, error_code: 409, description: 'Conflict: can\'t use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first' }));
+      return;
+    }
+    const offset = Number(url.searchParams.get('offset') ?? 0);
+    const answer = () => res.end(JSON.stringify({ ok: true, result: updates.filter((u) => (u.update_id as number) >= offset) }));
+    if (updates.some((u) => (u.update_id as number) >= offset)) return answer();
+    const timer = setTimeout(() => { waiting = waiting.filter((w) => w !== wake); answer(); }, Number(url.searchParams.get('timeout') ?? 0) * 1000);
+    const wake = () => { clearTimeout(timer); answer(); };
+    waiting.push(wake);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    offsets, state,
+    push(...more: Array<Record<string, unknown>>) {
+      updates.push(...more);
+      for (const wake of waiting.splice(0)) wake();
+    },
+    close: () => new Promise<void>((resolve) => { for (const wake of waiting.splice(0)) wake(); server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+const update = (id: number, text: string, chat = 42) => ({
+  update_id: id,
+  message: { message_id: id, date: 1718000000, chat: { id: chat, type: 'private' }, from: { id: chat, is_bot: false, first_name: 'Ana' }, text },
+});
+
+describe('Telegram long polling ("transport": "poll")', () => {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  const start = async (api: { url: string }, options: { store?: MemoryStore; file?: Record<string, unknown>; logger?: pino.Logger } = {}): Promise<Intake> => {
+    const intake = await createIntake({
+      logger: options.logger ?? silent,
+      ...(options.store ? { store: options.store } : {}),
+      configFile: {
+        store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: api.url, pollTimeoutS: 1, reconnectMinMs: 20, reconnectMaxMs: 100 }],
+        ...options.file,
+      },
+    });
+    cleanups.push(() => intake.close());
+    return intake;
+  };
+
+  it('polls getUpdates, emits the updates, and moves the offset past them only once they are recorded', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    const intake = await start(api);
+    const outputs: Output[] = [];
+    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    await until(async () => (await intake.connections())[0]?.state === 'open');
+    expect((await intake.connections())[0]).toMatchObject({ channel: 'tg', adapter: 'telegram', transport: 'poll', botId: '123456', state: 'open' });
+    api.push(update(100, 'hello'), update(101, 'there'));
+    await until(() => outputs.length === 1);
+    expect(outputs[0]).toMatchObject({ sessionKey: 'tg:42', content: 'hello there', merged: 2 });
+    await until(() => api.offsets.includes('102'));
+    // Nothing was asked past an update before it was recorded, and nothing came twice.
+    expect(api.offsets.filter((offset) => offset !== null && Number(offset) > 102)).toEqual([]);
+    expect(intake.metrics.channelStats().tg).toMatchObject({ received: 2 });
+  });
+
+  it('keeps the offset while the store cannot record, asks again, and emits each update once', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    let failing = true;
+    const store = new MemoryStore();
+    const admit = store.admit.bind(store);
+    store.admit = (items, now) => (failing ? Promise.reject(new UnavailableError('store_unavailable', 'down for the test', 1)) : admit(items, now));
+    const intake = await start(api, { store });
+    const outputs: Output[] = [];
+    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    api.push(update(200, 'kept'));
+    await until(() => api.offsets.filter((offset) => offset === null).length >= 3);
+    expect(api.offsets.every((offset) => offset === null)).toBe(true);
+    failing = false;
+    await until(() => outputs.length === 1);
+    await until(() => api.offsets.includes('201'));
+    expect(outputs.map((o) => o.content)).toEqual(['kept']);
+  });
+
+  it('resumes after a restart from the offset kept in the store', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    const dir = tempDir();
+    cleanups.push(async () => dir.remove());
+    const file = { store: `sqlite:${join(dir.path, 'intake.db')}` };
+    const first = await start(api, { file });
+    api.push(update(300, 'before restart'));
+    await until(() => api.offsets.includes('301'));
+    await first.close();
+    const asked = api.offsets.length;
+    await start(api, { file });
+    await until(() => api.offsets.length > asked);
+    expect(api.offsets[asked]).toBe('301');
+  });
+
+  it('says to call deleteWebhook while Telegram answers 409, keeps serving, and polls once the webhook is gone', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    api.state.conflict = true;
+    const lines: Array<{ msg: string; level: number }> = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
+    const intake = await start(api, { logger });
+    await until(() => lines.some((line) => /deleteWebhook/.test(line.msg) && line.level === 50));
+    expect((await intake.connections())[0]?.state).toBe('connecting');
+    api.state.conflict = false;
+    await until(async () => (await intake.connections())[0]?.state === 'open', 5000);
+    // A POST to a polling channel is no one's.
+    const refused = await intake.ingest('tg', { headers: {}, body: Buffer.from(JSON.stringify(update(1, 'x'))), query: new URLSearchParams(), now: Date.now() }).catch((error: Error & { status?: number }) => error);
+    expect(refused).toMatchObject({ status: 401 });
+  });
+
+  it('fails at start, naming the setting, for "transport": "poll" without a botToken', async () => {
+    await expect(createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll' }] } }))
+      .rejects.toThrow(/channels\[0\]\.botToken \(channel "tg"\): is required/);
+  });
+});
