@@ -190,7 +190,8 @@ export function botConnections(parts: ConnectionParts): BotConnections {
       const timeoutMs = adapter.actionTimeoutMs ?? 10_000;
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) return httpAction(adapter.actionApi, channelId, action, params, timeoutMs, parts.dispatcher);
-      if (!adapter.socketTransport) {
+      // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).
+      if (!adapter.socketTransport || adapter.actionTimeoutMs === undefined) {
         throw new RequestError('no_actions', 404, `Channel "${channelId}" takes no actions: only a channel whose bots are connected by WebSocket ("transport": "ws-reverse" or "ws") or a OneBot HTTP channel with "apiUrl" does`, context);
       }
       const here = await local(channelId, action, params, botId);

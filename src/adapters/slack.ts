@@ -5,17 +5,34 @@ import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
-import { optionalText } from './settings.js';
+import { baseUrl, optionalText } from './settings.js';
+import { slackSocket } from './slack-socket.js';
 import { kindOf, own, PayloadReader } from './shape.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
+const millis = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
+
 const settings = z.strictObject({
+  /** `webhook`: the Events API POSTs to us; `socket`: Socket Mode, we connect to Slack (no public URL). */
+  transport: z.enum(['webhook', 'socket'], { error: 'must be "webhook" or "socket"' }).default('webhook'),
   /** Signs `X-Slack-Signature` (v0). */
   signingSecret: optionalText(),
+  /** The app-level token (`xapp-`, scope connections:write) that opens Socket Mode connections. */
+  appToken: optionalText(),
+  apiBaseUrl: baseUrl('https://slack.com/api'),
+  /** On several instances one holds the Socket Mode connection; a survivor takes over within this. */
+  leaseMs: millis(300, 600_000, 15_000),
+  reconnectMinMs: millis(10, 600_000, 1000),
+  reconnectMaxMs: millis(10, 3_600_000, 30_000),
   /** `xoxb-` token, for file downloads. */
   botToken: optionalText(),
   /** Our bot's user id; else taken from each payload's `authorizations[0].user_id`. */
   botUserId: optionalText(),
+}).check((ctx) => {
+  if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
+    ctx.issues.push({ code: 'custom', path: ['reconnectMaxMs'], message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`, input: ctx.value });
+  }
 });
 
 /** Slack Events API. */
@@ -23,6 +40,8 @@ export const slack = defineAdapter({
   name: 'slack',
   namespace: 'slack',
   secret: { setting: 'signingSecret', required: true },
+  // Socket Mode authenticates us to Slack with the app token; nothing comes in to verify.
+  secretFor: (values) => (values.transport === 'socket' ? { setting: 'appToken', required: true, why: 'opens the Socket Mode connection with it' } : { setting: 'signingSecret', required: true }),
   settings,
   // Slack's Events API docs: it retries immediately, after 1 min and after 5 min, so the
   // last lands about 5 min after the first delivery (6 when each wait follows the last): 10 min,
@@ -47,14 +66,23 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
   const namespace = channel.namespace;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'slack', namespace, idPrefix: 'slack' });
   const fail = (problem: string) => shapeError(channel, 'a Slack event', problem);
+  const socket = options.transport === 'socket' && options.appToken
+    ? slackSocket({ appToken: options.appToken, apiBaseUrl: options.apiBaseUrl, leaseMs: options.leaseMs, reconnectMinMs: options.reconnectMinMs, reconnectMaxMs: options.reconnectMaxMs })
+    : undefined;
 
   return {
     name: 'slack',
     channel: channel.id,
     namespace,
     botIds: configuredBot ? [configuredBot] : [],
+    ...(socket ? { socketTransport: 'socket', socketDial: socket.dial, socketFrame: socket.frame } : {}),
 
     verify(delivery) {
+      if (options.transport === 'socket') {
+        // Envelopes came over the socket we opened with the app token; a POST here is no one's.
+        if (delivery.authenticated) return;
+        throw new SignatureError(`Channel "${channel.id}" uses Socket Mode ("transport": "socket"): it takes no Events API POST`, { channel: channel.id, stage: 'adapter' });
+      }
       if (!signingSecret) return;
       const timestamp = headerOf(delivery, 'x-slack-request-timestamp');
       const signature = headerOf(delivery, 'x-slack-signature');

@@ -41,6 +41,8 @@ interface Pending {
 
 interface Live {
   view: ConnectionView;
+  /** The dialer's answer to a platform asking us to move to a new socket. */
+  refresh?: (reason: string) => void;
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
@@ -111,7 +113,7 @@ export class Links {
    * Take an open socket: a second socket under the same key (bot and role) replaces the first
    * (closed 1008). Its frames are read from now on.
    */
-  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams()): void {
+  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), refresh?: (reason: string) => void): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
     const remembered = this.latest.get(key);
@@ -119,7 +121,7 @@ export class Links {
     this.latest.delete(key);
     this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
     if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true };
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...(refresh ? { refresh } : {}) };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -196,13 +198,35 @@ export class Links {
       if (waiting?.live === live) this.settle(read.echo)?.resolve(read.body);
       return;
     }
+    if (read?.kind === 'refresh') {
+      this.options.logger.info({ channel: view.channel, reason: read.reason }, 'the platform asks for a new socket');
+      live.refresh?.(read.reason);
+      return;
+    }
+    if (read?.kind === 'envelope') {
+      // Acknowledged once recorded (or refused: a retry would be refused again); not when the
+      // store could not record it, so the platform sends it again.
+      if (read.body && !(await this.record(live, read.body, now))) return;
+      if (live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
+      return;
+    }
+    await this.record(live, frame, now);
+  }
+
+  /** Run one event through the pipeline; false when the store could not record it. */
+  private async record(live: Live, body: Buffer, now: number): Promise<boolean> {
     try {
-      await this.options.deliver(view.channel, { headers: live.headers, body: frame, query: live.query, now, authenticated: true });
-      view.lastEventAt = now;
+      await this.options.deliver(live.view.channel, { headers: live.headers, body, query: live.query, now, authenticated: true });
+      live.view.lastEventAt = now;
+      return true;
     } catch (error) {
       // Refused frames are counted and trailed by the pipeline. A frame the store could not
-      // record is lost (a socket has no retry): close, so the bot's reconnect shows the outage.
-      if (isIntakeError(error) && error.status === 503) live.socket.close(CLOSE.tryAgain, `not recorded: ${error.message}`.slice(0, 120));
+      // record is lost unless the platform sends it again: close, so the reconnect shows the outage.
+      if (isIntakeError(error) && error.status === 503) {
+        live.socket.close(CLOSE.tryAgain, `not recorded: ${error.message}`.slice(0, 120));
+        return false;
+      }
+      return true;
     }
   }
 

@@ -35,6 +35,7 @@ export class SocketDialer {
   private failures = 0;
   private timer: unknown;
   private running = false;
+  private asking: AbortController | undefined;
 
   constructor(private readonly options: SocketDialerOptions, private readonly links: Links) {}
 
@@ -53,25 +54,56 @@ export class SocketDialer {
   }
 
   private dial(): void {
+    const { target, dial, logger } = this.options;
+    this.links.connecting(this.options.key, target, { botId: '', role: 'Universal' });
+    if (!dial.open) {
+      this.connect(dial.url);
+      return;
+    }
+    // A platform that hands out a URL per connection (Slack's apps.connections.open).
+    const abort = new AbortController();
+    this.asking = abort;
+    dial.open(abort.signal).then((url) => {
+      if (this.asking === abort) this.asking = undefined;
+      if (this.running) this.connect(url);
+    }, (error: Error) => {
+      if (this.asking === abort) this.asking = undefined;
+      if (!this.running) return;
+      this.failures++;
+      const waitMs = this.backoffMs(this.failures);
+      logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
+      this.timer = this.options.clock.setTimeout(() => {
+        if (this.running) this.dial();
+      }, waitMs);
+    });
+  }
+
+  private connect(url: string): void {
     const { key, target, dial, logger } = this.options;
-    this.links.connecting(key, target, { botId: '', role: 'Universal' });
-    const socket = new WebSocket(dial.url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
+    const socket = new WebSocket(url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
     this.socket = socket;
     let opened = false;
     socket.once('open', () => {
       opened = true;
       this.failures = 0;
-      this.links.attach(key, socket, target, { botId: '', role: 'Universal' });
+      // The platform may ask us to move: dial the next socket, which replaces this one once open.
+      this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), () => {
+        if (!this.running || this.socket !== socket) return;
+        this.socket = undefined; // its close is no failure: the next socket is on its way
+        this.dial();
+      });
       void this.identify();
     });
     socket.on('error', (error) => {
       if (opened) return; // the links log errors of an open socket
       const refused = /Unexpected server response: (401|403)/.exec(error.message);
-      logger.warn({ channel: target.channel, url: redacted(dial.url), err: error },
+      logger.warn({ channel: target.channel, url: redacted(url), err: error },
         refused ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken` : `could not connect to the bot: ${error.message}`);
     });
     socket.once('close', () => {
-      if (this.socket === socket) this.socket = undefined;
+      // A socket replaced by the next one (a refresh) ends without a reconnect of its own.
+      if (this.socket !== socket) return;
+      this.socket = undefined;
       if (!this.running) return;
       if (!opened) this.failures++;
       const waitMs = this.backoffMs(this.failures);
@@ -99,6 +131,7 @@ export class SocketDialer {
   async stop(closeWaitMs = CLOSE_WAIT_MS): Promise<void> {
     this.running = false;
     this.options.clock.clearTimeout(this.timer);
+    this.asking?.abort();
     const socket = this.socket;
     this.socket = undefined;
     if (socket && socket.readyState === socket.CONNECTING) socket.terminate();

@@ -24,7 +24,14 @@ export type SocketFrame =
   /** A lifecycle or heartbeat meta event: it updates the connection, never becomes a message. */
   | { kind: 'meta'; heartbeat: boolean; intervalMs?: number; botId?: string }
   /** The answer to an action we sent (`echo` matches it). */
-  | { kind: 'response'; echo: string; body: unknown };
+  | { kind: 'response'; echo: string; body: unknown }
+  /**
+   * A platform envelope (Slack Socket Mode): `body`, when there is one, goes through the
+   * pipeline; `ack` is sent back once it is recorded (or refused), never before.
+   */
+  | { kind: 'envelope'; ack: string; body?: Buffer }
+  /** The platform asks us to move to a new socket (Slack `disconnect`): dial the next, then this one closes. */
+  | { kind: 'refresh'; reason: string };
 
 /** Who opened a socket, as the adapter authenticated the upgrade. */
 export interface SocketPeer {
@@ -37,7 +44,9 @@ export type ConnectionEvent = 'open' | 'close' | 'refused' | 'reconnect';
 
 /** A bot WebSocket we dial (CONTRACT §9, OneBot `ws`). */
 export interface SocketDial {
+  /** The socket's URL; or '' with `open`, which asks the platform for a fresh one per connection. */
   readonly url: string;
+  open?(signal: AbortSignal): Promise<string>;
   readonly headers: Readonly<Record<string, string>>;
   /** Reconnect backoff: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
   readonly reconnectMinMs: number;
