@@ -7,6 +7,9 @@
 // `bufferedAmount` is under HIGH bytes, else waits a millisecond. Events/s are what the server
 // counted (/v1/stats channels.<id>.received, read at both ends of the counted part), not what the
 // client sent; after each slice the load stops and the server must settle at received == sent.
+// Outputs/s is what left the debounce for the outbox in the same counted part (channels.<id>.emitted;
+// every event is a new session, so one output each): under a steady load it must keep up with
+// the events, else the figure counts admissions whose flush was only put off.
 // Also read per slice, from /proc: the server's main-thread and all-thread CPU per event, how busy
 // its main thread was, and how busy the sender (this process) was: if the sender is the busier
 // one, it set the pace.
@@ -15,8 +18,12 @@
 // X-Self-ID each), then all closed: /v1/connections must list them closed and /healthz answer 200.
 // The service's server.maxConnections (default 1000) counts upgraded sockets too, so the
 // agent-intake child here allows CONNS + 100.
+// BENCH_COMPARE=<folder with the dist/ of another build> adds that build's WebSocket row, in the
+// same rounds (for example node_modules/.cache/intake-<commit>).
 // Usage: node bench/sockets.mjs [seconds=5] [rounds=3]
 import { createHmac } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { cpuNs, median, start } from './servers.mjs';
 
 const WARM = 2;
@@ -40,15 +47,16 @@ async function child(role) {
   if (role === 'bare') {
     const { createServer } = await import('node:http');
     let received = 0;
-    const server = createServer((req, res) => res.end(JSON.stringify(req.url === '/v1/stats' ? { channels: { qq: { received } } } : { ok: true })));
+    const server = createServer((req, res) => res.end(JSON.stringify(req.url === '/v1/stats' ? { channels: { qq: { received, emitted: received } } } : { ok: true })));
     const wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: 1_048_576 });
     server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => { JSON.parse(data.toString()); received++; })));
     server.listen(port, '127.0.0.1');
     return;
   }
   const { default: pino } = await import('pino');
-  const { createIntake } = await import('../dist/intake.js');
-  const { listen } = await import('../dist/http/server.js');
+  const dist = process.env.BENCH_SOCKETS_DIST ?? new URL('../dist', import.meta.url).pathname;
+  const { createIntake } = await import(join(dist, 'intake.js'));
+  const { listen } = await import(join(dist, 'http/server.js'));
   const logger = pino({ level: 'warn' });
   const intake = await createIntake({
     configFile: {
@@ -80,12 +88,16 @@ async function connect(url, selfId) {
   return socket;
 }
 
-const stats = async (server, channel) => (await (await fetch(`${server.url}/v1/stats`)).json()).channels[channel]?.received ?? 0;
+const counts = async (server, channel) => {
+  const counted = (await (await fetch(`${server.url}/v1/stats`)).json()).channels[channel];
+  return { received: counted?.received ?? 0, emitted: counted?.emitted ?? 0 };
+};
+const stats = async (server, channel) => (await counts(server, channel)).received;
 
 /** Counters at one moment: what the server received, its CPU, ours. */
 async function mark(server, channel) {
-  const received = await stats(server, channel);
-  return { received, at: performance.now(), cpu: cpuNs(server.pid), own: process.cpuUsage() };
+  const { received, emitted } = await counts(server, channel);
+  return { received, emitted, at: performance.now(), cpu: cpuNs(server.pid), own: process.cpuUsage() };
 }
 
 /** Load running: wait WARM s, count `seconds`. */
@@ -98,7 +110,7 @@ async function counted(server, channel, seconds) {
   const wall = (b.at - a.at) * 1000; // µs
   const own = process.cpuUsage(a.own);
   return {
-    rps: events / (wall / 1e6), main: (b.cpu.main - a.cpu.main) / 1000 / events, all: (b.cpu.all - a.cpu.all) / 1000 / events,
+    rps: events / (wall / 1e6), outputs: (b.emitted - a.emitted) / (wall / 1e6), main: (b.cpu.main - a.cpu.main) / 1000 / events, all: (b.cpu.all - a.cpu.all) / 1000 / events,
     busy: (b.cpu.main - a.cpu.main) / 1000 / wall, sender: (own.user + own.system) / wall,
   };
 }
@@ -199,8 +211,13 @@ async function parent() {
     [`agent-intake, HTTP webhooks (${HTTP_CONNECTIONS} connections)`, 'intake', httpSlice],
     ['bare ws server, JSON.parse only', 'bare', wsSlice],
   ];
+  const compare = process.env.BENCH_COMPARE;
+  if (compare) {
+    const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+    setups.push([`agent-intake ${name}, one reverse WebSocket`, 'intake', wsSlice, { BENCH_SOCKETS_DIST: resolve(compare, 'dist') }]);
+  }
   const servers = [];
-  for (const [name, role] of setups) servers.push(await start([name, 'bench/sockets.mjs', { BENCH_SOCKETS_ROLE: role }]));
+  for (const [name, role, , env] of setups) servers.push(await start([name, 'bench/sockets.mjs', { BENCH_SOCKETS_ROLE: role, ...env }]));
   const runs = setups.map(() => []);
   try {
     for (let round = 0; round < rounds; round++) {
@@ -227,15 +244,15 @@ async function parent() {
   const ratio = (a, b) => runs[a].map((x, r) => x.rps / runs[b][r].rps);
   const x = (v) => `${v.toFixed(2)}x`;
   console.log(`\nOneBot events, one new session each, ${rounds} rounds of ${WARM}s warm + ${seconds}s counted, setups rotated (node ${process.version})`);
-  console.log('| setup | events/s (median, range) | main thread µs/event | all threads µs/event | main thread busy | sender busy | lost |\n|---|---:|---:|---:|---:|---:|---:|');
+  console.log('| setup | events/s (median, range) | outputs/s | main thread µs/event | all threads µs/event | main thread busy | sender busy | lost |\n|---|---:|---:|---:|---:|---:|---:|---:|');
   setups.forEach(([name], i) => {
     const r = runs[i];
     const m = (f) => median(r.map(f));
-    console.log(`| ${name} | ${int(m((v) => v.rps))} (${range(r.map((v) => v.rps), int)}) | ${m((v) => v.main).toFixed(1)} | ${m((v) => v.all).toFixed(1)} | ${Math.round(m((v) => v.busy) * 100)}% | ${Math.round(m((v) => v.sender) * 100)}% | ${r.reduce((a, v) => a + v.lost, 0)} |`);
+    console.log(`| ${name} | ${int(m((v) => v.rps))} (${range(r.map((v) => v.rps), int)}) | ${int(m((v) => v.outputs))} | ${m((v) => v.main).toFixed(1)} | ${m((v) => v.all).toFixed(1)} | ${Math.round(m((v) => v.busy) * 100)}% | ${Math.round(m((v) => v.sender) * 100)}% | ${r.reduce((a, v) => a + v.lost, 0)} |`);
   });
   for (const [label, a, b, goal] of [['WebSocket ÷ HTTP', 0, 1, 2], ['WebSocket ÷ bare ws', 0, 2, 0.5]]) {
     const rs = ratio(a, b);
-    console.log(`| **${label}** (goal >= ${goal}x) | **${x(median(rs))}** (${range(rs, x)}) | | | | | ${median(rs) >= goal ? 'met' : 'not met'} |`);
+    console.log(`| **${label}** (goal >= ${goal}x) | **${x(median(rs))}** (${range(rs, x)}) | | | | | | ${median(rs) >= goal ? 'met' : 'not met'} |`);
   }
   const checks = runs.flat().filter((v) => v.check !== 'ok');
   console.log(checks.length === 0 ? 'every slice settled at received == sent' : `NOT SETTLED: ${checks.map((v) => v.check).join('; ')}`);

@@ -11,6 +11,9 @@ const ROLES = new Map([['universal', 'Universal'], ['event', 'Event'], ['api', '
 
 /** Frames larger than this are never meta events: they go straight to the pipeline and its limits. */
 const META_FRAME_MAX = 64 * 1024;
+/** The words a meta event or an action's answer spells, as bytes: a string needle is encoded again on every search. */
+const META_EVENT = Buffer.from('meta_event');
+const ECHO = Buffer.from('"echo"');
 
 /**
  * Authenticate a reverse-WebSocket upgrade: the token from `Authorization: Bearer <token>` or
@@ -45,7 +48,7 @@ export function acceptOneBotSocket(channel: AdapterChannel, accessToken: string 
  * and judges. Most frames are messages, told apart here without parsing them.
  */
 export function oneBotFrame(frame: Buffer): SocketFrame | undefined {
-  if (frame.length > META_FRAME_MAX || (!frame.includes('meta_event') && !frame.includes('"echo"'))) return undefined;
+  if (frame.length > META_FRAME_MAX || (!frame.includes(META_EVENT) && !frame.includes(ECHO))) return undefined;
   const body = JSON.parse(frame.toString('utf8')) as unknown;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const event = body as Record<string, unknown>;

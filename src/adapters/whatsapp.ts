@@ -87,16 +87,19 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
     const id = read.text(own(message, 'id'), `${at}.id`);
     const type = read.optText(own(message, 'type'), `${at}.type`);
     const name = names.get(from);
-    const base = {
-      platformId: id, conversation: { type: 'private' as const, id: from }, botId: botId || undefined,
-      sender: { id: from, ...(name ? { name } : {}) }, timestamp: read.timestamp(own(message, 'timestamp'), `${at}.timestamp`, 's', now), raw: message,
-    };
+    // The parts are spelled out in each literal below, not spread from a shared `base`: V8 adds
+    // the fields that follow a spread one at a time, microseconds an event.
+    const conversation = { type: 'private' as const, id: from };
+    const sender = name ? { id: from, name } : { id: from };
+    const timestamp = read.timestamp(own(message, 'timestamp'), `${at}.timestamp`, 's', now);
+    const eventBotId = botId || undefined;
     if (type === 'reaction') {
       const reaction = read.optObject(own(message, 'reaction'), `${at}.reaction`) ?? {};
       const emoji = read.optText(own(reaction, 'emoji'), `${at}.reaction.emoji`) ?? '';
       // The emoji is the notice's text, not a segment: a reaction is no content of its own.
       return buildEvent({
-        ...base, kind: 'notice', detail: 'reaction', text: emoji, segments: [],
+        platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message,
+        kind: 'notice', detail: 'reaction', text: emoji, segments: [],
         fields: { message_id: read.optText(own(reaction, 'message_id'), `${at}.reaction.message_id`) ?? '', emoji, user_id: from },
       });
     }
@@ -113,7 +116,7 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       if (ref) media.push({ ref, type: kind, ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) });
     }
     const shown = text || (kind ? '' : `[unsupported WhatsApp message type "${type ?? ''}"]`);
-    return buildEvent({ ...base, kind: 'message', detail: 'private', text: shown, media });
+    return buildEvent({ platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message, kind: 'message', detail: 'private', text: shown, media });
   }
 
   return {

@@ -55,6 +55,10 @@ export class FlushScheduler {
   private readonly failures = new Map<string, number>();
   private idleWaiters: Array<() => void> = [];
   private stopped = false;
+  /** A pass is giving the event loop its turn between two slices. */
+  private yielding = false;
+  /** Buffers admitted during those turns, not yet matched by as many batches taken. */
+  private owed = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     this.leaseMs = options.leaseMs ?? 30_000;
@@ -78,6 +82,7 @@ export class FlushScheduler {
   /** A buffer is due at `deadline` (from an admission). */
   due(deadline: number): void {
     if (this.stopped) return;
+    if (this.yielding) this.owed++;
     const at = Math.ceil(deadline / this.gridMs) * this.gridMs;
     if (at >= this.timerAt) return;
     if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
@@ -121,17 +126,29 @@ export class FlushScheduler {
    * Take due buffers a slice at a time, never more than `chunk` flushes at once; resolves how
    * many it took. Between slices the event loop answers requests: a busy tick (many buffers due
    * in one grid step) or a restart backlog never holds acknowledgements up for long.
+   *
+   * What the event loop admitted during those turns is owed: the next slices take at least as
+   * many batches before the loop gets its next turn (still at most `chunk` in flight, the rest
+   * once they end). With a fixed slice, a socket whose every read brings hundreds of events
+   * outran the flushes: under a steady flood the buffers only grew, and no output left.
    */
   private async pass(now: number): Promise<number> {
     let taken = 0;
     for (;;) {
-      const room = Math.min(this.slice, this.chunk - this.inflight.size);
-      if (room <= 0) return taken; // a finishing flush asks for another pass
+      const room = Math.min(Math.max(this.slice, this.owed), this.chunk - this.inflight.size);
+      if (room <= 0) return taken; // a finishing flush asks for another pass (the debt stays)
       const batches = await this.options.claimDue(now, this.leaseMs, room);
       for (const batch of batches) this.start1(batch);
       taken += batches.length;
-      if (batches.length < room || this.stopped) return taken;
+      this.owed = Math.max(0, this.owed - batches.length);
+      if (batches.length < room || this.stopped) {
+        this.owed = 0; // nothing more is due: what was admitted waits out its window
+        return taken;
+      }
+      if (this.owed > 0) continue;
+      this.yielding = true;
       await new Promise<void>((resolve) => setImmediate(resolve));
+      this.yielding = false;
     }
   }
 

@@ -246,4 +246,27 @@ describe('FlushScheduler on the store', () => {
     expect(seenAt.filter((n) => n > 0 && n < 20).length).toBeGreaterThanOrEqual(1);
     expect(Math.max(...seenAt.filter((n) => n < 20).map((n, i, all) => n - (all[i - 1] ?? 0)))).toBeLessThanOrEqual(8);
   });
+
+  it('keeps up with a flood: each loop turn that admits many buffers is matched by as many flushes', async () => {
+    const { add, batches, scheduler, store } = setup();
+    // A backlog due now, then 10 loop turns that each admit 50 more due buffers (one socket read each).
+    for (let i = 0; i < 100; i++) await add(event(`b${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
+    const seenAt: number[] = [];
+    let turns = 0;
+    const flood = async () => {
+      seenAt.push(batches.length);
+      if (turns++ >= 10) return;
+      for (let i = 0; i < 50; i++) await add(event(`f${turns}-${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
+      setImmediate(() => void flood());
+    };
+    await scheduler.start();
+    setImmediate(() => void flood());
+    await vi.advanceTimersByTimeAsync(50);
+    await scheduler.idle();
+    expect(batches).toHaveLength(600);
+    // After the first turn, every turn took at least the 50 the one before it admitted.
+    const steps = seenAt.slice(1).map((n, i) => n - (seenAt[i] as number));
+    expect(steps.slice(1).every((step) => step >= 50)).toBe(true);
+    expect(await store.openBuffers()).toBe(0);
+  });
 });
