@@ -26,7 +26,8 @@ describe('media on the real server', () => {
     startService({ debounce, media: { allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 20_000, retries: 1, ...media } });
 
   it('downloads attachments into the session folder and lists them in the processed message', async () => {
-    service = await start();
+    // Two posts must land in one window: wide enough for a loaded machine.
+    service = await start({}, { windowMs: 600, maxWaitMs: 3000 });
     const url = `http://127.0.0.1:${host.port}`;
     const frames = readEvents(`${service.url}/v1/events`, 1, {
       onOpen: async () => {
