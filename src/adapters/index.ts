@@ -2,6 +2,7 @@ import { missingSecret, secretRuleOf, settingsOf, type ChannelConfig } from '../
 import { ConfigError } from '../errors.js';
 import { localContext, type AdapterContext } from './access-token.js';
 import type { AdapterDescriptor } from './descriptor.js';
+import { dingtalk } from './dingtalk.js';
 import { generic } from './generic.js';
 import { line } from './line.js';
 import { onebot } from './onebot.js';
@@ -26,6 +27,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   line,
   onebot,
   qqbot,
+  dingtalk,
 ];
 
 /** The names a channel's `adapter` may take. */
