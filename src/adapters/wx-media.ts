@@ -40,6 +40,12 @@ export async function issueToken(url: string, secret: string, what: string, sign
   return { token, expiresInMs: (typeof expiresIn === 'number' && expiresIn > 0 ? expiresIn : 7200) * 1000 };
 }
 
+/** Drop a response body unread (its stream reports the abort as an error nobody needs). */
+function discard(body: { on(event: 'error', listener: () => void): unknown; destroy(): unknown }): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 /** Small JSON or text answers are read for an errcode; media bytes are left for the download. */
 const ANSWER_TYPES = /json|text\/plain/i;
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -63,12 +69,12 @@ export function wxMediaResolver(apiBaseUrl: string, token: AccessToken | undefin
       const type = String(response.headers['content-type'] ?? '');
       const length = Number(response.headers['content-length'] ?? Number.NaN);
       if (response.statusCode !== 200) {
-        response.body.destroy();
+        discard(response.body);
         throw new MediaError('http', `media/get answered HTTP ${response.statusCode}`, response.statusCode >= 500);
       }
       if (!ANSWER_TYPES.test(type) || length > MAX_ANSWER_BYTES) {
         // The file itself: the media stage downloads it again under its own limits and sniffing.
-        response.body.destroy();
+        discard(response.body);
         return { url };
       }
       const text = await response.body.text();
