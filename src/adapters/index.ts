@@ -9,6 +9,8 @@ import { onebot } from './onebot.js';
 import { qqbot } from './qqbot.js';
 import { slack } from './slack.js';
 import { telegram } from './telegram.js';
+import { wechat } from './wechat.js';
+import { wecom } from './wecom.js';
 import { whatsapp } from './whatsapp.js';
 import type { Adapter } from './types.js';
 
@@ -28,6 +30,8 @@ export const adapters: readonly AdapterDescriptor[] = [
   onebot,
   qqbot,
   dingtalk,
+  wechat,
+  wecom,
 ];
 
 /** The names a channel's `adapter` may take. */

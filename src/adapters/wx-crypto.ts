@@ -1,0 +1,62 @@
+import { createDecipheriv, createHash } from 'node:crypto';
+import { safeEqual } from '../signing.js';
+
+// WXBizMsgCrypt, the message encryption of WeChat Official Accounts (safe mode) and WeCom app
+// callbacks (developers.weixin.qq.com .../Before_Develop/Technical_Plan.html, WeCom 91144):
+// AES-256-CBC, key = base64(EncodingAESKey + "="), IV = key[0:16], PKCS#7 padding to 32-byte
+// blocks, plaintext = random(16) | length(4, big-endian) | message | receive id.
+
+/** An EncodingAESKey as the consoles issue it: 43 characters of base64 (32 bytes). */
+export const ENCODING_AES_KEY = /^[A-Za-z0-9+/]{43}$/;
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const BLOCK = 32;
+
+/** sha1 in hex of the parts sorted in dictionary order and joined: `signature` and `msg_signature`. */
+export function wxSignature(...parts: string[]): string {
+  return createHash('sha1').update(parts.sort().join('')).digest('hex');
+}
+
+/** Why a ciphertext did not open; the adapters turn it into a 401 naming the setting to check. */
+export class WxCryptoError extends Error {
+  override name = 'WxCryptoError';
+}
+
+/** The key of one EncodingAESKey, opening ciphertexts meant for one receive id (AppID, CorpID). */
+export class WxCrypto {
+  private readonly key: Buffer;
+  private readonly iv: Buffer;
+
+  /** Throws when the key is not 43 characters of base64 (the settings schema says so first). */
+  constructor(encodingAESKey: string, private readonly receiveId: string) {
+    if (!ENCODING_AES_KEY.test(encodingAESKey)) throw new WxCryptoError('the EncodingAESKey must be 43 characters of base64');
+    this.key = Buffer.from(`${encodingAESKey}=`, 'base64');
+    this.iv = this.key.subarray(0, 16);
+  }
+
+  /**
+   * Decrypt `encrypt` (base64) and return the message bytes. Throws WxCryptoError when it is not
+   * whole blocks, its padding is not PKCS#7 to 32 bytes, its length field overruns, or the
+   * receive id at its end is not ours: a tampered ciphertext, another key, or another account's.
+   */
+  open(encrypt: string): Buffer {
+    if (!BASE64.test(encrypt)) throw new WxCryptoError('it is not base64');
+    const data = Buffer.from(encrypt, 'base64');
+    if (data.length === 0 || data.length % BLOCK !== 0) throw new WxCryptoError(`it is ${data.length} bytes, not a whole number of ${BLOCK}-byte blocks`);
+    const decipher = createDecipheriv('aes-256-cbc', this.key, this.iv);
+    decipher.setAutoPadding(false);
+    const plain = Buffer.concat([decipher.update(data), decipher.final()]);
+    const pad = plain[plain.length - 1] as number;
+    if (pad < 1 || pad > BLOCK) throw new WxCryptoError('its padding is not PKCS#7 (wrong EncodingAESKey?)');
+    for (let i = plain.length - pad; i < plain.length; i++) {
+      if (plain[i] !== pad) throw new WxCryptoError('its padding is not PKCS#7 (wrong EncodingAESKey?)');
+    }
+    const end = plain.length - pad;
+    if (end < 20) throw new WxCryptoError('it is too short to hold a message');
+    const length = plain.readUInt32BE(16);
+    if (20 + length > end) throw new WxCryptoError('its length field runs past its end (wrong EncodingAESKey?)');
+    const id = plain.subarray(20 + length, end).toString('utf8');
+    if (!safeEqual(id, this.receiveId)) throw new WxCryptoError(`it is addressed to another receive id, not ${this.receiveId}`);
+    return plain.subarray(20, 20 + length);
+  }
+}

@@ -1,0 +1,112 @@
+import { XMLParser } from 'fast-xml-parser';
+import type { RequestError } from '../errors.js';
+import type { Json } from './shape.js';
+
+// The XML of WeChat and WeCom callbacks (`<xml><ToUserName><![CDATA[...]]></ToUserName>...</xml>`):
+// flat, no attributes, strings in CDATA. Read with fast-xml-parser, entities never expanded.
+
+/** How much XML one body may hold: nesting depth and elements (the JSON limits of `server`). */
+export interface XmlLimits {
+  maxDepth: number;
+  maxKeys: number;
+}
+
+// Every value a string: MsgId is a 64-bit integer, which a number would round.
+const parser = new XMLParser({
+  processEntities: false,
+  htmlEntities: false,
+  ignoreAttributes: true,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+});
+
+const tagName = /^[^\s/>]+/;
+
+/**
+ * Check the document before the parser sees it: no DOCTYPE or other `<!` declaration (so no
+ * entity is ever defined, let alone expanded: billion laughs, external entities), every tag
+ * closed by its own name, nesting and element count within the limits. One pass over the text;
+ * CDATA, comments and processing instructions are stepped over whole.
+ */
+export function scanXml(text: string, limits: XmlLimits, fail: (problem: string) => RequestError): void {
+  const open: string[] = [];
+  let elements = 0;
+  let at = text.indexOf('<');
+  if (at === -1 || text.slice(0, at).replace(/^\uFEFF/, '').trim() !== '') throw fail('the body is not an XML document (it must start with "<")');
+  while (at !== -1) {
+    let end: number;
+    if (text.startsWith('<![CDATA[', at)) {
+      end = text.indexOf(']]>', at + 9);
+      if (end === -1) throw fail('a CDATA section is not closed');
+      at = text.indexOf('<', end + 3);
+      continue;
+    }
+    if (text.startsWith('<!--', at)) {
+      end = text.indexOf('-->', at + 4);
+      if (end === -1) throw fail('a comment is not closed');
+      at = text.indexOf('<', end + 3);
+      continue;
+    }
+    const next = text.charCodeAt(at + 1);
+    if (next === 0x21 /* ! */) throw fail('DOCTYPE and entity declarations are refused (WeChat and WeCom never send them)');
+    if (next === 0x3f /* ? */) {
+      end = text.indexOf('?>', at + 2);
+      if (end === -1) throw fail('an XML declaration is not closed');
+      at = text.indexOf('<', end + 2);
+      continue;
+    }
+    end = text.indexOf('>', at + 1);
+    if (end === -1) throw fail('a tag is not closed');
+    if (next === 0x2f /* / */) {
+      const name = text.slice(at + 2, end).trim();
+      const expected = open.pop();
+      if (name !== expected) throw fail(expected === undefined ? `</${name}> closes nothing` : `</${name}> closes <${expected}>`);
+    } else {
+      const selfClosing = text.charCodeAt(end - 1) === 0x2f;
+      const name = tagName.exec(text.slice(at + 1, selfClosing ? end - 1 : end))?.[0];
+      if (!name) throw fail('a tag has no name');
+      if (++elements > limits.maxKeys) throw fail(`more than ${limits.maxKeys} elements (server.maxKeys)`);
+      if (!selfClosing) {
+        if (open.length === 0 && elements > 1) throw fail('more than one root element');
+        open.push(name);
+        if (open.length > limits.maxDepth) throw fail(`XML nested deeper than ${limits.maxDepth} (server.maxDepth)`);
+      }
+    }
+    at = text.indexOf('<', end + 1);
+  }
+  if (open.length > 0) throw fail(`<${open[open.length - 1]}> is not closed`);
+}
+
+/**
+ * Parse a callback body, `<xml>...</xml>`, into the object of its root's children, every value a
+ * string (or, for a repeated element, an array). Anything else is the adapter's 400.
+ */
+export function parseXml(raw: Buffer | string, limits: XmlLimits, fail: (problem: string) => RequestError): Json {
+  const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+  scanXml(text, limits, fail);
+  let document: unknown;
+  try {
+    document = parser.parse(text);
+  } catch (error) {
+    // The parser refuses element names such as __proto__ and constructor itself.
+    throw fail(`the XML does not parse: ${(error as Error).message}`);
+  }
+  const root = (document as Json)?.xml;
+  if (typeof root === 'object' && root !== null && !Array.isArray(root)) return root as Json;
+  if (root === '') return {};
+  throw fail('the root element must be <xml> holding the message fields');
+}
+
+/** The text of `<name>` in a small trusted-shape envelope (`<Encrypt>`), found without a parser; base64 never holds `<` or `]`. */
+export function envelopeField(text: string, name: string): string | undefined {
+  const start = text.indexOf(`<${name}>`);
+  if (start === -1) return undefined;
+  const end = text.indexOf(`</${name}>`, start);
+  if (end === -1) return undefined;
+  let value = text.slice(start + name.length + 2, end).trim();
+  if (value.startsWith('<![CDATA[') && value.endsWith(']]>')) value = value.slice(9, -3).trim();
+  return value;
+}
