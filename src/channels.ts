@@ -3,7 +3,10 @@ import { createAdapter, type Adapter } from './adapters/index.js';
 import type { BufferRule } from './ports.js';
 import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
 import { RequestError } from './errors.js';
+import { isJsonType } from './http/body.js';
 import type { PlatformReply, RawDelivery } from './events/transport.js';
+
+const JSON_BODIES = { accepts: isJsonType, names: 'application/json' };
 
 /** A configured channel and the adapter built for it. */
 export interface Channel {
@@ -20,6 +23,11 @@ export class Channels {
 
   constructor(private readonly config: Config, context?: AdapterContext) {
     for (const channel of config.channels) this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel, undefined, context) });
+  }
+
+  /** The body types a channel's webhook takes: JSON, unless its adapter reads another format (XML). */
+  bodyTypes(id: string): { accepts(contentType: string | undefined): boolean; names: string } {
+    return this.byId.get(id)?.adapter.bodyTypes ?? JSON_BODIES;
   }
 
   has(id: string): boolean {

@@ -131,6 +131,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const app = createApp({
     config, logger, now: () => clock.now(),
     hasChannel: (id) => channels.has(id),
+    bodyTypes: (id) => channels.bodyTypes(id),
     ingest: pipeline.inbound,
     handshake: (channelId, delivery) => channels.handshake(channelId, delivery),
     rejected: pipeline.rejected,

@@ -33,6 +33,8 @@ export interface Adapter {
    * within the same limits; throws a 400 RequestError. @default JSON, as `server.maxDepth` and `server.maxKeys` allow
    */
   parseBody?(raw: Buffer, limits: { maxDepth: number; maxKeys: number }): unknown;
+  /** The Content-Types its webhook takes (with `parseBody`; `names` goes in the 415). @default JSON */
+  readonly bodyTypes?: { accepts(contentType: string | undefined): boolean; readonly names: string };
   /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
   handshake?(delivery: RawDelivery): PlatformReply;
   /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */

@@ -9,7 +9,7 @@ import type { AdapterContext } from './access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
-import { envelopeField, parseXml, scanXml, type XmlLimits } from './wx-xml.js';
+import { envelopeField, parseXml, scanXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 
 const settings = z.strictObject({
   /** The Token of 开发 > 基本配置 > 服务器配置: signs the URL of every callback. */
@@ -98,6 +98,8 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
       }
       opened.set(delivery.body, openOrRefuse(crypto, encrypt, check, `${where}.encodingAESKey and ${where}.appId`));
     },
+
+    bodyTypes: XML_BODIES,
 
     parseBody(raw, limits) {
       const message = opened.get(raw);

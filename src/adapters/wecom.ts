@@ -10,7 +10,7 @@ import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normaliz
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
-import { envelopeField, parseXml, scanXml, type XmlLimits } from './wx-xml.js';
+import { envelopeField, parseXml, scanXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 
 const settings = z.strictObject({
   /** The Token of the app's 接收消息 > API 接收 settings: signs every callback. */
@@ -96,6 +96,8 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
       if (!encrypt) throw fail('a WeCom callback needs <Encrypt>');
       opened.set(delivery.body, open(delivery, encrypt, true));
     },
+
+    bodyTypes: XML_BODIES,
 
     parseBody(raw, limits) {
       const message = opened.get(raw);

@@ -110,3 +110,9 @@ export function envelopeField(text: string, name: string): string | undefined {
   if (value.startsWith('<![CDATA[') && value.endsWith(']]>')) value = value.slice(9, -3).trim();
   return value;
 }
+
+/** The Content-Types WeChat and WeCom post their XML with (`text/xml`, `application/xml`, any parameters). */
+export const XML_BODIES = {
+  accepts: (contentType: string | undefined) => contentType !== undefined && /^\s*(?:text|application)\/xml\s*(?:;|$)/i.test(contentType),
+  names: 'text/xml or application/xml',
+};

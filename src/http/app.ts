@@ -9,7 +9,7 @@ import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceEntry } from '../events/trace.js';
 import { safeEqual } from '../signing.js';
-import { isJsonType, parseJson, readRawBody } from './body.js';
+import { parseJson, readRawBody } from './body.js';
 import { errorResponder } from './errors.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
@@ -21,6 +21,8 @@ export interface HttpPorts {
   now(): number;
   /** Whether a channel id is configured. */
   hasChannel(id: string): boolean;
+  /** The body types a channel's webhook takes, for the 415 (`application/json`; WeChat's `text/xml`). */
+  bodyTypes(id: string): { accepts(contentType: string | undefined): boolean; names: string };
   /** The pipeline's `inbound`: verify, normalize and record one delivery; resolves once everything in it is recorded. */
   ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
   /** Answer a GET on a webhook URL (platform handshakes). */
@@ -131,8 +133,9 @@ export function createApp(ports: HttpPorts): Koa {
     try {
       if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
       const contentType = ctx.headers['content-type'];
-      if (!isJsonType(contentType)) {
-        throw new RequestError('unsupported_media_type', 415, `Content-Type must be application/json (got "${contentType || 'none'}")`, { channel: channelId });
+      const types = ports.bodyTypes(channelId);
+      if (!types.accepts(contentType)) {
+        throw new RequestError('unsupported_media_type', 415, `Content-Type must be ${types.names} (got "${contentType || 'none'}")`, { channel: channelId });
       }
       body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
     } catch (error) {

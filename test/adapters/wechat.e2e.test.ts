@@ -12,12 +12,8 @@ const APP_ID = 'wx2c2769f8efd9abc2';
 const KEY = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
 const CORP_ID = 'ww1234567890abcdef';
 const OPENID = 'oRd5a6kQd3Xh8Zy1Lm2NpQ7sT9uV';
-/**
- * The Content-Type WeChat and WeCom post their XML with. The webhook route takes JSON types only
- * today (src/http/app.ts, isJsonType): until it lets an adapter with parseBody take its own type,
- * the bytes go under a JSON type. The change is asked for in the adapters' report.
- */
-const XML_TYPE = 'application/json';
+/** The Content-Type WeChat and WeCom post their XML with. */
+const XML_TYPE = 'text/xml';
 
 const message = (fields: string) => `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><FromUserName><![CDATA[${OPENID}]]></FromUserName>${fields}</xml>`;
 
@@ -112,6 +108,13 @@ describe('WeChat and WeCom channels on the real server', () => {
     await quiet();
     expect(await outbox()).toEqual([]);
     expect(service.intake.metrics.channelStats().wx).toEqual({ rejected: 3 });
+  });
+
+  it('takes XML only as text/xml or application/xml: a JSON type is a 415 that names them', async () => {
+    await start();
+    const response = await fetch(`${service.url}/webhooks/wx`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '<xml/>' });
+    expect(response.status).toBe(415);
+    expect(((await response.json()) as any).error.message).toMatch(/Content-Type must be text\/xml or application\/xml/);
   });
 
   it('takes a WeCom group message into the group session, answered 200 with an empty body', async () => {
