@@ -36,7 +36,7 @@ export async function start([name, script, env], options = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
   const child = fork(script.startsWith('/') ? script : join(root, script), [], {
-    cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0', ...env },
     execArgv: options.execArgv ?? [], stdio: ['ignore', options.onStdout ? 'pipe' : 'ignore', 'inherit', 'ipc'],
   });
   if (options.onStdout) child.stdout.setEncoding('utf8').on('data', options.onStdout);

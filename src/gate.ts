@@ -23,6 +23,8 @@ export interface GateOptions {
  */
 export class Gate {
   private closingSince: number | undefined;
+  /** A stop is coming (SIGTERM, `server.drainMs`): readiness fails while deliveries are still taken. */
+  private drainingSince: number | undefined;
   /** The last admission failed (disk full, Redis away): readiness fails for the 503's Retry-After. */
   private admitFailing: { at: number; reason: string } | undefined;
   /** Deliveries being admitted now: a stop waits for them (they are answered 200). */
@@ -64,6 +66,11 @@ export class Gate {
     }
   }
 
+  /** Fail readiness from now on (a load balancer stops sending) while still taking deliveries. */
+  drain(): void {
+    this.drainingSince ??= this.options.clock.now();
+  }
+
   /** Refuse deliveries from now on; resolves once those being admitted are recorded. */
   async close(): Promise<void> {
     this.closingSince ??= this.options.clock.now();
@@ -72,7 +79,7 @@ export class Gate {
 
   /** Reasons past the store's own ping (and a stop) that the service should get no traffic now. */
   problems(): string[] {
-    const problems: string[] = [];
+    const problems: string[] = this.drainingSince !== undefined && !this.closing ? ['draining: stopping soon (server.drainMs), deliveries still taken'] : [];
     const failing = this.admitFailing;
     if (failing && this.options.clock.now() - failing.at < STORE_RETRY_AFTER_S * 1000) problems.push(`the last delivery could not be recorded: ${failing.reason}`);
     const { push } = this.options;

@@ -95,6 +95,11 @@ export interface Intake {
   correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number };
   /** Wait until every buffer due by now is flushed and every flush started has ended (tests, tools). */
   settle(): Promise<void>;
+  /**
+   * Announce a stop: `/readyz` answers 503 from now on while deliveries are still taken, so a
+   * load balancer stops sending before `close` refuses them (`npm start` drains for `server.drainMs`).
+   */
+  drain(): void;
   /** Stop: flush every open buffer (store not shared), stop pushing, close the store. */
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { loadConfig } from './configure.js';
@@ -75,6 +76,8 @@ function processLog(level: Config['logLevel']): ProcessLog {
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
   if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
+  // A store that is down at start (Redis not running, wrong port) is one line naming the setting.
+  if (isIntakeError(error) && error.code === 'store_unavailable') return new ConfigError(`${error.message}; is it running? (store / INTAKE_STORE)`, { cause: error });
   const { code, path, message } = error as NodeJS.ErrnoException;
   const storePath = config.store.startsWith('sqlite:') ? resolve(config.store.slice('sqlite:'.length)) : undefined;
   const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
@@ -117,9 +120,23 @@ async function main(): Promise<void> {
     log.detach();
     process.exit(code);
   };
+  let drained: (() => void) | undefined;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal during the drain period stops at once.
+      drained?.();
+      return;
+    }
     stopping = true;
+    if (config.server.drainMs > 0) {
+      // Readiness fails first, so a load balancer stops sending; deliveries are still taken meanwhile.
+      intake.drain();
+      logger.info({ signal, drainMs: config.server.drainMs }, 'draining: /readyz answers 503, deliveries still taken until the listener closes');
+      await new Promise<void>((resolve) => {
+        drained = resolve;
+        setTimeout(resolve, config.server.drainMs).unref();
+      });
+    }
     setTimeout(() => {
       logger.error({ afterMs: HARD_EXIT_MS }, 'stop did not finish in time; exiting');
       log.detach();

@@ -73,6 +73,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
     correlationStats: parts.correlationStats,
     settle: () => scheduler.idle(),
+    drain: () => gate.drain(),
     async close() {
       if (gate.closing) return;
       retention.close();

@@ -54,7 +54,7 @@ describe('the service process', () => {
 
   it('refuses to start on a bad setting and names it', async () => {
     const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
-      cwd: tempDir().path, env: { PATH: process.env.PATH, INTAKE_DEBOUNCE_MEDIA: 'some' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: tempDir().path, env: { PATH: process.env.PATH, INTAKE_DEBOUNCE_MEDIA: 'some', INTAKE_DRAIN_MS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
     child.stderr.on('data', (d) => { stderr += d; });

@@ -21,6 +21,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_REQUEST_TIMEOUT_MS', 'server.requestTimeoutMs', 'int'],
   ['INTAKE_KEEP_ALIVE_TIMEOUT_MS', 'server.keepAliveTimeoutMs', 'int'],
   ['INTAKE_MAX_CONNECTIONS', 'server.maxConnections', 'int'],
+  ['INTAKE_DRAIN_MS', 'server.drainMs', 'int'],
   ['INTAKE_API_TOKEN', 'server.apiToken', 'string'],
   ['INTAKE_STORE', 'store', 'string'],
   ['INTAKE_DEDUP_ID_TTL_MS', 'dedup.idTtlMs', 'int'],

@@ -5,6 +5,7 @@ export const defaults = {
   server: {
     host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64, maxKeys: 10_000,
     headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000,
+    drainMs: 5_000,
   },
   store: 'sqlite:./data/intake.db',
   dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
@@ -149,6 +150,8 @@ const configShape = {
     keepAliveTimeoutMs: positive,
     /** Open sockets at once; the ones past it are closed on arrival. */
     maxConnections: positive,
+    /** After SIGTERM, how long /readyz answers 503 (deliveries still taken) before the listener closes; 0: close at once. */
+    drainMs: ms,
     apiToken: z.string().optional(),
   }).strict(),
   store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),

@@ -98,12 +98,18 @@ export class RedisStore implements Store {
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
   static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const store = new RedisStore(url, options);
+    // ioredis rejects `connect` with "Connection is closed"; the socket's own error says why (ECONNREFUSED).
+    let first: Error | undefined;
+    const why = (error: Error) => { first ??= error; };
+    store.ingest.once('error', why);
     try {
       await Promise.all([store.ingest.connect(), store.background.connect()]);
     } catch (error) {
       store.ingest.disconnect();
       store.background.disconnect();
-      throw unavailable(`cannot connect to ${redacted(url)}`, error);
+      throw unavailable(`cannot connect to ${redacted(url)}`, first ?? error);
+    } finally {
+      store.ingest.off('error', why);
     }
     await store.warnOnEviction(options.logger);
     return store;

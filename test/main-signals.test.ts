@@ -1,0 +1,106 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir, until } from './helpers.js';
+
+const ROOT = process.cwd();
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
+const BIN = join(ROOT, pkg.bin['agent-intake'] as string);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+interface Child {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+function start(command: string, args: string[], cwd: string, env: Record<string, string>): Child {
+  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => { stdout += d; });
+  child.stderr?.on('data', (d) => { stderr += d; });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+const readyz = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then(async (r) => ({ status: r.status, body: await r.json() as { problems: string[] } }), () => undefined);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('the process: its bin, signals and drain period', () => {
+  const children: ChildProcess[] = [];
+  const pids: number[] = [];
+  beforeAll(() => {
+    const build = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
+    expect(build.status).toBe(0);
+  }, 120_000);
+  afterEach(() => {
+    for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const pid of pids.splice(0)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+
+  it('ships a bin that is the service entry, runnable as a script', () => {
+    expect(pkg.bin['agent-intake']).toBe('dist/main.js');
+    expect(readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+  });
+
+  it('answers /readyz 503 during server.drainMs after SIGTERM while still taking deliveries; a second signal stops it', async () => {
+    const port = await freePort();
+    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_DRAIN_MS: '600000', LOG_LEVEL: 'info' });
+    children.push(service.child);
+    await until(async () => (await readyz(port))?.status === 200, 10_000);
+    service.child.kill('SIGTERM');
+    await until(async () => (await readyz(port))?.status === 503, 10_000);
+    expect((await readyz(port))?.body.problems).toEqual(['draining: stopping soon (server.drainMs), deliveries still taken']);
+    const posted = await fetch(`http://127.0.0.1:${port}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:drain","content":"still taken"}' });
+    expect(posted.status).toBe(200);
+    expect(service.child.exitCode).toBe(null);
+    // The second signal cuts the drain short; the buffered message is flushed by the stop as usual.
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+    expect(service.stdout()).toContain('"msg":"stopped cleanly"');
+  });
+
+  it('stops node when `npm start` gets SIGTERM (the script execs node: nothing is left serving)', async () => {
+    const port = await freePort();
+    const media = tempDir().path;
+    const npm = start('npm', ['start', '--silent'], ROOT, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_MEDIA_DIR: media, INTAKE_DRAIN_MS: '0', LOG_LEVEL: 'info', HOME: process.env.HOME ?? '/root' });
+    children.push(npm.child);
+    await until(async () => (await readyz(port))?.status === 200, 60_000);
+    const pid = Number(/"pid":(\d+)/.exec(npm.stdout())?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    pids.push(pid);
+    npm.child.kill('SIGTERM');
+    await npm.exited;
+    await until(() => !alive(pid), 15_000);
+    expect(npm.stdout()).toContain('"msg":"stopped cleanly"');
+    expect(await readyz(port)).toBe(undefined);
+  }, 90_000);
+
+  it('says in one line that a Redis store is down at start, without its password', async () => {
+    const port = await freePort();
+    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(await freePort()), INTAKE_STORE: `redis://:s3cretpw@127.0.0.1:${port}` });
+    children.push(service.child);
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(new RegExp(`^agent-intake: Redis store: cannot connect to redis://\\*\\*\\*@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED [^\\n]*\\(store / INTAKE_STORE\\)\\n$`));
+    expect(service.stdout() + service.stderr()).not.toContain('s3cretpw');
+  });
+});
