@@ -12,11 +12,13 @@ export type { MediaItem, MediaFailure, InboundEvent, Segment, MediaRef, EventKin
 export type { Verdict, TraceEntry } from './events/trace.js';
 export type { Handler } from './handlers/routes.js';
 export type { IngestSummary } from './ingest/admit.js';
+export type { RawDelivery, PlatformReply } from './events/transport.js';
 
 // Extending and operating
 export type { Store, StoreOptions } from './ports.js';
 export { MemoryStore } from './store/local/memory.js';
 export { SqliteStore } from './store/sqlite/sqlite.js';
+export { RedisStore, type RedisStoreOptions } from './store/redis/redis.js';
 export type { Clock } from './clock.js';
 export { IntakeError, ConfigError, RequestError, SignatureError, UnavailableError, isIntakeError, isConfigError, isSignatureError } from './errors.js';
 export { standardWebhooks } from './signing.js';

@@ -1,0 +1,103 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from './helpers.js';
+
+const ROOT = process.cwd();
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+
+/**
+ * A scratch project as a user has it after `npm install <tarball>`: the package unpacked in its
+ * node_modules, beside the packages a production install brings. The repository's dev
+ * dependencies are left out (only `@types/node`, which every TypeScript Node project adds, is
+ * kept), so a declaration that needs one of them fails the type-check as it would for a user.
+ */
+function consumerProject(tarball: string): string {
+  const dir = tempDir().path;
+  const modules = join(dir, 'node_modules');
+  mkdirSync(modules);
+  execFileSync('tar', ['xzf', tarball, '-C', modules]);
+  execFileSync('mv', [join(modules, 'package'), join(modules, 'agent-intake')]);
+  const dev = new Set(Object.keys(pkg.devDependencies).filter((name) => name !== '@types/node'));
+  const link = (name: string) => {
+    if (!dev.has(name) && name !== 'agent-intake') symlinkSync(join(ROOT, 'node_modules', name), join(modules, name));
+  };
+  for (const name of readdirSync(join(ROOT, 'node_modules'))) {
+    if (name.startsWith('.')) continue;
+    if (!name.startsWith('@')) {
+      link(name);
+      continue;
+    }
+    mkdirSync(join(modules, name), { recursive: true });
+    for (const scoped of readdirSync(join(ROOT, 'node_modules', name))) link(`${name}/${scoped}`);
+  }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: ['node'] },
+    files: ['app.ts'],
+  }));
+  return dir;
+}
+
+const CONSUMER_TS = `import Koa from 'koa';
+import { createIntake, loadConfig, RedisStore, SqliteStore, type RawDelivery, type PlatformReply, type ProcessedMessage, type RedisStoreOptions } from 'agent-intake';
+import { describeStoreContract } from 'agent-intake/testing';
+const intake = await createIntake({ config: loadConfig({ env: { INTAKE_STORE: 'memory' } }) });
+intake.on('chat.processedMessage', (message: ProcessedMessage) => console.log(message.content));
+const reply: PlatformReply = { status: 200, body: {} };
+const delivery: RawDelivery | undefined = undefined;
+const options: RedisStoreOptions = { keyPrefix: 'ai' };
+const app = new Koa();
+app.use(intake.middleware());
+void [reply, delivery, options, RedisStore, SqliteStore, describeStoreContract];
+await intake.close();
+`;
+
+const CONSUMER_JS = `import Koa from 'koa';
+import { createIntake, loadConfig } from 'agent-intake';
+const intake = await createIntake({ config: loadConfig({ env: { INTAKE_STORE: 'memory', INTAKE_MEDIA_DIR: './media', LOG_LEVEL: 'error' } }) });
+const app = new Koa();
+app.use(intake.middleware());
+const server = app.listen(0, '127.0.0.1');
+await new Promise((resolve) => server.once('listening', resolve));
+const base = 'http://127.0.0.1:' + server.address().port;
+const posted = await fetch(base + '/webhooks/generic', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionKey: 'c:1', content: 'hi' }) });
+const page = await fetch(base + '/');
+console.log(JSON.stringify({ webhook: posted.status, console: page.status }));
+server.close();
+await intake.close();
+`;
+
+describe('the npm package', () => {
+  let tarball = '';
+  let files: string[] = [];
+  beforeAll(() => {
+    const build = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
+    expect(build.status).toBe(0);
+    const out = tempDir().path;
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], { encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    tarball = join(out, packed[0]?.filename as string);
+    files = packed[0]?.files.map((file) => file.path) ?? [];
+  }, 120_000);
+
+  it('holds the build, the console, the docs, README, LICENSE and CHANGELOG, and nothing of development', () => {
+    for (const needed of ['dist/index.js', 'dist/index.d.ts', 'dist/main.js', 'dist/testing/index.js', 'dist/store/redis/lua/admit.lua', 'console/index.html', 'docs/stores.md', 'README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']) {
+      expect(files).toContain(needed);
+    }
+    const unwanted = files.filter((path) => /^(src|test|bench|scripts|\.ci|data|media)\//.test(path) || /intake\.config\.json$|\.build-stamp$|^\.env/.test(path));
+    expect(unwanted).toEqual([]);
+  });
+
+  it('type-checks a consumer under moduleResolution nodenext with only @types/node added, and runs it', () => {
+    const dir = consumerProject(tarball);
+    writeFileSync(join(dir, 'app.ts'), CONSUMER_TS);
+    const check = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
+    expect(check.stdout + check.stderr).toBe('');
+    expect(check.status).toBe(0);
+    writeFileSync(join(dir, 'app.mjs'), CONSUMER_JS);
+    const run = spawnSync(process.execPath, ['app.mjs'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout.trim().split('\n').pop() as string)).toEqual({ webhook: 200, console: 200 });
+  }, 60_000);
+});
