@@ -98,19 +98,16 @@ export class RedisStore implements Store {
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
   static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const store = new RedisStore(url, options);
-    // ioredis rejects `connect` with "Connection is closed"; the socket's own error says why (ECONNREFUSED).
-    let first: Error | undefined;
+    let first: Error | undefined; // ioredis rejects `connect` with "Connection is closed": the socket's error says why
     const why = (error: Error) => { first ??= error; };
-    store.ingest.once('error', why);
     try {
-      await Promise.all([store.ingest.connect(), store.background.connect()]);
+      await Promise.all([store.ingest.once('error', why).connect(), store.background.connect()]);
     } catch (error) {
       store.ingest.disconnect();
       store.background.disconnect();
       throw unavailable(`cannot connect to ${redacted(url)}`, first ?? error);
-    } finally {
-      store.ingest.off('error', why);
     }
+    store.ingest.off('error', why);
     await store.warnOnEviction(options.logger);
     return store;
   }
