@@ -17,7 +17,10 @@ export const defaults = {
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
-  agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
+  // 36 attempts, 0.5 s doubling to an hour (jittered up to 2x below the cap): the last one lands
+  // about a day after the first (23-24 h), so an agent that is down for a redeploy or a night
+  // still gets its messages; Svix retries for ~27 h, Stripe for 3 days.
+  agent: { timeoutMs: 10_000, retries: 36, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 3_600_000 },
 } as const;
 
 /**

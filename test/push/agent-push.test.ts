@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxDraft } from '../../src/ports.js';
 import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
+import { defaults } from '../../src/config/schema.js';
 import { AgentPush } from '../../src/push/agent-push.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, until } from '../helpers.js';
@@ -87,4 +88,47 @@ describe('AgentPush', () => {
     expect(n).toBe(2);
     await push.close();
   });
+});
+
+describe('AgentPush with the default schedule', () => {
+  let agent: TestServer | undefined;
+  afterEach(async () => agent?.close());
+
+  it('keeps retrying an agent that is down for about a day before the message is a dead letter', async () => {
+    agent = await serve((_req, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+    const store = new MemoryStore();
+    const clock = new ManualClock();
+    const start = clock.now();
+    await enqueue(store, 'o1', 's', start);
+    const { retries, minBackoffMs, maxBackoffMs } = defaults.agent;
+    const push = new AgentPush({
+      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs, maxBackoffMs },
+      queue: store, clock, logger: silent, random: () => 0.5, onAttempt: () => undefined,
+    });
+    await push.start();
+    const attemptsAt: number[] = [];
+    for (;;) {
+      const seen = attemptsAt.length;
+      await until(async () => (await store.outboxGet('o1'))?.attempts === seen + 1);
+      attemptsAt.push(clock.now());
+      const record = await store.outboxGet('o1');
+      if (record?.state === 'dead') break;
+      expect(record?.state).toBe('pending');
+      await clock.advance((record?.nextAttemptAt ?? clock.now()) - clock.now());
+    }
+    const hours = (at: number) => (at - start) / 3_600_000;
+    expect(attemptsAt).toHaveLength(retries);
+    // A 2-minute redeploy, an hour, a night: still pending. The last attempt comes about a day after the first.
+    expect(attemptsAt.filter((at) => hours(at) < 1 / 30).length).toBeLessThan(10);
+    expect(hours(attemptsAt.at(-1) as number)).toBeGreaterThan(22);
+    expect(hours(attemptsAt.at(-1) as number)).toBeLessThan(27);
+    // Never more than an hour apart once capped.
+    const gaps = attemptsAt.slice(1).map((at, i) => at - (attemptsAt[i] as number));
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(maxBackoffMs);
+    expect(agent.hits.get('/inbox')).toBe(retries);
+    await push.close();
+  }, 60_000);
 });
