@@ -70,6 +70,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     plan: admissionPlanner(config, channels, bots, counts),
     count: (channel, adapter, action) => metrics.message(channel, adapter, action),
     trail: record,
+    logger,
   });
   const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
   const debounceRules = channels.debounceRules();

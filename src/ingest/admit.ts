@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { BufferedPart, CorrelationRecord, InboundEvent } from '../events/inbound.js';
 import type { TraceEntry, Verdict } from '../events/trace.js';
 import type { AdmitItem, AdmitVerdict } from '../ports.js';
@@ -48,6 +49,8 @@ export interface AdmitOptions {
   count(channel: string, adapter: string, action: Action): void;
   /** The verdict trail (`/v1/trace`, `/v1/activity`). */
   trail(entry: Omit<TraceEntry, 'n'>): void;
+  /** One `debug` line per verdict (accepted, duplicate, fuzzy duplicate, correlated copy, looped, ignored). */
+  logger?: Logger;
 }
 
 const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
@@ -77,6 +80,7 @@ export function createAdmit(options: AdmitOptions) {
     }
     const verdicts = items.length > 0 ? await options.admit(items, now) : [];
     let next = 0;
+    const debug = options.logger?.isLevelEnabled('debug') === true;
     for (let i = 0; i < events.length; i++) {
       const event = events[i] as InboundEvent;
       const plan = plans[i];
@@ -117,6 +121,7 @@ export function createAdmit(options: AdmitOptions) {
       else if (answer !== 'ignored') admitted.summary.duplicates++;
       admitted.summary.events.push({ id: event.id, verdict: answer });
       options.trail(trailEntry(event, verdict, now, reason));
+      if (debug) options.logger?.debug({ channel: event.channel, id: event.id, platformId: event.platformId, sessionKey: event.sessionKey, verdict, reason }, `${verdict}: ${reason ?? 'buffered for its session'}`);
     }
     return admitted;
   };
