@@ -21,6 +21,10 @@ const settings = z.strictObject({
   }),
   /** Bot API token (`<bot id>:<secret>`), for file downloads; its bot id scopes update ids. */
   botToken: optionalText(),
+  /** The bot's @username (getMe `username`): an `@username` mention of it counts as a mention of this bot. */
+  botUsername: optionalText().transform((name) => name?.replace(/^@/, '')).refine((name) => name === undefined || /^[A-Za-z0-9_]{3,64}$/.test(name), {
+    error: 'must be the bot\'s username (letters, digits and _), with or without the leading @',
+  }),
   apiBaseUrl: baseUrl('https://api.telegram.org'),
   /** Seconds a poll waits for an update (getUpdates `timeout`). */
   pollTimeoutS: z.number({ error: 'must be a number of seconds' }).int().min(0).max(50).default(25),
@@ -108,15 +112,31 @@ function nameOf(read: PayloadReader, user: Json, at: string): string | undefined
   return [field('first_name'), field('last_name')].filter(Boolean).join(' ') || field('username') || field('title');
 }
 
-/** Offsets of `@mentions` in the message text (UTF-16 offsets, as the Bot API counts). */
-function mentionsOf(read: PayloadReader, message: Json, at: string): string[] {
-  const text = own(message, 'text');
-  return read.optArray(own(message, 'entities'), `${at}.entities`).flatMap((item, i) => {
-    const entity = read.object(item, `${at}.entities[${i}]`);
-    if (own(entity, 'type') !== 'mention' || typeof text !== 'string') return [];
-    const offset = read.optNumber(own(entity, 'offset'), `${at}.entities[${i}].offset`) ?? 0;
-    const length = read.optNumber(own(entity, 'length'), `${at}.entities[${i}].length`) ?? 0;
-    return [text.slice(offset + 1, offset + length)];
+/**
+ * Who the message mentions: `@username` entities (UTF-16 offsets, as the Bot API counts) of the
+ * text or, on a photo or file, of its caption (`caption_entities`), and `text_mention`s (users
+ * without a username, by id). Our own bot's username becomes its bot id, so it lands in
+ * `mentionedBots`; other usernames stay names.
+ */
+function mentionsOf(read: PayloadReader, message: Json, at: string, self: { username: string | undefined; botId: string }): string[] {
+  const ownName = self.username?.toLowerCase();
+  return (['text', 'caption'] as const).flatMap((field) => {
+    const text = own(message, field);
+    const key = field === 'text' ? 'entities' : 'caption_entities';
+    return read.optArray(own(message, key), `${at}.${key}`).flatMap((item, i) => {
+      const entity = read.object(item, `${at}.${key}[${i}]`);
+      const type = own(entity, 'type');
+      if (type === 'text_mention') {
+        const user = read.optObject(own(entity, 'user'), `${at}.${key}[${i}].user`);
+        const id = user && read.optText(own(user, 'id'), `${at}.${key}[${i}].user.id`);
+        return id ? [id] : [];
+      }
+      if (type !== 'mention' || typeof text !== 'string') return [];
+      const offset = read.optNumber(own(entity, 'offset'), `${at}.${key}[${i}].offset`) ?? 0;
+      const length = read.optNumber(own(entity, 'length'), `${at}.${key}[${i}].length`) ?? 0;
+      const name = text.slice(offset + 1, offset + length);
+      return [ownName !== undefined && name.toLowerCase() === ownName ? self.botId : name];
+    });
   });
 }
 
@@ -188,7 +208,7 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
         botId, conversation,
         sender: { id: senderId, ...(name ? { name } : {}) },
         platformId: `${botId}:${updateId}`,
-        text, media, mentions: mentionsOf(read, message, at), fields,
+        text, media, mentions: mentionsOf(read, message, at, { username: options.botUsername, botId }), fields,
         timestamp: read.timestamp(stamp, stampAt, 's', delivery.now),
         raw: update,
       });

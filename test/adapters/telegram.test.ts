@@ -50,6 +50,31 @@ describe('Telegram channel', () => {
     expect(got).toEqual(expect.arrayContaining([{ key: 'tg:111', content: 'hi', sender: 'Ana' }, { key: 'tg:group:-100123', content: '@intake_bot status?', sender: 'Bo Li' }]));
   });
 
+  it('maps an @username mention of our bot (text or caption, any case) and a text_mention to mentionedBots', async () => {
+    service = await startService({
+      debounce: { windowMs: 150, maxWaitMs: 600, maxMessages: 3 },
+      channels: [{ id: 'tg', adapter: 'telegram', secretToken: 'tg_secret-1', botToken: TOKEN, botUsername: '@Intake_Bot', apiBaseUrl: `http://127.0.0.1:${api.port}` }],
+    });
+    const got: Array<{ content: string; mentioned: string[] }> = [];
+    service.intake.on('chat.processedMessage', (m) => { got.push({ content: m.content, mentioned: m.mentionedBots.map((bot) => `${bot.channel}/${bot.botId}`) }); });
+    const chat = { id: -100777, title: 'Team', type: 'supergroup' };
+    const send = (update: Record<string, unknown>) => postJson(`${service.url}/webhooks/tg`, update, { 'x-telegram-bot-api-secret-token': 'tg_secret-1' });
+    // A photo whose caption mentions the bot: Telegram puts the offsets in caption_entities.
+    await send({ update_id: 501, message: { message_id: 1, from: { id: 9, first_name: 'Ana' }, chat, date: 1441645533, photo: [], caption: 'look @INTAKE_bot', caption_entities: [{ offset: 5, length: 11, type: 'mention' }] } });
+    await send({ update_id: 502, message: { message_id: 2, from: { id: 10, first_name: 'Bo' }, chat: { ...chat, id: -100778 }, date: 1441645533, text: '@someone_else hi', entities: [{ offset: 0, length: 13, type: 'mention' }] } });
+    await send({ update_id: 503, message: { message_id: 3, from: { id: 11, first_name: 'Cy' }, chat: { ...chat, id: -100779 }, date: 1441645533, text: 'Intake help', entities: [{ offset: 0, length: 6, type: 'text_mention', user: { id: 123456, is_bot: true, first_name: 'Intake' } }] } });
+    await until(() => got.length === 3);
+    expect(got).toEqual(expect.arrayContaining([
+      { content: 'look @INTAKE_bot', mentioned: ['tg/123456'] },
+      { content: '@someone_else hi', mentioned: [] },
+      { content: 'Intake help', mentioned: ['tg/123456'] },
+    ]));
+  });
+
+  it('refuses a botUsername that is not a username, naming the setting', async () => {
+    await expect(startService({ channels: [{ id: 'tg', adapter: 'telegram', secretToken: 'tg_secret-1', botUsername: 'not a name!' }] })).rejects.toThrow(/botUsername.*username/);
+  });
+
   it('marks an edit as an edit and turns a button press into a message with its data', async () => {
     service = await start();
     const got: string[] = [];
