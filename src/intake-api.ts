@@ -45,8 +45,13 @@ export interface Intake {
   readonly store: Store;
   /** The metrics registry behind `/metrics`. */
   readonly metrics: Metrics;
-  /** The app as one Koa middleware, to mount inside another Koa app. */
+  /**
+   * The app as one Koa middleware, to mount inside another Koa app (under a prefix with
+   * koa-mount too): a request it has no route for goes on to your app's next middleware.
+   */
   middleware(): Koa.Middleware;
+  /** Only the webhooks (`/webhooks/<id>`, POST and the GET handshakes), for an app that serves its own `/metrics`, `/` and API. */
+  webhooks(): Koa.Middleware;
   /**
    * Ingest one delivery without HTTP (a OneBot WebSocket, a queue consumer): verified,
    * normalized and admitted exactly as a webhook; resolves with the answer a webhook would get.

@@ -129,7 +129,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   });
   const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger });
 
-  const app = createApp({
+  const http = createApp({
     config, logger, now: () => clock.now(),
     hasChannel: (id) => channels.has(id),
     bodyTypes: (id) => channels.bodyTypes(id),
@@ -163,7 +163,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await sockets.start();
 
   return exposeIntake({
-    app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
+    http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
     gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
   });
 }

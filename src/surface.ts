@@ -1,4 +1,3 @@
-import compose from 'koa-compose';
 import type Koa from 'koa';
 import type { Config } from './config/schema.js';
 import { botsOf, pickReplyBot, soloRecord, type Bots } from './correlate/bots.js';
@@ -18,7 +17,8 @@ import type { Retention } from './retention.js';
 import type { BotConnections } from './sockets.js';
 
 export interface SurfaceParts {
-  app: Koa;
+  /** The app, and its chain as middleware to mount: all of it, or the webhooks alone. */
+  http: { app: Koa; mounted: Koa.Middleware; webhooks: Koa.Middleware };
   config: Config;
   store: Store;
   metrics: Metrics;
@@ -41,11 +41,12 @@ export interface SurfaceParts {
 
 /** The library API of a built intake (CONTRACT §7), and the order it stops in. */
 export function exposeIntake(parts: SurfaceParts): Intake {
-  const { app, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
+  const { http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
   const intake: Intake = {
-    app, config, store, metrics,
+    app: http.app, config, store, metrics,
     instance: sockets.instance,
-    middleware: () => compose(app.middleware) as Koa.Middleware,
+    middleware: () => http.mounted,
+    webhooks: () => http.webhooks,
     ingest: pipeline.inbound,
     upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),
     connections: () => sockets.list(),

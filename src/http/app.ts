@@ -1,4 +1,5 @@
 import Koa from 'koa';
+import compose from 'koa-compose';
 import Router from 'koa-router';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
@@ -9,7 +10,7 @@ import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceEntry } from '../events/trace.js';
 import { safeEqual } from '../signing.js';
-import { parseJson, readRawBody } from './body.js';
+import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
@@ -105,7 +106,7 @@ function limitOf(ctx: Koa.Context, fallback: number): number {
 /**
  * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
  */
-export function createApp(ports: HttpPorts): Koa {
+export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware; webhooks: Koa.Middleware } {
   const app = new Koa();
   app.proxy = false;
   // Koa reports errors that escaped the responder (a client gone mid-stream) here.
@@ -137,7 +138,7 @@ export function createApp(ports: HttpPorts): Koa {
       if (!types.accepts(contentType)) {
         throw new RequestError('unsupported_media_type', 415, `Content-Type must be ${types.names} (got "${contentType || 'none'}")`, { channel: channelId });
       }
-      body = await readRawBody(ctx.req, config.server.bodyLimitBytes);
+      body = ctx.req.readableEnded ? bodyReadAhead(ctx, config.server.bodyLimitBytes) : await readRawBody(ctx.req, config.server.bodyLimitBytes);
     } catch (error) {
       ports.rejected(channelId, error);
       throw error;
@@ -146,7 +147,8 @@ export function createApp(ports: HttpPorts): Koa {
     answer(ctx, await ports.ingest(channelId, deliveryOf(ctx, body)));
   };
 
-  router.get('/webhooks/:channel', async (ctx) => {
+  const hooks = new Router();
+  hooks.get('/webhooks/:channel', async (ctx) => {
     const channelId = ctx.params.channel as string;
     if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
     answer(ctx, ports.handshake(channelId, deliveryOf(ctx, Buffer.alloc(0))));
@@ -239,14 +241,41 @@ export function createApp(ports: HttpPorts): Koa {
 
   ports.extra?.(router, requireToken);
 
-  app.use(errorResponder(ports.logger));
-  app.use(webhook);
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  const responder = errorResponder(ports.logger);
+  const everything = [responder, webhook, hooks.routes(), router.routes(), router.allowedMethods()] as Koa.Middleware[];
+  for (const middleware of everything) app.use(middleware);
   app.use((ctx) => {
     throw new RequestError('not_found', 404, `No route for ${ctx.method} ${ctx.path}`);
   });
-  return app;
+  return { app, mounted: passing(everything), webhooks: passing([responder, webhook, hooks.routes()] as Koa.Middleware[]) };
+}
+
+/**
+ * A chain mounted inside another Koa app: a request none of its routes takes goes on to the
+ * app's next middleware (no 404 of ours), and errors of the app's own middleware are not ours.
+ */
+function passing(chain: Koa.Middleware[]): Koa.Middleware {
+  const composed = compose(chain);
+  return async (ctx, next) => {
+    let unmatched = false;
+    await composed(ctx, async () => { unmatched = true; });
+    if (unmatched) await next();
+  };
+}
+
+/**
+ * The body of a webhook whose stream an app's body parser read before us: its raw copy
+ * (`ctx.request.rawBody`, kept by koa-bodyparser and @koa/bodyparser), as received; without
+ * one the signature cannot be checked, so the answer says how to mount us instead.
+ */
+function bodyReadAhead(ctx: Koa.Context, limit: number): Buffer {
+  const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+  if (typeof raw === 'string' || Buffer.isBuffer(raw)) {
+    const body = Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
+    if (body.length > limit) throw tooLarge(limit);
+    return body;
+  }
+  throw new RequestError('body_already_read', 500, 'A body parser mounted before agent-intake read this request and kept no raw body, so its signature cannot be checked: mount intake.middleware() (or intake.webhooks()) before the body parser, or have the parser keep ctx.request.rawBody');
 }
 
 function deliveryOf1(record: OutboxRecord): Record<string, unknown> {

@@ -67,7 +67,7 @@ function clientClosed(received: number, cause?: unknown): RequestError {
   return new RequestError('client_closed', 499, `The client closed the connection after ${received} bytes, before the body ended`, { stage: 'body', ...(cause === undefined ? {} : { cause }) });
 }
 
-function tooLarge(limit: number): RequestError {
+export function tooLarge(limit: number): RequestError {
   return new RequestError('body_too_large', 413, `Request body is larger than server.bodyLimitBytes (${limit} bytes)`);
 }
 
