@@ -9,7 +9,7 @@ type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
 
 /**
  * Every environment variable the service reads, and where it lands in the config.
- * Keep in step with .env.example and the README's configuration table.
+ * Keep in step with .env.example and the table of docs/configuration.md.
  */
 export const envSettings: ReadonlyArray<readonly [name: string, path: string, kind: EnvKind]> = [
   ['HOST', 'server.host', 'string'],

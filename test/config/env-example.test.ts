@@ -12,9 +12,9 @@ describe('.env.example', () => {
   });
 });
 
-describe('README', () => {
-  it('names every environment variable in its configuration table', () => {
-    const text = readFileSync('README.md', 'utf8');
+describe('the configuration reference', () => {
+  it('names every environment variable in its table', () => {
+    const text = readFileSync('docs/configuration.md', 'utf8');
     expect(envSettings.map(([name]) => name).filter((name) => !text.includes(`\`${name}\``))).toEqual([]);
   });
 });
