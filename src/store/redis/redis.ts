@@ -98,7 +98,7 @@ export class RedisStore implements Store {
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
   static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const store = new RedisStore(url, options);
-    let first: Error | undefined; // ioredis rejects `connect` with "Connection is closed": the socket's error says why
+    let first: Error | undefined; // `connect` rejects with "Connection is closed"; the socket's first error says why
     const why = (error: Error) => { first ??= error; };
     try {
       await Promise.all([store.ingest.once('error', why).connect(), store.background.connect()]);
@@ -107,7 +107,6 @@ export class RedisStore implements Store {
       store.background.disconnect();
       throw unavailable(`cannot connect to ${redacted(url)}`, first ?? error);
     }
-    store.ingest.off('error', why);
     await store.warnOnEviction(options.logger);
     return store;
   }
