@@ -38,6 +38,7 @@ for (const file of readdirSync(new URL('./verify/', import.meta.url)).filter((na
 const config = loadConfig({ env: {}, file: { store: 'memory', logLevel: 'silent', channels: cases.map((c) => c.channel) } });
 const channels = new Channels(config);
 const limits = { maxDepth: config.server.maxDepth, maxKeys: config.server.maxKeys };
+const json = (bytes) => parseJson(bytes, limits.maxDepth, limits.maxKeys);
 const built = cases.map((c) => ({ ...c, deliveries: Array.from({ length: count }, (_, i) => c.delivery(i)) }));
 
 function run(c) {
@@ -47,7 +48,7 @@ function run(c) {
   for (const raw of c.deliveries) {
     const delivery = { headers: raw.headers, body: raw.body, query: raw.query ?? new URLSearchParams(), now: Date.now() };
     adapter.verify(delivery);
-    const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits) : parseJson(delivery.body, limits.maxDepth, limits.maxKeys);
+    const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits, json) : json(delivery.body);
     events += adapter.normalize(body, delivery).events.length;
   }
   const used = process.cpuUsage(started);

@@ -62,6 +62,7 @@ export interface PipelineStages {
  */
 export function createPipeline(stages: PipelineStages) {
   const { clock, logger, metrics, record, channels, gate, handlers, media, scheduler, outlet, push, retention } = stages;
+  const json = (bytes: Buffer) => parseJson(bytes, stages.limits.maxDepth, stages.limits.maxKeys);
   let chain: compose.ComposedMiddleware<InboundEvent> | undefined;
   let chainLength = 0;
 
@@ -73,7 +74,7 @@ export function createPipeline(stages: PipelineStages) {
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
       adapter.verify(delivery);
-      const body = adapter.parseBody ? adapter.parseBody(delivery.body, stages.limits) : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
+      const body = adapter.parseBody ? adapter.parseBody(delivery.body, stages.limits, json) : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
       const normalized = adapter.normalize(body, delivery);
       if (normalized.ignored) {
         metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);

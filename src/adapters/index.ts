@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { localContext, type AdapterContext } from './access-token.js';
 import type { AdapterDescriptor } from './descriptor.js';
 import { dingtalk } from './dingtalk.js';
+import { feishu } from './feishu.js';
 import { generic } from './generic.js';
 import { line } from './line.js';
 import { onebot } from './onebot.js';
@@ -32,6 +33,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   dingtalk,
   wechat,
   wecom,
+  feishu,
 ];
 
 /** The names a channel's `adapter` may take. */
