@@ -52,7 +52,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const polling = store.shared ? { pollMs: SHARED_POLL_MS } : {};
 
   // Channels and their adapters; the bots configuration names.
-  const channels = new Channels(config, { shared: store, now: () => clock.now() });
+  const channels = new Channels(config, { shared: store, now: () => clock.now(), logger });
   const bots = new Bots({ ...config.correlation, sharedNamespaces: channels.sharedNamespaces() });
   for (const { config: channel, adapter } of channels.values()) {
     for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);

@@ -1,9 +1,12 @@
+import type { Logger } from 'pino';
 import type { SharedValues } from '../ports.js';
 
 /** What an adapter may use of the world beyond its settings: values shared by every instance (access tokens). */
 export interface AdapterContext {
   readonly shared: SharedValues;
   now(): number;
+  /** Warnings an adapter gives once (Discord without the message-content intent). @default none */
+  readonly logger?: Logger;
 }
 
 /** A context of this process alone (tests, a hand-built adapter). */

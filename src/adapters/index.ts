@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { localContext, type AdapterContext } from './access-token.js';
 import type { AdapterDescriptor } from './descriptor.js';
 import { dingtalk } from './dingtalk.js';
+import { discord } from './discord.js';
 import { feishu } from './feishu.js';
 import { generic } from './generic.js';
 import { line } from './line.js';
@@ -34,6 +35,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   wechat,
   wecom,
   feishu,
+  discord,
 ];
 
 /** The names a channel's `adapter` may take. */

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
-import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { ConnectionEvent, ConnectionView, DialSession, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 
 /** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
@@ -43,6 +43,8 @@ interface Live {
   view: ConnectionView;
   /** The dialer's answer to a platform asking us to move to a new socket. */
   refresh?: (reason: string) => void;
+  /** The protocol we drive on a socket we dialled (Discord Gateway): it reads every frame first. */
+  session?: DialSession;
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
@@ -113,7 +115,7 @@ export class Links {
    * Take an open socket: a second socket under the same key (bot and role) replaces the first
    * (closed 1008). Its frames are read from now on.
    */
-  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), refresh?: (reason: string) => void): void {
+  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), refresh?: (reason: string) => void, session?: DialSession): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
     const remembered = this.latest.get(key);
@@ -121,7 +123,7 @@ export class Links {
     this.latest.delete(key);
     this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
     if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...(refresh ? { refresh } : {}) };
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...(refresh ? { refresh } : {}), ...(session ? { session } : {}) };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -180,7 +182,7 @@ export class Links {
     const now = this.options.now();
     let read: SocketFrame | undefined;
     try {
-      read = this.options.classify(view.channel, frame);
+      read = live.session ? live.session.frame(frame) : this.options.classify(view.channel, frame);
     } catch {
       read = undefined; // not a meta frame after all: the pipeline says what is wrong with it
     }
@@ -207,7 +209,8 @@ export class Links {
       // Acknowledged once recorded (or refused: a retry would be refused again); not when the
       // store could not record it, so the platform sends it again.
       if (read.body && !(await this.record(live, read.body, now))) return;
-      if (live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
+      if (read.ack !== undefined && live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
+      read.recorded?.();
       return;
     }
     await this.record(live, frame, now);

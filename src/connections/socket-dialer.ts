@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
-import type { SocketDial } from '../events/connection.js';
+import type { DialSession, SocketDial } from '../events/connection.js';
 import type { LinkTarget, Links } from './links.js';
 
 export interface SocketDialerOptions {
@@ -83,15 +83,25 @@ export class SocketDialer {
     const socket = new WebSocket(url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
     this.socket = socket;
     let opened = false;
+    let session: DialSession | undefined;
     socket.once('open', () => {
       opened = true;
       this.failures = 0;
+      const { clock } = this.options;
+      session = dial.session?.({
+        send: (text) => { if (socket.readyState === socket.OPEN) socket.send(text); },
+        close: (code, reason) => socket.close(code, reason),
+        setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+        clearTimeout: (handle) => clock.clearTimeout(handle),
+        now: () => clock.now(),
+        random: () => this.options.random(),
+      });
       // The platform may ask us to move: dial the next socket, which replaces this one once open.
       this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), () => {
         if (!this.running || this.socket !== socket) return;
         this.socket = undefined; // its close is no failure: the next socket is on its way
         this.dial();
-      });
+      }, session);
       void this.identify();
     });
     socket.on('error', (error) => {
@@ -100,11 +110,17 @@ export class SocketDialer {
       logger.warn({ channel: target.channel, url: redacted(url), err: error },
         refused ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken` : `could not connect to the bot: ${error.message}`);
     });
-    socket.once('close', () => {
+    socket.once('close', (code, reason) => {
+      const verdict = session?.closed(code, reason.toString());
       // A socket replaced by the next one (a refresh) ends without a reconnect of its own.
       if (this.socket !== socket) return;
       this.socket = undefined;
       if (!this.running) return;
+      if (verdict?.next === 'stop') {
+        // Retrying cannot help (a refused token): say so once, dial no more until restarted.
+        logger.error({ channel: target.channel, code }, `${verdict.why}; not reconnecting (fix the channel's settings and restart)`);
+        return;
+      }
       if (!opened) this.failures++;
       const waitMs = this.backoffMs(this.failures);
       logger.info({ channel: target.channel, waitMs }, 'bot socket closed; reconnecting');

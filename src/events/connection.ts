@@ -26,10 +26,11 @@ export type SocketFrame =
   /** The answer to an action we sent (`echo` matches it). */
   | { kind: 'response'; echo: string; body: unknown }
   /**
-   * A platform envelope (Slack Socket Mode): `body`, when there is one, goes through the
-   * pipeline; `ack` is sent back once it is recorded (or refused), never before.
+   * A platform envelope (Slack Socket Mode, a Gateway dispatch): `body`, when there is one,
+   * goes through the pipeline; once it is recorded (or refused), never before, `ack` is sent
+   * back and `recorded` runs (a Gateway session moves its cursor past it).
    */
-  | { kind: 'envelope'; ack: string; body?: Buffer }
+  | { kind: 'envelope'; ack?: string; body?: Buffer; recorded?: () => void }
   /** The platform asks us to move to a new socket (Slack `disconnect`): dial the next, then this one closes. */
   | { kind: 'refresh'; reason: string };
 
@@ -55,6 +56,34 @@ export interface SocketDial {
   readonly leaseMs: number;
   /** The action asked first on a new socket, whose answer names the bot. */
   readonly whoAmI?: { readonly action: string; botIdOf(answer: unknown): string | undefined };
+  /**
+   * A protocol we drive on each socket (the Discord Gateway: identify, heartbeats, resume):
+   * made when the socket opens, it reads every frame of that socket first.
+   */
+  session?(io: SessionIo): DialSession;
+}
+
+/** What a dialled socket's session may do: send, close, time. */
+export interface SessionIo {
+  send(text: string): void;
+  /** Close the socket; the session's `closed` then says whether to dial again. */
+  close(code: number, reason: string): void;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  now(): number;
+  /** In [0, 1): jitter. */
+  random(): number;
+}
+
+/** The protocol of one dialled socket. */
+export interface DialSession {
+  /** Read a frame as `socketFrame` would: a meta frame, an envelope, or undefined for an event to ingest as it is. */
+  frame(frame: Buffer): SocketFrame | undefined;
+  /**
+   * The socket closed (its timers are the session's to clear): `retry` dials again with the
+   * backoff; `stop` is a fault no retry fixes (a refused token), logged with `why`.
+   */
+  closed(code: number, reason: string): { next: 'retry' } | { next: 'stop'; why: string };
 }
 
 /** What one long poll brought: the updates (each a delivery's body) and the cursor that confirms them. */

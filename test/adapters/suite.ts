@@ -67,7 +67,7 @@ export function adapterSuite(descriptor: AdapterDescriptor, registry: readonly A
     it(`refuses to start without its ${setting} unless verify is false`, () => {
       const entry = channelEntry(descriptor, fixturesOf(descriptor, fixtures), { [setting]: undefined });
       expect(() => loadConfig({ env: {}, adapters: registry, file: { channels: [entry] } }))
-        .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "ch"\\): is required: the ${descriptor.name} adapter verifies signatures`));
+        .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "ch"\\): is required: the ${descriptor.name} adapter ${descriptor.secret?.why ?? 'verifies signatures'}`));
       const [open] = loadConfig({ env: {}, adapters: registry, file: { channels: [{ ...entry, verify: false }] } }).channels;
       expect(() => createAdapter(open!, registry)).not.toThrow();
     });

@@ -58,10 +58,10 @@ describe('loadConfig', () => {
 
 describe('channel settings, from the adapter registry', () => {
   // With the other settings of a working channel (an adapter may require more than its secret).
-  it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting, adapterFixtures.get(d.name)?.settings ?? {}] as const))(
-    'refuses to start a %s channel without its %s unless verify is false', (adapter, setting, settings) => {
+  it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting, adapterFixtures.get(d.name)?.settings ?? {}, d.secret!.why ?? 'verifies signatures'] as const))(
+    'refuses to start a %s channel without its %s unless verify is false', (adapter, setting, settings, why) => {
       expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, ...settings }] } }))
-        .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\): is required: the ${adapter} adapter verifies signatures`));
+        .toThrow(new RegExp(`channels\\[0\\]\\.${setting} \\(channel "x"\\): is required: the ${adapter} adapter ${why}`));
       const [open] = loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter, ...settings, verify: false }] } }).channels;
       expect(() => createAdapter(open!)).not.toThrow();
     });
