@@ -54,6 +54,11 @@ export function telegramPoll(options: TelegramPollOptions): PollSpec {
       if (status === 409) {
         throw new PollError(`getUpdates refused (409): ${description}`, 'a webhook is still set for this bot: call deleteWebhook (https://api.telegram.org/bot<token>/deleteWebhook) or use "transport": "webhook"');
       }
+      if (status === 429) {
+        // Flood control: Telegram says how long to wait (parameters.retry_after, seconds).
+        const after = Number((answer as { parameters?: { retry_after?: unknown } } | undefined)?.parameters?.retry_after);
+        throw new PollError(`getUpdates refused (429): ${description}`, undefined, Number.isFinite(after) && after > 0 ? Math.min(after, 3600) * 1000 : undefined);
+      }
       if (status === 401 || status === 404) throw new PollError(`getUpdates refused (${status}): ${description}`, 'the channel\'s botToken is wrong or revoked');
       if (status !== 200 || answer?.ok !== true || !Array.isArray(answer.result)) throw new PollError(`getUpdates answered ${status}: ${description}`);
       const bodies: Buffer[] = [];

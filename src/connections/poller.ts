@@ -90,7 +90,8 @@ export class Poller {
         if (!this.running) return;
         failures++;
         const hint = error instanceof PollError ? error.hint : undefined;
-        const waitMs = hint ? poll.reconnectMaxMs : this.backoffMs(failures);
+        const asked = error instanceof PollError ? error.retryAfterMs : undefined;
+        const waitMs = hint ? poll.reconnectMaxMs : Math.max(this.backoffMs(failures), asked ?? 0);
         if (this.view.state !== 'connecting') {
           this.view.state = 'connecting';
           this.options.changed();

@@ -110,7 +110,8 @@ export interface PollSpec {
 /** A failed poll; `hint` says what the operator must do when retrying alone will not help (a webhook still set). */
 export class PollError extends Error {
   override name = 'PollError';
-  constructor(message: string, readonly hint?: string) {
+  /** `retryAfterMs`: the platform said when to ask again (Telegram 429 `retry_after`). */
+  constructor(message: string, readonly hint?: string, readonly retryAfterMs?: number) {
     super(message);
   }
 }

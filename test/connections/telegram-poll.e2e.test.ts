@@ -9,6 +9,7 @@ import type { ProcessedMessage as Output } from '../../src/events/output.js';
 import { createIntake, type Intake } from '../../src/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, tempDir, until } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 
 const TOKEN = '123456:ABC-test-token';
 
@@ -20,7 +21,7 @@ const TOKEN = '123456:ABC-test-token';
 async function fakeTelegram() {
   const updates: Array<Record<string, unknown>> = [];
   const offsets: Array<string | null> = [];
-  const state = { conflict: false };
+  const state = { conflict: false, failWith: [] as number[] };
   let waiting: Array<() => void> = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -30,6 +31,17 @@ async function fakeTelegram() {
       return;
     }
     offsets.push(url.searchParams.get('offset'));
+    const failure = state.failWith.shift();
+    if (failure === 429) {
+      res.statusCode = 429;
+      res.end(JSON.stringify({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }));
+      return;
+    }
+    if (failure !== undefined) {
+      res.statusCode = failure;
+      res.end('<html>Bad Gateway</html>');
+      return;
+    }
     if (state.conflict) {
       res.statusCode = 409;
       res.end(JSON.stringify({ ok: false, error_code: 409, description: 'Conflict: can\'t use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first' }));
@@ -65,9 +77,9 @@ describe('Telegram long polling ("transport": "poll")', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  const start = async (api: { url: string }, options: { store?: MemoryStore; file?: Record<string, unknown>; logger?: pino.Logger } = {}): Promise<Intake> => {
+  const start = async (api: { url: string }, options: { store?: MemoryStore; file?: Record<string, unknown>; logger?: pino.Logger; clock?: ManualClock } = {}): Promise<Intake> => {
     const intake = await createIntake({
-      logger: options.logger ?? silent,
+      logger: options.logger ?? silent, ...(options.clock ? { clock: options.clock } : {}),
       ...(options.store ? { store: options.store } : {}),
       configFile: {
         store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
@@ -145,6 +157,25 @@ describe('Telegram long polling ("transport": "poll")', () => {
     // A POST to a polling channel is no one's.
     const refused = await intake.ingest('tg', { headers: {}, body: Buffer.from(JSON.stringify(update(1, 'x'))), query: new URLSearchParams(), now: Date.now() }).catch((error: Error & { status?: number }) => error);
     expect(refused).toMatchObject({ status: 401 });
+  });
+
+  it('waits the retry_after Telegram asks for on a 429, backs off on a 502, and loses nothing', async () => {
+    const telegram = await fakeTelegram();
+    cleanups.push(() => telegram.close());
+    telegram.state.failWith.push(502, 429);
+    const clock = new ManualClock();
+    const intake = await start(telegram, { clock });
+    const outputs: Output[] = [];
+    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    telegram.push(update(300, 'after the flood control'));
+    // The 502: a short backoff; then the 429: the next poll waits the 7 s Telegram asked for.
+    await until(async () => { await clock.advance(100); return telegram.offsets.length >= 2; });
+    await clock.armed(7000);
+    const asked = telegram.offsets.length;
+    await clock.advance(6000);
+    expect(telegram.offsets.length).toBe(asked);
+    await until(async () => { await clock.advance(1000); return outputs.length === 1; });
+    expect(outputs[0]?.content).toBe('after the flood control');
   });
 
   it('fails at start, naming the setting, for "transport": "poll" without a botToken', async () => {
