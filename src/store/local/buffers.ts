@@ -2,6 +2,7 @@ import type { BufferedPart } from '../../events/inbound.js';
 import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
 import { batchOf, closeAt } from '../rules/close.js';
+import { heldDeadline } from '../rules/turn.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {
@@ -36,6 +37,17 @@ export interface OpenBuffer {
   stamp: number;
   /** The heap entry it was last taken at: a batch given back behind a retrying one goes back to it. */
   taken?: Due;
+  /** A session's held buffer (agent turns): due when `held.until` passes, or at `rule.maxMessages` (maxHeld) parts. */
+  held?: HeldMeta;
+}
+
+/** What a held buffer keeps of the turn its messages wait for, and the rule they were held under. */
+export interface HeldMeta {
+  /** The output id of the turn they wait for (their release follows it up). */
+  by: string;
+  until: number;
+  mode: 'collect' | 'followup';
+  maxMs: number;
 }
 
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
@@ -73,6 +85,9 @@ export class Buffers {
   private readonly heap = new DueHeap((due) => this.open.get(due.key)?.stamp === due.stamp);
   private stamp = 0;
 
+  /** `keepHeld`: a shutdown claim leaves held buffers whose turn is open (a durable store keeps them for the next start). */
+  constructor(private readonly keepHeld = false) {}
+
   get size(): number {
     return this.open.size;
   }
@@ -109,6 +124,7 @@ export class Buffers {
    * ahead of its session's buffers that closed later).
    */
   deadlineOf(buffer: OpenBuffer, now: number): { deadline: number; reason: FlushReason } {
+    if (buffer.held) return heldDeadline(buffer.parts, buffer.rule.maxMessages, buffer.held.until);
     const { size, closed } = this.batchSize(buffer);
     if (closed) return { deadline: Math.min(now, (buffer.parts[size - 1] as PartMeta).receivedAt), reason: closed };
     let lastAt = -Infinity;
@@ -137,6 +153,11 @@ export class Buffers {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
       const session = buffer.sessionKey;
+      // Held messages wait for their turn in a durable store: the next start releases them when due.
+      if (shutdown && this.keepHeld && buffer.held && !buffer.lease) {
+        waiting.push(due);
+        continue;
+      }
       const holds = buffer.lease !== undefined || buffer.retrying === true;
       const others = (this.leasedSessions.get(session) ?? 0) - (holds ? 1 : 0) - (taken?.get(session) ?? 0);
       if (others > 0 || (cut && (buffer.lease !== undefined || cut.has(session)))) {
@@ -249,6 +270,30 @@ export class Buffers {
     this.retryingSessions.add(buffer.sessionKey);
     buffer.deadline = hold.retryAt;
     this.schedule(buffer, hold.retryAt);
+  }
+
+  /**
+   * Move a leased batch's parts to the held buffer `to` (opened with `rule` and `held` when
+   * new), ending the lease of `from` as a commit does. `closesLast` marks the batch's end (a
+   * followup queue's batches stay apart). Returns the held buffer.
+   */
+  holdParts(from: OpenBuffer, partIds: readonly string[], to: { debounceKey: string; rule: BufferRule; held: HeldMeta }, closesLast: boolean, now: number): OpenBuffer {
+    const ids = new Set(partIds);
+    const moved = from.parts.filter((part) => ids.has(part.id)).map((part) => ({ ...part, closes: false }));
+    if (closesLast && moved.length > 0) (moved[moved.length - 1] as PartMeta).closes = true;
+    this.commit(from, partIds, now);
+    let held = this.open.get(to.debounceKey);
+    if (!held) {
+      held = { debounceKey: to.debounceKey, sessionKey: from.sessionKey, rule: to.rule, parts: moved, deadline: now, reason: 'turn', lease: undefined, stamp: 0, taken: undefined, held: to.held };
+      this.open.set(to.debounceKey, held);
+    } else held.parts.push(...moved);
+    this.rearm(held, now);
+    return held;
+  }
+
+  /** Settle a buffer's deadline again (a held buffer whose turn closed), unless leased or retrying. */
+  rearm(buffer: OpenBuffer, now: number): void {
+    if (!buffer.lease && !buffer.retrying) this.arm(buffer, now);
   }
 
   /** Put back a buffer recorded by an earlier run (SQLite open), not leased. */

@@ -9,8 +9,9 @@ import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { OutboxTail } from './tail.js';
+import { RedisTurns } from './turns.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions, TurnRule,
 } from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -73,6 +74,7 @@ export class RedisStore implements Store {
   /** Connections and actions between instances, and named leases. */
   readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
+  private readonly turns: RedisTurns;
   private readonly logger: ConnectionLogger | undefined;
   private readonly claimSpaces = new Set<string>();
   /** Claim tokens: this store's own prefix and a count. */
@@ -93,6 +95,7 @@ export class RedisStore implements Store {
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
     this.tailer = new OutboxTail(url, this.prefix, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
+    this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
   }
 
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
@@ -190,6 +193,15 @@ export class RedisStore implements Store {
     const [seq, at] = reply;
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
+
+  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): ReturnType<Store['commitTurn']> {
+    return this.turns.commit(batch, draft, now, rule);
+  }
+
+  // Agent turns: one script each (turns.ts).
+  turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
+  turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
+  openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
     // The session stays held until the retry, plus a lease in case this instance dies meanwhile.
