@@ -14,7 +14,7 @@ export type { Handler } from './handlers/routes.js';
 export type { IngestSummary } from './ingest/admit.js';
 
 // Extending and operating
-export type { Store, StoreOptions } from './ports.js';
+export type { Store, StoreOptions, TurnDone, TurnView, TurnMode, TurnRule } from './ports.js';
 export { MemoryStore } from './store/local/memory.js';
 export { SqliteStore } from './store/sqlite/sqlite.js';
 export type { Clock } from './clock.js';

@@ -35,6 +35,8 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: BotConnections;
+  /** The composition's clock. */
+  now(): number;
   /** Stop the operator's periodic checks (claim evictions). */
   stopWatching: () => void;
 }
@@ -73,6 +75,8 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
     correlationStats: parts.correlationStats,
     settle: () => scheduler.idle(),
+    turnDone: (outputId) => pipeline.turnDone(outputId),
+    turn: (sessionKey) => store.turnOf(sessionKey, parts.now()),
     async close() {
       if (gate.closing) return;
       retention.close();

@@ -16,6 +16,7 @@ export const defaults = {
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
+  turns: { mode: 'off', maxMs: 120_000, maxHeld: 20 },
   agent: { timeoutMs: 10_000, retries: 8, concurrency: 16, maxPending: 100_000, minBackoffMs: 500, maxBackoffMs: 60_000 },
 } as const;
 
@@ -49,6 +50,13 @@ export const debounceSchema = z.object({
   flushCommands: z.boolean(),
 }).strict();
 
+/** Agent turns (CONTRACT §10): what batches closing while the agent answers do. */
+export const turnsSchema = z.object({
+  mode: z.enum(['off', 'collect', 'followup', 'steer', 'interrupt']),
+  maxMs: positive,
+  maxHeld: positive,
+}).strict();
+
 const hostEntry = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'a host or host:port');
 
 export const mediaSchema = z.object({
@@ -76,6 +84,7 @@ export const channelFields = {
   dedup: dedupSchema.partial().optional(),
   debounce: debounceSchema.partial().optional(),
   media: mediaSchema.partial().optional(),
+  turns: turnsSchema.partial().optional(),
 };
 
 /**
@@ -155,6 +164,7 @@ const configShape = {
   dedup: dedupSchema,
   debounce: debounceSchema,
   media: mediaSchema,
+  turns: turnsSchema,
   correlation: z.object({
     crossAdapter: z.boolean(),
     messageWindowMs: positive,
@@ -194,6 +204,7 @@ export type RawConfig = z.output<z.ZodObject<typeof configShape>> & { channels: 
 export type DedupOptions = z.infer<typeof dedupSchema>;
 export type DebounceOptions = z.infer<typeof debounceSchema>;
 export type MediaOptions = z.infer<typeof mediaSchema>;
+export type TurnsOptions = z.infer<typeof turnsSchema>;
 
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
 export interface ChannelConfig {
@@ -205,6 +216,7 @@ export interface ChannelConfig {
   dedup: DedupOptions;
   debounce: DebounceOptions;
   media: MediaOptions;
+  turns: TurnsOptions;
   /**
    * Adapter-specific settings (secrets, tokens, base URLs), parsed by the adapter's strict
    * schema: only its declared keys, so a plain object is safe here.
