@@ -1,6 +1,6 @@
 import type { AdapterContext } from './adapters/access-token.js';
 import { createAdapter, type Adapter } from './adapters/index.js';
-import type { BufferRule } from './ports.js';
+import type { BufferRule, TurnRule } from './ports.js';
 import type { ChannelConfig, Config, DebounceOptions } from './config/schema.js';
 import { RequestError } from './errors.js';
 import { isJsonType } from './http/body.js';
@@ -63,6 +63,16 @@ export class Channels {
   /** The debounce options of a channel (its own, resolved over the global ones). */
   debounceOf(id: string): DebounceOptions {
     return this.byId.get(id)?.config.debounce ?? this.config.debounce;
+  }
+
+  /** The `turns` of a channel (its own, resolved over the global ones). */
+  turnsOf(id: string): TurnRule {
+    return this.byId.get(id)?.config.turns ?? this.config.turns;
+  }
+
+  /** Whether any channel keeps agent turns. */
+  turnsOn(): boolean {
+    return this.config.turns.mode !== 'off' || [...this.byId.values()].some(({ config }) => config.turns.mode !== 'off');
   }
 
   /** Every debounce rule in use: the global one and each channel's. */

@@ -15,7 +15,7 @@ export type { IngestSummary } from './ingest/admit.js';
 export type { RawDelivery, PlatformReply } from './events/transport.js';
 
 // Extending and operating
-export type { Store, StoreOptions } from './ports.js';
+export type { Store, StoreOptions, TurnDone, TurnView, TurnMode, TurnRule } from './ports.js';
 export { MemoryStore } from './store/local/memory.js';
 export { SqliteStore } from './store/sqlite/sqlite.js';
 export { RedisStore, type RedisStoreOptions } from './store/redis/redis.js';

@@ -13,7 +13,7 @@ import type { PlatformReply, RawDelivery } from './events/transport.js';
 import type { Handler } from './handlers/routes.js';
 import type { Metrics } from './metrics/index.js';
 import type { InboundMiddleware } from './pipeline.js';
-import type { Store } from './ports.js';
+import type { Store, TurnDone, TurnView } from './ports.js';
 
 export interface CreateIntakeOptions {
   /** A loaded Config; or give `configFile`/`env` to load one. */
@@ -98,6 +98,14 @@ export interface Intake {
   /** The bot that should answer: mentioned and connected, else first arrival, else the deliverer. */
   pickReplyBot(event: InboundEvent): BotRef;
   correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number };
+  /**
+   * Close the agent turn `outputId` opened (CONTRACT §10), as `POST /v1/turns/<id>/done` does:
+   * what it held is released (by any instance). `unknown` for an id no output has; `already`
+   * for a turn closed before (nothing is emitted twice).
+   */
+  turnDone(outputId: string): Promise<TurnDone>;
+  /** A session's agent turn: open or not, its output id, and how many messages it holds. */
+  turn(sessionKey: string): Promise<TurnView>;
   /** Wait until every buffer due by now is flushed and every flush started has ended (tests, tools). */
   settle(): Promise<void>;
   /**

@@ -80,13 +80,17 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     adapterFor: (channel) => channels.get(channel)?.adapter,
     // A finished download waits for its flush: past the longest wait a buffer can have, a lease
     // taken over from a dead instance (30 s) and a margin.
-    keepSettledMs: Math.max(KEEP_SETTLED_MS, Math.max(...debounceRules.map((rule) => rule.maxWaitMs)) + 90_000),
+    // A batch held for an agent's turn keeps its downloads up to that turn's maxMs.
+    keepSettledMs: Math.max(KEEP_SETTLED_MS, Math.max(...debounceRules.map((rule) => rule.maxWaitMs), ...channels.ids().map((id) => channels.turnsOf(id).maxMs)) + 90_000),
   });
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock, logger, pushes: config.agent.url !== undefined,
     commit: (batch, draft, now) => store.commit(batch, draft, now),
+    commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
+    turnRule: (channel) => channels.turnsOf(channel),
+    keepMedia: (batch, collected) => media.keep(batch.parts, collected),
     correlation: (key, now) => store.correlation(key, now),
     collectMedia: (batch) => media.collect(batch.parts),
     mediaMode: (channel) => channels.debounceOf(channel).media,
@@ -99,6 +103,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       config: config.agent, queue: store, clock, logger, ...polling,
       ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
       onAttempt: pushAttempts(clock, metrics, record),
+      // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
+      ...(channels.turnsOn() ? { onAnswer: (pushed, body) => pipeline.pushAnswered(pushed, body) } : {}),
     })
     : undefined;
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
@@ -126,6 +132,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
     media, scheduler, output, outlet, push, retention,
+    turns: store, turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
   });
   const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger });
 
@@ -144,6 +151,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     connections: () => sockets.list(),
     action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
     trail,
+    turns: { done: (id) => pipeline.turnDone(id), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,
@@ -162,8 +170,15 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   ops.start();
   await sockets.start();
 
+  if (channels.turnsOn()) {
+    metrics.gauge('inbox_turns_open', 'Agent turns open (every instance\'s, as the store sees them)', async () => {
+      const now = clock.now();
+      return (await store.openTurns(now, 10_000).catch(() => [])).filter((turn) => turn.open).length;
+    });
+  }
+
   return exposeIntake({
     http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
+    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop, now: () => clock.now(),
   });
 }

@@ -2,7 +2,7 @@ import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import type { Channels } from './channels.js';
 import type { Clock } from './clock.js';
-import type { Emitted } from './emit/stage.js';
+import type { Emitted, Held } from './emit/stage.js';
 import type { Outlet } from './emit/outlet.js';
 import { IntakeError, isIntakeError } from './errors.js';
 import type { CorrelationRecord, InboundEvent } from './events/inbound.js';
@@ -14,7 +14,7 @@ import { parseJson } from './http/body.js';
 import type { Admitted } from './ingest/admit.js';
 import type { MediaStage } from './media/index.js';
 import type { Metrics } from './metrics/index.js';
-import type { LeasedBatch } from './ports.js';
+import type { LeasedBatch, OutboxRecord, TurnDone, Turns } from './ports.js';
 import type { AgentPush } from './push/agent-push.js';
 import type { Retention } from './retention.js';
 
@@ -47,8 +47,12 @@ export interface PipelineStages {
   counts: { duplicates: number };
   media: MediaStage;
   scheduler: { due(deadline: number): void };
-  /** Merge a due batch, wait for its media and commit it to the outbox (undefined: the lease was lost). */
-  output(batch: LeasedBatch): Promise<Emitted | undefined>;
+  /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
+  output(batch: LeasedBatch): Promise<Emitted | Held | undefined>;
+  /** The store's turns role: a turn closed by the agent (CONTRACT §10). */
+  turns: Pick<Turns, 'turnDone'>;
+  /** Whether a channel keeps agent turns (its `turns.mode` is not `off`). */
+  turnsOn(channel: string): boolean;
   outlet: Outlet;
   push: AgentPush | undefined;
   retention: Retention;
@@ -132,6 +136,17 @@ export function createPipeline(stages: PipelineStages) {
     }
   }
 
+  /** Held messages out, following their turn up: the hold time of each, and the trail. */
+  function released(committed: OutboxRecord, batch: LeasedBatch, turn: string): void {
+    const now = clock.now();
+    for (const part of batch.parts) metrics.turnHold.observe(Math.max(0, now - part.receivedAt) / 1000);
+    record({
+      at: now, channel: committed.channel, kind: 'turn', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
+      messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
+      reason: `released at ${new Date(now).toISOString()} (${batch.reason}), following up turn ${turn}`,
+    });
+  }
+
   /** A refused delivery: counted and trailed (a client that left was refused nothing). */
   function rejected(channelId: string, error: unknown): void {
     const channel = channels.get(channelId);
@@ -144,15 +159,60 @@ export function createPipeline(stages: PipelineStages) {
   }
 
   async function flush(batch: LeasedBatch): Promise<void> {
-    // 7. Build and commit: merge the parts, wait for their media, move them to the outbox.
+    // 7. Build and commit: merge the parts, wait for their media, move them to the outbox (or,
+    //    while the session's agent turn is open, hold them for its end: CONTRACT §10).
     const emitted = await stages.output(batch);
+    if (!emitted) return;
+    if ('held' in emitted) return held(emitted);
     // 8. Publish: count, trail, hand to in-process listeners and SSE, queue the push.
-    if (emitted) publish(emitted);
+    publish(emitted);
   }
 
-  function publish({ record: committed, output: built, batch }: Emitted): void {
+  function held({ held: { by, until, count }, batch }: Held): void {
+    const first = batch.parts[0]!.event;
+    metrics.message(first.channel, first.adapter, 'held', batch.parts.length);
+    record({
+      at: clock.now(), channel: first.channel, kind: 'turn', id: by, sessionKey: batch.sessionKey,
+      messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
+      reason: `held by turn ${by} (${count} held), released when it is done or at ${new Date(until).toISOString()} at the latest`,
+    });
+  }
+
+  /**
+   * The agent closed a turn (`POST /v1/turns/<id>/done`, `intake.turnDone`, a push answered
+   * `{"turn":"done"}`): what it held is due now, taken by this instance's scheduler or another's.
+   */
+  async function turnDone(outputId: string, channel = ''): Promise<TurnDone> {
+    const now = clock.now();
+    const done = await stages.turns.turnDone(outputId, now);
+    if (done.result !== 'closed') return done;
+    if (done.held > 0) scheduler.due(now);
+    record({ at: now, channel, kind: 'turn', id: outputId, sessionKey: done.sessionKey, reason: `turn done; ${done.held} held message(s) released` });
+    return done;
+  }
+
+  /** The agent's 2xx answer to a push: `{"turn":"done"}` closes the output's turn; anything else leaves it to `turns.maxMs`. */
+  async function pushAnswered(pushed: OutboxRecord, body: string): Promise<void> {
+    if (pushed.type !== 'chat.processedMessage' || !stages.turnsOn(pushed.channel)) return;
+    const text = body.trim();
+    if (text === '') return;
+    let answer: unknown;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      answer = undefined;
+    }
+    if (typeof answer === 'object' && answer !== null && (answer as { turn?: unknown }).turn === 'done') {
+      await turnDone(pushed.id, pushed.channel);
+      return;
+    }
+    logger.warn({ channel: pushed.channel, id: pushed.id, answer: text.slice(0, 200) }, 'agent answer is not {"turn":"done"}; the turn stays open until it is done or turns.maxMs');
+  }
+
+  function publish({ record: committed, output: built, batch, link }: Emitted): void {
     const first = batch.parts[0]!.event;
     metrics.message(committed.channel, first.adapter, 'emitted');
+    if (link?.field === 'followsUp') released(committed, batch, link.id);
     if (batch.parts.length > 1) {
       metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
       logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: committed.seq }, `merged ${batch.parts.length} messages`);
@@ -167,7 +227,7 @@ export function createPipeline(stages: PipelineStages) {
     retention.added();
   }
 
-  return { inbound, flush, rejected };
+  return { inbound, flush, rejected, turnDone, pushAnswered };
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>;

@@ -1,6 +1,7 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
 import type { ConnectionView } from './events/connection.js';
+import type { TurnLink, TurnRule, Turns } from './events/turn.js';
 
 
 /**
@@ -55,6 +56,11 @@ export interface DebounceBuffers extends BufferLeases {
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
   /** Open buffers (not yet committed) in the whole store. */
   openBuffers(): Promise<number>;
+  /**
+   * `commit` under the session's turn, in the same one step (CONTRACT §10, rules/turn.ts): held,
+   * or emitted with its link spliced at the end of `draft.body`. Stale fence: `undefined`.
+   */
+  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
 }
 
 /**
@@ -200,7 +206,7 @@ export interface StoreOperations {
  * SQLite stores; a shared store may use its own clock instead (Redis `TIME`), so callers must
  * treat the deadlines it returns as the truth.
  */
-export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, StoreOperations {
+export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, Turns, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
 }
@@ -281,7 +287,12 @@ export interface LeasedBatch {
   reason: FlushReason;
 }
 
-export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover';
+export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover' | 'turn' | 'max_held';
+
+// Agent turns (CONTRACT §10): the shapes are in events/turn.ts; what `commitTurn` did is here.
+export type { TurnDone, TurnLink, TurnMode, TurnRule, Turns, TurnView } from './events/turn.js';
+export { isTurnBuffer, turnBufferKey } from './events/turn.js';
+export type TurnCommit = { held: false; record: OutboxRecord; link?: TurnLink } | { held: true; by: string; until: number; count: number };
 
 export interface PushLease {
   record: OutboxRecord;

@@ -35,6 +35,8 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: BotConnections;
+  /** The composition's clock. */
+  now(): number;
   /** Stop the operator's periodic checks (claim evictions). */
   stopWatching: () => void;
 }
@@ -75,6 +77,8 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     correlationStats: parts.correlationStats,
     settle: () => scheduler.idle(),
     drain: () => gate.drain(),
+    turnDone: (outputId) => pipeline.turnDone(outputId),
+    turn: (sessionKey) => store.turnOf(sessionKey, parts.now()),
     async close() {
       if (gate.closing) return;
       retention.close();

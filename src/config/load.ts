@@ -44,6 +44,9 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_MEDIA_MAX_PER_MESSAGE', 'media.maxPerMessage', 'int'],
   ['INTAKE_MEDIA_CONCURRENCY', 'media.concurrency', 'int'],
   ['INTAKE_MEDIA_PER_SENDER_CONCURRENCY', 'media.perSenderConcurrency', 'int'],
+  ['INTAKE_TURNS_MODE', 'turns.mode', 'string'],
+  ['INTAKE_TURNS_MAX_MS', 'turns.maxMs', 'int'],
+  ['INTAKE_TURNS_MAX_HELD', 'turns.maxHeld', 'int'],
   ['INTAKE_CORRELATION_CROSS_ADAPTER', 'correlation.crossAdapter', 'bool'],
   ['INTAKE_CORRELATION_MESSAGE_WINDOW_MS', 'correlation.messageWindowMs', 'int'],
   ['INTAKE_CORRELATION_EVENT_WINDOW_MS', 'correlation.eventWindowMs', 'int'],
@@ -239,7 +242,7 @@ export function loadConfigWith(options: LoadOptions): Config {
     if (seen.has(channel.id)) throw new ConfigError(`channels[${index}].id: channel id "${channel.id}" is used twice`);
     seen.add(channel.id);
     // What is left after the common fields is the adapter's parsed settings.
-    const { id, adapter, verify, namespace, dedup, debounce, media, ...rest } = channel;
+    const { id, adapter, verify, namespace, dedup, debounce, media, turns, ...rest } = channel;
     return Object.freeze({
       id, adapter, index,
       verify: verify ?? true,
@@ -249,6 +252,7 @@ export function loadConfigWith(options: LoadOptions): Config {
       dedup: Object.freeze({ ...raw.dedup, idTtlMs: Math.max(raw.dedup.idTtlMs, horizonOf(options.adapters, adapter)), ...dedup }),
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
+      turns: Object.freeze({ ...raw.turns, ...turns }),
       settings: Object.freeze(rest),
     });
   });

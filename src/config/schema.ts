@@ -17,6 +17,7 @@ export const defaults = {
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
+  turns: { mode: 'off', maxMs: 120_000, maxHeld: 20 },
   // 36 attempts, 0.5 s doubling to an hour (jittered up to 2x below the cap): the last one lands
   // about a day after the first (23-24 h), so an agent that is down for a redeploy or a night
   // still gets its messages; Svix retries for ~27 h, Stripe for 3 days.
@@ -53,6 +54,13 @@ export const debounceSchema = z.object({
   flushCommands: z.boolean(),
 }).strict();
 
+/** Agent turns (CONTRACT §10): what batches closing while the agent answers do. */
+export const turnsSchema = z.object({
+  mode: z.enum(['off', 'collect', 'followup', 'steer', 'interrupt']),
+  maxMs: positive,
+  maxHeld: positive,
+}).strict();
+
 const hostEntry = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'a host or host:port');
 
 export const mediaSchema = z.object({
@@ -80,6 +88,7 @@ export const channelFields = {
   dedup: dedupSchema.partial().optional(),
   debounce: debounceSchema.partial().optional(),
   media: mediaSchema.partial().optional(),
+  turns: turnsSchema.partial().optional(),
 };
 
 /**
@@ -161,6 +170,7 @@ const configShape = {
   dedup: dedupSchema,
   debounce: debounceSchema,
   media: mediaSchema,
+  turns: turnsSchema,
   correlation: z.object({
     crossAdapter: z.boolean(),
     messageWindowMs: positive,
@@ -200,6 +210,7 @@ export type RawConfig = z.output<z.ZodObject<typeof configShape>> & { channels: 
 export type DedupOptions = z.infer<typeof dedupSchema>;
 export type DebounceOptions = z.infer<typeof debounceSchema>;
 export type MediaOptions = z.infer<typeof mediaSchema>;
+export type TurnsOptions = z.infer<typeof turnsSchema>;
 
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
 export interface ChannelConfig {
@@ -211,6 +222,7 @@ export interface ChannelConfig {
   dedup: DedupOptions;
   debounce: DebounceOptions;
   media: MediaOptions;
+  turns: TurnsOptions;
   /**
    * Adapter-specific settings (secrets, tokens, base URLs), parsed by the adapter's strict
    * schema: only its declared keys, so a plain object is safe here.

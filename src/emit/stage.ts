@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
-import { type OutboxDraft, type OutboxRecord } from '../ports.js';
+import { isTurnBuffer, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../ports.js';
 import type { LeasedBatch } from '../ports.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { outputId } from './output-id.js';
@@ -12,6 +12,12 @@ export interface OutputStageOptions {
   logger: Logger;
   /** Store port: move a leased batch to the outbox (undefined: the lease was lost). */
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
+  /** Store port: commit under the session's turn (a channel with `turns` on, or held messages released). */
+  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
+  /** `turns` of a channel. */
+  turnRule(channel: string): TurnRule;
+  /** A held batch's downloads, kept for its release (they are not fetched twice). */
+  keepMedia(batch: LeasedBatch, media: readonly PartMedia[]): void;
   /** Store port: the correlation group of a buffered event, read at flush time. */
   correlation(key: string, now: number): Promise<CorrelationRecord | undefined>;
   /** Wait for the downloads of a batch. */
@@ -33,6 +39,14 @@ export interface Emitted {
   record: OutboxRecord;
   output: Omit<Output, 'seq'>;
   batch: LeasedBatch;
+  /** How it stands to its session's turn (CONTRACT §10), when it follows, steers or interrupts one. */
+  link?: TurnLink;
+}
+
+/** A batch held for its session's open turn: `by` its output id, `until` it closes at the latest. */
+export interface Held {
+  held: { by: string; until: number; count: number };
+  batch: LeasedBatch;
 }
 
 /**
@@ -47,12 +61,13 @@ export function createOutput(options: OutputStageOptions) {
     return key === undefined ? undefined : options.correlation(key, now);
   }
 
-  return async function output(batch: LeasedBatch): Promise<Emitted | undefined> {
+  return async function output(batch: LeasedBatch): Promise<Emitted | Held | undefined> {
     const parts = batch.parts;
     const first = parts[0]!.event;
     const now = clock.now();
     let built: Omit<Output, 'seq'>;
     let messageIds: string[];
+    let media: PartMedia[] = noMedia;
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
       const group = await groupOf(parts[0]!.correlationKey, now) ?? options.soloRecord(first);
@@ -65,12 +80,13 @@ export function createOutput(options: OutputStageOptions) {
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
       const withMedia = parts.some((part) => part.event.media.length > 0);
       const correlated = parts.some((part) => part.correlationKey !== undefined);
-      const [media, groups] = withMedia || correlated
+      const [collected, groups] = withMedia || correlated
         ? await Promise.all([
           withMedia ? options.collectMedia(batch) : noMedia,
           correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
         ])
         : [noMedia, noGroups];
+      media = collected;
       const lastBots = options.botsOf(groups[parts.length - 1], last);
       const lastMentioned = options.mentionedBots(last);
       // One part (most batches): its own lists, without building them twice.
@@ -86,13 +102,28 @@ export function createOutput(options: OutputStageOptions) {
       body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
       messageIds,
     };
-    const record = await options.commit(batch, draft, now);
-    if (!record) {
-      options.logger.warn({ sessionKey: batch.sessionKey, fence: batch.fence }, 'flush lease lost; another instance owns this batch');
-      return undefined;
+    // Turns off (and no held messages released): the plain commit, nothing else read or written.
+    const rule = options.turnRule(first.channel);
+    if (rule.mode === 'off' && !isTurnBuffer(batch.debounceKey)) {
+      const record = await options.commit(batch, draft, now);
+      if (!record) return lost(batch);
+      return { record, output: built, batch };
     }
-    return { record, output: built, batch };
+    const done = await options.commitTurn(batch, draft, now, rule);
+    if (!done) return lost(batch);
+    if (done.held) {
+      if (media !== noMedia) options.keepMedia(batch, media);
+      return { held: { by: done.by, until: done.until, count: done.count }, batch };
+    }
+    if (!done.link) return { record: done.record, output: built, batch };
+    (built as Record<string, unknown>)[done.link.field] = done.link.id;
+    return { record: done.record, output: built, batch, link: done.link };
   };
+
+  function lost(batch: LeasedBatch): undefined {
+    options.logger.warn({ sessionKey: batch.sessionKey, fence: batch.fence }, 'flush lease lost; another instance owns this batch');
+    return undefined;
+  }
 }
 
 const noMedia: PartMedia[] = [];

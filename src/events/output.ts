@@ -22,6 +22,12 @@ export interface ProcessedMessage {
   bots: BotRef[];
   mentionedBots: BotRef[];
   mediaErrors: MediaFailure[];
+  /** Agent turns (CONTRACT §10): held messages released when the turn of this output id closed. */
+  followsUp?: string;
+  /** Emitted while the turn of this output id was open (steer); that turn stays open. */
+  during?: string;
+  /** Emitted closing the turn of this output id (interrupt); this output opens the next. */
+  interrupts?: string;
 }
 
 /** A notice or request, once per logical event (CONTRACT §4). */

@@ -9,8 +9,8 @@ export interface TraceEntry {
   n: number;
   at: number;
   channel: string;
-  kind: 'verdict' | 'batch' | 'delivery';
-  /** verdict: the event's ingest-answer id; batch and delivery: the output id. */
+  kind: 'verdict' | 'batch' | 'delivery' | 'turn';
+  /** verdict: the event's ingest-answer id; batch and delivery: the output id; turn: the turn's (held, done) or the release's output id. */
   id: string;
   platformId?: string;
   sessionKey?: string;

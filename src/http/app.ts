@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { RequestError } from '../errors.js';
 import { outputOf } from '../events/output.js';
-import { type OutboxRecord } from '../ports.js';
+import { type OutboxRecord, type TurnDone, type TurnView } from '../ports.js';
 import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceEntry } from '../events/trace.js';
@@ -50,6 +50,11 @@ export interface HttpPorts {
     list(limit: number): Promise<OutboxRecord[]>;
     retry(id: string | undefined, limit: number): Promise<number>;
   } | undefined;
+  /** Agent turns (CONTRACT §10): close one by its output id, read a session's. */
+  turns: {
+    done(outputId: string): Promise<TurnDone>;
+    of(sessionKey: string): Promise<TurnView>;
+  };
   /** Extra routes (the operator console), mounted after the API. */
   extra?: (router: Router, requireToken: Koa.Middleware) => void;
 }
@@ -186,6 +191,23 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
     const trace = await ports.trace(ctx.params.id as string);
     if (!trace) throw new RequestError('not_found', 404, `Nothing is known of "${ctx.params.id}": not a platform id, ingest id or output id seen by this instance recently, nor a retained output`);
     ctx.body = trace;
+  });
+
+  // Agent turns: any instance closes a turn, whichever holds its messages (the store is shared).
+  router.post('/v1/turns/:id/done', requireToken, async (ctx) => {
+    const id = ctx.params.id as string;
+    if (id.length > 128) throw new RequestError('bad_id', 400, 'An output id is at most 128 characters (ours are 21)');
+    const done = await ports.turns.done(id);
+    if (done.result === 'unknown') throw new RequestError('turn_unknown', 404, `No output "${id}" is known (never emitted, or older than events.retentionMs): there is no turn of it to close`);
+    ctx.body = done.result === 'closed'
+      ? { closed: true, sessionKey: done.sessionKey, released: done.held }
+      : { closed: false, already: true, sessionKey: done.sessionKey };
+  });
+  router.get('/v1/sessions/:sessionKey/turn', requireToken, async (ctx) => {
+    const view = await ports.turns.of(ctx.params.sessionKey as string);
+    ctx.body = view.open
+      ? { open: true, outputId: view.outputId, openedAt: view.openedAt, until: view.until, held: view.held }
+      : { open: false, held: view.held };
   });
 
   router.get('/v1/connections', requireToken, async (ctx) => {

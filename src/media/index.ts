@@ -139,6 +139,22 @@ export class MediaStage {
     return results;
   }
 
+  /**
+   * Keep a batch's collected downloads for its next flush (a batch held for an agent's turn is
+   * built again when released): what a platform serves once, or for minutes, is not fetched twice.
+   */
+  keep(parts: readonly BufferedPart[], results: readonly PartMedia[]): void {
+    parts.forEach((part, i) => {
+      const result = results[i];
+      if (!result || part.event.media.length === 0 || this.pending.has(part.id)) return;
+      const kept = Promise.resolve(result);
+      this.pending.set(part.id, kept);
+      this.options.clock.setTimeout(() => {
+        if (this.pending.get(part.id) === kept) this.pending.delete(part.id);
+      }, this.options.keepSettledMs ?? KEEP_SETTLED_MS);
+    });
+  }
+
   /** Mark files as used now (the sweeper keeps what was used within `ttlMs`). */
   async touch(items: readonly MediaItem[]): Promise<void> {
     const now = new Date(this.options.clock.now());

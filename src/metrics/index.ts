@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Actions of `inbox_messages_total` (CONTRACT §6). */
-export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped';
+export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped' | 'held';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 
@@ -24,6 +24,8 @@ export class Metrics {
   private readonly storeErrors: Counter<'op'>;
   private readonly connectionEvents: Counter<'channel' | 'transport' | 'event'>;
   readonly deliveryLatency: Histogram;
+  /** Agent turns: from a held message's arrival to its release. */
+  readonly turnHold: Histogram;
   private readonly tallies = new Map<string, Map<string, number>>();
 
   /** Node's process metrics start at the first scrape (see `scrape`), or never when off. */
@@ -50,6 +52,10 @@ export class Metrics {
     this.deliveryLatency = new Histogram({
       name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
+    });
+    this.turnHold = new Histogram({
+      name: 'inbox_turn_hold_seconds', help: 'Agent turns: from a held message\'s arrival to its release', registers,
+      buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600],
     });
   }
 

@@ -34,6 +34,11 @@ export interface AgentPushOptions {
   leaseMs?: number;
   /** Every attempt's outcome (metrics, the verdict trail). */
   onAttempt(record: OutboxRecord, outcome: PushOutcome): void;
+  /**
+   * The body of the agent's 2xx answer (its first 4 KB, as text), after the delivery is
+   * recorded: `{"turn":"done"}` closes the output's agent turn. Without it the body is not read.
+   */
+  onAnswer?(record: OutboxRecord, body: string): Promise<void>;
 }
 
 /**
@@ -172,8 +177,9 @@ export class AgentPush {
     const record = lease.record;
     const attempts = record.attempts + 1;
     let outcome: PushOutcome;
+    let answer: string | undefined;
     try {
-      await this.post(record);
+      answer = await this.post(record);
       outcome = { state: 'delivered', attempts };
     } catch (error) {
       if (this.stop.signal.aborted) return; // shutting down: the lease runs out, the record stays queued
@@ -191,6 +197,11 @@ export class AgentPush {
       logger.error({ channel: record.channel, id: record.id, seq: record.seq, attempts, reason: outcome.lastError }, 'push to agent gave up; message moved to dead letters');
     } else this.wake(outcome.at);
     this.options.onAttempt(record, outcome);
+    if (answer !== undefined && this.options.onAnswer) {
+      await this.options.onAnswer(record, answer).catch((error: unknown) => {
+        logger.warn({ err: error, id: record.id }, 'the agent\'s answer could not close its turn; it closes at turns.maxMs');
+      });
+    }
   }
 
   /** Record an outcome, retrying the write: a store hiccup must not turn a delivery into a dead letter. */
@@ -215,7 +226,8 @@ export class AgentPush {
     return Math.max(jittered, Math.min(retryAfter ?? 0, maxBackoffMs));
   }
 
-  private async post(record: OutboxRecord): Promise<void> {
+  /** POST one record; resolves the answer's text when `onAnswer` wants it. */
+  private async post(record: OutboxRecord): Promise<string | undefined> {
     const { config, clock } = this.options;
     const body = outputJson(record);
     const timestamp = Math.floor(clock.now() / 1000);
@@ -237,11 +249,13 @@ export class AgentPush {
     } catch (error) {
       throw new PushError(`network: ${(error as Error).message}`, true);
     }
-    // The agent's answer body is not used: read a few KB at most (keeping the connection when it
-    // is short), never an unbounded stream.
-    await response.body.dump({ limit: 4096 }).catch(() => undefined);
+    // Read a few KB of the answer at most (keeping the connection when it is short), never an
+    // unbounded stream; only a turn's answer is looked at.
     const status = response.statusCode;
-    if (status >= 200 && status < 300) return;
+    const answered = status >= 200 && status < 300;
+    if (answered && this.options.onAnswer) return readAtMost(response.body, ANSWER_LIMIT);
+    await response.body.dump({ limit: ANSWER_LIMIT }).catch(() => undefined);
+    if (answered) return undefined;
     const retryable = status === 408 || status === 429 || status >= 500;
     throw new PushError(`agent answered HTTP ${status}`, retryable, retryAfterMs(response.headers['retry-after'], clock.now(), config.maxBackoffMs));
   }
@@ -262,4 +276,26 @@ export class AgentPush {
     await Promise.allSettled([...this.inflight]);
     if (this.ownsDispatcher) await this.dispatcher.close().catch(() => undefined);
   }
+}
+
+/** Bytes of an agent's answer read (a turn's `{"turn":"done"}` fits many times). */
+const ANSWER_LIMIT = 4096;
+
+/** The first `limit` bytes of a body as text; the rest is dropped with the stream. */
+async function readAtMost(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= limit) {
+        body.destroy();
+        break;
+      }
+    }
+  } catch {
+    // A body cut short answers with what came.
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }

@@ -2,7 +2,7 @@
 // run under vitest (an optional peer dependency), and the builders its tests use. Never imported
 // by the service itself.
 
-export { describeCloseRules, describeStoreContract } from './store/contract.js';
+export { describeCloseRules, describeStoreContract, describeTurnRules } from './store/contract.js';
 export { closeCases } from './store/close-cases.js';
 export type { OpenStore, ReopenStore } from './store/harness.js';
 export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
@@ -11,6 +11,8 @@ export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, ty
 export type {
   Store, StoreOptions, AdmissionStore, BufferLeases, DebounceBuffers, OutboxReader, Outbox, PushQueue, StoreOperations,
   AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, LeasedBatch, FlushReason, PushLease, PushOutcome,
-  DeliveryState, OutboxDraft, OutboxRecord,
+  DeliveryState, OutboxDraft, OutboxRecord, Turns, TurnCommit, TurnDone, TurnLink, TurnMode, TurnRule, TurnView,
 } from '../ports.js';
+export { turnBufferKey } from '../ports.js';
+export { arrive, release, turnRule } from './store/turns.js';
 export type { BufferedPart, CorrelationRecord, Delivery, EventKind, InboundEvent } from '../events/inbound.js';

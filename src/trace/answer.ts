@@ -19,6 +19,8 @@ export interface TraceAnswer {
   }>;
   /** Push attempts of those outputs. */
   attempts: TraceEntry[];
+  /** Agent turns (CONTRACT §10): the turn a message was held by, and when it was released. */
+  turns: TraceEntry[];
 }
 
 /**
@@ -50,5 +52,6 @@ export async function traceOf(id: string, trail: Pick<Trail, 'lookup'>, outboxGe
     arrivals: found.entries.filter((entry) => entry.kind === 'verdict'),
     outputs,
     attempts: found.entries.filter((entry) => entry.kind === 'delivery'),
+    turns: found.entries.filter((entry) => entry.kind === 'turn'),
   };
 }

@@ -15,10 +15,11 @@ export interface Trace {
   outputs: string[];
 }
 
-const KINDS: ReadonlyArray<TraceEntry['kind']> = ['verdict', 'batch', 'delivery'];
+const KINDS: ReadonlyArray<TraceEntry['kind']> = ['verdict', 'batch', 'delivery', 'turn'];
 const VERDICTS: ReadonlyArray<Verdict | undefined> = [undefined, 'accepted', 'duplicate', 'fuzzy_duplicate', 'correlated', 'ignored', 'looped', 'rejected'];
 const STATES: ReadonlyArray<DeliveryState | undefined> = [undefined, 'none', 'pending', 'delivered', 'dead'];
 const VERDICT = 0;
+const TURN = 3;
 const codeOf = <T>(values: ReadonlyArray<T>, value: T): number => Math.max(0, values.indexOf(value));
 
 /**
@@ -135,7 +136,8 @@ export class Trail {
     const names = [...aliases];
     const found = new Set(slots.filter((slot) => names.some((alias) => this.names(slot, alias))));
     const outputs = new Set<string>();
-    for (const slot of found) if (this.kindOf(slot) !== VERDICT) outputs.add(this.id[slot] as string);
+    // A turn entry names the turn a message waited for, not an output it went into.
+    for (const slot of found) if (this.kindOf(slot) !== VERDICT && this.kindOf(slot) !== TURN) outputs.add(this.id[slot] as string);
     // The outputs' own delivery attempts, and the verdicts of what went into them.
     for (const output of outputs) {
       for (const slot of slots) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { RedisStore } from '../../src/store/redis/redis.js';
-import { describeCloseRules } from '../../src/testing/index.js';
+import { describeCloseRules, describeTurnRules } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 // The debounce close rules on Redis (the Lua twin of the TypeScript rules memory and SQLite run
@@ -17,3 +17,4 @@ afterAll(async () => {
 
 let n = 0;
 describeCloseRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `contract${n++}`, clock: 'caller' }));
+describeTurnRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `turns${n++}`, clock: 'caller' }));

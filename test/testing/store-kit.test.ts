@@ -16,6 +16,10 @@ class WrappedStore implements Store {
   nextDeadline: Store['nextDeadline'] = () => this.#inner.nextDeadline();
   commit: Store['commit'] = (batch, draft, now) => this.#inner.commit(batch, draft, now);
   openBuffers: Store['openBuffers'] = () => this.#inner.openBuffers();
+  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.#inner.commitTurn(batch, draft, now, rule);
+  turnDone: Store['turnDone'] = (outputId, now) => this.#inner.turnDone(outputId, now);
+  turnOf: Store['turnOf'] = (sessionKey, now) => this.#inner.turnOf(sessionKey, now);
+  openTurns: Store['openTurns'] = (now, limit) => this.#inner.openTurns(now, limit);
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.#inner.outboxAfter(seq, limit);
   lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
   tail: Store['tail'] = (listener) => this.#inner.tail(listener);

@@ -2,6 +2,8 @@ import type { BufferedPart } from '../../events/inbound.js';
 import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
 import { batchOf, closeAt } from '../rules/close.js';
+import { heldDeadline } from '../rules/turn.js';
+import type { HeldMeta } from './held.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {
@@ -36,6 +38,8 @@ export interface OpenBuffer {
   stamp: number;
   /** The heap entry it was last taken at: a batch given back behind a retrying one goes back to it. */
   taken?: Due;
+  /** A session's held buffer (agent turns): due when `held.until` passes, or at `rule.maxMessages` (maxHeld) parts. */
+  held?: HeldMeta;
 }
 
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
@@ -61,7 +65,7 @@ export interface Taken {
  * scanned only when one may be due.
  */
 export class Buffers {
-  private readonly open = new Map<string, OpenBuffer>();
+  protected readonly open = new Map<string, OpenBuffer>();
   /** sessionKey -> buffers of it leased now (one, except at shutdown), or waiting for their retry. */
   private readonly leasedSessions = new Map<string, number>();
   /** Sessions with a buffer waiting for its retry after a failed flush (at most one each). */
@@ -72,6 +76,9 @@ export class Buffers {
   private leaseFloor = Infinity;
   private readonly heap = new DueHeap((due) => this.open.get(due.key)?.stamp === due.stamp);
   private stamp = 0;
+
+  /** `keepHeld`: a shutdown claim leaves held buffers whose turn is open (a durable store keeps them for the next start). */
+  constructor(private readonly keepHeld = false) {}
 
   get size(): number {
     return this.open.size;
@@ -109,6 +116,7 @@ export class Buffers {
    * ahead of its session's buffers that closed later).
    */
   deadlineOf(buffer: OpenBuffer, now: number): { deadline: number; reason: FlushReason } {
+    if (buffer.held) return heldDeadline(buffer.parts, buffer.rule.maxMessages, buffer.held.until);
     const { size, closed } = this.batchSize(buffer);
     if (closed) return { deadline: Math.min(now, (buffer.parts[size - 1] as PartMeta).receivedAt), reason: closed };
     let lastAt = -Infinity;
@@ -137,6 +145,11 @@ export class Buffers {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
       const session = buffer.sessionKey;
+      // Held messages wait for their turn in a durable store: the next start releases them when due.
+      if (shutdown && this.keepHeld && buffer.held && !buffer.lease) {
+        waiting.push(due);
+        continue;
+      }
       const holds = buffer.lease !== undefined || buffer.retrying === true;
       const others = (this.leasedSessions.get(session) ?? 0) - (holds ? 1 : 0) - (taken?.get(session) ?? 0);
       if (others > 0 || (cut && (buffer.lease !== undefined || cut.has(session)))) {
@@ -264,7 +277,7 @@ export class Buffers {
     return at === Infinity ? undefined : at;
   }
 
-  private arm(buffer: OpenBuffer, now: number): void {
+  protected arm(buffer: OpenBuffer, now: number): void {
     const { deadline, reason } = this.deadlineOf(buffer, now);
     buffer.deadline = deadline;
     buffer.reason = reason;

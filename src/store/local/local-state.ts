@@ -1,10 +1,14 @@
 import type { BufferedPart, CorrelationRecord } from '../../events/inbound.js';
 import type { OutboxDraft, OutboxRecord } from '../../ports.js';
-import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
+import { type OpenBuffer, type PartMeta } from './buffers.js';
+import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
 import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from '../../ports.js';
+import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../ports.js';
+import { turnStep, withLink } from '../rules/turn.js';
+import { TurnTable, type TurnState } from './turns.js';
 
 /**
  * Where a store owned by one process keeps its rows: plain maps (memory) or tables (SQLite).
@@ -34,6 +38,13 @@ export interface Rows {
   recordSaved(record: OutboxRecord): void;
   /** Dead records, oldest first: the one with `id`, or up to `limit`. */
   deadRecords(id: string | undefined, limit: number): OutboxRecord[];
+  /** The session of the outbox record `id` (undefined: no such record). */
+  outputSession(id: string): string | undefined;
+  /** Parts moved to a held buffer: its key, each part's `closes`, and maxHeld as the buffer's count. */
+  partsHeld(ids: readonly string[], debounceKey: string, closes: readonly boolean[], maxHeld: number): void;
+  /** A session's turn changed; `held` is the rule of its held buffer, when it has one. */
+  turnSaved(sessionKey: string, turn: TurnState, held: { mode: string; maxMs: number; maxHeld: number } | undefined): void;
+  turnDropped(sessionKey: string): void;
 }
 
 export interface LocalStateOptions {
@@ -42,6 +53,8 @@ export interface LocalStateOptions {
   tokenBase: number;
   /** Dead records already in the rows. */
   dead: number;
+  /** A shutdown claim leaves held buffers whose turn is open in the rows, for the next start (SQLite). */
+  keepHeld?: boolean;
 }
 
 /** The default cap on live correlation groups. */
@@ -55,13 +68,15 @@ export const MAX_CORRELATION_GROUPS = 4096;
 export class LocalState {
   readonly claims = new ClaimTables();
   readonly groups: CorrelationGroups;
-  readonly buffers = new Buffers();
+  readonly buffers: TurnBuffers;
   readonly pushes = new PushQueue();
+  readonly turns = new TurnTable();
   dead: number;
   private tokens: number;
 
   constructor(private readonly rows: Rows, options: LocalStateOptions) {
     this.groups = new CorrelationGroups(options.maxCorrelationGroups);
+    this.buffers = new TurnBuffers(options.keepHeld === true);
     this.tokens = options.tokenBase;
     this.dead = options.dead;
   }
@@ -160,6 +175,86 @@ export class LocalState {
     else this.rows.bufferDropped(buffer.debounceKey);
     if (record.state === 'pending') this.pushes.enqueue(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
     return record;
+  }
+
+  /** `commit` under the session's turn (see `DebounceBuffers.commitTurn` and rules/turn.ts). */
+  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): TurnCommit | undefined {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return undefined;
+    const session = batch.sessionKey;
+    const heldKey = turnBufferKey(session);
+    const fromHeld = buffer.held !== undefined;
+    const waiting = fromHeld ? undefined : this.buffers.get(heldKey);
+    const turn = this.turns.get(session);
+    const step = draft.type === 'chat.processedMessage'
+      ? turnStep(rule.mode, fromHeld, waiting !== undefined, this.turns.open(session, now)?.outputId, turn?.outputId)
+      : { hold: false, opens: false };
+    if (step.hold) {
+      // Held: an open turn exists (or held batches wait, and with them their turn).
+      const open = turn as TurnState;
+      const meta = waiting?.held ?? { by: open.outputId, until: open.until, mode: rule.mode === 'followup' ? 'followup' as const : 'collect' as const, maxMs: rule.maxMs };
+      const by = turn ?? { outputId: meta.by, openedAt: meta.until - meta.maxMs, until: meta.until };
+      const heldRule = waiting?.rule ?? { windowMs: 0, maxWaitMs: 0, maxMessages: rule.maxHeld };
+      const partIds = batch.parts.map((part) => part.id);
+      const held = this.buffers.holdParts(buffer, partIds, { debounceKey: heldKey, rule: heldRule, held: meta }, meta.mode === 'followup', now);
+      if (this.buffers.get(batch.debounceKey)) this.rows.bufferSaved(buffer);
+      else this.rows.bufferDropped(batch.debounceKey);
+      this.rows.partsHeld(partIds, heldKey, partIds.map((_, i) => meta.mode === 'followup' && i === partIds.length - 1), heldRule.maxMessages);
+      this.rows.bufferSaved(held);
+      this.rows.turnSaved(session, by, { mode: meta.mode, maxMs: meta.maxMs, maxHeld: heldRule.maxMessages });
+      return { held: true, by: meta.by, until: meta.until, count: held.parts.length };
+    }
+    const record = this.commit(batch, step.link ? { ...draft, body: withLink(draft.body, step.link) } : draft, now) as OutboxRecord;
+    if (step.opens) {
+      const maxMs = buffer.held?.maxMs ?? rule.maxMs;
+      const next: TurnState = { outputId: draft.id, openedAt: now, until: now + maxMs };
+      this.turns.set(session, next);
+      // What stays held (a followup queue) now waits for this turn.
+      const rest = this.buffers.get(heldKey);
+      if (rest?.held) {
+        rest.held.by = next.outputId;
+        rest.held.until = next.until;
+        this.buffers.rearm(rest, now);
+      }
+      this.rows.turnSaved(session, next, rest?.held && { mode: rest.held.mode, maxMs: rest.held.maxMs, maxHeld: rest.rule.maxMessages });
+      for (const dropped of this.turns.sweep(now, (key) => this.buffers.get(turnBufferKey(key)) !== undefined)) this.rows.turnDropped(dropped);
+    }
+    return step.link ? { held: false, record, link: step.link } : { held: false, record };
+  }
+
+  /** Close the turn `outputId` opened, when it is still open: its held buffer is due now. */
+  turnDone(outputId: string, now: number): TurnDone {
+    const sessionKey = this.rows.outputSession(outputId);
+    if (sessionKey === undefined) return { result: 'unknown' };
+    const turn = this.turns.open(sessionKey, now);
+    const held = this.buffers.get(turnBufferKey(sessionKey));
+    const count = held?.parts.length ?? 0;
+    if (!turn || turn.outputId !== outputId) return { result: 'already', sessionKey, held: count };
+    turn.until = now;
+    if (held?.held) {
+      held.held.until = now;
+      this.buffers.rearm(held, now);
+      this.rows.turnSaved(sessionKey, turn, { mode: held.held.mode, maxMs: held.held.maxMs, maxHeld: held.rule.maxMessages });
+    } else {
+      this.turns.delete(sessionKey);
+      this.rows.turnDropped(sessionKey);
+    }
+    return { result: 'closed', sessionKey, held: count };
+  }
+
+  turnOf(sessionKey: string, now: number): TurnView {
+    const turn = this.turns.open(sessionKey, now);
+    const held = this.buffers.get(turnBufferKey(sessionKey))?.parts.length ?? 0;
+    return turn ? { sessionKey, open: true, outputId: turn.outputId, openedAt: turn.openedAt, until: turn.until, held } : { sessionKey, open: false, held };
+  }
+
+  openTurns(now: number, limit: number): TurnView[] {
+    const out: TurnView[] = [];
+    for (const [sessionKey, turn] of this.turns.entries()) {
+      if (out.length >= limit) break;
+      if (turn.until > now || this.buffers.get(turnBufferKey(sessionKey))) out.push(this.turnOf(sessionKey, now));
+    }
+    return out;
   }
 
   release(batch: LeasedBatch, retryAt: number): void {

@@ -3,7 +3,16 @@ import { leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
+  TurnCommit, TurnDone, TurnRule, TurnView,
 } from '../../ports.js';
+
+/** The record a commit's write made, to announce: a plain commit's, or an emitted turn commit's. */
+export function committedRecord(value: unknown): OutboxRecord | undefined {
+  if (!value) return undefined;
+  if (typeof (value as TurnCommit).held !== 'boolean') return value as OutboxRecord;
+  const turn = value as TurnCommit;
+  return turn.held ? undefined : turn.record;
+}
 
 /** What a write does, so a store can order and announce it: an admission, a batch's commit, or another change. */
 export type WriteKind = 'admit' | 'commit' | 'other';
@@ -65,6 +74,31 @@ export abstract class LocalStore implements Store {
   async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     this.use(now);
     return this.write(() => this.committing(batch, draft, now), 'commit');
+  }
+
+  /** The change a turn commit makes (SQLite also remembers the lease it ended). */
+  protected committingTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): TurnCommit | undefined {
+    return this.state.commitTurn(batch, draft, now, rule);
+  }
+
+  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    this.use(now);
+    return this.write(() => this.committingTurn(batch, draft, now, rule), 'commit');
+  }
+
+  async turnDone(outputId: string, now: number): Promise<TurnDone> {
+    this.use(now);
+    return this.write(() => this.state.turnDone(outputId, now));
+  }
+
+  async turnOf(sessionKey: string, now: number): Promise<TurnView> {
+    this.use(now);
+    return this.state.turnOf(sessionKey, now);
+  }
+
+  async openTurns(now: number, limit: number): Promise<TurnView[]> {
+    this.use(now);
+    return this.state.openTurns(now, limit);
   }
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {

@@ -2,7 +2,7 @@ import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.j
 import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
-import { LocalStore, type WriteKind } from './local-store.js';
+import { committedRecord, LocalStore, type WriteKind } from './local-store.js';
 import type { LeasedBatch, StoreOptions } from '../../ports.js';
 
 /**
@@ -69,6 +69,13 @@ class MemoryRows implements Rows {
   }
 
   partsDeleted(): void {}
+  partsHeld(): void {}
+  turnSaved(): void {}
+  turnDropped(): void {}
+
+  outputSession(id: string): string | undefined {
+    return this.byId.get(id)?.sessionKey;
+  }
 
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     if (this.byId.has(draft.id)) throw new Error(`memory store: the outbox already has a record "${draft.id}"`);
@@ -134,7 +141,8 @@ export class MemoryStore extends LocalStore {
   /** Every change is done when it returns; a commit's record goes to the tail at once. */
   protected async write<T>(run: () => T, kind?: WriteKind): Promise<T> {
     const value = run();
-    if (kind === 'commit' && value) this.announce(value as unknown as OutboxRecord);
+    const record = kind === 'commit' ? committedRecord(value) : undefined;
+    if (record) this.announce(record);
     return value;
   }
 

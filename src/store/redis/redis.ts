@@ -9,6 +9,8 @@ import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { OutboxTail } from './tail.js';
+import { RedisStats } from './stats.js';
+import { RedisTurns } from './turns.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
 } from '../../ports.js';
@@ -37,8 +39,6 @@ const TRIM_BATCH = 1000;
 const UNCLAIMED_KEEP_MS = 3_600_000;
 /** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
 const MAX_UNANSWERED = 1000;
-/** claimStats / correlationStats are refreshed in the background at most this often. */
-const STATS_EVERY_MS = 1000;
 
 /*
  * Keys: all under `{<keyPrefix>}:` (one Cluster slot), listed in lua/include/prelude.lua.
@@ -73,6 +73,7 @@ export class RedisStore implements Store {
   /** Connections and actions between instances, and named leases. */
   readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
+  private readonly turns: RedisTurns;
   private readonly logger: ConnectionLogger | undefined;
   private readonly claimSpaces = new Set<string>();
   /** Claim tokens: this store's own prefix and a count. */
@@ -80,7 +81,7 @@ export class RedisStore implements Store {
   private claims = 0;
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
-  private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, bySpace: {} as Record<string, number>, at: -Infinity };
+  private readonly stats: RedisStats;
 
   private constructor(url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -93,6 +94,8 @@ export class RedisStore implements Store {
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
     this.tailer = new OutboxTail(url, this.prefix, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
+    this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
+    this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
   }
 
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
@@ -192,6 +195,12 @@ export class RedisStore implements Store {
     const [seq, at] = reply;
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
+
+  // Agent turns: one script each (turns.ts).
+  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.turns.commit(batch, draft, now, rule);
+  turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
+  turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
+  openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
     // The session stays held until the retry, plus a lease in case this instance dies meanwhile.
@@ -295,37 +304,9 @@ export class RedisStore implements Store {
 
   // --- operations ------------------------------------------------------------------------
 
-  /**
-   * Cluster-wide numbers, cached: each call returns the last known ones and refreshes them in
-   * the background at most once a second. `keys` counts the claim spaces this instance has
-   * used, and may include keys expired since the last admit pruned them.
-   */
-  claimStats(): ClaimStats {
-    this.refreshStats();
-    return { keys: this.stats.keys, evicted: this.stats.claimsEvicted, evictedBySpace: this.stats.bySpace };
-  }
-
-  /** Cached like claimStats. */
-  correlationStats(): { groups: number; evicted: number } {
-    this.refreshStats();
-    return { groups: this.stats.groups, evicted: this.stats.groupsEvicted };
-  }
-
-  private refreshStats(): void {
-    const started = Date.now();
-    if (started - this.stats.at < STATS_EVERY_MS) return;
-    this.stats.at = started;
-    const spaces = [...this.claimSpaces];
-    this.background.aiStats(this.prefix, ...spaces).then(
-      (reply) => {
-        const [keys, claimsEvicted, groups, groupsEvicted, ...perSpace] = reply as number[];
-        const bySpace: Record<string, number> = {};
-        spaces.forEach((space, i) => { if (perSpace[i]) bySpace[space] = perSpace[i]; });
-        this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, bySpace, at: started };
-      },
-      () => undefined, // the numbers stay as they were; readiness reports the outage
-    );
-  }
+  /** Cluster-wide numbers, cached and refreshed in the background (stats.ts). */
+  claimStats = (): ClaimStats => this.stats.claims();
+  correlationStats = (): { groups: number; evicted: number } => this.stats.correlation();
 
   /** A PING on the ingest connection, within the command timeout. */
   async ping(): Promise<void> {

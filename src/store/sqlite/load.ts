@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { BufferedPart, EventKind } from '../../events/inbound.js';
+import { turnBufferKey } from '../../ports.js';
 import type { OpenBuffer } from '../local/buffers.js';
 import { LocalState } from '../local/local-state.js';
 import type { SqliteRows } from './rows.js';
@@ -41,6 +42,7 @@ function migrateBufferedParts(db: Database.Database): void {
 type ClaimRow = [key: string, space: string, ttlMs: number, maxKeys: number, expiresAt: number];
 interface GroupRow { key: string; kind: string; first_at: number; expires_at: number; time: number; deliveries: string }
 type PartRow = [id: number, debounceKey: string, receivedAt: number, unit: string | null, closes: number, sessionKey: string, windowMs: number, maxWaitMs: number, maxMessages: number];
+type TurnRow = [sessionKey: string, outputId: string, openedAt: number, until: number, heldMode: string | null, heldMaxMs: number | null];
 interface PendingRow { seq: number; session_key: string; next_attempt_at: number | null }
 
 /**
@@ -78,7 +80,7 @@ export async function loadStateInChunks(db: Database.Database, rows: SqliteRows,
 function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCorrelationGroups: number, tokenBase: number): Generator<void, LocalState> {
   let read = 0;
   const dead = db.prepare("SELECT count(*) FROM outbox WHERE state = 'dead'").pluck().get() as number;
-  const state = new LocalState(rows, { maxCorrelationGroups, tokenBase, dead });
+  const state = new LocalState(rows, { maxCorrelationGroups, tokenBase, dead, keepHeld: true });
 
   // Rows as arrays (`raw`): at start-up with 10^5 rows of a kind, building an object per row
   // costs about a third of the read.
@@ -132,7 +134,16 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
     buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1, body: undefined });
     if (++read % ROWS_PER_CHUNK === 0) yield;
   }
+  // Turns, and the rule held buffers were held under: a mode changed since releases them by it.
+  const turns = db.prepare('SELECT session_key, output_id, opened_at, until, held_mode, held_max_ms FROM turns ORDER BY opened_at').raw();
+  for (const [sessionKey, outputId, openedAt, until, heldMode, heldMaxMs] of turns.iterate() as Iterable<TurnRow>) {
+    state.turns.restore(sessionKey, { outputId, openedAt, until });
+    const held = buffers.get(turnBufferKey(sessionKey));
+    if (held) held.held = { by: outputId, until, mode: heldMode === 'followup' ? 'followup' : 'collect', maxMs: heldMaxMs ?? 0 };
+  }
   for (const buffer of buffers.values()) {
+    // A held buffer without its turn's row (none is written apart from it): due at once.
+    if (buffer.debounceKey.startsWith('~turn:') && !buffer.held) buffer.held = { by: '', until: now, mode: 'collect', maxMs: 0 };
     const { deadline, reason } = state.buffers.deadlineOf(buffer, now);
     buffer.deadline = deadline;
     buffer.reason = reason;

@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS outbox (
   message_ids TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox (state, seq) WHERE state IN ('pending', 'dead');
+-- Agent turns: a session's latest turn, and the rule its held buffer (parts under the key
+-- '~turn:<session>') was held under, kept while messages wait for it.
+CREATE TABLE IF NOT EXISTS turns (
+  session_key TEXT PRIMARY KEY, output_id TEXT NOT NULL, opened_at INTEGER NOT NULL, until INTEGER NOT NULL,
+  held_mode TEXT, held_max_ms INTEGER, held_max INTEGER
+) WITHOUT ROWID;
 `;
 
 interface OutboxRow {
@@ -107,6 +113,12 @@ export class SqliteRows implements Rows {
       saveRecord: db.prepare('UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ? WHERE seq = ?'),
       deadById: db.prepare("SELECT * FROM outbox WHERE id = ? AND state = 'dead'"),
       dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
+      sessionOf: db.prepare('SELECT session_key FROM outbox WHERE id = ?').pluck(),
+      holdPart: db.prepare('UPDATE parts SET debounce_key = ?, closes = ?, max_messages = ? WHERE id = ?'),
+      saveTurn: db.prepare(`INSERT INTO turns (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (session_key) DO UPDATE SET output_id = excluded.output_id, opened_at = excluded.opened_at, until = excluded.until,
+        held_mode = excluded.held_mode, held_max_ms = excluded.held_max_ms, held_max = excluded.held_max`),
+      dropTurn: db.prepare('DELETE FROM turns WHERE session_key = ?'),
     };
     // Above every id used before: the mark, the parts still open, and (a file made with
     // AUTOINCREMENT) the sequence SQLite kept for them, read only for such a file.
@@ -213,6 +225,22 @@ export class SqliteRows implements Rows {
 
   recordSaved(record: OutboxRecord): void {
     this.statements.saveRecord.run(record.state, record.attempts, record.lastError ?? null, record.updatedAt, record.nextAttemptAt ?? null, record.seq);
+  }
+
+  outputSession(id: string): string | undefined {
+    return (this.statements.sessionOf.get(id) as string | undefined) ?? undefined;
+  }
+
+  partsHeld(ids: readonly string[], debounceKey: string, closes: readonly boolean[], maxHeld: number): void {
+    ids.forEach((id, i) => this.statements.holdPart.run(debounceKey, closes[i] ? 1 : 0, maxHeld, Number(id)));
+  }
+
+  turnSaved(sessionKey: string, turn: { outputId: string; openedAt: number; until: number }, held: { mode: string; maxMs: number; maxHeld: number } | undefined): void {
+    this.statements.saveTurn.run(sessionKey, turn.outputId, Math.floor(turn.openedAt), Math.floor(turn.until), held?.mode ?? null, held?.maxMs ?? null, held?.maxHeld ?? null);
+  }
+
+  turnDropped(sessionKey: string): void {
+    this.statements.dropTurn.run(sessionKey);
   }
 
   deadRecords(id: string | undefined, limit: number): OutboxRecord[] {

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../errors.js';
-import type { OutboxDraft, OutboxRecord } from '../../ports.js';
+import type { OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../ports.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
 import { Checkpointer } from './checkpoint.js';
@@ -11,7 +11,7 @@ import { FileIdentity } from './identity.js';
 import { openOwned, type OwnedFile } from './open.js';
 import { loadState, loadStateInChunks, migrate } from './load.js';
 import { SqliteRows, schema, toRecord } from './rows.js';
-import { LocalStore, type WriteKind } from '../local/local-store.js';
+import { committedRecord, LocalStore, type WriteKind } from '../local/local-store.js';
 import type { LeasedBatch, StoreOptions } from '../../ports.js';
 
 /** Outbox records deleted per write of a trim (see `trimOutbox`). */
@@ -119,7 +119,10 @@ export class SqliteStore extends LocalStore {
         // failure (at COMMIT) comes after them, and a lease the write ended is held again.
         if (error === undefined || !isConstraint(error)) this.rebuild(this.ended);
       },
-      announce: (record) => this.announce(record as OutboxRecord),
+      announce: (value) => {
+        const record = committedRecord(value);
+        if (record) this.announce(record);
+      },
       done: (writes) => {
         this.checkpointer?.written(writes);
         if (!this.rows.purgeDue) return;
@@ -167,6 +170,13 @@ export class SqliteStore extends LocalStore {
     // Should the group roll back, the lease this commit ended is held again (see `rebuild`).
     if (record && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
     return record;
+  }
+
+  protected override committingTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): TurnCommit | undefined {
+    const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
+    const done = super.committingTurn(batch, draft, now, rule);
+    if (done && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
+    return done;
   }
 
   /** Shared values live in the file: a poller's cursor and a platform token survive a restart. */

@@ -10,6 +10,7 @@ import { describeOperations } from './operations.js';
 import { describeOutbox } from './outbox.js';
 import { describePushQueue } from './push.js';
 import { describeRestart } from './restart.js';
+import { describeTurnRestart, describeTurns } from './turns.js';
 
 /**
  * The meaning every Store keeps, whatever holds its state, as vitest suites (call it at the top
@@ -28,7 +29,11 @@ export function describeStoreContract(name: string, open: OpenStore, reopen?: Re
     describePushQueue(h);
     describeLeases(h);
     describeOperations(h);
-    if (reopen) describeRestart(h);
+    describeTurns(h);
+    if (reopen) {
+      describeRestart(h);
+      describeTurnRestart(h);
+    }
   });
 }
 
@@ -43,5 +48,12 @@ export function describeCloseRules(name: string, open: OpenStore): void {
     const h = storeHarness(open);
     describeCloseCases(h);
     describeLeases(h);
+  });
+}
+
+/** The agent-turn rules alone (CONTRACT §10), on the caller's clock: for Redis, as `describeCloseRules`. */
+export function describeTurnRules(name: string, open: OpenStore): void {
+  describe(`${name} store: agent turns`, () => {
+    describeTurns(storeHarness(open));
   });
 }

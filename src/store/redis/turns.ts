@@ -1,0 +1,81 @@
+import { outboxRecord, type LeasedBatch, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnDone, type TurnLink, type TurnRule, type TurnView } from '../../ports.js';
+import { clock } from './codec.js';
+import type { ConnectionLogger, ScriptedRedis } from './connections.js';
+import { committedDespiteLostAnswer } from './lost-answer.js';
+
+/** The link a committed body ends with (`withLink`), for a commit whose answer was lost. */
+export function linkIn(body: string): TurnLink | undefined {
+  const match = /,"(followsUp|during|interrupts)":"([^"\\]+)"\}$/.exec(body);
+  return match ? { field: match[1] as TurnLink['field'], id: match[2] as string } : undefined;
+}
+
+type CommitReply = ['held', string, number, number] | ['emitted', number, number, string, string] | null;
+
+/**
+ * Agent turns on Redis (CONTRACT §10): each step one script (commit-turn, turn-done, turns), on
+ * the keys lua/include/held.lua lists, so every instance sees one turn per session.
+ */
+export class RedisTurns {
+  constructor(
+    private readonly client: ScriptedRedis,
+    private readonly prefix: string,
+    private readonly logger: ConnectionLogger | undefined,
+    /** Resolves once the outbox tail listens (a commit must not overtake its start). */
+    private readonly ready: () => Promise<void>,
+    private readonly outboxGet: (id: string) => Promise<OutboxRecord | undefined>,
+    private readonly held: () => Promise<void>,
+  ) {}
+
+  /** A commit that ran but whose answer was lost answers with its record, as `commit` does (lost-answer.ts). */
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    let heldBy: TurnCommit | undefined;
+    let link: TurnLink | undefined;
+    const record = await committedDespiteLostAnswer(async () => {
+      const done = await this.commitOnce(batch, draft, now, rule);
+      if (done?.held) heldBy = done;
+      else if (done) link = done.link;
+      return done && !done.held ? done.record : undefined;
+    }, () => (heldBy ? Promise.resolve(undefined) : this.outboxGet(draft.id)), this.logger, batch.sessionKey);
+    if (heldBy) return heldBy;
+    if (!record) return undefined;
+    link ??= linkIn(record.body);
+    return link ? { held: false, record, link } : { held: false, record };
+  }
+
+  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    await this.ready();
+    const { body, ...head } = draft;
+    const reply = (await this.client.aiCommitTurn(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
+      batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
+      JSON.stringify(head), body, draft.type, rule.mode, rule.maxMs, rule.maxHeld)) as CommitReply;
+    if (!reply) return undefined;
+    await this.held();
+    if (reply[0] === 'held') return { held: true, by: reply[1], until: Number(reply[2]), count: Number(reply[3]) };
+    const [, seq, at, field, id] = reply;
+    const link: TurnLink | undefined = field === '' ? undefined : { field: field as TurnLink['field'], id };
+    const linked = link ? `${body.slice(0, body.lastIndexOf('}'))},"${link.field}":"${link.id}"}` : body;
+    const record = outboxRecord({ ...draft, body: linked }, Number(seq), 0, draft.createdAt, draft.state === 'pending' ? Number(at) : undefined);
+    return link ? { held: false, record, link } : { held: false, record };
+  }
+
+  async done(outputId: string, now: number): Promise<TurnDone> {
+    const reply = (await this.client.aiTurnDone(this.prefix, outputId, clock(now))) as [string, string?, number?];
+    if (reply[0] === 'unknown') return { result: 'unknown' };
+    return { result: reply[0] as 'closed' | 'already', sessionKey: reply[1] as string, held: Number(reply[2]) };
+  }
+
+  async of(sessionKey: string, now: number): Promise<TurnView> {
+    const [view] = this.views(await this.client.aiTurns(this.prefix, 'one', sessionKey, clock(now)));
+    return view as TurnView;
+  }
+
+  async open(now: number, limit: number): Promise<TurnView[]> {
+    return this.views(await this.client.aiTurns(this.prefix, 'open', Math.max(1, Math.floor(limit)), clock(now)));
+  }
+
+  private views(reply: unknown): TurnView[] {
+    return (reply as Array<[string, string, number, number, number]>).map(([sessionKey, outputId, openedAt, until, held]) => (outputId === ''
+      ? { sessionKey, open: false, held: Number(held) }
+      : { sessionKey, open: true, outputId, openedAt: Number(openedAt), until: Number(until), held: Number(held) }));
+  }
+}

@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/local/memory.js';
+import { RedisStore } from '../../src/store/redis/redis.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
+import { tempDir } from '../helpers.js';
+import { type RedisServer, startRedis } from './redis-server.js';
+import { type TurnCovered, turnModelCheck, type TurnViolation } from './turn-model-check.js';
+
+/** Zero violations, or the first with its op log. */
+function report(violations: readonly TurnViolation[]): string {
+  const [first] = violations;
+  if (!first) return 'no violations';
+  return `${violations.length} violations; first (seed ${first.seed}) ${first.kind}: ${first.message}\n${first.log.join('\n')}`;
+}
+
+/** What the sequences reached fewer than 3 times. */
+function missed(covered: ReadonlyMap<TurnCovered, number>, wanted: readonly TurnCovered[]): string[] {
+  return wanted.filter((what) => (covered.get(what) ?? 0) < 3).map((what) => `${what}: ${covered.get(what) ?? 0}`);
+}
+
+const everyRun: TurnCovered[] = ['held', 'released', 'done', 'done-again', 'expired', 'max-held', 'stale-commit', 'during', 'interrupts'];
+
+describe('agent turns model check', () => {
+  const cleanup: Array<() => unknown> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  it('memory: 200 random sequences emit every message once, in order', async () => {
+    const covered = new Map<TurnCovered, number>();
+    const violations = await turnModelCheck({ open: async () => new MemoryStore() }, 200, 40, covered);
+    expect(violations.length, report(violations)).toBe(0);
+    expect(missed(covered, everyRun)).toEqual([]);
+  }, 60_000);
+
+  it('sqlite: 40 random sequences with restarts (and modes changed by them) emit every message once, in order', async () => {
+    const covered = new Map<TurnCovered, number>();
+    const open = (path: string, now: number): SqliteStore => {
+      const store = new SqliteStore(path, { now });
+      cleanup.push(() => store.close().catch(() => undefined));
+      return store;
+    };
+    const violations = await turnModelCheck({
+      open: async () => {
+        const dir = tempDir('turn-model-');
+        cleanup.push(() => dir.remove());
+        return open(join(dir.path, 'store.db'), 0);
+      },
+      reopen: async (store, now) => {
+        await store.close();
+        return open((store as SqliteStore).path, now);
+      },
+    }, 40, 40, covered);
+    expect(violations.length, report(violations)).toBe(0);
+    expect(missed(covered, [...everyRun, 'restart', 'mode-change'])).toEqual([]);
+  }, 60_000);
+
+  describe('on a real redis-server', () => {
+    let server: RedisServer;
+    beforeAll(async () => {
+      server = await startRedis();
+    });
+    afterAll(async () => {
+      await server.stop();
+    });
+
+    it('redis: 100 random sequences emit every message once, in order', async () => {
+      const covered = new Map<TurnCovered, number>();
+      let opened = 0;
+      const violations = await turnModelCheck({
+        open: () => RedisStore.open(server.url, { keyPrefix: `turn-model-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
+      }, 100, 40, covered);
+      expect(violations.length, report(violations)).toBe(0);
+      expect(missed(covered, everyRun)).toEqual([]);
+    }, 60_000);
+  });
+});
