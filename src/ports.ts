@@ -68,9 +68,16 @@ export interface OutboxReader {
   lastSeq(): Promise<number>;
   /**
    * Every record committed from now on, in seq order, from any instance. Returns the
-   * unsubscribe function. Memory and SQLite call back synchronously inside `commit`.
+   * unsubscribe function. Memory and SQLite call back synchronously inside `commit`; a shared
+   * store may also tell `events` of what its followers cannot see by themselves.
    */
-  tail(listener: (record: OutboxRecord) => void): () => void;
+  tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void;
+}
+
+/** What a shared store's tail tells beside records (Redis: the server may lose data). */
+export interface TailEvents {
+  /** The store was reset (its seq went back from `from` to `to`): records told from now on reuse seqs. */
+  reset?(rollback: { from: number; to: number }): void;
 }
 
 /** The outbox: what streams read, plus lookup by id (HTTP, traces) and the retention trim. */
@@ -187,6 +194,11 @@ export interface StoreOperations {
   correlationStats(): { groups: number; evicted: number };
   /** Throws when ingest could not record now (readiness answers 503 exactly then). */
   ping(): Promise<void>;
+  /**
+   * Look again at what the store's own checks watch (Redis: that it was not reset, its
+   * eviction policy), for stats and metrics; absent when there is nothing to watch.
+   */
+  health?(): Promise<StoreHealth>;
   close(): Promise<void>;
 }
 
@@ -203,6 +215,16 @@ export interface StoreOperations {
 export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
+}
+
+/** What a store found wrong with itself since start (see `StoreOperations.health`). */
+export interface StoreHealth {
+  /** Times the store was found reset (the outbox seq went backwards: data lost on the server). */
+  rollbacks: number;
+  /** The last of them: seqs from `seenSeq` back to `seq`, when (this instance's clock). */
+  lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number };
+  /** The server's `maxmemory-policy` when it evicts keys (undefined: `noeviction`, or not readable). */
+  evictionPolicy?: string;
 }
 
 export interface ClaimStats {

@@ -38,6 +38,8 @@ interface Client {
   drained: number;
   /** Queue a frame; false when the client was cut instead. */
   write(text: string): boolean;
+  /** Close the stream: the client reconnects with its Last-Event-ID. */
+  end(): void;
 }
 
 /**
@@ -89,7 +91,11 @@ export class StreamHub {
           throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${last} or without Last-Event-ID`);
         }
       }
-      if (!this.untail) this.untail = reader.tail((record) => this.fanOut(record));
+      if (!this.untail) {
+        this.untail = reader.tail((record) => this.fanOut(record), {
+          reset: (rollback) => this.reset(rollback),
+        });
+      }
       await this.serve(ctx, this.outputs, after, () => reader.lastSeq(), async (from) => {
         const page = await reader.outboxAfter(from, REPLAY_PAGE);
         return { frames: page.map((record) => ({ n: record.seq, text: frame(record) })), more: page.length === REPLAY_PAGE };
@@ -119,6 +125,17 @@ export class StreamHub {
   private fanOut(record: OutboxRecord): void {
     if (this.outputs.size === 0) return;
     this.broadcast(this.outputs, record.seq, frame(record));
+  }
+
+  /**
+   * The store was reset (its seqs went back): every outbox stream is cut, so that its client
+   * resumes with its Last-Event-ID, ahead of the store now: `409 resume_point_ahead`. The
+   * positions of streams cut before mean nothing in the new seqs.
+   */
+  private reset(rollback: { from: number; to: number }): void {
+    this.options.logger.error({ ...rollback, streams: this.outputs.size }, `the store was reset (outbox seq ${rollback.from} -> ${rollback.to}); cutting every event stream so that its client resumes and learns of it`);
+    this.cut.clear();
+    for (const client of [...this.outputs]) client.end();
   }
 
   private broadcast(clients: Set<Client>, n: number, text: string): void {
@@ -171,19 +188,22 @@ export class StreamHub {
         stream.write(text);
         return true;
       },
+      end: () => stop(true),
     };
-    const stop = () => {
+    const stop = (end = false) => {
       if (stopped) return;
       stopped = true;
       clearInterval(heartbeat);
       clients.delete(client);
       // Destroyed, not ended: what is still buffered will never be read (the client left or was
-      // cut), and a replay waiting for 'drain' is released by 'close'.
-      stream.destroy();
+      // cut), and a replay waiting for 'drain' is released by 'close'. Ended when the service
+      // closes a stream the client still reads: the response ends, the client reconnects.
+      if (end) stream.end();
+      else stream.destroy();
     };
     const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
-    ctx.req.on('close', stop);
+    ctx.req.on('close', () => stop());
     // The client may have left while the resume point was checked (a Redis round trip): its
     // 'close' came before the listener, and it would hold a stream slot and the trim for good.
     if (ctx.req.socket.destroyed) {

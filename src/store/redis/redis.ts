@@ -8,9 +8,11 @@ import {
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
+import { StoreIdentity } from './identity.js';
 import { OutboxTail } from './tail.js';
+import { ServerWatch } from './watch.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
 } from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -27,6 +29,8 @@ export interface RedisStoreOptions extends StoreOptions {
    * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
    */
   clock?: 'server' | 'caller';
+  /** How often the live tail checks that the store was not reset (and its longest XREAD block). @default 1000 */
+  tailCheckMs?: number;
 }
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
@@ -70,6 +74,9 @@ export class RedisStore implements Store {
   /** Flush, push, outbox reads: retries across short outages. */
   private readonly background: ScriptedRedis;
   private readonly tailer: OutboxTail;
+  /** Whether the server still holds what this instance saw (a reset or a lagging failover moves the seq back). */
+  private readonly identity: StoreIdentity;
+  private readonly watch: ServerWatch;
   /** Connections and actions between instances, and named leases. */
   readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
@@ -91,7 +98,9 @@ export class RedisStore implements Store {
     this.logger = options.logger;
     this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
-    this.tailer = new OutboxTail(url, this.prefix, options.logger);
+    this.identity = new StoreIdentity(this.prefix, options.logger);
+    this.tailer = new OutboxTail(url, this.prefix, this.identity, options.logger, options.tailCheckMs);
+    this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
   }
 
@@ -105,20 +114,14 @@ export class RedisStore implements Store {
       store.background.disconnect();
       throw unavailable(`cannot connect to ${redacted(url)}`, error);
     }
-    await store.warnOnEviction(options.logger);
-    return store;
-  }
-
-  /** Evicting keys would drop claims, buffers and leases silently: say so at start. */
-  private async warnOnEviction(logger: ConnectionLogger | undefined): Promise<void> {
     try {
-      const [, policy] = (await this.background.config('GET', 'maxmemory-policy')) as string[];
-      if (policy !== undefined && policy !== 'noeviction') {
-        logger?.warn({ policy }, `Redis store: maxmemory-policy is "${policy}"; set maxmemory-policy noeviction, or claims, buffers and leases may vanish under memory pressure`);
-      }
-    } catch {
-      // CONFIG is often disabled on managed Redis; the check is advice only.
+      await store.identity.establish(store.background);
+    } catch (error) {
+      await store.close();
+      throw unavailable(`cannot read the store's epoch on ${redacted(url)}`, error);
     }
+    await store.watch.atOpen();
+    return store;
   }
 
   // --- admission -------------------------------------------------------------------------
@@ -182,12 +185,14 @@ export class RedisStore implements Store {
 
   private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     await this.tailer.ready;
+    const mark = this.identity.mark();
     const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
       batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
       JSON.stringify(draft))) as [number, number] | null;
     if (!reply) return undefined;
-    await this.replicas.held(this.background);
     const [seq, at] = reply;
+    this.identity.committed(seq, mark, this.background);
+    await this.replicas.held(this.background);
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
 
@@ -224,8 +229,8 @@ export class RedisStore implements Store {
   }
 
   /** Records from every instance, through one `XREAD BLOCK` connection while anyone listens. */
-  tail(listener: (record: OutboxRecord) => void): () => void {
-    return this.tailer.subscribe(listener);
+  tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void {
+    return this.tailer.subscribe(listener, events);
   }
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
@@ -323,6 +328,11 @@ export class RedisStore implements Store {
       },
       () => undefined, // the numbers stay as they were; readiness reports the outage
     );
+  }
+
+  /** Whether the store was reset since start (checked now), and whether it may evict keys. */
+  health(): Promise<StoreHealth> {
+    return this.watch.health();
   }
 
   /** A PING on the ingest connection, within the command timeout. */
