@@ -74,8 +74,10 @@ export interface OutboxReader {
   tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void;
 }
 
-/** What a shared store's tail tells beside records (Redis: the server may lose data). */
+/** What a shared store's tail tells beside records (Redis: another instance trims, the server may lose data). */
 export interface TailEvents {
+  /** Records after `after` and before `next` were trimmed before the tail read them (told before `next`). */
+  gap?(after: number, next: number): void;
   /** The store was reset (its seq went back from `from` to `to`): records told from now on reuse seqs. */
   reset?(rollback: { from: number; to: number }): void;
 }

@@ -93,6 +93,7 @@ export class StreamHub {
       }
       if (!this.untail) {
         this.untail = reader.tail((record) => this.fanOut(record), {
+          gap: (after, next) => this.gap(after, next),
           reset: (rollback) => this.reset(rollback),
         });
       }
@@ -125,6 +126,18 @@ export class StreamHub {
   private fanOut(record: OutboxRecord): void {
     if (this.outputs.size === 0) return;
     this.broadcast(this.outputs, record.seq, frame(record));
+  }
+
+  /**
+   * The store's tail skipped records trimmed before it read them (its link hung while another
+   * instance trimmed): each live client hears of the hole it would otherwise not see.
+   */
+  private gap(_after: number, next: number): void {
+    for (const client of this.outputs) {
+      // (A client still replaying holds live frames: those without an id are dropped, and its replay sees the hole itself.)
+      if (client.lastSent >= next - 1) continue;
+      client.write(`event: gap\ndata: ${JSON.stringify({ after: client.lastSent, next })}\n\n`);
+    }
   }
 
   /**

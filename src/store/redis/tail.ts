@@ -14,9 +14,11 @@ const CHECK_EVERY_MS = 1000;
  * runs `XREAD BLOCK` on the outbox stream while anyone listens, from the last seq at the time
  * the first listener came, and survives outages with a capped backoff.
  *
- * At most every `checkEveryMs`, and after each idle block, the tail checks the store's
- * identity (see identity.ts): after a rollback it starts again from the store's seq and tells
- * the listeners (`reset`).
+ * Seqs are contiguous in the stream past what streams have read: a next record that is not
+ * the one after the last was trimmed while this tail could not read (a hung link), and the
+ * listeners hear of the hole (`gap`) before the record. At most every `checkEveryMs`, and
+ * after each idle block, the tail checks the store's identity (see identity.ts): after a
+ * rollback it starts again from the store's seq and tells the listeners (`reset`).
  */
 export class OutboxTail {
   private readonly listeners = new Map<Listener, TailEvents | undefined>();
@@ -81,6 +83,10 @@ export class OutboxTail {
         for (const [, entries] of reply ?? []) {
           for (const [id, fields] of entries) {
             const seq = Number.parseInt(id, 10);
+            if (seq > last + 1) {
+              const after = last;
+              this.each((events) => events?.gap?.(after, seq));
+            }
             last = seq;
             this.identity.saw(seq);
             this.deliver(recordOf([id, fields, null]));

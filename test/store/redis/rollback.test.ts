@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AdmitItem, OutboxDraft } from '../../../src/ports.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../helpers.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
+import { commitOne } from './fixtures.js';
 import { follow, type Followed } from './follow.js';
 
 /*
@@ -90,23 +90,6 @@ describe('Redis store reset under live event streams', () => {
   });
 
   describe('the store alone', () => {
-    const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
-    const item = (id: string): AdmitItem => ({
-      claims: [], rule, closeNow: true,
-      part: {
-        debounceKey: id, receivedAt: 1,
-        event: {
-          id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id }, sessionKey: id,
-          sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
-        },
-      },
-    });
-    const draft = (id: string): OutboxDraft => ({ id, type: 'chat.processedMessage', sessionKey: id, channel: 'c', createdAt: 1000, body: '{}', state: 'none' });
-    async function commit(store: RedisStore, id: string): Promise<number> {
-      await store.admit([item(id)], 0);
-      const [batch] = await store.claimDue(Date.now() + 60_000, 5000, 1);
-      return (await store.commit(batch!, draft(id), 0))!.seq;
-    }
     async function open(prefix: string, logger: pino.Logger): Promise<RedisStore> {
       const store = await RedisStore.open(redis.url, { keyPrefix: prefix, logger, tailCheckMs: 50 });
       cleanups.push(() => store.close());
@@ -129,14 +112,14 @@ describe('Redis store reset under live event streams', () => {
       const resets: unknown[] = [];
       const seen: number[] = [];
       cleanups.push(store.tail((record) => seen.push(record.seq), { reset: (rollback) => resets.push(rollback) }));
-      for (const id of ['a', 'b', 'c', 'd', 'e']) await commit(store, id);
+      for (const id of ['a', 'b', 'c', 'd', 'e']) await commitOne(store, id);
       await until(() => seen.length === 5);
       await failOverToLaggingReplica(prefix, 2);
       await until(() => resets.length === 1, 5000);
       expect(resets).toEqual([{ from: 5, to: 3 }]);
       expect(lines.join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
       // The records committed from now on (seqs 4 and 5 again) reach the tail.
-      await commit(store, 'f');
+      await commitOne(store, 'f');
       await until(() => seen.length === 6);
       expect(seen.at(-1)).toBe(4);
       expect(await store.health()).toMatchObject({ rollbacks: 1, lastRollback: { reason: 'seq', seenSeq: 5, seq: 3 } });
@@ -146,12 +129,12 @@ describe('Redis store reset under live event streams', () => {
       const prefix = newPrefix();
       const { logger, lines } = capture();
       const store = await open(prefix, logger);
-      for (const id of ['a', 'b', 'c']) await commit(store, id);
+      for (const id of ['a', 'b', 'c']) await commitOne(store, id);
       await failOverToLaggingReplica(prefix, 1);
-      expect(await commit(store, 'd')).toBe(3);
+      expect(await commitOne(store, 'd')).toBe(3);
       await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line)));
       expect((await store.health()).rollbacks).toBe(1);
-      expect(await commit(store, 'e')).toBe(4);
+      expect(await commitOne(store, 'e')).toBe(4);
       expect((await store.health()).rollbacks).toBe(1);
     });
   });
