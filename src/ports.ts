@@ -72,6 +72,12 @@ export interface OutboxReader {
    * store may also tell `events` of what its followers cannot see by themselves.
    */
   tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void;
+  /**
+   * Keep the records after `afterSeq` from trimming until `now + forMs`, whichever instance
+   * trims (what a stream cut as too slow had not read). Only in a store other instances trim
+   * (Redis): in one process, `keepAfterSeq` of the trim says it already.
+   */
+  keepUnread?(afterSeq: number, forMs: number, now: number): Promise<void>;
 }
 
 /** What a shared store's tail tells beside records (Redis: another instance trims, the server may lose data). */
@@ -87,9 +93,10 @@ export interface Outbox extends OutboxReader {
   outboxGet(id: string): Promise<OutboxRecord | undefined>;
   /**
    * Drop records older than `olderThan` or beyond the newest `keepCount`, never one still
-   * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it).
+   * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it)
+   * or than a live `keepUnread` hold (at `now`, the caller's clock).
    */
-  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
+  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number, now?: number): Promise<number>;
 }
 
 /**

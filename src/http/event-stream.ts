@@ -59,6 +59,8 @@ export class StreamHub {
   /** Streams cut as too slow: the seq they had reached, and when. */
   private readonly cut = new Map<Client, { lastSent: number; at: number }>();
   private untail: (() => void) | undefined;
+  /** The outbox the streams read (set by the first `events` stream). */
+  private reader: OutboxReader | undefined;
 
   constructor(private readonly options: StreamOptions) {
     this.maxStreams = options.maxStreams ?? 100;
@@ -91,6 +93,7 @@ export class StreamHub {
           throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${last} or without Last-Event-ID`);
         }
       }
+      this.reader = reader;
       if (!this.untail) {
         this.untail = reader.tail((record) => this.fanOut(record), {
           gap: (after, next) => this.gap(after, next),
@@ -138,6 +141,18 @@ export class StreamHub {
       if (client.lastSent >= next - 1) continue;
       client.write(`event: gap\ndata: ${JSON.stringify({ after: client.lastSent, next })}\n\n`);
     }
+  }
+
+  /**
+   * Keep what a cut stream had not read from trimming for a while: here, and in the store when
+   * other instances trim it too (Redis).
+   */
+  private keepUnread(client: Client): void {
+    const at = this.options.now();
+    this.cut.set(client, { lastSent: client.drained, at });
+    this.reader?.keepUnread?.(client.drained, CUT_GRACE_MS, at).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, lastSent: client.drained }, 'cannot keep a cut stream\'s unread records in the store; another instance may trim them');
+    });
   }
 
   /**
@@ -194,7 +209,7 @@ export class StreamHub {
           // What is still buffered never reaches the client: keep everything after what drained.
           this.options.logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
           // Only outbox streams hold the trim back (activity streams count trail entries, not seqs).
-          if (clients === this.outputs) this.cut.set(client, { lastSent: client.drained, at: this.options.now() });
+          if (clients === this.outputs) this.keepUnread(client);
           stop();
           return false;
         }

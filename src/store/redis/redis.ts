@@ -10,6 +10,7 @@ import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { StoreIdentity } from './identity.js';
 import { OutboxTail } from './tail.js';
+import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
@@ -35,8 +36,6 @@ export interface RedisStoreOptions extends StoreOptions {
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
 const RELEASE_HOLD_MS = 30_000;
-/** Trim works in script calls of this many records, so no call blocks Redis for long. */
-const TRIM_BATCH = 1000;
 /** A claim undone after its answer was lost stays refused this long (a resend by the client after a reconnect). */
 const UNCLAIMED_KEEP_MS = 3_600_000;
 /** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
@@ -85,6 +84,8 @@ export class RedisStore implements Store {
   /** Claim tokens: this store's own prefix and a count. */
   private readonly claimPrefix = `${nanoid(10)}:`;
   private claims = 0;
+  /** Holds of `keepUnread` this store asked for (their names: the claim prefix and this count). */
+  private holds = 0;
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, bySpace: {} as Record<string, number>, at: -Infinity };
@@ -114,13 +115,10 @@ export class RedisStore implements Store {
       store.background.disconnect();
       throw unavailable(`cannot connect to ${redacted(url)}`, error);
     }
-    try {
-      await store.identity.establish(store.background);
-    } catch (error) {
+    await store.watch.atOpen().catch(async (error: unknown) => {
       await store.close();
       throw unavailable(`cannot read the store's epoch on ${redacted(url)}`, error);
-    }
-    await store.watch.atOpen();
+    });
     return store;
   }
 
@@ -233,16 +231,13 @@ export class RedisStore implements Store {
     return this.tailer.subscribe(listener, events);
   }
 
-  async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
-    const cutoff = Number.isFinite(olderThan) ? Math.floor(olderThan) : olderThan > 0 ? Number.MAX_SAFE_INTEGER : 0;
-    const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
-    let removed = 0;
-    for (let start = '-'; ;) {
-      const [batch, next] = (await this.background.aiTrim(this.prefix, cutoff, keepCount, keepAfter, TRIM_BATCH, start)) as [number, string];
-      removed += Number(batch);
-      if (next === '') return removed;
-      start = next;
-    }
+  /** Trimmed only past every live hold of `keepUnread`, whichever instance asked for it. */
+  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number, now = Date.now()): Promise<number> {
+    return trimOutbox(this.background, this.prefix, olderThan, keepCount, keepAfterSeq, this.callerClock ? clock(now) : '');
+  }
+
+  async keepUnread(afterSeq: number, forMs: number, now: number): Promise<void> {
+    await this.background.aiKeepUnread(this.prefix, `${this.claimPrefix}${++this.holds}`, Math.floor(afterSeq), Math.ceil(forMs), this.callerClock ? clock(now) : '');
   }
 
   // --- push queue ------------------------------------------------------------------------
@@ -331,9 +326,7 @@ export class RedisStore implements Store {
   }
 
   /** Whether the store was reset since start (checked now), and whether it may evict keys. */
-  health(): Promise<StoreHealth> {
-    return this.watch.health();
-  }
+  health = (): Promise<StoreHealth> => this.watch.health();
 
   /** A PING on the ingest connection, within the command timeout. */
   async ping(): Promise<void> {

@@ -17,6 +17,7 @@ const FILES = {
   aiEarliest: 'earliest',
   aiRead: 'read',
   aiTrim: 'trim',
+  aiKeepUnread: 'keep-unread',
   aiClaimPush: 'claim-push',
   aiAckPush: 'ack-push',
   aiRequeueDead: 'requeue-dead',

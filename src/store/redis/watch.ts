@@ -15,8 +15,12 @@ export class ServerWatch {
     private readonly logger: ConnectionLogger | undefined,
   ) {}
 
-  /** Evicting keys would drop claims, buffers and leases silently: say so at start. */
+  /**
+   * Learn the store's epoch (written when absent), and check the eviction policy: evicting
+   * keys would drop claims, buffers and leases silently, so say so at start.
+   */
   async atOpen(): Promise<void> {
+    await this.identity.establish(this.client);
     try {
       const [, policy] = (await this.client.config('GET', 'maxmemory-policy')) as string[];
       if (policy !== undefined && policy !== 'noeviction') {

@@ -15,13 +15,13 @@ export const closingItem = (id: string): AdmitItem => ({
   },
 });
 
-export const doneDraft = (id: string): OutboxDraft => ({
-  id, type: 'chat.processedMessage', sessionKey: id, channel: 'c', createdAt: 1000, body: `{"id":"${id}"}`, state: 'none',
+export const doneDraft = (id: string, padding = 0): OutboxDraft => ({
+  id, type: 'chat.processedMessage', sessionKey: id, channel: 'c', createdAt: 1000, body: `{"id":"${id}","content":"${'x'.repeat(padding)}"}`, state: 'none',
 });
 
-/** Admit, claim and commit one output `id` (not to be pushed); resolves its seq. */
-export async function commitOne(store: RedisStore, id: string): Promise<number> {
+/** Admit, claim and commit one output `id` (not to be pushed, `padding` characters of content); resolves its seq. */
+export async function commitOne(store: RedisStore, id: string, padding = 0): Promise<number> {
   await store.admit([closingItem(id)], 0);
   const [batch] = await store.claimDue(Date.now() + 60_000, 5000, 1);
-  return (await store.commit(batch!, doneDraft(id), 0))!.seq;
+  return (await store.commit(batch!, doneDraft(id, padding), 0))!.seq;
 }
