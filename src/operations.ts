@@ -117,6 +117,8 @@ export function operations(options: OperationsOptions) {
   }
   if (store.health) {
     metrics.counterFrom('inbox_store_rollbacks_total', 'Times the store was found reset: its outbox seq went backwards (data lost on the server)', () => health?.rollbacks ?? 0);
+    metrics.gauge('inbox_store_evicting', '1 while the store\'s server may evict keys (Redis maxmemory-policy other than noeviction)', () => (health?.evictionPolicy ? 1 : 0));
+    metrics.gauge('inbox_store_evicted_keys', 'Keys the store\'s server evicted since it started, while its policy evicts', () => health?.evictedKeys ?? 0);
   }
   metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);

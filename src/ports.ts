@@ -234,6 +234,8 @@ export interface StoreHealth {
   lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number };
   /** The server's `maxmemory-policy` when it evicts keys (undefined: `noeviction`, or not readable). */
   evictionPolicy?: string;
+  /** Keys the server evicted since it started (`INFO stats`), while the policy evicts. */
+  evictedKeys?: number;
 }
 
 export interface ClaimStats {
