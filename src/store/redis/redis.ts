@@ -1,7 +1,7 @@
 import { nanoid } from 'nanoid';
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
-import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
+import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
@@ -9,11 +9,12 @@ import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { StoreIdentity } from './identity.js';
+import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
 import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
 } from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -153,7 +154,7 @@ export class RedisStore implements Store {
       this.background.aiUnclaim(this.prefix, lost, UNCLAIMED_KEEP_MS).catch(() => this.unanswer(lost));
     }
     const token = `${this.claimPrefix}${++this.claims}`;
-    let reply: Array<[string, string, number, number, FlushReason, string[]]>;
+    let reply: ClaimReply;
     try {
       // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
       reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
@@ -161,9 +162,7 @@ export class RedisStore implements Store {
       this.unanswer(token);
       throw error;
     }
-    return reply.map(([debounceKey, sessionKey, fence, leaseUntil, reason, parts]) => ({
-      debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf),
-    }));
+    return claimedBatches(reply, this.background, this.prefix, this.logger);
   }
 
   /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */

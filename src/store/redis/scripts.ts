@@ -18,6 +18,7 @@ const FILES = {
   aiRead: 'read',
   aiTrim: 'trim',
   aiKeepUnread: 'keep-unread',
+  aiDropEvicted: 'drop-evicted',
   aiClaimPush: 'claim-push',
   aiAckPush: 'ack-push',
   aiRequeueDead: 'requeue-dead',

@@ -3,9 +3,11 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
+import { closingItem, doneDraft } from './fixtures.js';
 
 /*
- * A maxmemory-policy changed to an evicting one while the service runs.
+ * A maxmemory-policy changed to an evicting one while the service runs, and what an eviction
+ * leaves: a buffer whose parts list went while its meta stayed.
  */
 
 let redis: RedisServer;
@@ -46,5 +48,19 @@ describe('Redis eviction', () => {
     expect(JSON.parse(said[0]!)).toMatchObject({ level: 50, policy: 'allkeys-lru' });
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
     expect((await store.health()).evictionPolicy).toBeUndefined();
+  });
+
+  it('drops a buffer whose parts were evicted instead of handing out a batch of no parts, logs it, and frees its session', async () => {
+    const { store, lines } = await open();
+    await store.admit([closingItem('s1')], 0);
+    await admin.del('{ev}:buf:s1'); // evicted: its meta and its place in `due` stay
+    expect(await store.claimDue(Date.now() + 60_000, 5000, 10)).toEqual([]);
+    expect(lines.some((line) => /lost its parts/.test(line))).toBe(true);
+    expect(await store.openBuffers()).toBe(0);
+    // The session is free: its next message flushes as usual.
+    await store.admit([closingItem('s1')], 0);
+    const [batch] = await store.claimDue(Date.now() + 60_000, 5000, 10);
+    expect(batch?.parts).toHaveLength(1);
+    expect((await store.commit(batch!, doneDraft('o1'), 0))?.seq).toBe(1);
   });
 });
