@@ -1,6 +1,8 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
 import type { ConnectionView } from './events/connection.js';
+import type { StoreHealth, TailEvents } from './events/store.js';
+export type { StoreHealth, TailEvents };
 
 
 /**
@@ -72,20 +74,8 @@ export interface OutboxReader {
    * store may also tell `events` of what its followers cannot see by themselves.
    */
   tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void;
-  /**
-   * Keep the records after `afterSeq` from trimming until `now + forMs`, whichever instance
-   * trims (what a stream cut as too slow had not read). Only in a store other instances trim
-   * (Redis): in one process, `keepAfterSeq` of the trim says it already.
-   */
+  /** Keep the records after `afterSeq` from any instance's trim until `now + forMs` (a cut stream's; Redis only). */
   keepUnread?(afterSeq: number, forMs: number, now: number): Promise<void>;
-}
-
-/** What a shared store's tail tells beside records (Redis: another instance trims, the server may lose data). */
-export interface TailEvents {
-  /** Records after `after` and before `next` were trimmed before the tail read them (told before `next`). */
-  gap?(after: number, next: number): void;
-  /** The store was reset (its seq went back from `from` to `to`): records told from now on reuse seqs. */
-  reset?(rollback: { from: number; to: number }): void;
 }
 
 /** The outbox: what streams read, plus lookup by id (HTTP, traces) and the retention trim. */
@@ -224,18 +214,6 @@ export interface StoreOperations {
 export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
-}
-
-/** What a store found wrong with itself since start (see `StoreOperations.health`). */
-export interface StoreHealth {
-  /** Times the store was found reset (the outbox seq went backwards: data lost on the server). */
-  rollbacks: number;
-  /** The last of them: seqs from `seenSeq` back to `seq`, when (this instance's clock). */
-  lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number };
-  /** The server's `maxmemory-policy` when it evicts keys (undefined: `noeviction`, or not readable). */
-  evictionPolicy?: string;
-  /** Keys the server evicted since it started (`INFO stats`), while the policy evicts. */
-  evictedKeys?: number;
 }
 
 export interface ClaimStats {
