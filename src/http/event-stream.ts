@@ -231,7 +231,10 @@ export class StreamHub {
     };
     const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
-    ctx.req.on('close', () => stop());
+    ctx.req.on('close', () => {
+      stop();
+      stream.destroy(); // an ended stream the client never read to its end, too
+    });
     // The client may have left while the resume point was checked (a Redis round trip): its
     // 'close' came before the listener, and it would hold a stream slot and the trim for good.
     if (ctx.req.socket.destroyed) {
