@@ -6,7 +6,7 @@ import type { Gate } from './gate.js';
 import type { StreamHub } from './http/event-stream.js';
 import type { Metrics } from './metrics/index.js';
 import type { TraceEntry } from './events/trace.js';
-import type { Store } from './ports.js';
+import type { Store, StoreHealth } from './ports.js';
 import type { AgentPush, AgentPushOptions } from './push/agent-push.js';
 
 export interface OperationsOptions {
@@ -25,6 +25,8 @@ export interface OperationsOptions {
 
 /** How often the claim evictions are looked at, for the warning. */
 const EVICTION_CHECK_MS = 30_000;
+/** How often the store's own checks run (Redis: was it reset, may it evict keys). */
+const STORE_CHECK_MS = 10_000;
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
 export function operations(options: OperationsOptions) {
@@ -40,6 +42,16 @@ export function operations(options: OperationsOptions) {
   }
   const warned = new Set<string>();
   let watch: unknown;
+  let storeWatch: unknown;
+  /** The store's own findings, as of its last check (the store logs what it finds). */
+  let health: StoreHealth | undefined;
+  const checkStore = async (): Promise<StoreHealth | undefined> => {
+    if (store.health) health = await store.health().catch(() => health);
+    return health;
+  };
+  const watchStore = (): void => {
+    storeWatch = clock.setTimeout(() => void checkStore().finally(watchStore), STORE_CHECK_MS);
+  };
   /** Warn once per channel when its exact-id window no longer holds (a retry past the eviction would get through). */
   function checkEvictions(): void {
     for (const [channel, evicted] of Object.entries(evictions())) {
@@ -84,6 +96,7 @@ export function operations(options: OperationsOptions) {
         ? { url: push.url, pending: push.pending, dead: push.dead, maxPending: config.agent.maxPending, saturated: push.saturated }
         : { url: null },
       store: store.kind,
+      ...(store.health ? { storeHealth: await checkStore() } : {}),
       streams: streams.count,
     };
   }
@@ -102,13 +115,24 @@ export function operations(options: OperationsOptions) {
     metrics.gauge('inbox_outbox_max_pending', 'agent.maxPending: past it ingest answers 503', () => config.agent.maxPending);
     metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () => (push.saturated ? 1 : 0));
   }
+  if (store.health) {
+    metrics.counterFrom('inbox_store_rollbacks_total', 'Times the store was found reset: its outbox seq went backwards (data lost on the server)', () => health?.rollbacks ?? 0);
+    metrics.gauge('inbox_store_evicting', '1 while the store\'s server may evict keys (Redis maxmemory-policy other than noeviction)', () => (health?.evictionPolicy ? 1 : 0));
+    metrics.gauge('inbox_store_evicted_keys', 'Keys the store\'s server evicted since it started, while its policy evicts', () => health?.evictedKeys ?? 0);
+  }
   metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
 
   return {
     readiness, stats, correlationStats,
-    start: watchEvictions,
-    stop: () => clock.clearTimeout(watch),
+    start: () => {
+      watchEvictions();
+      if (store.health) watchStore();
+    },
+    stop: () => {
+      clock.clearTimeout(watch);
+      clock.clearTimeout(storeWatch);
+    },
   };
 }
 

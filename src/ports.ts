@@ -1,8 +1,10 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
-import type { ConnectionView } from './events/connection.js';
+import type { InstanceBus } from './events/bus.js';
+export type { InstanceBus, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
-
+import type { StoreHealth, TailEvents } from './events/store.js';
+export type { StoreHealth, TailEvents };
 
 /**
  * Admission: what one webhook delivery records, in one atomic step, and the correlation group
@@ -74,9 +76,12 @@ export interface OutboxReader {
   lastSeq(): Promise<number>;
   /**
    * Every record committed from now on, in seq order, from any instance. Returns the
-   * unsubscribe function. Memory and SQLite call back synchronously inside `commit`.
+   * unsubscribe function. Memory and SQLite call back synchronously inside `commit`; a shared
+   * store may also tell `events` of what its followers cannot see by themselves.
    */
-  tail(listener: (record: OutboxRecord) => void): () => void;
+  tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void;
+  /** Keep the records after `afterSeq` from any instance's trim until `now + forMs` (a cut stream's; Redis only). */
+  keepUnread?(afterSeq: number, forMs: number, now: number): Promise<void>;
 }
 
 /** The outbox: what streams read, plus lookup by id (HTTP, traces) and the retention trim. */
@@ -84,9 +89,10 @@ export interface Outbox extends OutboxReader {
   outboxGet(id: string): Promise<OutboxRecord | undefined>;
   /**
    * Drop records older than `olderThan` or beyond the newest `keepCount`, never one still
-   * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it).
+   * `pending` or `dead`, nor one with seq greater than `keepAfterSeq` (a stream has not read it)
+   * or than a live `keepUnread` hold (at `now`, the caller's clock).
    */
-  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
+  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number, now?: number): Promise<number>;
 }
 
 /**
@@ -148,34 +154,6 @@ export interface SharedValues {
   sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void>;
 }
 
-/** An action relayed to the instance holding a bot's socket (`POST /v1/channels/<id>/actions/<action>`). */
-export interface RelayedAction {
-  channel: string;
-  action: string;
-  params: Record<string, unknown>;
-  botId?: string;
-}
-
-/** The answer of a relayed action: the bot's response, or the error the holding instance answered. */
-export type RelayAnswer =
-  | { ok: true; body: unknown }
-  | { ok: false; status: number; code: string; message: string };
-
-/**
- * What instances sharing a store tell each other (Redis only): the connections each holds,
- * and actions for the bots on another instance's sockets.
- */
-export interface InstanceBus {
-  /** Publish this instance's connections, kept until `now + ttlMs` unless published again. */
-  shareConnections(instance: string, views: readonly ConnectionView[], ttlMs: number, now: number): Promise<void>;
-  /** Every instance's published connections that have not expired. */
-  sharedConnections(now: number): Promise<ConnectionView[]>;
-  /** Take the actions relayed to `instance`; resolves once listening. Returns the stop function. */
-  serveActions(instance: string, serve: (action: RelayedAction) => Promise<RelayAnswer>): Promise<() => void>;
-  /** Relay an action to `instance` and wait up to `timeoutMs` for its answer (undefined: none came). */
-  relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | undefined>;
-}
-
 /** What the composition asks of a store as a running thing: its nature, stats, readiness, end. */
 export interface StoreOperations {
   /** `memory`, `sqlite` or `redis`. */
@@ -193,6 +171,11 @@ export interface StoreOperations {
   correlationStats(): { groups: number; evicted: number };
   /** Throws when ingest could not record now (readiness answers 503 exactly then). */
   ping(): Promise<void>;
+  /**
+   * Look again at what the store's own checks watch (Redis: that it was not reset, its
+   * eviction policy), for stats and metrics; absent when there is nothing to watch.
+   */
+  health?(): Promise<StoreHealth>;
   close(): Promise<void>;
 }
 

@@ -52,7 +52,8 @@ export class Retention {
       do {
         this.again = false;
         const { clock, retentionMs, retentionCount } = this.options;
-        await this.options.outbox.trimOutbox(clock.now() - retentionMs, retentionCount, this.options.keepAfterSeq());
+        const now = clock.now();
+        await this.options.outbox.trimOutbox(now - retentionMs, retentionCount, this.options.keepAfterSeq(), now);
       } while (this.again && !this.closed);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'outbox trim failed');

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { customAlphabet } from 'nanoid';
+import type { BufferedPart } from '../events/inbound.js';
 
 const alphabet = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
 const randomPart = customAlphabet(alphabet, 13);
@@ -16,6 +18,23 @@ export function outputId(now: number): string {
     lastPrefix = timePrefix(ms);
   }
   return lastPrefix + randomPart();
+}
+
+/**
+ * The id of a batch's output, from what the batch holds: its buffer and, for each part, when it
+ * arrived, its channel and its event id (all kept with the part in the store). A batch flushed
+ * again because the store lost its first commit (a failover to a replica that lagged, a backup
+ * restored) holds the same parts and gets the same id, so the agent can dedup it on
+ * `webhook-id`; the same message ids arriving another time (a platform's retry past its dedup
+ * window) are another batch. Time-prefixed like `outputId`, by the first part's arrival.
+ */
+export function batchOutputId(debounceKey: string, parts: readonly BufferedPart[]): string {
+  const hash = createHash('sha256').update(debounceKey);
+  for (const part of parts) hash.update(`\u0000${part.receivedAt}\u0000${part.event.channel}\u0000${part.event.id}`);
+  const digest = hash.digest();
+  let rest = '';
+  for (let i = 0; i < 13; i++) rest += alphabet[(digest[i] as number) % 64];
+  return timePrefix(Math.floor(parts[0]?.receivedAt ?? 0)) + rest;
 }
 
 /** Many ids share a millisecond under load: its prefix is built once. */

@@ -5,7 +5,7 @@ import { type Output } from '../events/output.js';
 import { isTurnBuffer, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../ports.js';
 import type { LeasedBatch } from '../ports.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
-import { outputId } from './output-id.js';
+import { batchOutputId } from './output-id.js';
 
 export interface OutputStageOptions {
   clock: Clock;
@@ -73,7 +73,7 @@ export function createOutput(options: OutputStageOptions) {
       const group = await groupOf(parts[0]!.correlationKey, now) ?? options.soloRecord(first);
       const participants = group.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
       const bots = options.botsOf(group, first);
-      built = buildProcessedEvent(outputId(now), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
+      built = buildProcessedEvent(batchOutputId(batch.debounceKey, parts), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
       messageIds = parts.map((part) => part.event.platformId ?? part.event.id);
     } else {
       const last = parts[parts.length - 1]!.event;
@@ -93,7 +93,7 @@ export function createOutput(options: OutputStageOptions) {
       const bots = uniqueBots(parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
       const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => options.mentionedBots(part.event)));
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
-      const message = buildProcessedMessage(outputId(now), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
+      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
       built = message;
       messageIds = message.messageIds;
     }

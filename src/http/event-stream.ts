@@ -38,6 +38,8 @@ interface Client {
   drained: number;
   /** Queue a frame; false when the client was cut instead. */
   write(text: string): boolean;
+  /** Close the stream: the client reconnects with its Last-Event-ID. */
+  end(): void;
 }
 
 /**
@@ -57,6 +59,8 @@ export class StreamHub {
   /** Streams cut as too slow: the seq they had reached, and when. */
   private readonly cut = new Map<Client, { lastSent: number; at: number }>();
   private untail: (() => void) | undefined;
+  /** The outbox the streams read (set by the first `events` stream). */
+  private reader: OutboxReader | undefined;
 
   constructor(private readonly options: StreamOptions) {
     this.maxStreams = options.maxStreams ?? 100;
@@ -89,7 +93,13 @@ export class StreamHub {
           throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${last} or without Last-Event-ID`);
         }
       }
-      if (!this.untail) this.untail = reader.tail((record) => this.fanOut(record));
+      this.reader = reader;
+      if (!this.untail) {
+        this.untail = reader.tail((record) => this.fanOut(record), {
+          gap: (after, next) => this.gap(after, next),
+          reset: (rollback) => this.reset(rollback),
+        });
+      }
       await this.serve(ctx, this.outputs, after, () => reader.lastSeq(), async (from) => {
         const page = await reader.outboxAfter(from, REPLAY_PAGE);
         return { frames: page.map((record) => ({ n: record.seq, text: frame(record) })), more: page.length === REPLAY_PAGE };
@@ -119,6 +129,41 @@ export class StreamHub {
   private fanOut(record: OutboxRecord): void {
     if (this.outputs.size === 0) return;
     this.broadcast(this.outputs, record.seq, frame(record));
+  }
+
+  /**
+   * The store's tail skipped records trimmed before it read them (its link hung while another
+   * instance trimmed): each live client hears of the hole it would otherwise not see.
+   */
+  private gap(_after: number, next: number): void {
+    for (const client of this.outputs) {
+      // (A client still replaying holds live frames: those without an id are dropped, and its replay sees the hole itself.)
+      if (client.lastSent >= next - 1) continue;
+      client.write(`event: gap\ndata: ${JSON.stringify({ after: client.lastSent, next })}\n\n`);
+    }
+  }
+
+  /**
+   * Keep what a cut stream had not read from trimming for a while: here, and in the store when
+   * other instances trim it too (Redis).
+   */
+  private keepUnread(client: Client): void {
+    const at = this.options.now();
+    this.cut.set(client, { lastSent: client.drained, at });
+    this.reader?.keepUnread?.(client.drained, CUT_GRACE_MS, at).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, lastSent: client.drained }, 'cannot keep a cut stream\'s unread records in the store; another instance may trim them');
+    });
+  }
+
+  /**
+   * The store was reset (its seqs went back): every outbox stream is cut, so that its client
+   * resumes with its Last-Event-ID, ahead of the store now: `409 resume_point_ahead`. The
+   * positions of streams cut before mean nothing in the new seqs.
+   */
+  private reset(rollback: { from: number; to: number }): void {
+    this.options.logger.error({ ...rollback, streams: this.outputs.size }, `the store was reset (outbox seq ${rollback.from} -> ${rollback.to}); cutting every event stream so that its client resumes and learns of it`);
+    this.cut.clear();
+    for (const client of [...this.outputs]) client.end();
   }
 
   private broadcast(clients: Set<Client>, n: number, text: string): void {
@@ -164,26 +209,32 @@ export class StreamHub {
           // What is still buffered never reaches the client: keep everything after what drained.
           this.options.logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
           // Only outbox streams hold the trim back (activity streams count trail entries, not seqs).
-          if (clients === this.outputs) this.cut.set(client, { lastSent: client.drained, at: this.options.now() });
+          if (clients === this.outputs) this.keepUnread(client);
           stop();
           return false;
         }
         stream.write(text);
         return true;
       },
+      end: () => stop(true),
     };
-    const stop = () => {
+    const stop = (end = false) => {
       if (stopped) return;
       stopped = true;
       clearInterval(heartbeat);
       clients.delete(client);
       // Destroyed, not ended: what is still buffered will never be read (the client left or was
-      // cut), and a replay waiting for 'drain' is released by 'close'.
-      stream.destroy();
+      // cut), and a replay waiting for 'drain' is released by 'close'. Ended when the service
+      // closes a stream the client still reads: the response ends, the client reconnects.
+      if (end) stream.end();
+      else stream.destroy();
     };
     const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
-    ctx.req.on('close', stop);
+    ctx.req.on('close', () => {
+      stop();
+      stream.destroy(); // an ended stream the client never read to its end, too
+    });
     // The client may have left while the resume point was checked (a Redis round trip): its
     // 'close' came before the listener, and it would hold a stream slot and the trim for good.
     if (ctx.req.socket.destroyed) {

@@ -10,6 +10,8 @@ export type ScriptedRedis = Redis & {
 
 export interface ConnectionLogger {
   warn(obj: object, msg: string): void;
+  /** What an operator must act on (the store was reset); falls back to `warn`. */
+  error?(obj: object, msg: string): void;
 }
 
 /**

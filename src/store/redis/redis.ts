@@ -1,18 +1,22 @@
 import { nanoid } from 'nanoid';
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
-import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, partOf, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
+import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
+import { StoreIdentity } from './identity.js';
+import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
 import { RedisTurns } from './turns.js';
+import { trimOutbox } from './trim.js';
+import { ServerWatch } from './watch.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
 } from '../../ports.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -29,12 +33,12 @@ export interface RedisStoreOptions extends StoreOptions {
    * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
    */
   clock?: 'server' | 'caller';
+  /** How often the live tail checks that the store was not reset (and its longest XREAD block). @default 1000 */
+  tailCheckMs?: number;
 }
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
 const RELEASE_HOLD_MS = 30_000;
-/** Trim works in script calls of this many records, so no call blocks Redis for long. */
-const TRIM_BATCH = 1000;
 /** A claim undone after its answer was lost stays refused this long (a resend by the client after a reconnect). */
 const UNCLAIMED_KEEP_MS = 3_600_000;
 /** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
@@ -70,6 +74,9 @@ export class RedisStore implements Store {
   /** Flush, push, outbox reads: retries across short outages. */
   private readonly background: ScriptedRedis;
   private readonly tailer: OutboxTail;
+  /** Whether the server still holds what this instance saw (a reset or a lagging failover moves the seq back). */
+  private readonly identity: StoreIdentity;
+  private readonly watch: ServerWatch;
   /** Connections and actions between instances, and named leases. */
   readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
@@ -79,6 +86,8 @@ export class RedisStore implements Store {
   /** Claim tokens: this store's own prefix and a count. */
   private readonly claimPrefix = `${nanoid(10)}:`;
   private claims = 0;
+  /** Holds of `keepUnread` this store asked for (their names: the claim prefix and this count). */
+  private holds = 0;
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
@@ -92,7 +101,9 @@ export class RedisStore implements Store {
     this.logger = options.logger;
     this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
-    this.tailer = new OutboxTail(url, this.prefix, options.logger);
+    this.identity = new StoreIdentity(this.prefix, options.logger);
+    this.tailer = new OutboxTail(url, this.prefix, this.identity, options.logger, options.tailCheckMs);
+    this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
@@ -110,20 +121,11 @@ export class RedisStore implements Store {
       store.background.disconnect();
       throw unavailable(`cannot connect to ${redacted(url)}`, first ?? error);
     }
-    await store.warnOnEviction(options.logger);
+    await store.watch.atOpen().catch(async (error: unknown) => {
+      await store.close();
+      throw unavailable(`cannot read the store's epoch on ${redacted(url)}`, error);
+    });
     return store;
-  }
-
-  /** Evicting keys would drop claims, buffers and leases silently: say so at start. */
-  private async warnOnEviction(logger: ConnectionLogger | undefined): Promise<void> {
-    try {
-      const [, policy] = (await this.background.config('GET', 'maxmemory-policy')) as string[];
-      if (policy !== undefined && policy !== 'noeviction') {
-        logger?.warn({ policy }, `Redis store: maxmemory-policy is "${policy}"; set maxmemory-policy noeviction, or claims, buffers and leases may vanish under memory pressure`);
-      }
-    } catch {
-      // CONFIG is often disabled on managed Redis; the check is advice only.
-    }
   }
 
   // --- admission -------------------------------------------------------------------------
@@ -157,7 +159,7 @@ export class RedisStore implements Store {
       this.background.aiUnclaim(this.prefix, lost, UNCLAIMED_KEEP_MS).catch(() => this.unanswer(lost));
     }
     const token = `${this.claimPrefix}${++this.claims}`;
-    let reply: Array<[string, string, number, number, FlushReason, string[]]>;
+    let reply: ClaimReply;
     try {
       // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
       reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
@@ -165,9 +167,7 @@ export class RedisStore implements Store {
       this.unanswer(token);
       throw error;
     }
-    return reply.map(([debounceKey, sessionKey, fence, leaseUntil, reason, parts]) => ({
-      debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf),
-    }));
+    return claimedBatches(reply, this.background, this.prefix, this.logger);
   }
 
   /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */
@@ -187,12 +187,14 @@ export class RedisStore implements Store {
 
   private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     await this.tailer.ready;
+    const mark = this.identity.mark();
     const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
       batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
       JSON.stringify(draft))) as [number, number] | null;
     if (!reply) return undefined;
-    await this.replicas.held(this.background);
     const [seq, at] = reply;
+    this.identity.committed(seq, mark, this.background);
+    await this.replicas.held(this.background);
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
 
@@ -235,20 +237,17 @@ export class RedisStore implements Store {
   }
 
   /** Records from every instance, through one `XREAD BLOCK` connection while anyone listens. */
-  tail(listener: (record: OutboxRecord) => void): () => void {
-    return this.tailer.subscribe(listener);
+  tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void {
+    return this.tailer.subscribe(listener, events);
   }
 
-  async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {
-    const cutoff = Number.isFinite(olderThan) ? Math.floor(olderThan) : olderThan > 0 ? Number.MAX_SAFE_INTEGER : 0;
-    const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
-    let removed = 0;
-    for (let start = '-'; ;) {
-      const [batch, next] = (await this.background.aiTrim(this.prefix, cutoff, keepCount, keepAfter, TRIM_BATCH, start)) as [number, string];
-      removed += Number(batch);
-      if (next === '') return removed;
-      start = next;
-    }
+  /** Trimmed only past every live hold of `keepUnread`, whichever instance asked for it. */
+  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number, now = Date.now()): Promise<number> {
+    return trimOutbox(this.background, this.prefix, olderThan, keepCount, keepAfterSeq, this.callerClock ? clock(now) : '');
+  }
+
+  async keepUnread(afterSeq: number, forMs: number, now: number): Promise<void> {
+    await this.background.aiKeepUnread(this.prefix, `${this.claimPrefix}${++this.holds}`, Math.floor(afterSeq), Math.ceil(forMs), this.callerClock ? clock(now) : '');
   }
 
   // --- push queue ------------------------------------------------------------------------
@@ -307,6 +306,9 @@ export class RedisStore implements Store {
   /** Cluster-wide numbers, cached and refreshed in the background (stats.ts). */
   claimStats = (): ClaimStats => this.stats.claims();
   correlationStats = (): { groups: number; evicted: number } => this.stats.correlation();
+
+  /** Whether the store was reset since start (checked now), and whether it may evict keys. */
+  health = (): Promise<StoreHealth> => this.watch.health();
 
   /** A PING on the ingest connection, within the command timeout. */
   async ping(): Promise<void> {

@@ -20,6 +20,8 @@ const FILES = {
   aiEarliest: 'earliest',
   aiRead: 'read',
   aiTrim: 'trim',
+  aiKeepUnread: 'keep-unread',
+  aiDropEvicted: 'drop-evicted',
   aiClaimPush: 'claim-push',
   aiAckPush: 'ack-push',
   aiRequeueDead: 'requeue-dead',

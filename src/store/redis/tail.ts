@@ -1,17 +1,27 @@
-import type { OutboxRecord } from '../../ports.js';
+import type { OutboxRecord, TailEvents } from '../../ports.js';
 import { recordOf } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
+import type { StoreIdentity } from './identity.js';
 
 type Listener = (record: OutboxRecord) => void;
 type StreamReply = Array<[stream: string, entries: Array<[id: string, fields: string[]]>]> | null;
+
+/** How often the tail checks that the store was not reset (also its longest block on XREAD). @default 1000 */
+const CHECK_EVERY_MS = 1000;
 
 /**
  * Every instance's commits, fanned out to this process's listeners: one dedicated connection
  * runs `XREAD BLOCK` on the outbox stream while anyone listens, from the last seq at the time
  * the first listener came, and survives outages with a capped backoff.
+ *
+ * Seqs are contiguous in the stream past what streams have read: a next record that is not
+ * the one after the last was trimmed while this tail could not read (a hung link), and the
+ * listeners hear of the hole (`gap`) before the record. At most every `checkEveryMs`, and
+ * after each idle block, the tail checks the store's identity (see identity.ts): after a
+ * rollback it starts again from the store's seq and tells the listeners (`reset`).
  */
 export class OutboxTail {
-  private readonly listeners = new Set<Listener>();
+  private readonly listeners = new Map<Listener, TailEvents | undefined>();
   private client: ScriptedRedis | undefined;
   /** Resolves once the tail knows where it starts: a commit issued after it is delivered. */
   ready: Promise<void> = Promise.resolve();
@@ -19,11 +29,13 @@ export class OutboxTail {
   constructor(
     private readonly url: string,
     private readonly prefix: string,
+    private readonly identity: StoreIdentity,
     private readonly logger?: ConnectionLogger,
+    private readonly checkEveryMs = CHECK_EVERY_MS,
   ) {}
 
-  subscribe(listener: Listener): () => void {
-    this.listeners.add(listener);
+  subscribe(listener: Listener, events?: TailEvents): () => void {
+    this.listeners.set(listener, events);
     if (this.listeners.size === 1) this.start();
     return () => {
       if (this.listeners.delete(listener) && this.listeners.size === 0) this.stop();
@@ -45,19 +57,38 @@ export class OutboxTail {
   }
 
   private async follow(client: ScriptedRedis, started: () => void): Promise<void> {
-    let lastId: string | undefined;
+    let last: number | undefined;
+    let generation = this.identity.generation;
+    let checkedAt = 0;
     let backoffMs = 100;
     while (this.client === client) {
       try {
-        if (lastId === undefined) {
-          lastId = `${(await client.get(`${this.prefix}seq`)) ?? 0}-0`;
-          started();
+        if (last === undefined || performance.now() - checkedAt >= this.checkEveryMs) {
+          const seq = await this.identity.check(client);
+          checkedAt = performance.now();
+          if (last === undefined) {
+            last = seq;
+            started();
+          } else if (generation !== this.identity.generation) {
+            // The store was reset: what this tail waited for will never come; start from its seq.
+            generation = this.identity.generation;
+            const from = last;
+            last = seq;
+            this.each((events) => events?.reset?.({ from, to: seq }));
+          }
         }
-        const reply = (await client.xread('COUNT', 500, 'BLOCK', 10_000, 'STREAMS', `${this.prefix}out`, lastId)) as StreamReply;
+        const reply = (await client.xread('COUNT', 500, 'BLOCK', this.checkEveryMs, 'STREAMS', `${this.prefix}out`, `${last}-0`)) as StreamReply;
         backoffMs = 100;
+        if (!reply) checkedAt = 0; // idle: check at once
         for (const [, entries] of reply ?? []) {
           for (const [id, fields] of entries) {
-            lastId = id;
+            const seq = Number.parseInt(id, 10);
+            if (seq > last + 1) {
+              const after = last;
+              this.each((events) => events?.gap?.(after, seq));
+            }
+            last = seq;
+            this.identity.saw(seq);
             this.deliver(recordOf([id, fields, null]));
           }
         }
@@ -65,14 +96,25 @@ export class OutboxTail {
         started(); // never hold a commit back for a tail that cannot start
         if (this.client !== client) return;
         this.logger?.warn({ err: error }, `Redis store: outbox tail failed, retrying in ${backoffMs} ms`);
+        checkedAt = 0; // after an outage: was the store reset meanwhile?
         await new Promise((resolve) => setTimeout(resolve, backoffMs));
         backoffMs = Math.min(backoffMs * 2, 5000);
       }
     }
   }
 
+  private each(call: (events: TailEvents | undefined) => void): void {
+    for (const events of [...this.listeners.values()]) {
+      try {
+        call(events);
+      } catch (error) {
+        this.logger?.warn({ err: error }, 'Redis store: an outbox listener threw');
+      }
+    }
+  }
+
   private deliver(record: OutboxRecord): void {
-    for (const listener of [...this.listeners]) {
+    for (const listener of [...this.listeners.keys()]) {
       try {
         listener(record);
       } catch (error) {

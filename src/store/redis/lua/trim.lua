@@ -2,10 +2,20 @@
 -- stepping over what must stay (pending or dead records, as the embedded stores do), and
 -- stopping at the first record a stream has not read or that is neither too old nor beyond the
 -- count. Bounded: it looks at ARGV batch records from ARGV start (an exclusive stream id, or
--- '-'). ARGV: olderThan, keepCount, keepAfterSeq, batch, start.
+-- '-'). Records after a live hold (keep-unread.lua: a stream cut on any instance) stay too.
+-- ARGV: olderThan, keepCount, keepAfterSeq, batch, start, now (caller's clock, or '' for the server's).
 -- Returns {removed, next}: next is where a further call goes on, or '' when the trim is done.
 -- @include prelude
 local olderThan, keepCount, bound, batch, start = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) + 1, tonumber(ARGV[4]), ARGV[5]
+local holds = redis.call('HGETALL', P .. 'holds')
+if #holds > 0 then
+  local now = nowOf(ARGV[6])
+  for j = 1, #holds, 2 do
+    local after, untilAt = string.match(holds[j + 1], '^(%d+) (%d+)$')
+    if tonumber(untilAt) < now then redis.call('HDEL', P .. 'holds', holds[j])
+    elseif tonumber(after) + 1 < bound then bound = tonumber(after) + 1 end
+  end
+end
 local countBound = tonumber(redis.call('GET', P .. 'seq') or '0') - keepCount
 local removed, seen, last = 0, 0, nil
 for _, e in ipairs(redis.call('XRANGE', P .. 'out', start, '+', 'COUNT', batch)) do

@@ -17,7 +17,8 @@
 --   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
 --   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour),
 --   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
---   val:<name> STRING PX (shared values: access tokens).
+--   val:<name> STRING PX (shared values: access tokens), epoch STRING (random, written when absent:
+--   the store's identity), holds HASH holder -> `<afterSeq> <until>` (records a cut stream had not read).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()

@@ -1,0 +1,21 @@
+/** Shapes a store tells its users beside its records: what its tail saw, what its own checks found. */
+
+/** What a shared store's tail tells beside records (Redis: another instance trims, the server may lose data). */
+export interface TailEvents {
+  /** Records after `after` and before `next` were trimmed before the tail read them (told before `next`). */
+  gap?(after: number, next: number): void;
+  /** The store was reset (its seq went back from `from` to `to`): records told from now on reuse seqs. */
+  reset?(rollback: { from: number; to: number }): void;
+}
+
+/** What a store found wrong with itself since start (see `StoreOperations.health`). */
+export interface StoreHealth {
+  /** Times the store was found reset (the outbox seq went backwards: data lost on the server). */
+  rollbacks: number;
+  /** The last of them: seqs from `seenSeq` back to `seq`, when (this instance's clock). */
+  lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number };
+  /** The server's `maxmemory-policy` when it evicts keys (undefined: `noeviction`, or not readable). */
+  evictionPolicy?: string;
+  /** Keys the server evicted since it started (`INFO stats`), while the policy evicts. */
+  evictedKeys?: number;
+}

@@ -1,0 +1,28 @@
+import type { FlushReason, LeasedBatch } from '../../ports.js';
+import { partOf } from './codec.js';
+import type { ConnectionLogger, ScriptedRedis } from './connections.js';
+
+/** A claim's answer (lua/claim-due.lua): one row per leased buffer. */
+export type ClaimReply = Array<[debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]>;
+
+/**
+ * The batches of a claim. A buffer leased with no parts at all lost its list to an eviction
+ * (its meta stayed): it is dropped in the store under its fence, with an error in the log,
+ * instead of reaching the flush as a batch of nothing (which cannot be emitted and would be
+ * retried for ever, its session held).
+ */
+export async function claimedBatches(reply: ClaimReply, client: ScriptedRedis, prefix: string, logger?: ConnectionLogger): Promise<LeasedBatch[]> {
+  const batches: LeasedBatch[] = [];
+  for (const [debounceKey, sessionKey, fence, leaseUntil, reason, parts] of reply) {
+    if (parts.length > 0) {
+      batches.push({ debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf) });
+      continue;
+    }
+    const dropped = await client.aiDropEvicted(prefix, debounceKey, sessionKey, fence);
+    const message = `Redis store: buffer "${debounceKey}" lost its parts (evicted? set maxmemory-policy noeviction); it was dropped and its messages are lost, session "${sessionKey}" goes on`;
+    const detail = { debounceKey, sessionKey, fence, dropped: dropped === 1 };
+    if (logger?.error) logger.error(detail, message);
+    else logger?.warn(detail, message);
+  }
+  return batches;
+}

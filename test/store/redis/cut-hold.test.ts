@@ -1,0 +1,80 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import Koa from 'koa';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { errorResponder } from '../../../src/http/errors.js';
+import { StreamHub } from '../../../src/http/event-stream.js';
+import { RedisStore } from '../../../src/store/redis/redis.js';
+import { silent, until } from '../../helpers.js';
+import { type RedisServer, startRedis } from '../redis-server.js';
+import { commitOne } from './fixtures.js';
+
+/*
+ * A stream cut as too slow on instance A keeps its unread records from trimming for 10 minutes
+ * on every instance: instance B, which knows nothing of A's streams, trims around them too.
+ */
+
+let redis: RedisServer;
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function open(): Promise<RedisStore> {
+  const store = await RedisStore.open(redis.url, { keyPrefix: 'hold', commandTimeoutMs: 3000, clock: 'caller' });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+describe('what a cut stream had not read, on two instances', () => {
+  it('is kept from another instance\'s trim for 10 minutes, then trimmed', async () => {
+    const [a, b] = await Promise.all([open(), open()]);
+    let now = 1_000_000;
+    const hub = new StreamHub({ logger: silent, now: () => now, maxBufferedBytes: 64 * 1024 });
+    const app = new Koa();
+    app.silent = true; // a cut-off client's closed socket is expected here
+    app.use(errorResponder(silent));
+    app.use(hub.events(a));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    cleanups.push(() => { server.closeAllConnections(); server.close(); });
+
+    await commitOne(b, 'r1');
+    // A client on A that asks to resume after 1, then never reads.
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => {});
+    cleanups.push(() => socket.destroy());
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\n\r\n');
+    socket.pause();
+    await until(() => hub.count === 1);
+    let last = 1;
+    for (let i = 2; i <= 2000 && hub.count > 0; i++) last = await commitOne(b, `r${i}`, 10_000);
+    await until(() => hub.count === 0, 5000);
+    const unread = hub.keepAfterSeq();
+    expect(unread).toBeGreaterThanOrEqual(1);
+    expect(unread).toBeLessThan(last);
+    // (The hold is written as the stream is cut; the trim below must come after it, as any later trim does.)
+    const admin = new Redis(redis.url);
+    cleanups.push(() => admin.disconnect());
+    await until(async () => (await admin.hlen('{hold}:holds')) === 1, 2000).catch(() => undefined);
+
+    // B trims as if no stream were open (it knows none): what the cut client had not read stays.
+    now += 5 * 60_000;
+    await b.trimOutbox(now, 0, Number.MAX_SAFE_INTEGER, now);
+    const kept = await b.outboxAfter(0, 10_000);
+    expect(kept[0]?.seq).toBe(unread + 1);
+    expect(kept.at(-1)?.seq).toBe(last);
+
+    // Past 10 minutes the hold is gone: the next trim takes them.
+    now += 6 * 60_000;
+    await b.trimOutbox(now, 0, Number.MAX_SAFE_INTEGER, now);
+    expect(await b.outboxAfter(0, 10_000)).toEqual([]);
+  });
+});

@@ -1,0 +1,141 @@
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStore } from '../../../src/store/redis/redis.js';
+import { postJson, startService, until, type Running } from '../../helpers.js';
+import { type RedisServer, startRedis } from '../redis-server.js';
+import { commitOne } from './fixtures.js';
+import { follow, type Followed } from './follow.js';
+
+/*
+ * The outbox seq going backwards: a FLUSHALL (or a restart without persistence) and a failover
+ * to a replica that lagged (simulated: the newest records and the seq put back, the epoch kept).
+ */
+
+let redis: RedisServer;
+let admin: Redis;
+let tests = 0;
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+});
+afterAll(async () => {
+  admin.disconnect();
+  await redis.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const newPrefix = () => `rb${process.pid}-${++tests}`;
+
+function capture(): { logger: pino.Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { lines, logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) };
+}
+
+async function instance(prefix: string): Promise<Running> {
+  const service = await startService({
+    store: redis.url,
+    redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
+    debounce: { windowMs: 50, maxWaitMs: 1000, maxMessages: 10 },
+  });
+  cleanups.push(() => service.stop());
+  return service;
+}
+
+function stream(url: string, headers: Record<string, string> = {}): Followed {
+  const followed = follow(url, headers);
+  cleanups.push(() => followed.close());
+  return followed;
+}
+
+const json = async (url: string): Promise<any> => (await fetch(url)).json();
+const post = (service: Running, id: string) =>
+  postJson(`${service.url}/webhooks/generic`, { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` });
+
+describe('Redis store reset under live event streams', () => {
+  it('cuts every live stream on every instance after a FLUSHALL, counts it, and answers the resume 409 resume_point_ahead', async () => {
+    const prefix = newPrefix();
+    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    const onA = stream(`${a.url}/v1/events`);
+    const onB = stream(`${b.url}/v1/events`);
+    expect([await onA.status, await onB.status]).toEqual([200, 200]);
+    await until(async () => (await json(`${b.url}/v1/stats`)).streams === 1);
+    for (const id of ['m1', 'm2', 'm3']) expect((await post(a, id)).status).toBe(200);
+    await until(() => onA.frames.length === 3 && onB.frames.length === 3, 10_000, () => [onA.frames.length, onB.frames.length]);
+    expect(onB.frames.map((frame) => frame.id)).toEqual(['1', '2', '3']);
+
+    await admin.flushall();
+    // Both streams end (their clients reconnect with Last-Event-ID 3) instead of staying silent.
+    await until(() => onA.isEnded() && onB.isEnded(), 10_000, () => [onA.isEnded(), onB.isEnded()]);
+    const resumed = await fetch(`${b.url}/v1/events`, { headers: { 'last-event-id': '3' } });
+    expect(resumed.status).toBe(409);
+    expect(((await resumed.json()) as { error: unknown }).error).toMatchObject({ code: 'resume_point_ahead' });
+
+    // Live again from the new seqs: the next output is seq 1 of the new store, delivered.
+    const again = stream(`${b.url}/v1/events`);
+    expect(await again.status).toBe(200);
+    await until(async () => (await json(`${b.url}/v1/stats`)).streams === 1);
+    expect((await post(a, 'm4')).status).toBe(200);
+    await until(() => again.frames.length === 1, 10_000);
+    expect(again.frames[0]).toMatchObject({ id: '1', data: { messageIds: ['m4'] } });
+
+    for (const service of [a, b]) {
+      const stats = await json(`${service.url}/v1/stats`);
+      expect(stats.storeHealth).toMatchObject({ rollbacks: 1, lastRollback: { reason: 'epoch', seenSeq: 3, seq: 0 } });
+      expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^inbox_store_rollbacks_total 1$/m);
+    }
+  });
+
+  describe('the store alone', () => {
+    async function open(prefix: string, logger: pino.Logger): Promise<RedisStore> {
+      const store = await RedisStore.open(redis.url, { keyPrefix: prefix, logger, tailCheckMs: 50 });
+      cleanups.push(() => store.close());
+      return store;
+    }
+    /** What a failover to a replica `behind` commits late leaves: the newest records and their seqs gone, the epoch kept. */
+    async function failOverToLaggingReplica(prefix: string, behind: number): Promise<void> {
+      const [seqKey, out] = [`{${prefix}}:seq`, `{${prefix}}:out`];
+      const kept = Number(await admin.get(seqKey)) - behind;
+      const entries = await admin.xrange(out, '-', `${kept}-0`);
+      await admin.del(out);
+      for (const [id, fields] of entries) await admin.xadd(out, id, ...fields);
+      await admin.set(seqKey, kept);
+    }
+
+    it('tells the live tail of a seq gone backwards (a lagging replica promoted), logs it and counts it once', async () => {
+      const prefix = newPrefix();
+      const { logger, lines } = capture();
+      const store = await open(prefix, logger);
+      const resets: unknown[] = [];
+      const seen: number[] = [];
+      cleanups.push(store.tail((record) => seen.push(record.seq), { reset: (rollback) => resets.push(rollback) }));
+      for (const id of ['a', 'b', 'c', 'd', 'e']) await commitOne(store, id);
+      await until(() => seen.length === 5);
+      await failOverToLaggingReplica(prefix, 2);
+      await until(() => resets.length === 1, 5000);
+      expect(resets).toEqual([{ from: 5, to: 3 }]);
+      expect(lines.join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
+      // The records committed from now on (seqs 4 and 5 again) reach the tail.
+      await commitOne(store, 'f');
+      await until(() => seen.length === 6);
+      expect(seen.at(-1)).toBe(4);
+      expect(await store.health()).toMatchObject({ rollbacks: 1, lastRollback: { reason: 'seq', seenSeq: 5, seq: 3 } });
+    });
+
+    it('finds the rollback at the next commit of an instance without a tail', async () => {
+      const prefix = newPrefix();
+      const { logger, lines } = capture();
+      const store = await open(prefix, logger);
+      for (const id of ['a', 'b', 'c']) await commitOne(store, id);
+      await failOverToLaggingReplica(prefix, 1);
+      expect(await commitOne(store, 'd')).toBe(3);
+      await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line)));
+      expect((await store.health()).rollbacks).toBe(1);
+      expect(await commitOne(store, 'e')).toBe(4);
+      expect((await store.health()).rollbacks).toBe(1);
+    });
+  });
+});

@@ -1,0 +1,71 @@
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { errorResponder } from '../../../src/http/errors.js';
+import { StreamHub } from '../../../src/http/event-stream.js';
+import { RedisStore } from '../../../src/store/redis/redis.js';
+import { silent, until } from '../../helpers.js';
+import { type RedisServer, startRedis } from '../redis-server.js';
+import { commitOne } from './fixtures.js';
+import { follow } from './follow.js';
+import { relay } from './link.js';
+
+/*
+ * Instance A's link to Redis hangs while instance B commits and trims: when it comes back, A's
+ * live tail reads on from its last id, past records that were trimmed meanwhile.
+ */
+
+let redis: RedisServer;
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function open(url: string): Promise<RedisStore> {
+  const store = await RedisStore.open(url, { keyPrefix: 'gap', commandTimeoutMs: 3000, tailCheckMs: 100 });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+describe('the live tail across a trim it could not see', () => {
+  it('tells a live client of the records trimmed while its instance\'s link hung (event: gap), then goes on', async () => {
+    const link = await relay(redis.port);
+    cleanups.push(() => link.close());
+    const [a, b] = await Promise.all([open(link.url), open(redis.url)]);
+    const hub = new StreamHub({ logger: silent, now: () => 0 });
+    const app = new Koa();
+    app.silent = true;
+    app.use(errorResponder(silent));
+    app.use(hub.events(a));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    cleanups.push(() => { server.closeAllConnections(); server.close(); });
+    const client = follow(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    cleanups.push(() => client.close());
+    expect(await client.status).toBe(200);
+    await until(() => hub.count === 1);
+    await until(async () => (await a.lastSeq()) === 0); // live from seq 0
+
+    for (let i = 1; i <= 5; i++) await commitOne(b, `r${i}`);
+    await until(() => client.frames.length === 5);
+    link.hang();
+    for (let i = 6; i <= 300; i++) await commitOne(b, `r${i}`);
+    // B's retention keeps the newest 50 (nothing of A's streams is known to B).
+    await b.trimOutbox(0, 50, Number.MAX_SAFE_INTEGER);
+    link.resume();
+
+    await until(() => client.frames.at(-1)?.id === '300', 10_000, () => client.frames.slice(-3));
+    const gaps = client.frames.filter((frame) => frame.event === 'gap');
+    expect(gaps).toHaveLength(1);
+    const at = client.frames.indexOf(gaps[0]!);
+    expect(gaps[0]!.data).toEqual({ after: Number(client.frames[at - 1]!.id), next: 251 });
+    expect(client.frames[at + 1]!.id).toBe('251');
+    expect(client.frames.slice(at + 1).map((frame) => Number(frame.id))).toEqual(Array.from({ length: 50 }, (_, i) => 251 + i));
+  });
+});
