@@ -7,7 +7,7 @@
 // CPU is read from /proc: the main thread alone, and all threads (GC helpers included).
 // BENCH_COMPARE=<folder with the dist/ of another build> adds its memory and SQLite rows, run in
 // the same rounds (see bench/servers.mjs).
-// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]
+// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect)
 import { fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,12 @@ const setups = [
   ['memory store, debounce.windowMs 0', { store: 'memory', debounce: { windowMs: 0 } }],
   ['parse + validate + normalize only', { store: 'memory', floor: true }],
 ];
+// BENCH_TURNS=1: turns.mode off against collect, side by side (every output opens a turn of its session).
+if (process.env.BENCH_TURNS) {
+  setups.splice(0, setups.length,
+    ['memory store, turns off', { store: 'memory' }], ['memory store, turns collect', { store: 'memory', turns: { mode: 'collect' } }],
+    ['sqlite store, turns off', { store: 'sqlite' }], ['sqlite store, turns collect', { store: 'sqlite', turns: { mode: 'collect' } }]);
+}
 const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
@@ -58,14 +64,14 @@ function run(setup) {
   });
 }
 
-async function child({ store, debounce, floor, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
+async function child({ store, debounce, turns, floor, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
   const { default: pino } = await import('pino');
   const { createIntake } = await import(join(dist, 'intake.js'));
   const { parseJson } = await import(join(dist, 'http/body.js'));
   const { createAdapter } = await import(join(dist, 'adapters/index.js'));
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
-    configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}) },
+    configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}), ...(turns ? { turns } : {}) },
     env: {}, logger: pino({ level: 'silent' }), cwd: dir,
   });
   const adapter = createAdapter(intake.config.channels[0]);
