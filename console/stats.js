@@ -6,7 +6,7 @@ import { $, el, time } from './dom.js';
 
 const BUCKET_MS = 10_000;
 const BUCKETS = 30;
-const ACTIONS = ['received', 'deduped', 'fuzzy_deduped', 'correlated', 'debounced', 'emitted', 'rejected', 'ignored', 'looped'];
+const ACTIONS = ['received', 'deduped', 'fuzzy_deduped', 'correlated', 'debounced', 'held', 'emitted', 'rejected', 'ignored', 'looped'];
 const snapshots = []; // { at, received, emitted }
 
 /** Poll `/v1/stats` every `everyMs`, refreshing the dead letters after each poll. */
@@ -40,6 +40,8 @@ function renderStats(stats) {
   const pairs = [
     ['open buffers', stats.debounce?.open ?? 0],
     ['flushing', stats.debounce?.flushing ?? 0],
+    ['turns open', stats.turns?.open ?? 0],
+    ['held', stats.turns?.held ?? 0],
     ['push', delivery.url ? 'on' : 'off'],
   ];
   if (delivery.url) pairs.push(['pending', delivery.pending], ['dead', delivery.dead], ['saturated', delivery.saturated ? 'YES' : 'no']);

@@ -84,12 +84,19 @@ export function operations(options: OperationsOptions) {
     return problems;
   }
 
+  /** Agent turns open now and the messages held for them (the first 10,000 sessions with a turn). */
+  async function turnStats(): Promise<{ open: number; held: number }> {
+    const views = await store.openTurns(clock.now(), 10_000).catch(() => []);
+    return { open: views.filter((view) => view.open).length, held: views.reduce((sum, view) => sum + view.held, 0) };
+  }
+
   /** `/v1/stats`: per-channel counters, buffers, claims, correlation, outbox. */
   async function stats(): Promise<Record<string, unknown>> {
     if (push) await push.refresh().catch(() => undefined);
     return {
       channels: metrics.channelStats(),
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
+      turns: await turnStats(),
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
       correlator: correlationStats(),
       delivery: push
