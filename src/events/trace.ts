@@ -20,7 +20,7 @@ export interface TraceEntry {
   verdict?: Verdict;
   /** Why: the duplicated id, the correlated bot, the error code and message. */
   reason?: string;
-  /** batch: the ids merged into `id`, and its seq. */
+  /** batch: the ids merged into `id`, and its seq; a correlated verdict: the platform id of the delivery it joined. */
   messageIds?: string[];
   seq?: number;
   /** delivery: state after an attempt, with attempts and the last error. */

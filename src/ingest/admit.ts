@@ -86,6 +86,8 @@ export function createAdmit(options: AdmitOptions) {
       const plan = plans[i];
       let verdict: Verdict;
       let reason: string | undefined;
+      /** A correlated copy: the platform id of the delivery it joined (whose output it went into). */
+      let joined: string | undefined;
       if (!plan && dropped?.has(event)) {
         verdict = 'ignored';
         reason = 'dropped by an inbound middleware (intake.use)';
@@ -110,6 +112,7 @@ export function createAdmit(options: AdmitOptions) {
         } else {
           const first = result.correlation.deliveries[0];
           verdict = result.retry ? 'duplicate' : 'correlated';
+          joined = first?.platformId;
           reason = result.retry ? 'the same bot delivered it again' : `first delivered by ${first ? `${first.channel}${first.botId ? `/${first.botId}` : ''}` : 'another bot'}`;
           options.count(event.channel, event.adapter, result.retry ? 'deduped' : 'correlated');
           admitted.repeats.push(event);
@@ -120,7 +123,7 @@ export function createAdmit(options: AdmitOptions) {
       if (answer === 'accepted') admitted.summary.accepted++;
       else if (answer !== 'ignored') admitted.summary.duplicates++;
       admitted.summary.events.push({ id: event.id, verdict: answer });
-      options.trail(trailEntry(event, verdict, now, reason));
+      options.trail(trailEntry(event, verdict, now, reason, joined));
       if (debug) options.logger?.debug({ channel: event.channel, id: event.id, platformId: event.platformId, sessionKey: event.sessionKey, verdict, reason }, `${verdict}: ${reason ?? 'buffered for its session'}`);
     }
     return admitted;
@@ -129,12 +132,14 @@ export function createAdmit(options: AdmitOptions) {
 
 const PREVIEW = 120;
 
-function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined): Omit<TraceEntry, 'n'> {
+function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined, joined: string | undefined): Omit<TraceEntry, 'n'> {
   const entry: Omit<TraceEntry, 'n'> = {
     at, channel: event.channel, kind: 'verdict', id: event.id, sessionKey: event.sessionKey, sender: event.sender,
     preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text, verdict,
   };
   if (event.platformId !== undefined) entry.platformId = event.platformId;
   if (reason !== undefined) entry.reason = reason;
+  // The trace of a correlated copy follows the first delivery into its output.
+  if (joined !== undefined && joined !== event.platformId) entry.messageIds = [joined];
   return entry;
 }

@@ -133,6 +133,11 @@ export class Trail {
       const platformId = this.platformId[slot];
       if (platformId !== undefined && this.kindOf(slot) === VERDICT && this.id[slot] === wanted) aliases.add(platformId);
     }
+    // A correlated copy names the delivery it joined: its trace follows that one into its output.
+    for (const slot of slots) {
+      if (this.kindOf(slot) !== VERDICT || !this.messageIds[slot] || ![...aliases].some((alias) => this.names(slot, alias))) continue;
+      for (const joined of this.messageIds[slot] ?? []) aliases.add(joined);
+    }
     const names = [...aliases];
     const found = new Set(slots.filter((slot) => names.some((alias) => this.names(slot, alias))));
     const outputs = new Set<string>();

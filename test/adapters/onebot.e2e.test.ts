@@ -52,6 +52,10 @@ describe('two OneBot channels on the real server', () => {
     expect(stats.channels['qq-b']).toMatchObject({ received: 1, correlated: 1 });
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/inbox_correlator_duplicates_total 1/);
+    // The trace of bot B's copy follows the first delivery into the output it joined.
+    const trace = (await (await fetch(`${service.url}/v1/trace/${encodeURIComponent('20002000:884213')}`)).json()) as any;
+    expect(trace.arrivals.map((a: any) => [a.channel, a.verdict])).toEqual([['qq-a', 'accepted'], ['qq-b', 'correlated']]);
+    expect(trace.outputs.map((o: any) => o.id)).toEqual([frame?.data.id]);
   });
 
   it('answers a go-cqhttp retry of the same delivery as a duplicate', async () => {
