@@ -24,7 +24,7 @@ const lists = createLists({ trace, refreshDeadLetters: deadLetters.refresh });
 const search = createSearch({ sessionSeen: lists.sessionSeen, setSessionFilter: lists.setSessionFilter });
 
 lists.changed();
-follow('/v1/activity', $('live-activity'), lists.onActivity);
-follow('/v1/events', $('live-events'), lists.onOutput);
+follow('v1/activity', $('live-activity'), lists.onActivity);
+follow('v1/events', $('live-events'), lists.onOutput);
 startStats({ everyMs: STATS_EVERY_MS, refreshDeadLetters: deadLetters.refresh });
 startConnections({ apiJson, everyMs: STATS_EVERY_MS });

@@ -67,12 +67,12 @@ function render(connections) {
   $('connections-count').title = `${open} open of ${connections.length} listed`;
 }
 
-/** Poll `/v1/connections` with the page's `apiJson` every `everyMs`; a failure shows an error line and keeps the last rows. */
+/** Poll `v1/connections` with the page's `apiJson` every `everyMs`; a failure shows an error line and keeps the last rows. */
 export function startConnections({ apiJson, everyMs }) {
   const error = $('connections-error');
   const poll = async () => {
     try {
-      const body = await apiJson('/v1/connections');
+      const body = await apiJson('v1/connections');
       render(Array.isArray(body.connections) ? body.connections : []);
       error.hidden = true;
       error.textContent = '';

@@ -13,7 +13,7 @@ export function createDeadLetters({ trace }) {
   function refresh() {
     deadInFlight ??= (async () => {
       try {
-        const body = await apiJson('/v1/deadletters?limit=100');
+        const body = await apiJson('v1/deadletters?limit=100');
         render(body);
       } catch (error) {
         $('dead-note').textContent = `dead letters unavailable: ${error.message}`;
@@ -37,7 +37,7 @@ export function createDeadLetters({ trace }) {
         el('button', { type: 'button', class: 'id', on: { click: () => trace(letter.id) } }, short(letter.id)),
         el('span', {}, `${letter.attempts} attempt${letter.attempts === 1 ? '' : 's'}`)),
       el('p', { class: 'error' }, letter.lastError ?? 'no error recorded'),
-      el('button', { type: 'button', class: 'retry', on: { click: (event) => retry(event.currentTarget, `/v1/deadletters/${encodeURIComponent(letter.id)}/retry`) } }, 'Retry'))));
+      el('button', { type: 'button', class: 'retry', on: { click: (event) => retry(event.currentTarget, `v1/deadletters/${encodeURIComponent(letter.id)}/retry`) } }, 'Retry'))));
   }
 
   async function retry(button, path) {
@@ -50,6 +50,6 @@ export function createDeadLetters({ trace }) {
     await refresh();
   }
 
-  $('retry-all').addEventListener('click', (event) => retry(event.currentTarget, '/v1/deadletters/retry'));
+  $('retry-all').addEventListener('click', (event) => retry(event.currentTarget, 'v1/deadletters/retry'));
   return { refresh };
 }

@@ -114,7 +114,7 @@ export function createLists({ trace, refreshDeadLetters }) {
       outputEls.set(output.id, row);
       const newest = outputs.length - outputs.indexOf(output) <= DELIVERY_LOOKUPS;
       if (newest && !deliveries.has(output.id)) {
-        apiJson(`/v1/events/${encodeURIComponent(output.id)}`)
+        apiJson(`v1/events/${encodeURIComponent(output.id)}`)
           .then((body) => {
             if (!deliveries.has(output.id) || deliveries.get(output.id).fromLookup) deliveries.set(output.id, { ...body.delivery, fromLookup: true });
             changed();

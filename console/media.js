@@ -8,7 +8,7 @@ const mediaUrls = new Map(); // media path -> Promise<blob: URL>
 
 /** The element for one `media[]` item of an output. */
 export function mediaItem(item) {
-  const url = `/v1/media/${item.path.split('/').map(encodeURIComponent).join('/')}`;
+  const url = `v1/media/${item.path.split('/').map(encodeURIComponent).join('/')}`;
   const name = item.path.split('/').pop();
   const label = `${item.type} · ${item.mime} · ${formatBytes(item.bytes)}`;
   const blobOf = () => {

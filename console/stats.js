@@ -9,11 +9,11 @@ const BUCKETS = 30;
 const ACTIONS = ['received', 'deduped', 'fuzzy_deduped', 'correlated', 'debounced', 'held', 'emitted', 'rejected', 'ignored', 'looped'];
 const snapshots = []; // { at, received, emitted }
 
-/** Poll `/v1/stats` every `everyMs`, refreshing the dead letters after each poll. */
+/** Poll `v1/stats` every `everyMs`, refreshing the dead letters after each poll. */
 export function startStats({ everyMs, refreshDeadLetters }) {
   const pollStats = async () => {
     try {
-      const stats = await apiJson('/v1/stats');
+      const stats = await apiJson('v1/stats');
       renderStats(stats);
     } catch (error) {
       $('stats-age').textContent = `stats unavailable: ${error.message}`;

@@ -23,7 +23,7 @@ export function createSearch({ sessionSeen, setSessionFilter }) {
     panel.replaceChildren(el('p', { class: 'hint' }, `Tracing ${query}…`));
     let trace;
     try {
-      trace = await apiJson(`/v1/trace/${encodeURIComponent(query)}`);
+      trace = await apiJson(`v1/trace/${encodeURIComponent(query)}`);
     } catch (error) {
       if (error.status !== 404) {
         panel.replaceChildren(el('p', { class: 'error' }, `Trace failed: ${error.message}`));

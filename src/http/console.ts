@@ -44,6 +44,12 @@ export function consoleRoutes(options: ConsoleOptions): (router: Router, require
 
   return function mountConsole(router, requireToken) {
     router.get('/', async (ctx) => {
+      // Mounted under a prefix (koa-mount '/intake'), `/intake` must become `/intake/`: the page's
+      // links are relative to it.
+      if (ctx.originalUrl.split('?')[0] !== '/' && !ctx.originalUrl.split('?')[0]?.endsWith('/')) {
+        ctx.redirect(`${ctx.originalUrl.split('?')[0]}/`);
+        return;
+      }
       securityHeaders(ctx);
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = await readFile(resolve(assetsDir, 'index.html'));
