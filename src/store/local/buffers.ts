@@ -3,9 +3,17 @@ import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
 import { batchOf, closeAt } from '../rules/close.js';
 import { heldDeadline } from '../rules/turn.js';
-import type { HeldMeta } from './held.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
+/** What a held buffer keeps of the turn its messages wait for, and the rule they were held under. */
+export interface HeldMeta {
+  /** The output id of the turn they wait for (their release follows it up). */
+  by: string;
+  until: number;
+  mode: 'collect' | 'followup';
+  maxMs: number;
+}
+
 export interface PartMeta {
   id: string;
   receivedAt: number;

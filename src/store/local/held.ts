@@ -1,14 +1,7 @@
 import type { BufferRule } from '../../ports.js';
-import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
+import { Buffers, type HeldMeta, type OpenBuffer, type PartMeta } from './buffers.js';
 
-/** What a held buffer keeps of the turn its messages wait for, and the rule they were held under. */
-export interface HeldMeta {
-  /** The output id of the turn they wait for (their release follows it up). */
-  by: string;
-  until: number;
-  mode: 'collect' | 'followup';
-  maxMs: number;
-}
+export type { HeldMeta };
 
 /**
  * The buffers of a store owned by one process, with the held buffers of agent turns: a
