@@ -1,6 +1,7 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
 import type { ConnectionView } from './events/connection.js';
+import type { TurnLink, TurnRule, Turns } from './events/turn.js';
 
 
 /**
@@ -56,30 +57,10 @@ export interface DebounceBuffers extends BufferLeases {
   /** Open buffers (not yet committed) in the whole store. */
   openBuffers(): Promise<number>;
   /**
-   * `commit` under a session's turn (CONTRACT §10), in the same one step: a batch of the
-   * turn's held buffer (`turnBufferKey`) is emitted with `followsUp` and opens the next turn; a
-   * message batch meeting held batches joins them, and one meeting an open turn is held under
-   * `rule` (collect, followup), emitted `during` it (steer) or emitted closing it (interrupt);
-   * else it is emitted and opens a turn. The link is spliced into `draft.body` at its end.
-   * A stale fence changes nothing and resolves `undefined`.
+   * `commit` under the session's turn, in the same one step (CONTRACT §10, rules/turn.ts): held,
+   * or emitted with its link spliced at the end of `draft.body`. Stale fence: `undefined`.
    */
   commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
-}
-
-/**
- * Agent turns (CONTRACT §10): close a session's turn by its output id, and read the open ones.
- * Turn state and held batches live in the store, so every instance sees the same.
- */
-export interface Turns {
-  /**
-   * Close the turn `outputId` opened: its held buffer is due now. `unknown` when no output has
-   * that id; `already` when it opened no turn still open (closed, expired, or never a turn).
-   */
-  turnDone(outputId: string, now: number): Promise<TurnDone>;
-  /** A session's turn: the open one, if any, and how many messages are held. */
-  turnOf(sessionKey: string, now: number): Promise<TurnView>;
-  /** Open turns (and sessions with held messages), up to `limit`, with their held counts. */
-  openTurns(now: number, limit: number): Promise<TurnView[]>;
 }
 
 /**
@@ -308,55 +289,10 @@ export interface LeasedBatch {
 
 export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover' | 'turn' | 'max_held';
 
-// --- agent turns (CONTRACT §10) -------------------------------------------------------------
-
-/** What a session's turn does with batches that close while it is open. */
-export type TurnMode = 'off' | 'collect' | 'followup' | 'steer' | 'interrupt';
-
-/** `turns` of a channel: the mode, how long a turn may stay open, how many messages it may hold. */
-export interface TurnRule {
-  mode: TurnMode;
-  maxMs: number;
-  maxHeld: number;
-}
-
-/** How an output stands to the session's turn; absent when it opened a turn with nothing before it. */
-export interface TurnLink {
-  field: 'followsUp' | 'during' | 'interrupts';
-  /** The output id of the turn it follows, was emitted during, or interrupted. */
-  id: string;
-}
-
-/** What `commitTurn` did: emitted (maybe opening a turn), or held behind an open turn. */
-export type TurnCommit =
-  | { held: false; record: OutboxRecord; link?: TurnLink }
-  | { held: true; by: string; until: number; count: number };
-
-export type TurnDone =
-  | { result: 'closed' | 'already'; sessionKey: string; held: number }
-  | { result: 'unknown' };
-
-/** A session's turn as `/v1/sessions/<key>/turn` shows it. */
-export interface TurnView {
-  sessionKey: string;
-  open: boolean;
-  outputId?: string;
-  openedAt?: number;
-  /** When it closes unless done first (maxMs after it opened). */
-  until?: number;
-  /** Messages held for the turn's end. */
-  held: number;
-}
-
-/** The buffer a session's held batches wait in (no debounce key starts with `~`: a namespace cannot). */
-export function turnBufferKey(sessionKey: string): string {
-  return `~turn:${sessionKey}`;
-}
-
-/** Whether a debounce key is a session's held buffer. */
-export function isTurnBuffer(debounceKey: string): boolean {
-  return debounceKey.startsWith('~turn:');
-}
+// Agent turns (CONTRACT §10): the shapes are in events/turn.ts; what `commitTurn` did is here.
+export type { TurnDone, TurnLink, TurnMode, TurnRule, Turns, TurnView } from './events/turn.js';
+export { isTurnBuffer, turnBufferKey } from './events/turn.js';
+export type TurnCommit = { held: false; record: OutboxRecord; link?: TurnLink } | { held: true; by: string; until: number; count: number };
 
 export interface PushLease {
   record: OutboxRecord;

@@ -3,6 +3,7 @@ import { DueHeap, type Due } from './due-heap.js';
 import type { BufferRule, FlushReason } from '../../ports.js';
 import { batchOf, closeAt } from '../rules/close.js';
 import { heldDeadline } from '../rules/turn.js';
+import type { HeldMeta } from './held.js';
 
 /** What a buffer keeps of a part: enough to decide deadlines, and the body when this process admitted it. */
 export interface PartMeta {
@@ -41,15 +42,6 @@ export interface OpenBuffer {
   held?: HeldMeta;
 }
 
-/** What a held buffer keeps of the turn its messages wait for, and the rule they were held under. */
-export interface HeldMeta {
-  /** The output id of the turn they wait for (their release follows it up). */
-  by: string;
-  until: number;
-  mode: 'collect' | 'followup';
-  maxMs: number;
-}
-
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
 export type BufferHold =
   | { debounceKey: string; lease: { fence: number; until: number } }
@@ -73,7 +65,7 @@ export interface Taken {
  * scanned only when one may be due.
  */
 export class Buffers {
-  private readonly open = new Map<string, OpenBuffer>();
+  protected readonly open = new Map<string, OpenBuffer>();
   /** sessionKey -> buffers of it leased now (one, except at shutdown), or waiting for their retry. */
   private readonly leasedSessions = new Map<string, number>();
   /** Sessions with a buffer waiting for its retry after a failed flush (at most one each). */
@@ -272,30 +264,6 @@ export class Buffers {
     this.schedule(buffer, hold.retryAt);
   }
 
-  /**
-   * Move a leased batch's parts to the held buffer `to` (opened with `rule` and `held` when
-   * new), ending the lease of `from` as a commit does. `closesLast` marks the batch's end (a
-   * followup queue's batches stay apart). Returns the held buffer.
-   */
-  holdParts(from: OpenBuffer, partIds: readonly string[], to: { debounceKey: string; rule: BufferRule; held: HeldMeta }, closesLast: boolean, now: number): OpenBuffer {
-    const ids = new Set(partIds);
-    const moved = from.parts.filter((part) => ids.has(part.id)).map((part) => ({ ...part, closes: false }));
-    if (closesLast && moved.length > 0) (moved[moved.length - 1] as PartMeta).closes = true;
-    this.commit(from, partIds, now);
-    let held = this.open.get(to.debounceKey);
-    if (!held) {
-      held = { debounceKey: to.debounceKey, sessionKey: from.sessionKey, rule: to.rule, parts: moved, deadline: now, reason: 'turn', lease: undefined, stamp: 0, taken: undefined, held: to.held };
-      this.open.set(to.debounceKey, held);
-    } else held.parts.push(...moved);
-    this.rearm(held, now);
-    return held;
-  }
-
-  /** Settle a buffer's deadline again (a held buffer whose turn closed), unless leased or retrying. */
-  rearm(buffer: OpenBuffer, now: number): void {
-    if (!buffer.lease && !buffer.retrying) this.arm(buffer, now);
-  }
-
   /** Put back a buffer recorded by an earlier run (SQLite open), not leased. */
   restore(buffer: OpenBuffer): void {
     this.open.set(buffer.debounceKey, buffer);
@@ -309,7 +277,7 @@ export class Buffers {
     return at === Infinity ? undefined : at;
   }
 
-  private arm(buffer: OpenBuffer, now: number): void {
+  protected arm(buffer: OpenBuffer, now: number): void {
     const { deadline, reason } = this.deadlineOf(buffer, now);
     buffer.deadline = deadline;
     buffer.reason = reason;

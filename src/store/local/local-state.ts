@@ -1,6 +1,7 @@
 import type { BufferedPart, CorrelationRecord } from '../../events/inbound.js';
 import type { OutboxDraft, OutboxRecord } from '../../ports.js';
-import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
+import { type OpenBuffer, type PartMeta } from './buffers.js';
+import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
@@ -67,7 +68,7 @@ export const MAX_CORRELATION_GROUPS = 4096;
 export class LocalState {
   readonly claims = new ClaimTables();
   readonly groups: CorrelationGroups;
-  readonly buffers: Buffers;
+  readonly buffers: TurnBuffers;
   readonly pushes = new PushQueue();
   readonly turns = new TurnTable();
   dead: number;
@@ -75,7 +76,7 @@ export class LocalState {
 
   constructor(private readonly rows: Rows, options: LocalStateOptions) {
     this.groups = new CorrelationGroups(options.maxCorrelationGroups);
-    this.buffers = new Buffers(options.keepHeld === true);
+    this.buffers = new TurnBuffers(options.keepHeld === true);
     this.tokens = options.tokenBase;
     this.dead = options.dead;
   }

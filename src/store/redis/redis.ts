@@ -10,25 +10,12 @@ import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { OutboxTail } from './tail.js';
 import { RedisTurns } from './turns.js';
+import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store, StoreOptions, TurnRule,
+  AdmitItem, AdmitVerdict, ClaimStats, FlushReason, LeasedBatch, PushLease, PushOutcome, Store,
 } from '../../ports.js';
 
-/** Settings of the Redis store, on top of every store's. */
-export interface RedisStoreOptions extends StoreOptions {
-  /** Hash tag of every key (`{ai}:...`): several deployments can share one server. @default 'ai' */
-  keyPrefix?: string;
-  /** Longest wait for an ingest command (admit, ping) before it fails with 503. @default 1000 */
-  commandTimeoutMs?: number;
-  /** Replicas that must hold each admit and commit before it resolves (`WAIT`). @default 0 */
-  waitReplicas?: number;
-  logger?: ConnectionLogger;
-  /**
-   * Whose clock stamps arrivals and debounce deadlines: `server` (Redis `TIME`: one clock for
-   * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
-   */
-  clock?: 'server' | 'caller';
-}
+export type { RedisStoreOptions } from './options.js';
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
 const RELEASE_HOLD_MS = 30_000;
@@ -194,11 +181,8 @@ export class RedisStore implements Store {
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
   }
 
-  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): ReturnType<Store['commitTurn']> {
-    return this.turns.commit(batch, draft, now, rule);
-  }
-
   // Agent turns: one script each (turns.ts).
+  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.turns.commit(batch, draft, now, rule);
   turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);

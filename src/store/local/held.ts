@@ -1,0 +1,42 @@
+import type { BufferRule } from '../../ports.js';
+import { Buffers, type OpenBuffer, type PartMeta } from './buffers.js';
+
+/** What a held buffer keeps of the turn its messages wait for, and the rule they were held under. */
+export interface HeldMeta {
+  /** The output id of the turn they wait for (their release follows it up). */
+  by: string;
+  until: number;
+  mode: 'collect' | 'followup';
+  maxMs: number;
+}
+
+/**
+ * The buffers of a store owned by one process, with the held buffers of agent turns: a
+ * session's batches that closed while its turn was open wait in a buffer of their own
+ * (`turnBufferKey`), due when the turn closes (see `OpenBuffer.held`).
+ */
+export class TurnBuffers extends Buffers {
+  /**
+   * Move a leased batch's parts to the held buffer `to` (opened with `rule` and `held` when
+   * new), ending the lease of `from` as a commit does. `closesLast` marks the batch's end (a
+   * followup queue's batches stay apart). Returns the held buffer.
+   */
+  holdParts(from: OpenBuffer, partIds: readonly string[], to: { debounceKey: string; rule: BufferRule; held: HeldMeta }, closesLast: boolean, now: number): OpenBuffer {
+    const ids = new Set(partIds);
+    const moved = from.parts.filter((part) => ids.has(part.id)).map((part) => ({ ...part, closes: false }));
+    if (closesLast && moved.length > 0) (moved[moved.length - 1] as PartMeta).closes = true;
+    this.commit(from, partIds, now);
+    let held = this.open.get(to.debounceKey);
+    if (!held) {
+      held = { debounceKey: to.debounceKey, sessionKey: from.sessionKey, rule: to.rule, parts: moved, deadline: now, reason: 'turn', lease: undefined, stamp: 0, taken: undefined, held: to.held };
+      this.open.set(to.debounceKey, held);
+    } else held.parts.push(...moved);
+    this.rearm(held, now);
+    return held;
+  }
+
+  /** Settle a buffer's deadline again (a held buffer whose turn closed), unless leased or retrying. */
+  rearm(buffer: OpenBuffer, now: number): void {
+    if (!buffer.lease && !buffer.retrying) this.arm(buffer, now);
+  }
+}
