@@ -6,9 +6,9 @@
 // hold and the release path). The goal is collect within 1.1x of off.
 // Usage: node bench/turns.mjs [rate=4000] [seconds=4] [rounds=3]
 import { fork } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { cpuTicks, median } from './servers.mjs';
 
 const setups = [
