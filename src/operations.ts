@@ -73,9 +73,22 @@ export function operations(options: OperationsOptions) {
   }
 
   /** `/v1/stats`: per-channel counters, buffers, claims, correlation, outbox. */
+  const turnsOn = config.turns.mode !== 'off' || config.channels.some((channel) => channel.turns.mode !== 'off');
+
+  /** Agent turns open and held messages (every instance's, from the store): the console's Turns list. */
+  async function turns(): Promise<Record<string, unknown>> {
+    const views = await store.openTurns(clock.now(), 100);
+    return {
+      open: views.filter((view) => view.open).length,
+      held: views.reduce((sum, view) => sum + view.held, 0),
+      sessions: views.slice(0, 20),
+    };
+  }
+
   async function stats(): Promise<Record<string, unknown>> {
     if (push) await push.refresh().catch(() => undefined);
     return {
+      ...(turnsOn ? { turns: await turns().catch(() => ({ open: 0, held: 0, sessions: [] })) } : {}),
       channels: metrics.channelStats(),
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
