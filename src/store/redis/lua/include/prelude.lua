@@ -17,7 +17,9 @@
 --   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
 --   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour),
 --   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
---   val:<name> STRING PX (shared values: access tokens).
+--   val:<name> STRING PX (shared values: access tokens), turn:<session> HASH id / at / until PX
+--   (agent turns) and turns ZSET session -> until; a session's held messages are the buffer
+--   `~turn:<session>` (include/held.lua).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()
