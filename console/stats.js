@@ -40,13 +40,17 @@ function renderStats(stats) {
   const pairs = [
     ['open buffers', stats.debounce?.open ?? 0],
     ['flushing', stats.debounce?.flushing ?? 0],
-    ['turns open', stats.turns?.open ?? 0],
-    ['held', stats.turns?.held ?? 0],
     ['push', delivery.url ? 'on' : 'off'],
   ];
   if (delivery.url) pairs.push(['pending', delivery.pending], ['dead', delivery.dead], ['saturated', delivery.saturated ? 'YES' : 'no']);
   pairs.push(['streams', stats.streams ?? 0]);
+  // Agent turns, when a channel keeps them: open turns and the messages they hold, per session.
+  if (stats.turns) pairs.push(['open turns', stats.turns.open], ['held', stats.turns.held]);
   $('summary').replaceChildren(...pairs.flatMap(([key, value]) => [el('dt', {}, key), el('dd', { data: { key } }, String(value))]));
+  $('turns').replaceChildren(...(stats.turns?.sessions ?? []).map((turn) => el('li', { data: { session: turn.sessionKey } },
+    el('span', { class: 'session' }, turn.sessionKey), ' ',
+    turn.open ? el('span', { class: 'turn-open' }, `turn ${turn.outputId} open`) : el('span', { class: 'turn-closed' }, 'turn closed, releasing'),
+    ' ', el('span', { class: 'held', data: { held: String(turn.held) } }, `${turn.held} held`))));
   $('stats-age').textContent = `updated ${time(Date.now())}`;
 
   let received = 0;

@@ -84,19 +84,24 @@ export function operations(options: OperationsOptions) {
     return problems;
   }
 
-  /** Agent turns open now and the messages held for them (the first 10,000 sessions with a turn). */
-  async function turnStats(): Promise<{ open: number; held: number }> {
-    const views = await store.openTurns(clock.now(), 10_000).catch(() => []);
-    return { open: views.filter((view) => view.open).length, held: views.reduce((sum, view) => sum + view.held, 0) };
+  const turnsOn = config.turns.mode !== 'off' || config.channels.some((channel) => channel.turns.mode !== 'off');
+
+  /** Agent turns open and held messages (every instance's, from the store): the console's Turns list. */
+  async function turns(): Promise<Record<string, unknown>> {
+    const views = await store.openTurns(clock.now(), 100);
+    return {
+      open: views.filter((view) => view.open).length,
+      held: views.reduce((sum, view) => sum + view.held, 0),
+      sessions: views.slice(0, 20),
+    };
   }
 
-  /** `/v1/stats`: per-channel counters, buffers, claims, correlation, outbox. */
   async function stats(): Promise<Record<string, unknown>> {
     if (push) await push.refresh().catch(() => undefined);
     return {
+      ...(turnsOn ? { turns: await turns().catch(() => ({ open: 0, held: 0, sessions: [] })) } : {}),
       channels: metrics.channelStats(),
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
-      turns: await turnStats(),
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
       correlator: correlationStats(),
       delivery: push

@@ -31,6 +31,16 @@ describe('loadConfig', () => {
     expect(channel.debounce).toMatchObject({ windowMs: 100, maxMessages: 9, maxWaitMs: 7500 });
   });
 
+  it('resolves agent turns globally and per channel, and names a bad turns setting', () => {
+    const config = loadConfig({ env: { INTAKE_TURNS_MAX_MS: '60000' }, file: { turns: { mode: 'collect' }, channels: [{ id: 'g', adapter: 'generic' }, { id: 'v', adapter: 'generic', turns: { mode: 'interrupt', maxHeld: 5 } }] } });
+    expect(config.turns).toEqual({ mode: 'collect', maxMs: 60_000, maxHeld: 20 });
+    expect(config.channels.map((channel) => channel.turns)).toEqual([{ mode: 'collect', maxMs: 60_000, maxHeld: 20 }, { mode: 'interrupt', maxMs: 60_000, maxHeld: 5 }]);
+    expect(() => loadConfig({ env: { INTAKE_TURNS_MODE: 'queue' } })).toThrow(/turns\.mode \(from INTAKE_TURNS_MODE\).*"collect"/s);
+    expect(() => loadConfig({ env: {}, file: { turns: { maxHeld: 0 } } })).toThrow(/turns\.maxHeld/);
+    expect(() => loadConfig({ env: {}, file: { turns: { mode: 'off', queue: true } } })).toThrow(/turns/);
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'g', adapter: 'generic', turns: { mode: 'rollback' } }] } })).toThrow(/channels\[0\]\.turns\.mode/);
+  });
+
   it('names the setting and what is allowed when a value is bad', () => {
     expect(() => loadConfig({ env: { INTAKE_DEDUP_FUZZY: 'sometimes' }, cwd: tempDir().path }))
       .toThrow(/dedup\.fuzzy \(from INTAKE_DEDUP_FUZZY\).*"no-id"/s);

@@ -25,7 +25,7 @@ describe('the console shows agent turns', () => {
     const page = await browser.newPage();
     await page.goto(service.url);
     const text = (key: string) => page.evaluate((k) => document.querySelector(`#summary dd[data-key="${k}"]`)?.textContent ?? null, key);
-    await until(async () => (await text('turns open')) === '1' && (await text('held')) === '1', 10_000);
+    await until(async () => (await text('open turns')) === '1' && (await text('held')) === '1', 10_000);
     const heldCell = await page.evaluate(() => document.querySelector('#channels-table tr[data-channel="generic"] td[data-action="held"]')?.textContent ?? null);
     expect(heldCell).toBe('1');
     await page.close();

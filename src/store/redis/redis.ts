@@ -15,27 +15,12 @@ import { RedisStats } from './stats.js';
 import { RedisTurns } from './turns.js';
 import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
+import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, StoreOptions, TailEvents,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents,
 } from '../../ports.js';
 
-/** Settings of the Redis store, on top of every store's. */
-export interface RedisStoreOptions extends StoreOptions {
-  /** Hash tag of every key (`{ai}:...`): several deployments can share one server. @default 'ai' */
-  keyPrefix?: string;
-  /** Longest wait for an ingest command (admit, ping) before it fails with 503. @default 1000 */
-  commandTimeoutMs?: number;
-  /** Replicas that must hold each admit and commit before it resolves (`WAIT`). @default 0 */
-  waitReplicas?: number;
-  logger?: ConnectionLogger;
-  /**
-   * Whose clock stamps arrivals and debounce deadlines: `server` (Redis `TIME`: one clock for
-   * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
-   */
-  clock?: 'server' | 'caller';
-  /** How often the live tail checks that the store was not reset (and its longest XREAD block). @default 1000 */
-  tailCheckMs?: number;
-}
+export type { RedisStoreOptions } from './options.js';
 
 /** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
 const RELEASE_HOLD_MS = 30_000;

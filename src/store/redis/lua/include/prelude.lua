@@ -19,6 +19,9 @@
 --   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
 --   val:<name> STRING PX (shared values: access tokens), epoch STRING (random, written when absent:
 --   the store's identity), holds HASH holder -> `<afterSeq> <until>` (records a cut stream had not read).
+--   turn:<session> HASH id / at / until PX
+--   (agent turns) and turns ZSET session -> until; a session's held messages are the buffer
+--   `~turn:<session>` (include/held.lua).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()
