@@ -120,7 +120,7 @@ const SPACE = /^\s*$/;
  * library as before, so what this accepts is exactly what the library returns for it (the tests
  * check both paths give equal results), and it refuses nothing on its own: no parser differential.
  */
-export function readFlat(text: string, limits: XmlLimits): Json | undefined {
+export function readFlat(text: string, limits: XmlLimits): Record<string, string> | undefined {
   if (!text.startsWith('<xml>') || limits.maxDepth < 2) return undefined;
   const fields: Record<string, string> = {};
   let count = 1;
@@ -153,6 +153,18 @@ export function readFlat(text: string, limits: XmlLimits): Json | undefined {
     fields[name] = value;
     at = next;
   }
+}
+
+/**
+ * The ciphertext of an envelope (`<xml><ToUserName/>[<AgentID/>]<Encrypt/></xml>`): read as the
+ * flat shape when it is one (one pass, ~0.3 µs), else checked by `scanXml` and found by
+ * `envelopeField` as before. Either way the signature is checked over exactly this string.
+ */
+export function envelopeEncrypt(text: string, limits: XmlLimits, fail: (problem: string) => RequestError): string | undefined {
+  const flat = readFlat(text, limits);
+  if (flat) return flat.Encrypt?.trim();
+  scanXml(text, limits, fail);
+  return envelopeField(text, 'Encrypt');
 }
 
 /** The text of `<name>` in a small trusted-shape envelope (`<Encrypt>`), found without a parser; base64 never holds `<` or `]`. */

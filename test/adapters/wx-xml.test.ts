@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseWithLibrary, parseXml, readFlat } from '../../src/adapters/wx-xml.js';
+import { envelopeEncrypt, envelopeField, parseWithLibrary, parseXml, readFlat, scanXml } from '../../src/adapters/wx-xml.js';
 import { RequestError } from '../../src/errors.js';
 import { HOSTILE_XML } from './wx-kit.js';
 
@@ -82,5 +82,24 @@ describe('readFlat: the documented flat shape without the library, and nothing e
     expect(() => parseXml(many, { maxDepth: 32, maxKeys: 10 }, fail)).toThrow(/more than 10 elements/);
     expect(readFlat('<xml><A>1</A></xml>', { maxDepth: 1, maxKeys: 10 })).toBeUndefined();
     expect(() => parseXml('<xml><A>1</A></xml>', { maxDepth: 1, maxKeys: 10 }, fail)).toThrow(/deeper than 1/);
+  });
+});
+
+describe('envelopeEncrypt', () => {
+  const ENVELOPE = { maxDepth: 4, maxKeys: 64 };
+  it.each([
+    ['<xml><ToUserName><![CDATA[gh]]></ToUserName><Encrypt><![CDATA[QUJD]]></Encrypt></xml>', 'QUJD'],
+    ['<xml><ToUserName><![CDATA[gh]]></ToUserName><Encrypt><![CDATA[ QUJD ]]></Encrypt></xml>', 'QUJD'],
+    ['<xml><ToUserName>gh</ToUserName><AgentID>1</AgentID><Encrypt>QUJD</Encrypt></xml>', 'QUJD'],
+    ['<?xml version="1.0"?>\n<xml><Encrypt><![CDATA[QUJD]]></Encrypt></xml>', 'QUJD'],
+    ['<xml><ToUserName>gh</ToUserName></xml>', undefined],
+  ])('%j: %j, as envelopeField reads it', (xml, encrypt) => {
+    expect(envelopeEncrypt(xml, ENVELOPE, fail)).toBe(encrypt);
+    scanXml(xml, ENVELOPE, fail);
+    expect(envelopeField(xml, 'Encrypt')).toBe(encrypt);
+  });
+
+  it.each(HOSTILE_XML)('refuses %j as before', (xml) => {
+    expect(() => envelopeEncrypt(xml, ENVELOPE, fail)).toThrow(/DOCTYPE/);
   });
 });
