@@ -9,7 +9,7 @@ import type { AdapterContext } from './access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
-import { envelopeField, parseXml, scanXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
+import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 
 const settings = z.strictObject({
   /** The Token of 开发 > 基本配置 > 服务器配置: signs the URL of every callback. */
@@ -88,8 +88,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
       }
       if (!crypto) throw new RequestError('no_key', 400, `Safe-mode callback on channel "${channel.id}": ${where}.encodingAESKey (the EncodingAESKey of 服务器配置) is needed to decrypt it and is not set`, { channel: channel.id, stage: 'adapter' });
       const text = delivery.body.toString('utf8');
-      scanXml(text, ENVELOPE, fail);
-      const encrypt = envelopeField(text, 'Encrypt');
+      const encrypt = envelopeEncrypt(text, ENVELOPE, fail);
       if (!encrypt) throw fail('a safe-mode callback needs <Encrypt>');
       if (token) {
         const timestamp = freshTimestamp(delivery, check);

@@ -10,7 +10,7 @@ import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normaliz
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
-import { envelopeField, parseXml, scanXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
+import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 
 const settings = z.strictObject({
   /** The Token of the app's 接收消息 > API 接收 settings: signs every callback. */
@@ -91,8 +91,7 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
 
     verify(delivery) {
       const text = delivery.body.toString('utf8');
-      scanXml(text, ENVELOPE, fail);
-      const encrypt = envelopeField(text, 'Encrypt');
+      const encrypt = envelopeEncrypt(text, ENVELOPE, fail);
       if (!encrypt) throw fail('a WeCom callback needs <Encrypt>');
       opened.set(delivery.body, open(delivery, encrypt, true));
     },
