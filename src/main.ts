@@ -73,6 +73,11 @@ function processLog(level: Config['logLevel']): ProcessLog {
   };
 }
 
+/** The store setting for a log line: a Redis URL without its password. */
+function redactedStore(store: string): string {
+  return store.replace(/^(rediss?:\/\/)[^@/]*@/, '$1***@');
+}
+
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
   if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
@@ -112,7 +117,7 @@ async function main(): Promise<void> {
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
-  logger.info({ host: config.server.host, port, store: config.store, channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);
+  logger.info({ host: config.server.host, port, store: redactedStore(config.store), channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);
 
   let stopping = false;
   const exit = async (code: number) => {

@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, until } from './helpers.js';
+import { startRedis } from './store/redis-server.js';
 
 const ROOT = process.cwd();
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
@@ -94,6 +95,22 @@ describe('the process: its bin, signals and drain period', () => {
     expect(npm.stdout()).toContain('"msg":"stopped cleanly"');
     expect(await readyz(port)).toBe(undefined);
   }, 90_000);
+
+  it('never logs the Redis password of its store setting', async () => {
+    const redis = await startRedis();
+    const port = await freePort();
+    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: redis.url.replace('redis://', 'redis://:s3cretpw@'), INTAKE_DRAIN_MS: '0', LOG_LEVEL: 'info' });
+    children.push(service.child);
+    try {
+      await until(() => service.stdout().includes('agent-intake listening'), 15_000);
+      expect(service.stdout()).toContain('"store":"redis://***@127.0.0.1:');
+      expect(service.stdout() + service.stderr()).not.toContain('s3cretpw');
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      await redis.stop();
+    }
+  });
 
   it('says in one line that a Redis store is down at start, without its password', async () => {
     const port = await freePort();
