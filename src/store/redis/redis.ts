@@ -42,9 +42,11 @@ const MAX_UNANSWERED = 1000;
 /**
  * Shared store on Redis >= 7: several instances admit, flush and push through one server.
  * Every step is one Lua script on keys under one hash tag (Redis Cluster keeps them in one
- * slot). Admission stamps arrivals with the server's clock (`TIME`); leases and push
- * schedules use the `now` callers pass, so instance clocks must agree to well within a lease
- * (NTP); the fences make every hand-over exact whatever the clocks say.
+ * slot). Admission stamps arrivals and deadlines with the server's clock (`TIME`), and the
+ * flush takes and renews its leases by that clock too, so an instance's clock skew neither
+ * flushes buffers early nor takes a live lease over. Push schedules use the `now` callers
+ * pass (instance clocks should agree to well within a lease: NTP); the fences make every
+ * hand-over exact whatever the clocks say.
  */
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -146,13 +148,20 @@ export class RedisStore implements Store {
     const token = `${this.claimPrefix}${++this.claims}`;
     let reply: ClaimReply;
     try {
-      // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
-      reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
+      // Due by the server's clock, the one admission stamps deadlines with: an instance whose
+      // clock runs ahead must not take buffers early (and one behind takes them a little late,
+      // or another instance does). now = Infinity would mean "now" here too.
+      reply = (await this.background.aiClaimDue(this.prefix, this.serverOr(now), leaseMs, limit, token)) as typeof reply;
     } catch (error) {
       this.unanswer(token);
       throw error;
     }
     return claimedBatches(reply, this.background, this.prefix, this.logger);
+  }
+
+  /** The time a script compares deadlines and leases with: the server's ('') unless the store runs on its caller's clock. */
+  private serverOr(now: number): string {
+    return this.callerClock ? clock(now) : '';
   }
 
   /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */
@@ -161,7 +170,7 @@ export class RedisStore implements Store {
   }
 
   async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
-    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, clock(now), leaseMs);
+    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, this.serverOr(now), leaseMs);
     return renewed === 1;
   }
 
