@@ -154,6 +154,65 @@ if (section(2)) {
   }
 }
 
+// --- 5. Redis work per message, store calls only ------------------------------------------
+// Each build's RedisStore driven directly (no HTTP, no service around it): admit N new sessions
+// one message each, claim them due, commit each; INFO commandstats gives the time Redis spent
+// inside those commands and how many it ran. The least noisy measure of the scripts themselves.
+async function storeWork([label, folder]) {
+  const { RedisStore: Store } = await import(join(folder, 'dist/store/redis/redis.js'));
+  const N = 5000;
+  const redis = await startRedisServer();
+  const admin = new Redis(redis.url);
+  const store = await Store.open(redis.url, { commandTimeoutMs: 5000 });
+  const event = (n) => ({
+    id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
+    sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
+  });
+  const item = (n) => ({
+    claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
+    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event: event(n) }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
+  });
+  const round = async (from) => {
+    for (let n = from; n < from + N; n++) await store.admit([item(n)], Date.now());
+    await sleep(5);
+    let done = 0;
+    while (done < N) {
+      const batches = await store.claimDue(Date.now(), 30_000, 100);
+      for (const batch of batches) {
+        await store.commit(batch, { id: `o-${batch.debounceKey}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'g', createdAt: Date.now(), body: '{"content":"hello, where is ORD-123?"}', state: 'none' }, Date.now());
+      }
+      done += batches.length;
+      if (batches.length === 0) await sleep(2);
+    }
+  };
+  await round(1_000_000); // warm-up
+  await admin.config('RESETSTAT');
+  await round(0);
+  let usec = 0, calls = 0;
+  for (const match of String(await admin.info('commandstats')).matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+    if (/^(config|info|client|ping|script)/.test(match[1])) continue;
+    calls += Number(match[2]);
+    if (match[1] === 'evalsha' || match[1] === 'eval') usec += Number(match[3]);
+  }
+  await store.close();
+  admin.disconnect();
+  redis.stop();
+  return { label, N, usec: usec / N, commands: calls / N };
+}
+if (section(5)) {
+  const rows = new Map();
+  for (let r = 0; r < rounds; r++) {
+    for (const build of r % 2 ? [...builds].reverse() : builds) {
+      const result = await storeWork(build);
+      if (!rows.has(build[0])) rows.set(build[0], []);
+      rows.get(build[0]).push(result);
+    }
+  }
+  console.log(`\n## 5. Redis work per message, store calls only (each build's RedisStore admits, claims and commits 5000 new sessions, one message each; INFO commandstats; ${rounds} rounds, builds alternating)`);
+  console.log('| build | µs inside Redis scripts per message | commands per message |\n|---|---:|---:|');
+  for (const [label, r] of rows) console.log(`| ${label} | ${spread(r.map((x) => x.usec))} | ${spread(r.map((x) => x.commands))} |`);
+}
+
 // --- 3. two instances against one, on one Redis ---------------------------------------------
 if (section(3)) {
   const rows = { one: [], two: [] };
