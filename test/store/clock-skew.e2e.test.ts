@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.js';
+import { type Clock, systemClock } from '../../src/clock.js';
 import { postJson, type Running, startService, until } from '../helpers.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
@@ -16,7 +16,7 @@ afterAll(async () => {
   await redis.stop();
 });
 
-const ahead: Clock = { now: () => Date.now() + 45_000, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (t) => clearTimeout(t) };
+const ahead: Clock = { ...systemClock, now: () => Date.now() + 45_000 };
 
 async function instance(clock?: Clock): Promise<Running> {
   const service = await startService({

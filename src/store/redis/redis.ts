@@ -5,6 +5,7 @@ import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, re
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
+import { CommitBatcher } from './commits.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
@@ -78,6 +79,7 @@ export class RedisStore implements Store {
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
+  private readonly commits: CommitBatcher;
 
   private constructor(url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -93,6 +95,7 @@ export class RedisStore implements Store {
     this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
+    this.commits = new CommitBatcher(this.background, this.prefix);
     this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
   }
 
@@ -182,9 +185,8 @@ export class RedisStore implements Store {
   private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
     await this.tailer.ready;
     const mark = this.identity.mark();
-    const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
-      batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
-      JSON.stringify(draft))) as [number, number] | null;
+    const reply = await this.commits.commit([batch.debounceKey, batch.sessionKey, batch.fence, batch.parts.length, clock(now),
+      draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state, JSON.stringify(draft)]);
     if (!reply) return undefined;
     const [seq, at] = reply;
     this.identity.committed(seq, mark, this.background);
