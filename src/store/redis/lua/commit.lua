@@ -1,6 +1,6 @@
 -- Move a leased batch to the outbox. ARGV: debounceKey, sessionKey, fence, part count, now,
--- record id, record sessionKey, createdAt, state, draft JSON.
--- Returns {seq, now}, or false for a stale fence.
+-- record id, record sessionKey, createdAt, state, draft JSON, 'turns' (refuse when the session has held messages).
+-- Returns {seq, now}, false for a stale fence, or 'held' (refused: commit-turn.lua's turn, they go first).
 -- @include prelude
 -- @include close
 -- @include release-session
@@ -8,6 +8,7 @@
 local dk, session, fence, k, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), nowOf(ARGV[5])
 local id, recordSession, createdAt, state, draft = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 if redis.call('HGET', P .. 'bm:' .. dk, 'fence') ~= fence then return false end
+if ARGV[11] == 'turns' and redis.call('EXISTS', P .. 'bm:~turn:' .. session) == 1 then return 'held' end
 redis.call('LTRIM', P .. 'buf:' .. dk, k, -1)
 local seq = redis.call('INCR', P .. 'seq')
 redis.call('XADD', P .. 'out', int(seq) .. '-0', 'i', id, 't', createdAt, 'k', recordSession, 'd', draft)
