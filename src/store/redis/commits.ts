@@ -2,10 +2,10 @@ import type { ScriptedRedis } from './connections.js';
 
 /** commit.lua's arguments after the key prefix. */
 export type CommitArgs = [debounceKey: string, sessionKey: string, fence: number, parts: number, now: string,
-  id: string, recordSession: string, createdAt: number, state: string, draft: string];
+  id: string, recordSession: string, createdAt: number, state: string, draft: string, unlessHeld: '' | 'turns'];
 
-/** commit.lua's answer: the record's seq and the time it was committed, or null for a stale fence. */
-export type CommitReply = [seq: number, at: number] | null;
+/** commit.lua's answer: the record's seq and the time it was committed, null for a stale fence, or 'held' (refused: the session has held messages). */
+export type CommitReply = [seq: number, at: number] | null | 'held';
 
 /** At most this many commits in one script call. */
 const MAX_PER_CALL = 64;

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnRule } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
 import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
@@ -179,15 +179,16 @@ export class RedisStore implements Store {
 
   /** Commit a batch; a commit that ran but whose answer was lost answers with its record (see lost-answer.ts). */
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    return committedDespiteLostAnswer(() => this.commitOnce(batch, draft, now), () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
+    return committedDespiteLostAnswer(async () => (await this.commitOnce(batch, draft, now)) as OutboxRecord | undefined, () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
   }
 
-  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+  /** `unlessHeld`: refused ('held') when the session has held messages (turns off, see `commitTurn`). */
+  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, unlessHeld?: true): Promise<OutboxRecord | undefined | 'held'> {
     await this.tailer.ready;
     const mark = this.identity.mark();
     const reply = await this.commits.commit([batch.debounceKey, batch.sessionKey, batch.fence, batch.parts.length, clock(now),
-      draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state, JSON.stringify(draft)]);
-    if (!reply) return undefined;
+      draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state, JSON.stringify(draft), unlessHeld ? 'turns' : '']);
+    if (!reply || reply === 'held') return reply ?? undefined;
     const [seq, at] = reply;
     this.identity.committed(seq, mark, this.background);
     await this.replicas.held(this.background);
@@ -195,10 +196,24 @@ export class RedisStore implements Store {
   }
 
   // Agent turns: one script each (turns.ts).
-  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.turns.commit(batch, draft, now, rule);
+  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    if (rule.mode !== 'off' || isTurnBuffer(batch.debounceKey)) return this.turns.commit(batch, draft, now, rule);
+    // Turns off: the plain commit, unless the session has held messages (held before a restart
+    // that turned turns off): then the turn commit, which puts this batch behind them.
+    let held = false;
+    const record = await committedDespiteLostAnswer(async () => {
+      const reply = await this.commitOnce(batch, draft, now, true);
+      held = reply === 'held';
+      return reply === 'held' ? undefined : reply;
+    }, () => (held ? Promise.resolve(undefined) : this.outboxGet(draft.id)), this.logger, batch.sessionKey);
+    if (held) return this.turns.commit(batch, draft, now, rule);
+    return record && { held: false, record };
+  }
+
   turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
+  openTurnCount: Store['openTurnCount'] = (now) => this.turns.count(now);
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
     // The session stays held until the retry, plus a lease in case this instance dies meanwhile.

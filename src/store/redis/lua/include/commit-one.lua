@@ -1,8 +1,11 @@
 -- Move one leased batch to the outbox: the fence checked, the record appended (seq, stream
 -- entry, id index, and the push queue when it waits for the agent), the session released and
--- the buffer re-armed from what arrived meanwhile. Returns {seq, now}, or false for a stale fence.
-local function commitOne(dk, session, fence, k, now, id, recordSession, createdAt, state, draft)
+-- the buffer re-armed from what arrived meanwhile. With unlessHeld = 'turns', refused ('held')
+-- while the session has held messages (commit-turn.lua then puts the batch behind them).
+-- Returns {seq, now}, false for a stale fence, or 'held'.
+local function commitOne(dk, session, fence, k, now, id, recordSession, createdAt, state, draft, unlessHeld)
   if redis.call('HGET', P .. 'bm:' .. dk, 'fence') ~= fence then return false end
+  if unlessHeld == 'turns' and redis.call('EXISTS', P .. 'bm:~turn:' .. session) == 1 then return 'held' end
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('XADD', P .. 'out', int(seq) .. '-0', 'i', id, 't', createdAt, 'k', recordSession, 'd', draft)
   redis.call('HSET', P .. 'ids', id, seq)
