@@ -59,14 +59,19 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
   let writing: Promise<void> | undefined;
   let dirty = false;
 
-  /** Keep the cursor in the store (one write at a time; the latest value wins). */
-  function save(): void {
+  /**
+   * Keep the cursor in the store (one write at a time; the latest value wins), through the fence
+   * of the socket's lease: a holder that lost it never moves or forgets its successor's session.
+   */
+  function save(io: SessionIo): void {
     dirty = true;
     if (writing) return;
+    const put = (value: string, ttlMs: number): Promise<unknown> =>
+      io.fence ? io.fence.put(cursorKey, value, ttlMs) : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
     const next = async (): Promise<void> => {
       while (dirty) {
         dirty = false;
-        await context.shared.sharedPut(cursorKey, cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1, context.now()).catch(() => undefined);
+        await put(cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1).catch(() => undefined);
       }
       writing = undefined;
     };
@@ -134,13 +139,13 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
       if (typeof seq !== 'number' || !cursor) return;
       if (cursor.seq === null || seq > cursor.seq) {
         cursor.seq = seq;
-        save();
+        save(io);
       }
     };
     const forget = (): void => {
       cursor = undefined;
       received = null;
-      save();
+      save(io);
     };
 
     return {
@@ -187,7 +192,7 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
           const botId = typeof user?.id === 'string' ? user.id : undefined;
           if (typeof d.session_id === 'string' && typeof d.resume_gateway_url === 'string') {
             cursor = { sessionId: d.session_id, seq: seq ?? null, resumeUrl: d.resume_gateway_url };
-            save();
+            save(io);
           }
           if (botId) options.identified(botId);
           return { kind: 'meta', heartbeat: false, ...(botId ? { botId } : {}) };

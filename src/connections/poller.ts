@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { isIntakeError } from '../errors.js';
-import { PollError, type ConnectionEvent, type ConnectionView, type PollSpec } from '../events/connection.js';
+import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../ports.js';
 import type { LinkTarget } from './links.js';
@@ -12,7 +12,7 @@ export interface PollerOptions {
   instance: string;
   clock: Clock;
   logger: Logger;
-  /** Where the cursor is kept (the store: it survives a restart and is every instance's). */
+  /** Where the cursor is read (the store: it survives a restart and is every instance's); it is written through the lease's fence. */
   shared: SharedValues;
   /** Run one update through the pipeline; resolves once it is recorded. */
   deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
@@ -41,6 +41,8 @@ export class Poller {
   /** Times the poll came up (answered after a start or a failure). */
   private opens = 0;
   private started = false;
+  /** The lease this poll runs under: nothing is recorded, and no cursor kept, once it changed hands. */
+  private fence: LeaseFence | undefined;
 
   constructor(private readonly options: PollerOptions) {
     const { target, poll, instance, clock } = options;
@@ -55,9 +57,10 @@ export class Poller {
     return this.started ? { ...this.view } : undefined;
   }
 
-  start(): void {
+  start(fence: LeaseFence): void {
     if (this.running) return;
     this.running = true;
+    this.fence = fence;
     this.started = true;
     this.view.state = 'connecting';
     this.view.connectedAt = this.options.clock.now();
@@ -71,6 +74,7 @@ export class Poller {
 
   private async run(): Promise<void> {
     const { target, poll, clock, logger, shared } = this.options;
+    const fence = this.fence as LeaseFence;
     let failures = 0;
     while (this.running) {
       const abort = (this.abort = new AbortController());
@@ -80,12 +84,14 @@ export class Poller {
         if (!this.running) return;
         this.seen();
         failures = 0;
+        // A holder paused past its lease: the survivor polls these updates again; its keeper stops this one.
+        if (polled.bodies.length > 0 && !(await fence.holds())) return this.late();
         if (!(await this.record(polled.bodies))) {
           failures++;
           await this.pause(poll.reconnectMinMs);
           continue;
         }
-        if (polled.cursor !== undefined && polled.cursor !== cursor) await shared.sharedPut(this.cursorName, polled.cursor, CURSOR_TTL_MS, clock.now());
+        if (polled.cursor !== undefined && polled.cursor !== cursor && !(await fence.put(this.cursorName, polled.cursor, CURSOR_TTL_MS))) return this.late();
       } catch (error) {
         if (!this.running) return;
         failures++;
@@ -102,6 +108,11 @@ export class Poller {
         await this.pause(waitMs);
       }
     }
+  }
+
+  /** The lease changed hands under this poll: what it had is left to the new holder. */
+  private late(): void {
+    this.options.logger.warn({ channel: this.options.target.channel }, 'another instance polls this channel now (the lease\'s fence moved on): this one stops');
   }
 
   /** A poll answered: the connection is up (again, after a start or a failure). */
