@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { DialSession, SessionIo, SocketDial, SocketFrame } from '../events/connection.js';
+import { DialError, type DialSession, type SessionIo, type SocketDial, type SocketFrame } from '../events/connection.js';
 import type { AdapterContext } from './access-token.js';
 
 // The Discord Gateway (discord.com/developers/docs/events/gateway): Hello (op 10) gives the
@@ -104,7 +104,9 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
     if (response.statusCode !== 200 || typeof answer?.url !== 'string') throw new Error(hide(`GET /gateway/bot failed: HTTP ${response.statusCode}`));
     const limit = answer.session_start_limit;
     if (!cursor && limit && limit.remaining === 0) {
-      throw new Error(`Discord's daily session starts are used up; new ones in ${Math.ceil(Number(limit.reset_after ?? 0) / 1000)} s`);
+      // Identifying now would be refused: wait until the budget resets (reset_after, ms), then ask again.
+      const resetMs = Math.max(0, Math.min(Number(limit.reset_after) || 0, 86_400_000));
+      throw new DialError(`Discord's daily session starts are used up; asking again when they reset, in ${Math.ceil(resetMs / 1000)} s`, resetMs);
     }
     return answer.url;
   }

@@ -78,9 +78,15 @@ export class Poller {
     let failures = 0;
     while (this.running) {
       const abort = (this.abort = new AbortController());
+      let stall: unknown;
       try {
         const cursor = await shared.sharedGet(this.cursorName, clock.now());
-        const polled = await poll.next(cursor, abort.signal);
+        // On the injected clock: a poll the platform never answers is given up and asked again.
+        stall = clock.setTimeout(() => abort.abort(new PollError(`getUpdates stalled: no answer within ${poll.stallMs} ms`)), poll.stallMs);
+        const polled = await poll.next(cursor, abort.signal).catch((error: unknown) => {
+          throw abort.signal.aborted && this.running ? abort.signal.reason : error;
+        });
+        clock.clearTimeout(stall);
         if (!this.running) return;
         this.seen();
         failures = 0;
@@ -93,6 +99,7 @@ export class Poller {
         }
         if (polled.cursor !== undefined && polled.cursor !== cursor && !(await fence.put(this.cursorName, polled.cursor, CURSOR_TTL_MS))) return this.late();
       } catch (error) {
+        clock.clearTimeout(stall);
         if (!this.running) return;
         failures++;
         const hint = error instanceof PollError ? error.hint : undefined;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
-import type { DialSession, LeaseFence, SocketDial } from '../events/connection.js';
+import { DialError, type DialSession, type LeaseFence, type SocketDial } from '../events/connection.js';
 import type { LinkTarget, Links } from './links.js';
 
 export interface SocketDialerOptions {
@@ -73,7 +73,8 @@ export class SocketDialer {
       if (this.asking === abort) this.asking = undefined;
       if (!this.running) return;
       this.failures++;
-      const waitMs = this.backoffMs(this.failures);
+      // The platform said when to ask again (Discord's session starts reset_after): not sooner.
+      const waitMs = Math.max(this.backoffMs(this.failures), error instanceof DialError ? error.retryAfterMs ?? 0 : 0);
       logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
       this.timer = this.options.clock.setTimeout(() => {
         if (this.running) this.dial();

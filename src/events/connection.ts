@@ -117,6 +117,8 @@ export interface PollSpec {
   /** Backoff after a failed poll: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /** A poll not answered within this is stalled (a half-open connection): aborted and asked again. */
+  readonly stallMs: number;
   /** One long poll from `cursor` (undefined: where the platform keeps it). Throws a PollError on failure. */
   next(cursor: string | undefined, signal: AbortSignal): Promise<Polled>;
 }
@@ -126,6 +128,14 @@ export class PollError extends Error {
   override name = 'PollError';
   /** `retryAfterMs`: the platform said when to ask again (Telegram 429 `retry_after`). */
   constructor(message: string, readonly hint?: string, readonly retryAfterMs?: number) {
+    super(message);
+  }
+}
+
+/** A socket URL refused for a while; `retryAfterMs` says when to ask again (Discord's used-up daily session starts). */
+export class DialError extends Error {
+  override name = 'DialError';
+  constructor(message: string, readonly retryAfterMs?: number) {
     super(message);
   }
 }

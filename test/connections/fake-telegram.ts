@@ -6,12 +6,14 @@ export const TOKEN = '123456:ABC-test-token';
 /**
  * A Bot API server on 127.0.0.1 serving getUpdates as Telegram does: the updates with
  * update_id >= offset, at once when there are any, else after the poll's timeout (here the
- * test's short one). `conflict` answers 409 as Telegram does while a webhook is set.
+ * test's short one). `conflict` answers 409 as Telegram does while a webhook is set; `stall`
+ * leaves polls unanswered.
  */
 export async function fakeTelegram() {
   const updates: Array<Record<string, unknown>> = [];
   const offsets: Array<string | null> = [];
-  const state = { conflict: false, failWith: [] as number[] };
+  const state = { conflict: false, failWith: [] as number[], stall: false };
+  const queries: URLSearchParams[] = [];
   let waiting: Array<() => void> = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -21,6 +23,8 @@ export async function fakeTelegram() {
       return;
     }
     offsets.push(url.searchParams.get('offset'));
+    queries.push(url.searchParams);
+    if (state.stall) return; // a half-open connection: never answered
     const failure = state.failWith.shift();
     if (failure === 429) {
       res.statusCode = 429;
@@ -47,7 +51,7 @@ export async function fakeTelegram() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    offsets, state,
+    offsets, state, queries,
     push(...more: Array<Record<string, unknown>>) {
       updates.push(...more);
       for (const wake of waiting.splice(0)) wake();
