@@ -4,6 +4,7 @@ import { createIntake, type Intake } from '../../src/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, until } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
+import { BOT_TOKEN, fakeGateway } from './fake-gateway.js';
 import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 import { fakeTelegram, TOKEN, update } from './fake-telegram.js';
 
@@ -100,5 +101,26 @@ describe('a paused holder whose lease a survivor took over', () => {
     expect(outputs.map((output) => output.content)).toEqual(['before the pause', 'after the takeover']);
     expect(late.metrics.channelStats().slack).toMatchObject({ received: 1 });
     expect(survivor.metrics.channelStats().slack).toMatchObject({ received: 1 });
+  });
+
+  it('cannot forget the Gateway session the survivor resumed when its old socket is closed 4007 (a new session is not its to start)', async () => {
+    const gateway = await fakeGateway();
+    cleanups.push(() => gateway.close());
+    const store = shared();
+    const channel = { id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl: gateway.url, leaseMs: LEASE_MS, reconnectMinMs: 20, reconnectMaxMs: 100 };
+    const late = await start(store, new ManualClock(T), channel);
+    await until(() => gateway.identifies() === 1 && gateway.open() === 1);
+    await until(async () => (await store.sharedGet('discord:cursor:dc', T))?.includes('session-1') === true);
+    const survivorClock = new ManualClock(T);
+    const survivor = await start(store, survivorClock, channel);
+    await takeOver(survivorClock, survivor);
+    await until(() => gateway.resumes().length === 1 && gateway.open() === 2);
+    // Discord drops the paused holder's socket with 4007: it would start a new session and forget the kept one.
+    gateway.sockets[0]?.close(4007, 'Invalid seq');
+    await until(async () => (await late.connections()).every((view) => view.state === 'closed'));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await store.sharedGet('discord:cursor:dc', T)).toContain('"sessionId":"session-1"');
+    expect(gateway.identifies()).toBe(1);
+    expect(gateway.open()).toBe(1);
   });
 });
