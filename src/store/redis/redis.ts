@@ -309,6 +309,8 @@ export class RedisStore implements Store {
   // Named leases and shared values: the bus's, under this store's prefix.
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.bus.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.bus.dropLease(name, holder);
+  fenceHolds: Store['fenceHolds'] = (name, fence) => this.bus.fenceHolds(name, fence);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) => this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
 

@@ -28,6 +28,7 @@ const FILES = {
   aiRequeueDead: 'requeue-dead',
   aiStats: 'stats',
   aiHoldLease: 'hold-lease',
+  aiFenced: 'fenced',
 } as const;
 
 export type ScriptName = keyof typeof FILES;
