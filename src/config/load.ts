@@ -23,6 +23,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_MAX_CONNECTIONS', 'server.maxConnections', 'int'],
   ['INTAKE_DRAIN_MS', 'server.drainMs', 'int'],
   ['INTAKE_API_TOKEN', 'server.apiToken', 'string'],
+  ['INTAKE_ALLOWED_HOSTS', 'server.allowedHosts', 'list'],
   ['INTAKE_STORE', 'store', 'string'],
   ['INTAKE_DEDUP_ID_TTL_MS', 'dedup.idTtlMs', 'int'],
   ['INTAKE_DEDUP_FUZZY_WINDOW_MS', 'dedup.fuzzyWindowMs', 'int'],

@@ -5,7 +5,7 @@ export const defaults = {
   server: {
     host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64, maxKeys: 10_000,
     headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000,
-    drainMs: 5_000,
+    drainMs: 5_000, allowedHosts: [] as string[],
   },
   store: 'sqlite:./data/intake.db',
   dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
@@ -165,6 +165,11 @@ const configShape = {
     /** After SIGTERM, how long /readyz answers 503 (deliveries still taken) before the listener closes; 0: close at once. */
     drainMs: ms,
     apiToken: z.string().optional(),
+    /**
+     * Host names /v1/* and /metrics answer besides loopback names and `host` (a proxy's, a
+     * tunnel's); `*` answers any. Without apiToken, also the pages whose Origin may change state.
+     */
+    allowedHosts: z.array(z.union([z.literal('*'), hostEntry])),
   }).strict(),
   store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),
   dedup: dedupSchema,
