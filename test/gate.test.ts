@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
+import { type RedisServer, startRedis } from './store/redis-server.js';
 
 const message = (id: string, session: string) => ({ id, sessionKey: `cli:${session}`, content: `hello ${id}` });
 
@@ -38,6 +39,37 @@ describe.each(['memory', 'sqlite'])('the flush backlog on the %s store', (kind) 
     // Nothing of the refused delivery was recorded: its retry is new, not a duplicate.
     expect((await post('c1', 'c')).body).toEqual({ accepted: 1, duplicates: 0, events: [{ id: 'c1', verdict: 'accepted' }] });
     expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^inbox_debounce_backpressure 0$/m);
+  });
+});
+
+describe('the flush backlog on a Redis store several instances share', () => {
+  let redis: RedisServer | undefined;
+  const services: Running[] = [];
+  afterEach(async () => {
+    for (const service of services.splice(0)) await service.stop();
+    await redis?.stop();
+  });
+
+  it('counts every instance\'s open buffers against debounce.maxOpenBuffers, recounting at most every 100 ms', async () => {
+    redis = await startRedis();
+    const clock = new ManualClock();
+    // A window no test run reaches: the buffers stay open (Redis stamps them with its own clock).
+    const file = { store: redis.url, debounce: { windowMs: 600_000, maxWaitMs: 600_000, maxOpenBuffers: 2 } };
+    const [a, b] = [await startService(file, { clock }), await startService(file, { clock })];
+    services.push(a!, b!);
+    const post = (service: Running, id: string) => postJson(`${service.url}/webhooks/generic`, message(id, id));
+
+    expect((await post(a!, 'r1')).status).toBe(200);
+    expect((await post(b!, 'r2')).status).toBe(200);
+    // Within 100 ms of its last count an instance goes by that count: the bound is overshot by
+    // what arrives meanwhile, and Redis is not asked once per delivery.
+    expect((await post(a!, 'r2b')).status).toBe(200);
+    await clock.advance(100);
+    const refused = await post(a!, 'r3');
+    expect([refused.status, refused.body.error?.code]).toEqual([503, 'debounce_backlog']);
+    expect((await post(b!, 'r4')).status).toBe(503);
+    expect((await fetch(`${b!.url}/readyz`)).status).toBe(503);
+    expect(await a!.intake.store.openBuffers()).toBe(3);
   });
 });
 
