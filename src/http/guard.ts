@@ -42,7 +42,7 @@ export function apiGuard(server: Config['server']): Koa.Middleware {
   return async function apiGuard(ctx, next) {
     const host = ctx.get('host');
     if (checkHost && host !== '' && !hostAllowed(hostName(host))) {
-      throw new RequestError('host_not_allowed', 403, `This service does not answer ${ctx.method} ${ctx.path} for Host "${host.slice(0, 100)}": ${token ? '' : 'without server.apiToken '}only loopback names (localhost, 127.0.0.1, [::1]), server.host${allowed.size > 0 ? ' and server.allowedHosts' : ''} are answered, so a web page cannot reach it through a DNS name of its own. If you reach the service by this name (a proxy, a tunnel), add "${hostName(host)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`);
+      throw new RequestError('host_not_allowed', 403, `Host "${host.slice(0, 100)}" is not a name ${ctx.method} ${ctx.path} is answered for: ${token ? '' : 'without server.apiToken, '}only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach the API through a DNS name of its own. If you reach the service by this name (a proxy, a tunnel), add "${hostName(host).slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`);
     }
     if (token) {
       const match = BEARER.exec(ctx.get('authorization'));
