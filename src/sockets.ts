@@ -206,8 +206,8 @@ export function botConnections(parts: ConnectionParts): BotConnections {
       const relayed: RelayedAction = { channel: channelId, action, params, ...(botId === undefined ? {} : { botId }) };
       const answer = await bus.relayAction(holder.instance, relayed, timeoutMs + 1000);
       if (answer === 'unheard') {
-        // The holder died since it last published its connections: its bot is connected nowhere.
-        throw new IntakeError('bot_not_connected', 404, `Bot ${holder.botId} on channel "${channelId}" was held by instance ${holder.instance}, which is gone: no bot is connected for actions until it reconnects`, context);
+        // The holder died (or its subscriber is reconnecting) since it last published its connections.
+        throw new IntakeError('bot_not_connected', 404, `Bot ${holder.botId} on channel "${channelId}" was held by instance ${holder.instance}, which no longer listens (stopped or died): retry once the bot has reconnected`, context);
       }
       if (!answer) throw new IntakeError('action_timeout', 504, `Instance ${holder.instance}, which holds bot ${holder.botId} on channel "${channelId}", did not answer "${action}" within ${timeoutMs} ms`, context);
       if (answer.ok) return answer.body;
