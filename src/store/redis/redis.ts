@@ -224,8 +224,9 @@ export class RedisStore implements Store {
     return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'due', 'bm:', 'fence'));
   }
 
+  /** On the ingest connection: the backlog check asks on a delivery's path, and must fail fast, not queue, while Redis is away. */
   async openBuffers(): Promise<number> {
-    return this.background.zcard(`${this.prefix}due`);
+    return this.ingest.zcard(`${this.prefix}due`);
   }
 
   // --- outbox ----------------------------------------------------------------------------
