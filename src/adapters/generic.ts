@@ -7,6 +7,7 @@ import { eventBuilder } from './event.js';
 import { explainGenericBody, genericMessagesOf } from './generic-message.js';
 import { optionalText } from './settings.js';
 import { headerOf, shapeError, type Adapter, type RawDelivery } from './types.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
 const settings = z.strictObject({
   /** Standard Webhooks secret (`whsec_...`); unsigned when absent. */
@@ -39,6 +40,7 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'generic', namespace, idPrefix: 'gen' });
   return {
     name: 'generic',
+    replyTo: genericReply,
     channel: channel.id,
     namespace,
 
@@ -65,6 +67,7 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
         return buildEvent({
           kind: 'message',
           platformId: message.id === undefined ? undefined : String(message.id),
+          fields: message.id === undefined ? undefined : { message_id: String(message.id) },
           conversation: message.conversation ?? { type: 'private', id: message.sessionKey },
           // A generic message's session key is used as given (CONTRACT §5).
           sessionKey: message.sessionKey,
@@ -77,5 +80,13 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
       });
       return { events };
     },
+  };
+}
+
+/** No platform behind it: the conversation and the sender's message id, for the agent's own answer path. */
+export function genericReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  return {
+    params: { conversationId: conversation.id, ...(ids.message_id ? { messageId: ids.message_id } : {}) },
+    ...(ids.message_id ? { messageId: ids.message_id } : {}),
   };
 }

@@ -31,6 +31,7 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
     turnRule: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }),
     commitTurn: async () => { throw new Error('turns are off'); },
     keepMedia: () => undefined,
+    replyTo: () => undefined,
   });
 }
 
