@@ -1,13 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapters } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/configure.js';
 import { outputJson, outputOf, type Output } from '../../src/events/output.js';
 import { createIntake } from '../../src/intake.js';
 import { channelEntry } from '../adapters/suite.js';
 import { seal } from '../adapters/wx-kit.js';
+import { startRedis, type RedisServer } from '../store/redis-server.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { silent, tempDir, until } from '../helpers.js';
@@ -40,16 +41,16 @@ function deliveriesOf(name: string): Array<{ body: Buffer; query: URLSearchParam
 }
 
 /**
- * Every output of one adapter's samples through the real intake on a SQLite store: as emitted
- * in process, as stored (read back by a second intake on the same file), as streamed (SSE data).
+ * Every output of one adapter's samples through the real intake (a SQLite store unless `store` says): as emitted
+ * in process, as stored (on SQLite, read back by a second intake on the same file), as streamed (SSE data).
  */
-async function outputsOf(name: string): Promise<{ live: Output[]; stored: Output[]; streamed: unknown[] }> {
+async function outputsOf(name: string, store?: (dir: string) => Record<string, unknown>): Promise<{ live: Output[]; stored: Output[]; streamed: unknown[] }> {
   const dir = tempDir();
   const descriptor = adapters.find((candidate) => candidate.name === name)!;
   const config = loadConfig({
     env: {}, cwd: dir.path,
     file: {
-      store: `sqlite:${join(dir.path, 'intake.db')}`, logLevel: 'silent',
+      store: `sqlite:${join(dir.path, 'intake.db')}`, ...store?.(dir.path), logLevel: 'silent',
       media: { dir: 'media', retries: 0, timeoutMs: 500 },
       debounce: { windowMs: 10, maxWaitMs: 50 },
       correlation: { noticeHoldMs: 10 },
@@ -69,10 +70,16 @@ async function outputsOf(name: string): Promise<{ live: Output[]; stored: Output
     await intake.settle();
     return (await intake.store.openBuffers()) === 0;
   }, 10_000);
+  let records = await intake.store.outboxAfter(0, 1000);
   await intake.close();
-  const reopened = await createIntake({ config, logger: silent, cwd: dir.path });
-  const records = await reopened.store.outboxAfter(0, 1000);
-  await reopened.close();
+  if (!store) {
+    // A SQLite file outlives the process: read back by the next start.
+    const reopened = await createIntake({ config, logger: silent, cwd: dir.path });
+    const again = await reopened.store.outboxAfter(0, 1000);
+    await reopened.close();
+    expect(again).toEqual(records);
+    records = again;
+  }
   dir.remove();
   return { live, stored: records.map(outputOf), streamed: records.map((record) => JSON.parse(outputJson(record))) };
 }
@@ -102,6 +109,23 @@ describe('the output JSON Schema (docs/schema/output-v1.schema.json)', () => {
       seen.set(descriptor.name, stored.filter((output) => output.type === 'chat.processedMessage').length);
     });
   }
+
+  describe('on the other stores', () => {
+    let redis: RedisServer;
+    beforeAll(async () => { redis = await startRedis(); });
+    afterAll(async () => { await redis.stop(); });
+
+    // The reply handle nests objects (reply_parameters) and the quote: each store keeps the output whole.
+    for (const [label, store] of [['memory', () => ({ store: 'memory' })], ['Redis', () => ({ store: redis.url, redis: { keyPrefix: `schema${Date.now()}` } })]] as const) {
+      it(`keeps reply, quote, parts and schemaVersion of Telegram outputs whole on the ${label} store`, async () => {
+        const { live, stored } = await outputsOf('telegram', store);
+        expect(live.length).toBeGreaterThan(0);
+        expect(stored).toEqual(live);
+        for (const output of stored) expect(validate(output) ? [] : validate.errors).toEqual([]);
+        expect(stored.some((output) => output.type === 'chat.processedMessage' && (output.reply?.params.reply_parameters as { message_id?: number } | undefined)?.message_id !== undefined)).toBe(true);
+      });
+    }
+  });
 
   it('refuses an output without schemaVersion or with a reply handle that has no parameters', () => {
     const output = {
