@@ -135,6 +135,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
  */
 export const WECHAT_SERVICE_WINDOW_MS = 48 * 3600_000;
 
+/** `touser` (the sender's openid) for a customer service message, until the 48-hour window closes. */
 export function wechatReply({ ids, sender, receivedAt }: ReplyTarget): ReplyParts {
   return {
     params: { touser: sender.id },
