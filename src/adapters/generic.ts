@@ -14,7 +14,7 @@ const settings = z.strictObject({
   secret: optionalText(),
 });
 
-/** The generic channel (CONTRACT §5). */
+/** The generic channel. */
 export const generic = defineAdapter({
   name: 'generic',
   // No namespace: each generic channel is its own id space.
@@ -30,7 +30,7 @@ function mediaRef(url: string, mimeType: string | undefined): MediaRef {
 }
 
 /**
- * The generic JSON channel (CONTRACT §5) for CLIs, web chats and anything without a platform
+ * The generic JSON channel for CLIs, web chats and anything without a platform
  * of its own. Signed with Standard Webhooks when the channel has a `secret`.
  */
 export function genericAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
@@ -69,7 +69,7 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
           platformId: message.id === undefined ? undefined : String(message.id),
           fields: message.id === undefined ? undefined : { message_id: String(message.id) },
           conversation: message.conversation ?? { type: 'private', id: message.sessionKey },
-          // A generic message's session key is used as given (CONTRACT §5).
+          // A generic message's session key is used as given.
           sessionKey: message.sessionKey,
           sender: message.sender?.name ? { id: senderId, name: message.sender.name } : { id: senderId },
           text: content,

@@ -24,7 +24,7 @@ export interface Normalized {
 export interface Adapter {
   readonly name: string;
   readonly channel: string;
-  /** Id space of users and conversations (CONTRACT §4). */
+  /** Id space of users and conversations. */
   readonly namespace: string;
   /** Throws SignatureError when the delivery is not authentic. */
   verify(delivery: RawDelivery): void;

@@ -14,7 +14,7 @@ export interface BotFields {
 
 /**
  * Merge a batch into the processed message, without `seq` (the outbox assigns it).
- * `mediaMode: 'first'` keeps only the first attachment of the batch, as the seed describes.
+ * `mediaMode: 'first'` keeps only the first attachment of the batch, as a channel may ask (`debounce.media`).
  */
 export function buildProcessedMessage(
   id: string,

@@ -51,7 +51,7 @@ export function describeCloseRules(name: string, open: OpenStore): void {
   });
 }
 
-/** The agent-turn rules alone (CONTRACT §10), on the caller's clock: for Redis, as `describeCloseRules`. */
+/** The agent-turn rules alone (docs/turns.md), on the caller's clock: for Redis, as `describeCloseRules`. */
 export function describeTurnRules(name: string, open: OpenStore): void {
   describe(`${name} store: agent turns`, () => {
     describeTurns(storeHarness(open));
