@@ -18,7 +18,7 @@ export interface ReplyTarget {
   conversation: { type: ConversationType; id: string };
   sender: Party;
   botId?: string;
-  /** When this bot's copy arrived, ms (LINE's reply token and DingTalk's session webhook expire from here). */
+  /** When this bot's copy arrived, ms (LINE's reply token and QQ's passive reply window count from here). */
   receivedAt: number;
 }
 
