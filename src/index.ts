@@ -8,6 +8,8 @@ export type { Config, ChannelConfig } from './config/schema.js';
 
 // Data shapes
 export type { ProcessedMessage, ProcessedEvent, Output } from './events/output.js';
+export type { MessagePart, Quote, ReplyHandle, ReplyValue } from './events/reply.js';
+export { OUTPUT_SCHEMA_VERSION } from './events/reply.js';
 export type { MediaItem, MediaFailure, InboundEvent, Segment, MediaRef, EventKind, BotRef, CorrelationRecord, Delivery } from './events/inbound.js';
 export type { Verdict, TraceEntry } from './events/trace.js';
 export type { Handler } from './handlers/routes.js';

@@ -18,7 +18,7 @@ import type { Store, TurnDone, TurnView } from './ports.js';
 export interface CreateIntakeOptions {
   /** A loaded Config; or give `configFile`/`env` to load one. */
   config?: Config;
-  /** Raw config object (CONTRACT §2 shape), validated like the file. */
+  /** Raw config object (the shape of the config file), validated like the file. */
   configFile?: Record<string, unknown>;
   env?: LoadOptions['env'];
   /** Defaults to the store named by `config.store`. */
@@ -36,9 +36,9 @@ export interface CreateIntakeOptions {
   socketPingMs?: number;
 }
 
-/** The library surface of CONTRACT §7. */
+/** The library surface (docs/library.md). */
 export interface Intake {
-  /** The Koa app serving CONTRACT §3; `app.listen()` or mount `middleware()` in your own. */
+  /** The Koa app serving the HTTP routes (docs/http.md); `app.listen()` or mount `middleware()` in your own. */
   readonly app: Koa;
   readonly config: Config;
   /** This instance's name, as `/v1/connections` shows it on the connections it holds. */
@@ -101,7 +101,7 @@ export interface Intake {
   pickReplyBot(event: InboundEvent): BotRef;
   correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number };
   /**
-   * Close the agent turn `outputId` opened (CONTRACT §10), as `POST /v1/turns/<id>/done` does:
+   * Close the agent turn `outputId` opened (docs/turns.md), as `POST /v1/turns/<id>/done` does:
    * what it held is released (by any instance). `unknown` for an id no output has; `already`
    * for a turn closed before (nothing is emitted twice).
    */

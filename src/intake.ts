@@ -97,6 +97,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     mediaMode: (channel) => channels.debounceOf(channel).media,
     mentionedBots: (event) => bots.mentionedBots(event),
     soloRecord, botsOf, pickReplyBot,
+    replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
   });
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
   const push = config.agent.url

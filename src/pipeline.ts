@@ -49,7 +49,7 @@ export interface PipelineStages {
   scheduler: { due(deadline: number): void };
   /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
   output(batch: LeasedBatch): Promise<Emitted | Held | undefined>;
-  /** The store's turns role: a turn closed by the agent (CONTRACT §10). */
+  /** The store's turns role: a turn closed by the agent (docs/turns.md). */
   turns: Pick<Turns, 'turnDone'>;
   /** Whether a channel keeps agent turns (its `turns.mode` is not `off`). */
   turnsOn(channel: string): boolean;
@@ -160,7 +160,7 @@ export function createPipeline(stages: PipelineStages) {
 
   async function flush(batch: LeasedBatch): Promise<void> {
     // 7. Build and commit: merge the parts, wait for their media, move them to the outbox (or,
-    //    while the session's agent turn is open, hold them for its end: CONTRACT §10).
+    //    while the session's agent turn is open, hold them for its end: docs/turns.md).
     const emitted = await stages.output(batch);
     if (!emitted) return;
     if ('held' in emitted) return held(emitted);

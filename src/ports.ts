@@ -59,7 +59,7 @@ export interface DebounceBuffers extends BufferLeases {
   /** Open buffers (not yet committed) in the whole store. */
   openBuffers(): Promise<number>;
   /**
-   * `commit` under the session's turn, in the same one step (CONTRACT §10, rules/turn.ts): held,
+   * `commit` under the session's turn, in the same one step (docs/turns.md, rules/turn.ts): held,
    * or emitted with its link spliced at the end of `draft.body`. Stale fence: `undefined`. With
    * `rule.mode` off it is `commit` unless the session has held messages (they go first).
    */
@@ -281,7 +281,7 @@ export interface LeasedBatch {
 
 export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover' | 'turn' | 'max_held';
 
-// Agent turns (CONTRACT §10): the shapes are in events/turn.ts; what `commitTurn` did is here.
+// Agent turns (docs/turns.md): the shapes are in events/turn.ts; what `commitTurn` did is here.
 export type { TurnDone, TurnLink, TurnMode, TurnRule, Turns, TurnView } from './events/turn.js';
 export { isTurnBuffer, turnBufferKey } from './events/turn.js';
 export type TurnCommit = { held: false; record: OutboxRecord; link?: TurnLink } | { held: true; by: string; until: number; count: number };

@@ -41,7 +41,7 @@ export interface SurfaceParts {
   stopWatching: () => void;
 }
 
-/** The library API of a built intake (CONTRACT §7), and the order it stops in. */
+/** The library API of a built intake (docs/library.md), and the order it stops in. */
 export function exposeIntake(parts: SurfaceParts): Intake {
   const { http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
   const intake: Intake = {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { envSettings } from '../src/config/load.js';
+import { loadConfig } from '../src/configure.js';
 import { tempDir, until } from './helpers.js';
 
 const ROOT = process.cwd();
@@ -97,6 +98,19 @@ describe('deployment files', () => {
       expect(Number.parseInt(service.stop_grace_period ?? '0', 10)).toBeGreaterThan(5 + 15);
     }
     expect(compose.services.redis?.command).toEqual(expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--appendonly', 'yes']));
+  });
+
+  it('the compose file starts from a fresh clone: the config it mounts by default is in the repository and loads', () => {
+    const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { build?: string; volumes?: string[]; environment?: Record<string, string> }> };
+    for (const service of Object.values(compose.services).filter((candidate) => candidate.build === '.')) {
+      const mount = service.volumes?.find((volume) => volume.endsWith(`:${service.environment?.INTAKE_CONFIG}:ro`));
+      // Docker makes a missing bind source an empty directory: the default must be a real file.
+      const source = /^\$\{INTAKE_CONFIG_FILE:-([^}]+)\}:/.exec(mount ?? '')?.[1];
+      expect(source, mount).toBeDefined();
+      expect(existsSync(join(ROOT, source as string))).toBe(true);
+      const config = loadConfig({ env: {}, cwd: tempDir().path, file: JSON.parse(readFileSync(join(ROOT, source as string), 'utf8')) });
+      expect(config.channels.length).toBeGreaterThan(0);
+    }
   });
 
   it('the systemd unit runs node itself (not npm) with a stop timeout above the drain and the flush', () => {

@@ -10,7 +10,7 @@ export type AdapterChannel = ChannelConfig & { readonly namespace: string };
 /** The adapter-specific keys of a channel: a strict zod object, so a misspelt key fails start-up. */
 export type SettingsSchema = z.ZodObject<z.ZodRawShape, z.core.$strict>;
 
-/** Where a socket or polling transport hands what it received (CONTRACT §9). */
+/** Where a socket or polling transport hands what it received (docs/channels.md). */
 export interface ConnectionSink {
   /** Runs one frame through the same normalize and admission as an HTTP delivery. */
   deliver(body: unknown, delivery: RawDelivery): Promise<void>;
@@ -28,11 +28,11 @@ export interface Connection {
 export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSchema> {
   /** The channel's `adapter` value and the output's `sourceChannel`. */
   readonly name: string;
-  /** Default id space of users and conversations (CONTRACT §4); absent: the channel's own id. */
+  /** Default id space of users and conversations; absent: the channel's own id. */
   readonly namespace?: string;
   /**
    * The setting holding the signing secret. `required`: a channel without it refuses to start
-   * unless it says `"verify": false` (CONTRACT §2); otherwise it is simply unsigned.
+   * unless it says `"verify": false`; otherwise it is simply unsigned.
    */
   readonly secret?: { readonly setting: keyof z.output<Settings> & string; readonly required: boolean; readonly why?: string };
   /** The secret rule when it depends on other settings (OneBot: `accessToken` for a socket, `secret` over HTTP). */
@@ -50,11 +50,11 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
   create(channel: AdapterChannel, settings: z.output<Settings>, context: AdapterContext): Adapter;
   /**
    * A client-mode transport (OneBot forward WebSocket, Discord Gateway, Telegram polling;
-   * CONTRACT §9). Unused today: no adapter has one and nothing starts it yet.
+   * docs/channels.md). Unused today: no adapter has one and nothing starts it yet.
    */
   readonly connect?: (adapter: Adapter, settings: z.output<Settings>, sink: ConnectionSink) => Connection;
   /**
-   * Actions callable through `POST /v1/channels/<id>/actions/<action>` (CONTRACT §9), by name,
+   * Actions callable through `POST /v1/channels/<id>/actions/<action>` (docs/channels.md), by name,
    * with the schema of their params. A Map: the action name comes from a URL. Unused today.
    */
   readonly actions?: ReadonlyMap<string, z.ZodType>;

@@ -9,6 +9,7 @@ import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 
 const settings = z.strictObject({
   /** The app's AppSecret (Client Secret): signs every callback, and gets the app access token. */
@@ -124,6 +125,7 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
 
   return {
     name: 'dingtalk',
+    replyTo: dingtalkReply,
     channel: channel.id,
     namespace,
     botIds: robotCode ? [robotCode] : [],
@@ -197,5 +199,21 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
       if (!token || !robotCode) throw new MediaError('bad_url', `${where}.clientId and ${where}.appSecret are needed to download DingTalk files (they get the app access token)`, false);
       return { url: await dingtalkDownloadUrl(token, apiBaseUrl, robotCode, ref.ref ?? '', signal) };
     },
+  };
+}
+
+/**
+ * `POST <sessionWebhook>` until `sessionWebhookExpiredTime`; after it, the robot APIs:
+ * `groupMessages/send {robotCode, openConversationId}` or `oToMessages/batchSend {robotCode, userIds: [userId]}`.
+ */
+export function dingtalkReply({ ids, conversation, sender }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = conversation.type === 'group' ? { openConversationId: conversation.id } : { userId: ids.sender_staff_id ?? sender.id };
+  if (ids.robot_code) params.robotCode = ids.robot_code;
+  if (ids.session_webhook) params.sessionWebhook = ids.session_webhook;
+  const expires = Number(ids.session_webhook_expired_time);
+  return {
+    params,
+    ...(ids.msg_id ? { messageId: ids.msg_id } : {}),
+    ...(ids.session_webhook && Number.isSafeInteger(expires) && expires > 0 ? { expiresAt: expires } : {}),
   };
 }

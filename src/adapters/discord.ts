@@ -8,6 +8,8 @@ import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { own, PayloadReader } from './shape.js';
 import { shapeError, type Adapter, type Normalized } from './types.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { quoteOf } from './reply.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -86,6 +88,7 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
 
   return {
     name: 'discord',
+    replyTo: discordReply,
     channel: channel.id,
     namespace,
     ...(gateway ? { socketTransport: 'gateway', socketDial: gateway.dial } : {}),
@@ -151,4 +154,12 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
       };
     },
   };
+}
+
+/** `POST /channels/{channel_id}/messages {content, message_reference: {message_id}}`; `message_reference` is the quote. */
+export function discordReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = { channel_id: ids.channel_id ?? conversation.id };
+  if (ids.message_id) params.message_reference = { message_id: ids.message_id };
+  const quote = quoteOf(ids);
+  return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
 }

@@ -10,7 +10,7 @@ export interface EventParts {
   subType?: string | undefined;
   botId?: string | undefined;
   conversation: { type: ConversationType; id: string };
-  /** @default `<namespace>:<conversation>` (CONTRACT §4) */
+  /** @default `<namespace>:<conversation>` */
   sessionKey?: string | undefined;
   sender: Party;
   platformId?: string | undefined;

@@ -10,6 +10,8 @@ import { feishuContent } from './feishu-message.js';
 import { baseUrl, optionalText } from './settings.js';
 import { own, PayloadReader, type Json } from './shape.js';
 import { headerOf, shapeError, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
+import { quoteOf } from './reply.js';
 
 const settings = z.strictObject({
   /** Event Subscriptions > Verification Token: checked on the URL verification and on every event (`header.token`). */
@@ -128,6 +130,7 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
 
   return {
     name: 'feishu',
+    replyTo: feishuReply,
     channel: channel.id,
     namespace,
     botIds: appId ? [appId] : [],
@@ -227,5 +230,15 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       if (!token) throw new MediaError('bad_url', `${where}.appId and ${where}.appSecret are needed to download Feishu images and files (they get the tenant access token)`, false);
       return resourceDownload(token, apiBaseUrl, ref.ref ?? '', signal);
     },
+  };
+}
+
+/** `POST /open-apis/im/v1/messages/{message_id}/reply`; `chat_id` sends anew (`receive_id_type=chat_id`). A reply's `parent_id` is its quote. */
+export function feishuReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  const quote = quoteOf(ids, 'parent_id');
+  return {
+    params: { chat_id: ids.chat_id ?? conversation.id, ...(ids.message_id ? { message_id: ids.message_id } : {}) },
+    ...(ids.message_id ? { messageId: ids.message_id } : {}),
+    ...(quote ? { quote } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { kindOf, MAX_TIMESTAMP_S } from './shape.js';
 
-/** CONTRACT §5: one raw message of the generic channel, as accepted. */
+/** One raw message of the generic channel, as accepted. */
 export interface GenericMessage {
   id?: string | number;
   sessionKey: string;

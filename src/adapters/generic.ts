@@ -7,13 +7,14 @@ import { eventBuilder } from './event.js';
 import { explainGenericBody, genericMessagesOf } from './generic-message.js';
 import { optionalText } from './settings.js';
 import { headerOf, shapeError, type Adapter, type RawDelivery } from './types.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
 const settings = z.strictObject({
   /** Standard Webhooks secret (`whsec_...`); unsigned when absent. */
   secret: optionalText(),
 });
 
-/** The generic channel (CONTRACT §5). */
+/** The generic channel. */
 export const generic = defineAdapter({
   name: 'generic',
   // No namespace: each generic channel is its own id space.
@@ -29,7 +30,7 @@ function mediaRef(url: string, mimeType: string | undefined): MediaRef {
 }
 
 /**
- * The generic JSON channel (CONTRACT §5) for CLIs, web chats and anything without a platform
+ * The generic JSON channel for CLIs, web chats and anything without a platform
  * of its own. Signed with Standard Webhooks when the channel has a `secret`.
  */
 export function genericAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
@@ -39,6 +40,7 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'generic', namespace, idPrefix: 'gen' });
   return {
     name: 'generic',
+    replyTo: genericReply,
     channel: channel.id,
     namespace,
 
@@ -65,8 +67,9 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
         return buildEvent({
           kind: 'message',
           platformId: message.id === undefined ? undefined : String(message.id),
+          fields: message.id === undefined ? undefined : { message_id: String(message.id) },
           conversation: message.conversation ?? { type: 'private', id: message.sessionKey },
-          // A generic message's session key is used as given (CONTRACT §5).
+          // A generic message's session key is used as given.
           sessionKey: message.sessionKey,
           sender: message.sender?.name ? { id: senderId, name: message.sender.name } : { id: senderId },
           text: content,
@@ -77,5 +80,13 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
       });
       return { events };
     },
+  };
+}
+
+/** No platform behind it: the conversation and the sender's message id, for the agent's own answer path. */
+export function genericReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  return {
+    params: { conversationId: conversation.id, ...(ids.message_id ? { messageId: ids.message_id } : {}) },
+    ...(ids.message_id ? { messageId: ids.message_id } : {}),
   };
 }

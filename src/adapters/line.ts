@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { EventKind, InboundEvent, MediaRef, MediaType } from '../events/inbound.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { quoteOf } from './reply.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
@@ -127,6 +129,7 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
           fields: {
             ...(replyToken ? { replyToken } : {}), ...(messageId ? { message_id: messageId } : {}),
             ...(userId ? { user_id: userId } : {}), ...(groupId ? { group_id: groupId } : {}),
+            ...quoteFields(read, message, `${at}.message`),
           },
           timestamp,
           raw: item,
@@ -135,9 +138,38 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
       return { events, ignored };
     },
 
+    replyTo: lineReply,
+
     async resolveMedia(ref) {
       if (!accessToken) throw new MediaError('bad_url', `channels[${channel.index}].accessToken is needed to download LINE content`, false);
       return { url: `${dataBaseUrl}/v2/bot/message/${encodeURIComponent(ref.ref ?? '')}/content`, headers: { authorization: `Bearer ${accessToken}` } };
     },
+  };
+}
+
+/** A message's quote handles: the quoted message (`quotedMessageId`) and its own `quoteToken`. */
+function quoteFields(read: PayloadReader, message: Json, at: string): Record<string, string> {
+  const quoted = read.optText(own(message, 'quotedMessageId'), `${at}.quotedMessageId`);
+  const token = read.optText(own(message, 'quoteToken'), `${at}.quoteToken`);
+  return { ...(quoted ? { reply_to: quoted } : {}), ...(token ? { quote_token: token } : {}) };
+}
+
+/**
+ * LINE's docs ask that a reply token be used within one minute of the webhook (issue 34); it is
+ * good for one reply. After that, a push to `to` (the group, room or user) still reaches them.
+ */
+export const LINE_REPLY_TOKEN_MS = 60_000;
+
+/** `POST /v2/bot/message/reply {replyToken, messages: [{..., quoteToken}]}`, else `push {to, ...}`. */
+export function lineReply({ ids, conversation, receivedAt }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = { to: conversation.id };
+  if (ids.replyToken) params.replyToken = ids.replyToken;
+  if (ids.quote_token) params.quoteToken = ids.quote_token;
+  const quote = quoteOf(ids);
+  return {
+    params,
+    ...(ids.message_id ? { messageId: ids.message_id } : {}),
+    ...(quote ? { quote } : {}),
+    ...(ids.replyToken ? { expiresAt: receivedAt + LINE_REPLY_TOKEN_MS } : {}),
   };
 }

@@ -9,6 +9,8 @@ import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
 import { SignatureError } from '../errors.js';
 import type { RawDelivery } from '../events/transport.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { idValue, quoteOf } from './reply.js';
 import { acceptOneBotSocket, loginIdOf, oneBotFrame } from './onebot-ws.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
@@ -165,6 +167,8 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       checkSignature(channel, 'X-Signature', headerOf(delivery, 'x-signature')?.toLowerCase(), `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`);
     },
 
+    replyTo: oneBotReply,
+
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const event = read.object(body, 'the body', 'one OneBot event object {post_type, ...}');
@@ -201,7 +205,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
           text: contentOf(segments),
           media: mediaOf(segments),
           mentions: segments.filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all').map((s) => s.data.qq as string),
-          fields: messageId ? { message_id: messageId } : {},
+          fields: messageFields(messageId, segments),
         });
         return { events: [inbound], reply: { status: 204 } };
       }
@@ -233,4 +237,26 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       return { events: [], ignored: 1, reply: { status: 204 } };
     },
   };
+}
+
+/** A message's ids as this bot sees them: its message_id, and the id in its reply segment. */
+function messageFields(messageId: string | undefined, segments: readonly Segment[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (messageId) fields.message_id = messageId;
+  const quoted = segments.find((segment) => segment.type === 'reply')?.data.id;
+  if (quoted) fields.reply_to = quoted;
+  return fields;
+}
+
+/**
+ * `send_msg({...params, message: [{type: 'reply', data: {id: message_id}}, ...]})`. Message ids
+ * are per bot: this is the id the answering bot itself received, never another bot's.
+ */
+export function oneBotReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = conversation.type === 'group'
+    ? { message_type: 'group', group_id: idValue(conversation.id) }
+    : { message_type: 'private', user_id: idValue(conversation.id) };
+  if (ids.message_id) params.message_id = idValue(ids.message_id);
+  const quote = quoteOf(ids);
+  return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
 }

@@ -7,6 +7,8 @@ import { eventBuilder } from './event.js';
 import { optionalText, requiredText } from './settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from './shape.js';
 import { headerOf, shapeError, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { quoteOf } from './reply.js';
 
 const settings = z.strictObject({
   /** The bot's AppID (q.qq.com, 开发 > 开发设置): the bot id of every event of the channel. */
@@ -138,6 +140,9 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     const fields: Record<string, string> = { message_id: id, event_type: type as string };
     const eventId = read.optText(own(payload, 'id'), 'id');
     if (eventId) fields.event_id = eventId;
+    const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
+    const quoted = reference && read.optText(own(reference, 'message_id'), 'd.message_reference.message_id');
+    if (quoted) fields.reply_to = quoted;
     let conversationId: string;
     let sessionKey: string | undefined;
     let sender: Party;
@@ -197,6 +202,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
 
   return {
     name: 'qqbot',
+    replyTo: qqbotReply,
     channel: channel.id,
     namespace,
     botIds: [appId],
@@ -233,5 +239,27 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
           throw fail(`op must be 0 (dispatch), 1 (heartbeat) or 13 (callback URL validation), got ${op === undefined ? 'none' : kindOf(op)}`);
       }
     },
+  };
+}
+
+/** QQ takes a passive reply (one carrying `msg_id`) for 5 minutes after the message (QQ bot docs, 被动消息). */
+export const QQBOT_PASSIVE_REPLY_MS = 300_000;
+
+/**
+ * A passive reply: `POST /v2/groups/{group_openid}/messages`, `/v2/users/{openid}/messages`,
+ * `/channels/{channel_id}/messages` or `/dms/{guild_id}/messages`, with `{msg_id, content, ...}`.
+ */
+export function qqbotReply({ ids, conversation, receivedAt }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = ids.group_openid ? { group_openid: ids.group_openid }
+    : ids.user_openid ? { openid: ids.user_openid }
+      : ids.channel_id ? { channel_id: ids.channel_id }
+        : ids.guild_id ? { guild_id: ids.guild_id }
+          : conversation.type === 'group' ? { group_openid: conversation.id } : { openid: conversation.id };
+  if (ids.message_id) params.msg_id = ids.message_id;
+  const quote = quoteOf(ids);
+  return {
+    params,
+    ...(ids.message_id ? { messageId: ids.message_id, expiresAt: receivedAt + QQBOT_PASSIVE_REPLY_MS } : {}),
+    ...(quote ? { quote } : {}),
   };
 }

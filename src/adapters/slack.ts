@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SignatureError } from '../errors.js';
 import { mediaTypeOf, type MediaRef } from '../events/inbound.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 import { MediaError } from '../errors.js';
 import { hmac } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
@@ -145,9 +146,25 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       return { events: [inbound] };
     },
 
+    replyTo: slackReply,
+
     async resolveMedia(ref) {
       if (!botToken) throw new MediaError('bad_url', `channels[${channel.index}].botToken is needed to download Slack files`, false);
       return { url: ref.ref ?? '', headers: { authorization: `Bearer ${botToken}` } };
     },
+  };
+}
+
+/**
+ * `chat.postMessage({...params, text})`: in the message's thread (its parent's when it is a
+ * reply, else under the message itself). A message in a thread quotes the thread's parent.
+ */
+export function slackReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  const thread = ids.thread_ts || ids.ts;
+  const inThread = ids.thread_ts !== undefined && ids.thread_ts !== '' && ids.thread_ts !== ids.ts;
+  return {
+    params: { channel: conversation.id, ...(thread ? { thread_ts: thread } : {}) },
+    ...(ids.ts ? { messageId: ids.ts } : {}),
+    ...(inThread ? { quote: { messageId: ids.thread_ts as string } } : {}),
   };
 }

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import type { MediaRef, MediaType } from '../events/inbound.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { MediaError, SignatureError } from '../errors.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { platformJson } from './platform-api.js';
+import { idValue, QUOTE_TEXT_MAX, quoteOf } from './reply.js';
 import { telegramPoll } from './telegram-poll.js';
 import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
@@ -199,6 +201,10 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       const fields: Record<string, string> = { message_id: read.optText(own(message, 'message_id'), `${at}.message_id`) ?? '' };
       const mediaGroupId = read.optText(own(message, 'media_group_id'), `${at}.media_group_id`);
       if (mediaGroupId) fields.media_group_id = mediaGroupId;
+      // A topic's thread id is only sent back in a forum (Telegram refuses it elsewhere).
+      const threadId = own(message, 'is_topic_message') === true ? read.optText(own(message, 'message_thread_id'), `${at}.message_thread_id`) : undefined;
+      if (threadId) fields.message_thread_id = threadId;
+      if (!callback) quotedIn(read, message, at, fields);
       const [stamp, stampAt] = edited && own(message, 'edit_date') !== undefined ? [own(message, 'edit_date'), `${at}.edit_date`] : [own(message, 'date'), `${at}.date`];
       const event = buildEvent({
         id: String(updateId),
@@ -215,6 +221,8 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       return { events: [event] };
     },
 
+    replyTo: telegramReply,
+
     async resolveMedia(ref, signal) {
       if (!botToken) throw new MediaError('bad_url', `channels[${channel.index}].botToken is needed to download Telegram files`, false);
       if (ref.size !== undefined && ref.size > BOT_API_FILE_LIMIT) {
@@ -230,4 +238,30 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       return { url: `${apiBaseUrl}/file/bot${botToken}/${path}`, ...(typeof size === 'number' ? { size } : {}) };
     },
   };
+}
+
+/**
+ * The message a Telegram message answers (`reply_to_message`), into `fields`. In a forum every
+ * message of a topic replies to the topic's creation message: that is no quote.
+ */
+function quotedIn(read: PayloadReader, message: Json, at: string, fields: Record<string, string>): void {
+  const quoted = read.optObject(own(message, 'reply_to_message'), `${at}.reply_to_message`);
+  if (!quoted || own(quoted, 'forum_topic_created') !== undefined) return;
+  const id = read.optText(own(quoted, 'message_id'), `${at}.reply_to_message.message_id`);
+  if (!id) return;
+  fields.reply_to = id;
+  const from = read.optObject(own(quoted, 'from'), `${at}.reply_to_message.from`);
+  const sender = from && read.optText(own(from, 'id'), `${at}.reply_to_message.from.id`);
+  if (sender) fields.reply_to_sender = sender;
+  const text = read.optText(own(quoted, 'text'), `${at}.reply_to_message.text`) ?? read.optText(own(quoted, 'caption'), `${at}.reply_to_message.caption`);
+  if (text) fields.reply_to_text = text.slice(0, QUOTE_TEXT_MAX);
+}
+
+/** `sendMessage({...params, text})`: chat_id, the topic in a forum, and reply_parameters.message_id. */
+export function telegramReply({ ids, conversation }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = { chat_id: idValue(conversation.id) };
+  if (ids.message_thread_id) params.message_thread_id = idValue(ids.message_thread_id);
+  if (ids.message_id) params.reply_parameters = { message_id: idValue(ids.message_id) };
+  const quote = quoteOf(ids);
+  return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
 }

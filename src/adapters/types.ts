@@ -4,6 +4,7 @@ import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
 import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
 export type { PlatformReply, RawDelivery } from '../events/transport.js';
 
@@ -23,7 +24,7 @@ export interface Normalized {
 export interface Adapter {
   readonly name: string;
   readonly channel: string;
-  /** Id space of users and conversations (CONTRACT §4). */
+  /** Id space of users and conversations. */
   readonly namespace: string;
   /** Throws SignatureError when the delivery is not authentic. */
   verify(delivery: RawDelivery): void;
@@ -38,6 +39,11 @@ export interface Adapter {
   readonly bodyTypes?: { accepts(contentType: string | undefined): boolean; readonly names: string };
   /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
   handshake?(delivery: RawDelivery): PlatformReply;
+  /**
+   * The reply handle of one bot's copy of a message: the parameters the platform's reply call
+   * needs, this bot's message id, and the quoted message (docs/output.md has the table).
+   */
+  replyTo?(target: ReplyTarget): ReplyParts;
   /** Exchange a platform media handle (`MediaRef.ref`) for a URL to download. */
   resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia>;
   /**

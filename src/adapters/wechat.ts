@@ -10,6 +10,7 @@ import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
+import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
 const settings = z.strictObject({
   /** The Token of 开发 > 基本配置 > 服务器配置: signs the URL of every callback. */
@@ -71,6 +72,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
 
   return {
     name: 'wechat',
+    replyTo: wechatReply,
     channel: channel.id,
     namespace: channel.namespace,
     botIds: [appId],
@@ -123,5 +125,21 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
     },
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.appSecret (the AppSecret) is needed to download WeChat media`),
+  };
+}
+
+/**
+ * A customer service message, `POST /cgi-bin/message/custom/send {touser, msgtype, ...}`: allowed
+ * for 48 hours after the user's last message (WeChat 客服消息); the 5-second passive reply is
+ * the webhook's own answer, long gone by the time the agent reads this.
+ */
+export const WECHAT_SERVICE_WINDOW_MS = 48 * 3600_000;
+
+/** `touser` (the sender's openid) for a customer service message, until the 48-hour window closes. */
+export function wechatReply({ ids, sender, receivedAt }: ReplyTarget): ReplyParts {
+  return {
+    params: { touser: sender.id },
+    ...(ids.msg_id ? { messageId: ids.msg_id } : {}),
+    expiresAt: receivedAt + WECHAT_SERVICE_WINDOW_MS,
   };
 }

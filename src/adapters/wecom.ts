@@ -11,6 +11,8 @@ import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { idValue } from './reply.js';
 
 const settings = z.strictObject({
   /** The Token of the app's 接收消息 > API 接收 settings: signs every callback. */
@@ -85,6 +87,7 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
 
   return {
     name: 'wecom',
+    replyTo: wecomReply,
     channel: channel.id,
     namespace: channel.namespace,
     botIds: [agentId ?? corpId],
@@ -125,4 +128,11 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.secret (the app's Secret) is needed to download WeCom media`),
   };
+}
+
+/** An app message `POST /cgi-bin/message/send {touser, agentid, ...}`, or to a group chat `appchat/send {chatid, ...}`. */
+export function wecomReply({ ids, conversation, sender }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = conversation.type === 'group' ? { chatid: conversation.id } : { touser: sender.id };
+  if (conversation.type !== 'group' && ids.agent_id) params.agentid = idValue(ids.agent_id);
+  return { params, ...(ids.msg_id ? { messageId: ids.msg_id } : {}) };
 }

@@ -2,6 +2,8 @@ import { nanoid } from 'nanoid';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { InboundEvent, MediaRef, MediaType } from '../events/inbound.js';
+import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
+import { quoteOf } from './reply.js';
 import { hmac, safeEqual } from '../signing.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
@@ -116,7 +118,11 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       if (ref) media.push({ ref, type: kind, ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) });
     }
     const shown = text || (kind ? '' : `[unsupported WhatsApp message type "${type ?? ''}"]`);
-    return buildEvent({ platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message, kind: 'message', detail: 'private', text: shown, media });
+    const context = read.optObject(own(message, 'context'), `${at}.context`);
+    const quoted = context && read.optText(own(context, 'id'), `${at}.context.id`);
+    const quotedFrom = context && read.optText(own(context, 'from'), `${at}.context.from`);
+    const fields = { message_id: id, ...(quoted ? { reply_to: quoted } : {}), ...(quotedFrom ? { reply_to_sender: quotedFrom } : {}) };
+    return buildEvent({ platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message, kind: 'message', detail: 'private', text: shown, media, fields });
   }
 
   return {
@@ -166,6 +172,8 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       return { events, ignored };
     },
 
+    replyTo: whatsAppReply,
+
     async resolveMedia(ref, signal) {
       if (!accessToken) throw new RequestError('no_token', 400, `channels[${channel.index}].accessToken is needed to download WhatsApp media`);
       const auth = { authorization: `Bearer ${accessToken}` };
@@ -174,4 +182,16 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       return { url: info.url, headers: auth, ...(info.mime_type ? { mimeType: String(info.mime_type) } : {}), ...(info.file_size ? { size: Number(info.file_size) } : {}) };
     },
   };
+}
+
+/**
+ * `POST /<phone_number_id>/messages {messaging_product: "whatsapp", ...params, type, text}`: the
+ * user's number, and the message quoted in `context`. Free-form replies are allowed for 24 h
+ * after the user's last message (Meta's customer service window).
+ */
+export function whatsAppReply({ ids, conversation, sender }: ReplyTarget): ReplyParts {
+  const params: Record<string, ReplyValue> = { to: conversation.type === 'private' ? conversation.id : sender.id };
+  if (ids.message_id) params.context = { message_id: ids.message_id };
+  const quote = quoteOf(ids);
+  return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
 }

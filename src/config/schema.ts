@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Defaults of CONTRACT §2, in one place. */
+/** The defaults of every setting (docs/configuration.md), in one place. */
 export const defaults = {
   server: {
     host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64, maxKeys: 10_000,
@@ -59,7 +59,7 @@ export const debounceSchema = z.object({
   maxOpenBuffers: positive,
 }).strict();
 
-/** Agent turns (CONTRACT §10): what batches closing while the agent answers do. */
+/** Agent turns (docs/turns.md): what batches closing while the agent answers do. */
 export const turnsSchema = z.object({
   mode: z.enum(['off', 'collect', 'followup', 'steer', 'interrupt']),
   maxMs: positive,
@@ -116,7 +116,7 @@ export function secretRuleOf(kind: ChannelKind, settings: Readonly<Record<string
   return kind.secretFor?.(settings) ?? kind.secret;
 }
 
-/** The problem with a channel's secret, or undefined: CONTRACT §2, unsigned only when it says `"verify": false`. */
+/** The problem with a channel's secret, or undefined: a channel is unsigned only when it says `"verify": false`. */
 export function missingSecret(kind: ChannelKind, verify: boolean | undefined, settings: Readonly<Record<string, unknown>>): string | undefined {
   const rule = secretRuleOf(kind, settings);
   if (!rule?.required || verify === false) return undefined;

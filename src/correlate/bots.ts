@@ -17,7 +17,7 @@ export interface CorrelationOptions {
 const EVENT_TIME_TOLERANCE_S = 2;
 
 /**
- * Cross-adapter correlation (seed 000): which bots this runtime knows, and the correlation step
+ * Cross-adapter correlation: which bots this runtime knows, and the correlation step
  * of an event. The groups themselves are store state (`Store.admit` decides), so every instance
  * and every restart sees the same participants; this keeps only what configuration and
  * deliveries taught it about bot accounts (the bot-loop guard and mention lookup).

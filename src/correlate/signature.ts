@@ -44,7 +44,7 @@ function imageIdentity(data: Record<string, string>): string {
 }
 
 /**
- * Content signature of a message, per segment (seed 000): text (adjacent runs merged,
+ * Content signature of a message, per segment: text (adjacent runs merged,
  * whitespace folded and trimmed, first 256 characters), @ target, face id, cards by digest
  * of their canonical form, images by content identity; video, voice and files by type only
  * (implementations share no content id for them); replies are left out.

@@ -1,8 +1,10 @@
 import type { BotRef, BufferedPart, InboundEvent, PartMedia } from '../events/inbound.js';
 import type { ProcessedEvent, ProcessedMessage } from '../events/output.js';
+import { OUTPUT_SCHEMA_VERSION } from '../events/reply.js';
 import { joinFragments } from './join.js';
+import type { ReplyFields } from './reply.js';
 
-/** What the correlator knows of the deliveries behind a batch (CONTRACT §4 bot fields). */
+/** What the correlator knows of the deliveries behind a batch: who delivered it, who answers. */
 export interface BotFields {
   replyBot: BotRef;
   bots: BotRef[];
@@ -12,7 +14,7 @@ export interface BotFields {
 
 /**
  * Merge a batch into the processed message, without `seq` (the outbox assigns it).
- * `mediaMode: 'first'` keeps only the first attachment of the batch, as the seed describes.
+ * `mediaMode: 'first'` keeps only the first attachment of the batch, as a channel may ask (`debounce.media`).
  */
 export function buildProcessedMessage(
   id: string,
@@ -20,6 +22,7 @@ export function buildProcessedMessage(
   media: readonly PartMedia[],
   mediaMode: 'all' | 'first',
   bots: BotFields,
+  replies: ReplyFields,
 ): Omit<ProcessedMessage, 'seq'> {
   const first = (parts[0] as BufferedPart).event;
   const last = (parts[parts.length - 1] as BufferedPart).event;
@@ -27,6 +30,7 @@ export function buildProcessedMessage(
   return {
     type: 'chat.processedMessage',
     id,
+    schemaVersion: OUTPUT_SCHEMA_VERSION,
     sessionKey: first.sessionKey,
     content: joinFragments(parts.map((part) => part.event.text)),
     media: mediaMode === 'first' ? items.slice(0, 1) : items,
@@ -34,10 +38,13 @@ export function buildProcessedMessage(
     channel: first.channel,
     timestamp: last.timestamp,
     messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
+    parts: replies.parts,
     merged: parts.length,
     sender: last.sender,
     conversation: first.conversation,
     replyBot: bots.replyBot,
+    ...(replies.reply ? { reply: replies.reply } : {}),
+    ...(replies.quote ? { quote: replies.quote } : {}),
     bots: bots.bots,
     mentionedBots: bots.mentionedBots,
     mediaErrors: media.flatMap((entry) => entry.errors),
@@ -54,6 +61,7 @@ export function buildProcessedEvent(
   return {
     type: event.kind === 'request' ? 'chat.request' : 'chat.notice',
     id,
+    schemaVersion: OUTPUT_SCHEMA_VERSION,
     sessionKey: event.sessionKey,
     detail: event.detail ?? event.kind,
     ...(event.subType === undefined ? {} : { subType: event.subType }),

@@ -6,6 +6,7 @@ import { type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, ty
 import type { LeasedBatch } from '../ports.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
+import { replyFields, type ReplyTo } from './reply.js';
 
 export interface OutputStageOptions {
   clock: Clock;
@@ -32,6 +33,8 @@ export interface OutputStageOptions {
   soloRecord(event: InboundEvent): CorrelationRecord;
   botsOf(record: CorrelationRecord | undefined, event: InboundEvent): BotRef[];
   pickReplyBot(mentioned: readonly BotRef[], bots: readonly BotRef[], event: InboundEvent): BotRef;
+  /** The reply handle of one bot's copy of a message, by its channel's adapter. */
+  replyTo: ReplyTo;
   /** Whether outputs are queued for push to the agent. */
   pushes: boolean;
 }
@@ -41,7 +44,7 @@ export interface Emitted {
   record: OutboxRecord;
   output: Omit<Output, 'seq'>;
   batch: LeasedBatch;
-  /** How it stands to its session's turn (CONTRACT §10), when it follows, steers or interrupts one. */
+  /** How it stands to its session's turn, when it follows, steers or interrupts one. */
   link?: TurnLink;
 }
 
@@ -95,7 +98,8 @@ export function createOutput(options: OutputStageOptions) {
       const bots = uniqueBots(parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
       const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => options.mentionedBots(part.event)));
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
-      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots });
+      const replies = replyFields(parts, groups, replyBot, options.replyTo);
+      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots }, replies);
       built = message;
       messageIds = message.messageIds;
     }

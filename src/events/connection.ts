@@ -43,7 +43,7 @@ export interface SocketPeer {
 /** The connection metrics' events (`inbox_connection_events_total{event}`). */
 export type ConnectionEvent = 'open' | 'close' | 'refused' | 'reconnect';
 
-/** A bot WebSocket we dial (CONTRACT §9, OneBot `ws`). */
+/** A bot WebSocket we dial (OneBot `ws`). */
 export interface SocketDial {
   /** The socket's URL; or '' with `open`, which asks the platform for a fresh one per connection. */
   readonly url: string;

@@ -82,7 +82,7 @@ export function ownBot(event: Pick<InboundEvent, 'channel' | 'botId'>): BotRef {
   return event.botId === undefined ? { channel: event.channel } : { channel: event.channel, botId: event.botId };
 }
 
-/** Build the session key of CONTRACT §4: `<namespace>:<id>` or `<namespace>:group:<id>`. */
+/** Build a session key: `<namespace>:<id>` or `<namespace>:group:<id>`. */
 export function sessionKeyOf(namespace: string, conversation: { type: ConversationType; id: string }): string {
   return conversation.type === 'group' ? `${namespace}:group:${conversation.id}` : `${namespace}:${conversation.id}`;
 }

@@ -1,13 +1,16 @@
 import type { BotRef, ConversationType, MediaFailure, MediaItem, Party } from './inbound.js';
+import type { MessagePart, Quote, ReplyHandle } from './reply.js';
 
 /** Where an output stands with the agent push: none (not pushed), pending, delivered, dead. */
 export type DeliveryState = 'none' | 'pending' | 'delivered' | 'dead';
 
-/** The one event the agent reads (CONTRACT §4). */
+/** The one event the agent reads (docs/output.md). */
 export interface ProcessedMessage {
   type: 'chat.processedMessage';
   id: string;
   seq: number;
+  /** The version of this shape (`docs/schema/output-v1.schema.json`). */
+  schemaVersion: 1;
   sessionKey: string;
   content: string;
   media: MediaItem[];
@@ -15,14 +18,20 @@ export interface ProcessedMessage {
   channel: string;
   timestamp: number;
   messageIds: string[];
+  /** The merged messages, in order: each with every bot's own platform message id. */
+  parts: MessagePart[];
   merged: number;
   sender: Party;
   conversation: { type: ConversationType; id: string };
   replyBot: BotRef;
+  /** What a reply through `replyBot` needs, by the platform's names (docs/output.md, per platform). */
+  reply?: ReplyHandle;
+  /** The message this one replies to, when the platform says. */
+  quote?: Quote;
   bots: BotRef[];
   mentionedBots: BotRef[];
   mediaErrors: MediaFailure[];
-  /** Agent turns (CONTRACT §10): held messages released when the turn of this output id closed. */
+  /** Agent turns: held messages released when the turn of this output id closed. */
   followsUp?: string;
   /** Emitted while the turn of this output id was open (steer); that turn stays open. */
   during?: string;
@@ -30,11 +39,13 @@ export interface ProcessedMessage {
   interrupts?: string;
 }
 
-/** A notice or request, once per logical event (CONTRACT §4). */
+/** A notice or request, once per logical event (docs/output.md). */
 export interface ProcessedEvent {
   type: 'chat.notice' | 'chat.request';
   id: string;
   seq: number;
+  /** The version of this shape (`docs/schema/output-v1.schema.json`). */
+  schemaVersion: 1;
   sessionKey: string;
   /** `group_increase`, `friend`, `reaction`, ... */
   detail: string;

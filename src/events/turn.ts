@@ -1,5 +1,5 @@
 /**
- * Agent turns (CONTRACT §10): the shapes a session's turn takes, shared by the output stage,
+ * Agent turns (docs/turns.md): the shapes a session's turn takes, shared by the output stage,
  * the store and the HTTP surface.
  */
 

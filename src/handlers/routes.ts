@@ -19,7 +19,7 @@ export function routesOf(event: InboundEvent): string[] {
 }
 
 /**
- * Handler routes of the library (CONTRACT §7, seed 000). `handle('message', fn)` runs once per
+ * Handler routes of the library (docs/library.md). `handle('message', fn)` runs once per
  * logical message; `handle('!message', fn)` for every delivery; an array with any `!` route
  * bypasses as a whole. Handlers run after the delivery is recorded, never delaying its answer.
  */

@@ -50,7 +50,7 @@ export interface HttpPorts {
     list(limit: number): Promise<OutboxRecord[]>;
     retry(id: string | undefined, limit: number): Promise<number>;
   } | undefined;
-  /** Agent turns (CONTRACT §10): close one by its output id, read a session's. */
+  /** Agent turns (docs/turns.md): close one by its output id, read a session's. */
   turns: {
     done(outputId: string): Promise<TurnDone>;
     of(sessionKey: string): Promise<TurnView>;
@@ -109,7 +109,7 @@ function limitOf(ctx: Koa.Context, fallback: number): number {
 }
 
 /**
- * The HTTP surface of CONTRACT §3: webhooks in, output and operator views out.
+ * The HTTP surface (docs/http.md): webhooks in, output and operator views out.
  */
 export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware; webhooks: Koa.Middleware } {
   const app = new Koa();

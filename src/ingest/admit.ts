@@ -6,7 +6,7 @@ import type { AdmitItem, AdmitVerdict } from '../ports.js';
 /** What a taken claim means, by its index in the item's claims. */
 export type DuplicateKind = 'deduped' | 'fuzzy_deduped';
 
-/** The ingest answer of CONTRACT §3. */
+/** The answer to a webhook delivery (docs/http.md). */
 export interface IngestSummary {
   accepted: number;
   duplicates: number;

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Actions of `inbox_messages_total` (CONTRACT §6). */
+/** Actions of `inbox_messages_total`. */
 export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped' | 'held';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';

@@ -19,7 +19,7 @@ export interface TraceAnswer {
   }>;
   /** Push attempts of those outputs. */
   attempts: TraceEntry[];
-  /** Agent turns (CONTRACT §10): the turn a message was held by, and when it was released. */
+  /** Agent turns (docs/turns.md): the turn a message was held by, and when it was released. */
   turns: TraceEntry[];
 }
 

@@ -43,6 +43,14 @@ describe('two OneBot channels on the real server', () => {
       bots: [{ channel: 'qq-a', botId: '10001000' }, { channel: 'qq-b', botId: '20002000' }],
       mentionedBots: [{ channel: 'qq-b', botId: '20002000' }],
       replyBot: { channel: 'qq-b', botId: '20002000' },
+      schemaVersion: 1,
+      // The answering bot is B, whose copy came second: its own message id and its view of the quote, never A's.
+      reply: { channel: 'qq-b', botId: '20002000', params: { message_type: 'group', group_id: 123456789, message_id: 884213 } },
+      quote: { messageId: '884200' },
+      parts: [{
+        messageId: '10001000:-2147480001', senderId: '12345678', quote: { messageId: '884200' },
+        bots: [{ channel: 'qq-a', botId: '10001000', messageId: '-2147480001' }, { channel: 'qq-b', botId: '20002000', messageId: '884213' }],
+      }],
     });
     expect(seen).toEqual([{ handler: 'once', bot: '10001000' }, { handler: 'every', bot: '10001000' }, { handler: 'every', bot: '20002000' }]);
     const more = await readEvents(`${service.url}/v1/events?after=${frame?.id}`, 1, { timeoutMs: 500 });
@@ -56,6 +64,34 @@ describe('two OneBot channels on the real server', () => {
     const trace = (await (await fetch(`${service.url}/v1/trace/${encodeURIComponent('20002000:884213')}`)).json()) as any;
     expect(trace.arrivals.map((a: any) => [a.channel, a.verdict])).toEqual([['qq-a', 'accepted'], ['qq-b', 'correlated']]);
     expect(trace.outputs.map((o: any) => o.id)).toEqual([frame?.data.id]);
+  });
+
+  it('merges two messages both bots delivered into one output whose parts keep each bot\'s own message ids, and replies through the first arrival with its own id', async () => {
+    service = await start({ debounce: { windowMs: 200, maxWaitMs: 1000 } });
+    const napcat = JSON.parse(fixtureBytes('onebot', 'napcat-group.json').toString());
+    const gocq = JSON.parse(fixtureBytes('onebot', 'gocqhttp-group.json').toString());
+    const second = { a: { ...napcat, message_id: 1002, message: [{ type: 'text', data: { text: '第二句' } }], raw_message: '第二句' }, b: { ...gocq, message_id: 884214, message: '第二句', raw_message: '第二句' } };
+    const frames = readEvents(`${service.url}/v1/events`, 1, {
+      onOpen: async () => {
+        for (const [channel, secret, body] of [['qq-a', 'secret-a', napcat], ['qq-b', 'secret-b', gocq], ['qq-a', 'secret-a', second.a], ['qq-b', 'secret-b', second.b]] as const) {
+          expect((await deliver(channel, secret, JSON.stringify(body))).status).toBe(204);
+        }
+      },
+    });
+    const [frame] = await frames;
+    expect(frame?.data).toMatchObject({
+      schemaVersion: 1, content: '看这个第二句', merged: 2,
+      messageIds: ['10001000:-2147480001', '10001000:1002'],
+      // The last part mentions no one: the first arrival (bot A) answers, quoting its own copy.
+      replyBot: { channel: 'qq-a', botId: '10001000' },
+      reply: { channel: 'qq-a', botId: '10001000', params: { message_type: 'group', group_id: 123456789, message_id: 1002 } },
+      quote: { messageId: '-2147480000' },
+      parts: [
+        { messageId: '10001000:-2147480001', bots: [{ channel: 'qq-a', botId: '10001000', messageId: '-2147480001' }, { channel: 'qq-b', botId: '20002000', messageId: '884213' }] },
+        { messageId: '10001000:1002', bots: [{ channel: 'qq-a', botId: '10001000', messageId: '1002' }, { channel: 'qq-b', botId: '20002000', messageId: '884214' }] },
+      ],
+    });
+    expect(frame?.data.parts[1].quote).toBeUndefined();
   });
 
   it('answers a go-cqhttp retry of the same delivery as a duplicate', async () => {

@@ -30,6 +30,7 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
     pickReplyBot: () => ({ channel: 'c' }),
     turnRule: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }),
     keepMedia: () => undefined,
+    replyTo: () => undefined,
   });
 }
 

@@ -31,9 +31,9 @@ describe('embedding the intake in another Koa app', () => {
     await intake?.close();
   });
 
-  async function host(build: (app: Koa, intake: Intake) => void): Promise<string> {
+  async function host(build: (app: Koa, intake: Intake) => void, serverSettings: Record<string, unknown> = {}): Promise<string> {
     const dir = tempDir().path;
-    const config = loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, channels: [{ id: 'signed', adapter: 'generic', secret: SECRET }] } });
+    const config = loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, server: serverSettings, channels: [{ id: 'signed', adapter: 'generic', secret: SECRET }] } });
     intake = await createIntake({ config, logger: silent, cwd: dir });
     const app = new Koa();
     build(app, intake);
@@ -100,5 +100,20 @@ describe('embedding the intake in another Koa app', () => {
     const forged = await fetch(`${url}/webhooks/signed`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(forged.status).toBe(401);
     expect((await fetch(`${url}/webhooks/nope`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(404);
+  });
+
+  it('enforces apiToken through intake.middleware() as npm start does: the API and metrics need the bearer token, webhooks and health do not', async () => {
+    const url = await host((app, intake) => {
+      app.use(intake.middleware());
+    }, { apiToken: 'sesame' });
+    for (const path of ['/v1/stats', '/v1/events', '/metrics']) {
+      const refused = await fetch(`${url}${path}`);
+      expect(refused.status, path).toBe(401);
+      await refused.body?.cancel();
+    }
+    expect((await fetch(`${url}/v1/stats`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    expect((await fetch(`${url}/v1/stats`, { headers: { authorization: 'Bearer sesame' } })).status).toBe(200);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await signedPost(url, 'm5')).status).toBe(200);
   });
 });

@@ -10,7 +10,7 @@ export type CorrelationDecision =
 
 /**
  * Live cross-adapter correlation groups of a store owned by one process (memory, SQLite).
- * The rules of seed 000 (same bot and id: a retry; another bot: a copy); the groups are store state so a
+ * The correlation rules (same bot and id: a retry; another bot: a copy); the groups are store state so a
  * restart (SQLite) keeps them. Groups live in one FIFO per window length: a group's window is
  * fixed from its creation, so within one window creation order is expiry order, expiry pops
  * from the head, and eviction past the cap drops the oldest head of all windows.

@@ -1,4 +1,4 @@
-/** A session's latest turn, as a store owned by one process keeps it (CONTRACT §10). */
+/** A session's latest turn, as a store owned by one process keeps it (docs/turns.md). */
 export interface TurnState {
   outputId: string;
   openedAt: number;

@@ -12,7 +12,7 @@ export function linkIn(body: string): TurnLink | undefined {
 type CommitReply = ['held', string, number, number] | ['emitted', number, number, string, string] | null;
 
 /**
- * Agent turns on Redis (CONTRACT §10): each step one script (commit-turn, turn-done, turns), on
+ * Agent turns on Redis (docs/turns.md): each step one script (commit-turn, turn-done, turns), on
  * the keys lua/include/held.lua lists, so every instance sees one turn per session.
  */
 export class RedisTurns {

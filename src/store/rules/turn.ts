@@ -2,7 +2,7 @@ import type { FlushReason, TurnLink, TurnMode } from '../../ports.js';
 import type { CutPart } from './close.js';
 
 /**
- * Agent turns (CONTRACT §10): the store rules every backend runs, at commit. The Redis store
+ * Agent turns (docs/turns.md): the store rules every backend runs, at commit. The Redis store
  * runs the same functions in Lua (turn.lua, beside this file, line for line); the store test
  * kit's turn cases run against every store, so the two cannot drift apart.
  */

@@ -52,7 +52,7 @@ export function describeCloseRules(name: string, open: OpenStore): void {
 }
 
 /**
- * The agent-turn rules alone (CONTRACT §10), on the caller's clock: for Redis, as
+ * The agent-turn rules alone (docs/turns.md), on the caller's clock: for Redis, as
  * `describeCloseRules`; with `reopen`, what a restart keeps of them too.
  */
 export function describeTurnRules(name: string, open: OpenStore, reopen?: ReopenStore): void {

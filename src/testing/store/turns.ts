@@ -23,7 +23,7 @@ export async function release(store: Store, id: string, now: number, rule: TurnR
 
 const linkOf = (done: TurnCommit | undefined) => (done && !done.held ? done.link : undefined);
 
-/** Agent turns (CONTRACT §10): what each mode does with a batch closing while a turn is open. */
+/** Agent turns (docs/turns.md): what each mode does with a batch closing while a turn is open. */
 export function describeTurns(h: StoreHarness): void {
   describe('agent turns', () => {
     it('collect: holds batches during a turn and releases them merged, following it up, when it is done', async () => {

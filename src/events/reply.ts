@@ -1,0 +1,58 @@
+/**
+ * What an agent needs to answer a message through the bot that should answer it: the reply
+ * handle of `replyBot`, the message being replied to, and each bot's own message ids. The
+ * platform values are named as the platform's reply API names them (docs/output.md).
+ */
+import type { BotRef, ConversationType, Party } from './inbound.js';
+
+/** The version of the output shape (`docs/schema/output-v1.schema.json`); grows on a breaking change only. */
+export const OUTPUT_SCHEMA_VERSION = 1;
+
+/** A value of a reply parameter: ids are numbers where the platform's API takes integers. */
+export type ReplyValue = string | number | { [key: string]: string | number };
+
+/** One bot's view of one delivery, from which its adapter builds the reply handle. */
+export interface ReplyTarget {
+  /** The ids the adapter collected for this bot (InboundEvent.fields, correlation delivery ids); `{}` when this bot did not receive the message. */
+  ids: Readonly<Record<string, string>>;
+  conversation: { type: ConversationType; id: string };
+  sender: Party;
+  botId?: string;
+  /** When this bot's copy arrived, ms (LINE's reply token and QQ's passive reply window count from here). */
+  receivedAt: number;
+}
+
+/** The message a message replies to, as the platform names it (Telegram reply_to_message, OneBot reply segment, ...). */
+export interface Quote {
+  messageId: string;
+  senderId?: string;
+  text?: string;
+}
+
+/** What an adapter makes of a ReplyTarget. */
+export interface ReplyParts {
+  /** The platform's parameters of the reply call, by the platform's names. */
+  params: Record<string, ReplyValue>;
+  /** This bot's own id of the message, when it received it. */
+  messageId?: string;
+  quote?: Quote;
+  /** When the handle stops working, ms since the epoch (LINE replyToken, DingTalk sessionWebhook, ...). */
+  expiresAt?: number;
+}
+
+/** The handle of the output: `replyBot` and what a reply through it needs. */
+export interface ReplyHandle extends BotRef {
+  params: Record<string, ReplyValue>;
+  expiresAt?: number;
+}
+
+/** One merged part of a message: its time, what it quotes, and every bot's own id of it. */
+export interface MessagePart {
+  /** Its entry of `messageIds`. */
+  messageId: string;
+  timestamp: number;
+  senderId: string;
+  quote?: Quote;
+  /** Every bot that received this part, first arrival first, with its own platform message id. */
+  bots: Array<BotRef & { messageId?: string }>;
+}
