@@ -12,12 +12,13 @@ import { StoreIdentity } from './identity.js';
 import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
+import { RedisTrail } from './trail.js';
 import { RedisTurns } from './turns.js';
 import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents, TrailLog, TrailLogOptions,
 } from '../../ports.js';
 
 export type { RedisStoreOptions } from './options.js';
@@ -76,8 +77,9 @@ export class RedisStore implements Store {
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
+  private readonly trails: RedisTrail[] = [];
 
-  private constructor(url: string, options: RedisStoreOptions) {
+  private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
     this.callerClock = options.clock === 'caller';
     this.maxGroups = options.maxCorrelationGroups ?? 4096;
@@ -286,6 +288,13 @@ export class RedisStore implements Store {
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
 
+  /** The verdict trail of every instance on this store (trail.ts). */
+  openTrail(options: TrailLogOptions): TrailLog {
+    const trail = new RedisTrail(this.url, this.prefix, this.background, options, this.logger);
+    this.trails.push(trail);
+    return trail;
+  }
+
   // --- operations ------------------------------------------------------------------------
 
   /** Cluster-wide numbers, cached and refreshed in the background (stats.ts). */
@@ -307,6 +316,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     this.tailer.stop();
     this.bus.close();
+    for (const trail of this.trails) trail.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
   }
 

@@ -27,6 +27,8 @@ const FILES = {
   aiRequeueDead: 'requeue-dead',
   aiStats: 'stats',
   aiHoldLease: 'hold-lease',
+  aiTrailAdd: 'trail-add',
+  aiTrailFind: 'trail-find',
 } as const;
 
 export type ScriptName = keyof typeof FILES;
