@@ -139,7 +139,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     media, scheduler, output, outlet, push, retention,
     turns: store, turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
   });
-  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger });
+  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance });
 
   const http = createApp({
     config, logger, now: () => clock.now(),

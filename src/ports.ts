@@ -1,7 +1,7 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
 import type { InstanceBus } from './events/bus.js';
-export type { InstanceBus, RelayAnswer, RelayedAction } from './events/bus.js';
+export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
 import type { StoreHealth, TailEvents } from './events/store.js';
 import type { TraceEntry } from './events/trace.js';
