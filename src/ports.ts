@@ -4,8 +4,8 @@ import type { InstanceBus } from './events/bus.js';
 export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
 import type { StoreHealth, TailEvents } from './events/store.js';
-import type { TraceEntry } from './events/trace.js';
-export type { StoreHealth, TailEvents };
+import type { TrailLog, TrailLogOptions } from './events/trace.js';
+export type { StoreHealth, TailEvents, TrailLog, TrailLogOptions };
 
 /**
  * Admission: what one webhook delivery records, in one atomic step, and the correlation group
@@ -153,32 +153,6 @@ export interface SharedValues {
   sharedGet(name: string, now: number): Promise<string | undefined>;
   /** Store `value` under `name` until `now + ttlMs`. */
   sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void>;
-}
-
-/**
- * The verdict trail kept in the store, for every instance on it (Redis): each instance writes
- * its entries, and any instance reads every instance's. Bounded by `trace.retentionMs` and
- * `trace.maxEntries`. Memory and SQLite have none: one process is the whole deployment, and
- * its in-process ring is the trail (src/trace/trail.ts).
- */
-export interface TrailLog {
-  /** Record an entry in the background: never waits for the store, and a failed write is logged, not retried. */
-  publish(entry: Omit<TraceEntry, 'n'>): void;
-  /** Sequence number of the newest entry, any instance's (0: none). */
-  last(): Promise<number>;
-  /** Entries after sequence `n`, oldest first. */
-  after(n: number, limit: number): Promise<TraceEntry[]>;
-  /** Entries naming any of `names` as their id, platform id or one of their `messageIds`. */
-  naming(names: readonly string[]): Promise<TraceEntry[]>;
-  /** Every entry from now on, any instance's. Returns the unsubscribe. */
-  subscribe(listener: (entry: TraceEntry) => void): () => void;
-}
-
-export interface TrailLogOptions {
-  /** This instance's name, on each entry it writes. */
-  instance: string;
-  retentionMs: number;
-  maxEntries: number;
 }
 
 /** What the composition asks of a store as a running thing: its nature, stats, readiness, end. */

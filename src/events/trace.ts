@@ -59,3 +59,29 @@ export interface TraceTrail {
   /** Every entry from now on (from every instance, on a shared trail). Returns the unsubscribe. */
   subscribe(listener: (entry: TraceEntry) => void): () => void;
 }
+
+/**
+ * The verdict trail kept in the store, for every instance on it (Redis): each instance writes
+ * its entries, and any instance reads every instance's. Bounded by `trace.retentionMs` and
+ * `trace.maxEntries`. Memory and SQLite have none: one process is the whole deployment, and
+ * its in-process ring is the trail (src/trace/trail.ts).
+ */
+export interface TrailLog {
+  /** Record an entry in the background: never waits for the store, and a failed write is logged, not retried. */
+  publish(entry: Omit<TraceEntry, 'n'>): void;
+  /** Sequence number of the newest entry, any instance's (0: none). */
+  last(): Promise<number>;
+  /** Entries after sequence `n`, oldest first. */
+  after(n: number, limit: number): Promise<TraceEntry[]>;
+  /** Entries naming any of `names` as their id, platform id or one of their `messageIds`. */
+  naming(names: readonly string[]): Promise<TraceEntry[]>;
+  /** Every entry from now on, any instance's. Returns the unsubscribe. */
+  subscribe(listener: (entry: TraceEntry) => void): () => void;
+}
+
+export interface TrailLogOptions {
+  /** This instance's name, on each entry it writes. */
+  instance: string;
+  retentionMs: number;
+  maxEntries: number;
+}
