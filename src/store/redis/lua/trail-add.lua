@@ -37,6 +37,6 @@ while i <= #ARGV do
   i = i + 2 + count
 end
 redis.call('SET', P .. 'trail:last', id)
-redis.call('XTRIM', P .. 'trail', 'MAXLEN', '~', maxEntries)
-redis.call('XTRIM', P .. 'trail', 'MINID', '~', string.format('%d-0', now - retention))
+redis.call('XTRIM', P .. 'trail', 'MAXLEN', maxEntries)
+redis.call('XTRIM', P .. 'trail', 'MINID', string.format('%d-0', now - retention))
 return id
