@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { serve } from '../servers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 /*
@@ -39,12 +40,19 @@ const getJson = async (url: string) => {
   return { status: response.status, body: (await response.json()) as any };
 };
 const drained = (service: Running) => until(async () => (await service.intake.store.openBuffers()) === 0, 10_000);
+const SECRET = 'whsec_' + Buffer.from('trace-agent-secret-0123456789ab').toString('base64');
 const sign = (secret: string, body: Buffer) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
 describe('the trail on Redis, read from any instance', () => {
-  it('traces on B a message posted to A by platform id, ingest id and output id, with A\'s arrival, the verdict and the output', async () => {
+  it('traces on B a message posted to A by platform id, ingest id and output id, with A\'s arrival, the verdict, the output and its push attempts', async () => {
     const prefix = `tr${process.pid}-${++tests}`;
-    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    // The agent refuses the first push and takes the second.
+    const agent = await serve((_req, res, hits) => {
+      res.statusCode = hits === 1 ? 503 : 200;
+      res.end();
+    });
+    const pushing = { agent: { url: `http://127.0.0.1:${agent.port}/agent`, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 100 } };
+    const [a, b] = await Promise.all([instance(prefix, pushing), instance(prefix, pushing)]);
     expect(a.intake.instance).not.toBe(b.intake.instance);
     const answer = await postJson(`${a.url}/webhooks/generic`, { id: 'pm-1', sessionKey: 'cli:tr', sender: { id: 'u' }, content: 'hello from A' });
     expect(answer.status).toBe(200);
@@ -53,15 +61,18 @@ describe('the trail on Redis, read from any instance', () => {
     const output = (await a.intake.store.outboxAfter(0, 10))[0]!;
 
     // The trail is written after the answer, in the background: B finds it once it is there.
-    await until(async () => (await getJson(`${b.url}/v1/trace/${output.id}`)).body.arrivals?.length === 1);
+    await until(async () => (await getJson(`${b.url}/v1/trace/${output.id}`)).body.attempts?.length === 2, 10_000, async () => JSON.stringify((await getJson(`${b.url}/v1/trace/${output.id}`)).body));
     for (const id of ['pm-1', ingestId, output.id]) {
       const { status, body } = await getJson(`${b.url}/v1/trace/${encodeURIComponent(id)}`);
       expect(status).toBe(200);
       expect(body.arrivals).toHaveLength(1);
       expect(body.arrivals[0]).toMatchObject({ instance: a.intake.instance, channel: 'generic', platformId: 'pm-1', id: ingestId, verdict: 'accepted' });
       expect(body.outputs).toHaveLength(1);
-      expect(body.outputs[0]).toMatchObject({ id: output.id, messageIds: ['pm-1'], retained: true });
+      expect(body.outputs[0]).toMatchObject({ id: output.id, messageIds: ['pm-1'], retained: true, delivery: { state: 'delivered', attempts: 2 } });
+      expect(body.attempts.map((attempt: any) => [attempt.state, attempt.attempts])).toEqual([['pending', 1], ['delivered', 2]]);
+      expect(body.attempts.every((attempt: any) => [a.intake.instance, b.intake.instance].includes(attempt.instance))).toBe(true);
     }
+    await agent.close();
     // An id no instance saw: the 404 says whose trail was asked.
     const unknown = await getJson(`${b.url}/v1/trace/never-seen`);
     expect(unknown.status).toBe(404);
@@ -95,6 +106,13 @@ describe('the trail on Redis, read from any instance', () => {
       [b.intake.instance, 'qq-b', '20002000', 'correlated'],
     ]);
     expect(body.outputs.map((joined: any) => joined.id)).toEqual([output!.id]);
+    // Each arrival's ingest id leads to the same output, on either instance.
+    for (const arrival of body.arrivals) {
+      for (const service of [a, b]) {
+        const byIngestId = (await getJson(`${service.url}/v1/trace/${encodeURIComponent(arrival.id)}`)).body;
+        expect(byIngestId.outputs.map((joined: any) => joined.id)).toEqual([output!.id]);
+      }
+    }
   });
 
   it('streams every instance\'s activity on each, each entry naming its instance', async () => {
