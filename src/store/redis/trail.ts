@@ -34,9 +34,9 @@ function entryOf(id: string, json: string): TraceEntry {
  * ids of the entries naming it (expiring `trace.retentionMs` after its last entry); keys in
  * lua/trail-add.lua.
  *
- * Writes stay off the ingest path: `publish` queues the entry, and every entry of one event-loop
- * tick goes to Redis in one script call on the background connection after the tick, which the
- * webhook's answer never waits for. A write that fails is logged once per outage and dropped
+ * Writes stay off the ingest path: `publish` queues the entry, and the entries recorded until
+ * the recording code yields go to Redis in one script call on the background connection, sent
+ * before the webhook's answer and never waited for. A write that fails is logged once per outage and dropped
  * (the trail is a view for operators, not a record the service depends on).
  */
 export class RedisTrail implements TrailLog {
@@ -62,7 +62,10 @@ export class RedisTrail implements TrailLog {
     this.queued.push(entry);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.write());
+    // Once the code that recorded it yields: the write is on the socket before the webhook's
+    // answer is (so another instance asked right after the answer finds it), and every entry
+    // recorded until then goes with it.
+    queueMicrotask(() => this.write());
   }
 
   private write(): void {
