@@ -6,12 +6,16 @@
 // memory per open buffer, per claim and per retained output (INFO memory over 10^4 items).
 // Every round starts its own redis-server on a free port, without persistence.
 // Usage: node bench/redis.mjs [seconds=5] [rounds=3] [rate per server=1000] [connections=50]
+// BENCH_COMPARE=<folder with an earlier build's dist/> adds that build's Redis rows to sections 1
+// and 2 (the same load on a redis-server of its own, in the same run): the scripts before and after.
+// BENCH_ONLY=1,2 runs only those sections.
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../dist/store/redis/redis.js';
-import { scripts as luaScripts } from '../dist/store/redis/scripts.js';
 import { cpuTicks, median, newSessionRequests, start as startServer, startRedisServer as startRedis } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -29,37 +33,45 @@ const pids = new Set();
 process.on('exit', () => { for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
 const start = async (target) => { const server = await startServer(target); pids.add(server.pid); return server; };
 const startRedisServer = async () => { const server = await startRedis(); pids.add(server.pid); return server; };
-const redisTarget = (redis, env = {}) => ['agent-intake, redis store', 'dist/main.js', { INTAKE_STORE: redis.url, ...env }];
+const compare = process.env.BENCH_COMPARE;
+const compareName = compare && existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map(Number)) : undefined;
+const section = (n) => !only || only.has(n);
+/** This build, and the compared one when BENCH_COMPARE is set: [label, folder holding dist/]. */
+const builds = [['this build', new URL('..', import.meta.url).pathname], ...(compare ? [[compareName, compare]] : [])];
+const redisTarget = (redis, env = {}, [label, folder] = builds[0]) => [`agent-intake ${label}, redis store`, join(folder, 'dist/main.js'), { INTAKE_STORE: redis.url, ...env }];
 
 const probe = await startRedisServer();
 probe.stop();
 console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, node ${process.version}, redis-server ${probe.version}, ${seconds}s per run, ${rounds} rounds`);
 
 // --- 1. ingest cost, side by side ---------------------------------------------------------
-{
+if (section(1)) {
   const targets = [['bare Koa + koa-router', 'bench/bare-koa.mjs', {}], ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }]];
   const rows = new Map();
   for (let round = 0; round < rounds; round++) {
-    const redis = await startRedisServer();
+    // one redis-server per build, so each one's CPU is its own
+    const redises = [];
+    for (const _ of builds) redises.push(await startRedisServer());
     const servers = [];
-    for (const target of [...targets, redisTarget(redis)]) servers.push(await start(target));
+    for (const target of [...targets, ...builds.map((build, i) => redisTarget(redises[i], {}, build))]) servers.push(await start(target));
     const load = (server, duration) => post(server.url, duration, { overallRate: rate });
     await Promise.all(servers.map((server) => load(server, 2))); // warm-up
     const before = servers.map((server) => cpuTicks(server.pid));
-    const redisBefore = cpuTicks(redis.pid).all;
+    const redisBefore = redises.map((redis) => cpuTicks(redis.pid).all);
     const results = await Promise.all(servers.map((server) => load(server, seconds)));
-    const redisUs = ((cpuTicks(redis.pid).all - redisBefore) * 10_000) / results[2].requests.total;
+    const redisUs = redises.map((redis, i) => ((cpuTicks(redis.pid).all - redisBefore[i]) * 10_000) / results[2 + i].requests.total);
     servers.forEach((server, i) => {
       const after = cpuTicks(server.pid);
       const n = results[i].requests.total;
       if (!rows.has(server.name)) rows.set(server.name, []);
       rows.get(server.name).push({
         main: ((after.main - before[i].main) * 10_000) / n, all: ((after.all - before[i].all) * 10_000) / n,
-        redis: server.name.includes('redis') ? redisUs : undefined, n, errors: results[i].errors + results[i].non2xx, p99: results[i].latency.p99,
+        redis: i >= 2 ? redisUs[i - 2] : undefined, n, errors: results[i].errors + results[i].non2xx, p99: results[i].latency.p99,
       });
       server.stop();
     });
-    redis.stop();
+    for (const redis of redises) redis.stop();
   }
   const bare = rows.get('bare Koa + koa-router');
   console.log(`\n## 1. Ingest cost, one instance each, side by side at ${rate} req/s each (every request a new session: buffered, flushed, committed)`);
@@ -72,16 +84,14 @@ console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, nod
 }
 
 // --- 2. round trips and Redis commands per message ------------------------------------------
-{
+// Per build: the same N messages, each a new session, on a redis-server of its own.
+async function roundTrips([label, folder]) {
   const sha = (text) => createHash('sha1').update(text).digest('hex');
-  const lua = luaScripts();
-  const scripts = new Map(Object.entries({
-    admit: lua.aiAdmit, claimDue: lua.aiClaimDue, renew: lua.aiRenew, commit: lua.aiCommit, release: lua.aiRelease, earliest: lua.aiEarliest,
-    read: lua.aiRead, trim: lua.aiTrim, claimPush: lua.aiClaimPush, ackPush: lua.aiAckPush, requeueDead: lua.aiRequeueDead, stats: lua.aiStats,
-  }).map(([name, text]) => [sha(text), name]));
+  const { scripts: buildScripts } = await import(join(folder, 'dist/store/redis/scripts.js'));
+  const scripts = new Map(Object.entries(buildScripts()).map(([name, text]) => [sha(text), name.replace(/^ai/, '').replace(/^./, (c) => c.toLowerCase())]));
   const N = 2000;
   const redis = await startRedisServer();
-  const server = await start(redisTarget(redis, { INTAKE_DEBOUNCE_WINDOW_MS: '100' }));
+  const server = await start(redisTarget(redis, { INTAKE_DEBOUNCE_WINDOW_MS: '100' }, [label, folder]));
   const admin = new Redis(redis.url);
   const roles = new Map();
   for (const line of String(await admin.client('LIST')).split('\n')) {
@@ -114,27 +124,97 @@ console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, nod
     byRole.set(key, (byRole.get(key) ?? 0) + 1);
   }
   const ingest = sent.filter((s) => s.role === 'ingest').length;
-  const rest = sent.length - ingest;
-  console.log(`\n## 2. Redis round trips per message (MONITOR, one instance, ${N} messages, each a new session, debounce window 100 ms)`);
-  console.log(`- ingest connection: ${(ingest / accepted).toFixed(2)} round trips per ingested message`);
-  console.log(`- background + tail connections: ${(rest / N).toFixed(2)} per emitted message (${rest} over ${elapsed.toFixed(1)} s, including idle polling of ${idle.toFixed(1)}/s)`);
-  console.log('| connection: command | calls | per message |\n|---|---:|---:|');
-  for (const [key, calls] of [...byRole].sort((a, b) => b[1] - a[1])) console.log(`| ${key} | ${calls} | ${(calls / N).toFixed(2)} |`);
   let executed = 0;
-  const inner = [];
+  const inner = new Map();
   for (const match of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) {
     if (['config', 'monitor', 'info', 'client'].includes(match[1])) continue;
     executed += Number(match[2]);
-    inner.push(`${match[1]} ${(Number(match[2]) / N).toFixed(2)}`);
+    inner.set(match[1], Number(match[2]) / N);
   }
-  console.log(`- commands Redis executed (scripts' inner commands included): ${(executed / N).toFixed(1)} per message: ${inner.join(', ')}`);
   server.stop();
   admin.disconnect();
   redis.stop();
+  return { label, N, accepted, ingest: ingest / accepted, rest: (sent.length - ingest) / N, restCalls: sent.length - ingest, elapsed, idle, byRole, executed: executed / N, inner };
+}
+if (section(2)) {
+  const runs = [];
+  for (const build of builds) runs.push(await roundTrips(build));
+  console.log(`\n## 2. Redis round trips and commands per message (MONITOR and INFO commandstats, one instance, ${runs[0].N} messages, each a new session, debounce window 100 ms; each build on a redis-server of its own, one after the other)`);
+  console.log(`| | ${runs.map((r) => r.label).join(' | ')} |\n|---|${runs.map(() => '---:|').join('')}`);
+  const row = (name, f) => console.log(`| ${name} | ${runs.map(f).join(' | ')} |`);
+  row('round trips per ingested message (ingest connection)', (r) => r.ingest.toFixed(2));
+  row('round trips per emitted message (background + tail, idle polling included)', (r) => r.rest.toFixed(2));
+  row('commands Redis executes per message (scripts\' inner commands, EVALSHA and TIME included)', (r) => `**${r.executed.toFixed(1)}**`);
+  const names = [...new Set(runs.flatMap((r) => [...r.inner.keys()]))].sort((x, y) => (runs[0].inner.get(y) ?? 0) - (runs[0].inner.get(x) ?? 0));
+  for (const name of names) row(`- ${name}`, (r) => (r.inner.get(name) ?? 0).toFixed(2));
+  for (const r of runs) {
+    console.log(`\n${r.label}: calls by connection (${r.restCalls} background and tail calls over ${r.elapsed.toFixed(1)} s, idle polling ${r.idle.toFixed(1)}/s)`);
+    console.log('| connection: command | calls | per message |\n|---|---:|---:|');
+    for (const [key, calls] of [...r.byRole].sort((a, b) => b[1] - a[1])) console.log(`| ${key} | ${calls} | ${(calls / r.N).toFixed(2)} |`);
+  }
+}
+
+// --- 5. Redis work per message, store calls only ------------------------------------------
+// Each build's RedisStore driven directly (no HTTP, no service around it): admit N new sessions
+// one message each, claim them due, commit each; INFO commandstats gives the time Redis spent
+// inside those commands and how many it ran. The least noisy measure of the scripts themselves.
+async function storeWork([label, folder]) {
+  const { RedisStore: Store } = await import(join(folder, 'dist/store/redis/redis.js'));
+  const N = 5000;
+  const redis = await startRedisServer();
+  const admin = new Redis(redis.url);
+  const store = await Store.open(redis.url, { commandTimeoutMs: 5000 });
+  const event = (n) => ({
+    id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
+    sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
+  });
+  const item = (n) => ({
+    claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
+    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event: event(n) }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
+  });
+  const round = async (from) => {
+    for (let n = from; n < from + N; n++) await store.admit([item(n)], Date.now());
+    await sleep(5);
+    let done = 0;
+    while (done < N) {
+      const batches = await store.claimDue(Date.now(), 30_000, 100);
+      for (const batch of batches) {
+        await store.commit(batch, { id: `o-${batch.debounceKey}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'g', createdAt: Date.now(), body: '{"content":"hello, where is ORD-123?"}', state: 'none' }, Date.now());
+      }
+      done += batches.length;
+      if (batches.length === 0) await sleep(2);
+    }
+  };
+  await round(1_000_000); // warm-up
+  await admin.config('RESETSTAT');
+  await round(0);
+  let usec = 0, calls = 0;
+  for (const match of String(await admin.info('commandstats')).matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) {
+    if (/^(config|info|client|ping|script)/.test(match[1])) continue;
+    calls += Number(match[2]);
+    if (match[1] === 'evalsha' || match[1] === 'eval') usec += Number(match[3]);
+  }
+  await store.close();
+  admin.disconnect();
+  redis.stop();
+  return { label, N, usec: usec / N, commands: calls / N };
+}
+if (section(5)) {
+  const rows = new Map();
+  for (let r = 0; r < rounds; r++) {
+    for (const build of r % 2 ? [...builds].reverse() : builds) {
+      const result = await storeWork(build);
+      if (!rows.has(build[0])) rows.set(build[0], []);
+      rows.get(build[0]).push(result);
+    }
+  }
+  console.log(`\n## 5. Redis work per message, store calls only (each build's RedisStore admits, claims and commits 5000 new sessions, one message each; INFO commandstats; ${rounds} rounds, builds alternating)`);
+  console.log('| build | µs inside Redis scripts per message | commands per message |\n|---|---:|---:|');
+  for (const [label, r] of rows) console.log(`| ${label} | ${spread(r.map((x) => x.usec))} | ${spread(r.map((x) => x.commands))} |`);
 }
 
 // --- 3. two instances against one, on one Redis ---------------------------------------------
-{
+if (section(3)) {
   const rows = { one: [], two: [] };
   for (let round = 0; round < rounds; round++) {
     for (const count of round % 2 ? [2, 1] : [1, 2]) {
@@ -161,7 +241,7 @@ console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, nod
 }
 
 // --- 4. Redis memory per item ---------------------------------------------------------------
-{
+if (section(4)) {
   const ITEMS = 10_000;
   const redis = await startRedisServer();
   const admin = new Redis(redis.url);

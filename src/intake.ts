@@ -92,7 +92,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock, logger, pushes: config.agent.url !== undefined,
-    commit: (batch, draft, now) => store.commit(batch, draft, now),
     commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
     turnRule: (channel) => channels.turnsOf(channel),
     keepMedia: (batch, collected) => media.keep(batch.parts, collected),
@@ -176,10 +175,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await sockets.start();
 
   if (channels.turnsOn()) {
-    metrics.gauge('inbox_turns_open', 'Agent turns open (every instance\'s, as the store sees them)', async () => {
-      const now = clock.now();
-      return (await store.openTurns(now, 10_000).catch(() => [])).filter((turn) => turn.open).length;
-    });
+    metrics.gauge('inbox_turns_open', 'Agent turns open (every instance\'s, as the store sees them)', () => store.openTurnCount(clock.now()).catch(() => 0));
   }
 
   return exposeIntake({

@@ -132,9 +132,10 @@ export function operations(options: OperationsOptions) {
 
   /** Agent turns open and held messages (every instance's, from the store): the console's Turns list. */
   async function turns(): Promise<Record<string, unknown>> {
-    const views = await store.openTurns(clock.now(), 100);
+    const now = clock.now();
+    const [views, open] = await Promise.all([store.openTurns(now, 100), store.openTurnCount(now)]);
     return {
-      open: views.filter((view) => view.open).length,
+      open,
       held: views.reduce((sum, view) => sum + view.held, 0),
       sessions: views.slice(0, 20),
     };

@@ -61,7 +61,8 @@ export interface DebounceBuffers extends BufferLeases {
   openBuffers(): Promise<number>;
   /**
    * `commit` under the session's turn, in the same one step (CONTRACT §10, rules/turn.ts): held,
-   * or emitted with its link spliced at the end of `draft.body`. Stale fence: `undefined`.
+   * or emitted with its link spliced at the end of `draft.body`. Stale fence: `undefined`. With
+   * `rule.mode` off it is `commit` unless the session has held messages (they go first).
    */
   commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
 }

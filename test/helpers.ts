@@ -27,14 +27,14 @@ export interface Running {
 }
 
 /** Start the real service on a random loopback port, with a temporary sqlite file by default. */
-export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock } = {}): Promise<Running> {
+export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock; logger?: pino.Logger } = {}): Promise<Running> {
   const dir = options.dir ?? tempDir().path;
   const config = loadConfig({
     env: {},
     cwd: dir,
     file: { store: `sqlite:${join(dir, 'intake.db')}`, media: { dir: join(dir, 'media') }, logLevel: 'silent', ...file, server: { port: 0, ...(file.server as object | undefined) } },
   });
-  const intake = await createIntake({ config, logger: silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}) });
+  const intake = await createIntake({ config, logger: options.logger ?? silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}) });
   const server = createServer(intake.app.callback());
   server.on('upgrade', (request, socket, head) => {
     if (!intake.upgrade(request, socket, head)) socket.destroy();

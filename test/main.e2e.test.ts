@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, readEvents, startChild, tempDir } from './helpers.js';
+import { freePort, postJson, readEvents, startChild, tempDir, until } from './helpers.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];
@@ -33,6 +33,40 @@ describe('the service process', () => {
     // Claims survived too: a retry of an acknowledged message is still a duplicate.
     expect((await postJson(`${url}/webhooks/generic`, { id: 'a-one', sessionKey: 'cli:a', content: 'one' })).body.duplicates).toBe(1);
     second.kill('SIGKILL');
+  });
+
+  it('keeps messages held for an agent turn through kill -9: released once after restart, in order', async () => {
+    const dir = tempDir().path;
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = { INTAKE_TURNS_MODE: 'collect', INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '200' };
+    const turnOf = async () => (await (await fetch(`${url}/v1/sessions/cli%3Aa/turn`)).json()) as { open: boolean; outputId?: string; held: number };
+    const first = await startChild(dir, port, env);
+    children.push(first);
+    await postJson(`${url}/webhooks/generic`, { id: 'k1', sessionKey: 'cli:a', content: 'first' });
+    const [opened] = await readEvents(`${url}/v1/events?after=0`, 1, { timeoutMs: 10_000 });
+    await postJson(`${url}/webhooks/generic`, { id: 'k2', sessionKey: 'cli:a', content: 'second' });
+    await until(async () => (await turnOf()).held === 1);
+    await postJson(`${url}/webhooks/generic`, { id: 'k3', sessionKey: 'cli:a', content: 'third' });
+    await until(async () => (await turnOf()).held === 2);
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+
+    const second = await startChild(dir, port, env);
+    children.push(second);
+    expect(await turnOf()).toMatchObject({ open: true, outputId: opened!.data.id, held: 2 });
+    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({ closed: true, released: 2 });
+    const frames = await readEvents(`${url}/v1/events?after=0`, 2, { timeoutMs: 10_000 });
+    expect(frames.map((f) => [f.data.content, f.data.followsUp])).toEqual([['first', undefined], ['second third', opened!.data.id]]);
+    // Once: a second done releases nothing, and the outbox holds the two outputs only.
+    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({ closed: false });
+    await until(async () => (await turnOf()).held === 0);
+    second.kill('SIGKILL');
+    await once(second, 'exit');
+    const db = new Database(join(dir, 'data/intake.db'), { readonly: true });
+    const rows = db.prepare('SELECT body FROM outbox ORDER BY seq').all() as Array<{ body: string }>;
+    db.close();
+    expect(rows.map((r) => JSON.parse(r.body).content)).toEqual(['first', 'second third']);
   });
 
   it('flushes every open buffer on SIGTERM and exits 0', async () => {

@@ -5,24 +5,26 @@ import { createIntake } from '../src/intake.js';
 import { deliverJson, silent, tempDir } from './helpers.js';
 import { ManualClock } from './manual-clock.js';
 
+/** Messages sent by every intake here: their ids never repeat, so one reopened dedups none. */
+let sent = 0;
+
 /** An in-process intake with agent turns on the memory store and a manual clock, collecting its outputs. */
-async function turnsIntake(turns: Record<string, unknown>, channelTurns?: Record<string, unknown>) {
-  const dir = tempDir();
-  const clock = new ManualClock();
+async function turnsIntake(turns: Record<string, unknown>, channelTurns?: Record<string, unknown>, reuse?: { dir: ReturnType<typeof tempDir>; clock: ManualClock }) {
+  const dir = reuse?.dir ?? tempDir();
+  const clock = reuse?.clock ?? new ManualClock();
   const config = loadConfig({
     env: {}, cwd: dir.path,
     file: {
-      store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 }, turns,
+      store: reuse ? 'sqlite:store.db' : 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 }, turns,
       ...(channelTurns ? { channels: [{ id: 'generic', adapter: 'generic', turns: channelTurns }] } : {}),
     },
   });
   const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
   const outputs: ProcessedMessage[] = [];
   intake.on('chat.processedMessage', (output: Output) => { outputs.push(output as ProcessedMessage); });
-  let n = 0;
   /** A message of session cli:a, then its debounce window. */
   const say = async (content: string, sessionKey = 'cli:a') => {
-    await deliverJson(intake, { id: `m${++n}`, sessionKey, sender: { id: 'u1' }, content }, clock.now());
+    await deliverJson(intake, { id: `m${++sent}`, sessionKey, sender: { id: 'u1' }, content }, clock.now());
     await clock.advance(1100);
     await intake.settle();
   };
@@ -39,7 +41,7 @@ async function turnsIntake(turns: Record<string, unknown>, channelTurns?: Record
     dir.remove();
   };
   const last = () => outputs[outputs.length - 1] as ProcessedMessage;
-  return { intake, clock, outputs, say, done, close, last };
+  return { intake, clock, dir, outputs, say, done, close, last };
 }
 
 const links = (output: ProcessedMessage) => ({ followsUp: output.followsUp, during: output.during, interrupts: output.interrupts });
@@ -153,5 +155,30 @@ describe('agent turns in the pipeline', () => {
     expect(t.outputs).toHaveLength(2);
     expect(await t.intake.turn('cli:a')).toMatchObject({ open: true, held: 1 });
     await t.close();
+  });
+
+  it('a restart that turns turns off while messages are held: a new message waits behind them, released under the old rule', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const before = await turnsIntake({ mode: 'collect', maxMs: 60_000 }, undefined, { dir, clock });
+    await before.say('first');
+    await before.say('second');
+    expect(before.outputs.map((o) => o.content)).toEqual(['first']);
+    const first = before.last();
+    await before.intake.close();
+
+    const after = await turnsIntake({ mode: 'off' }, undefined, { dir, clock });
+    await after.say('third');
+    // Nothing overtakes the held message: 'third' waits with it.
+    expect(after.outputs).toEqual([]);
+    expect(await after.intake.turn('cli:a')).toMatchObject({ open: true, outputId: first.id, held: 2 });
+    await after.done(first.id);
+    expect(after.outputs.map((o) => [o.content, o.followsUp])).toEqual([['second third', first.id]]);
+    // Nothing is held any more: off emits at once again.
+    await after.say('fourth');
+    expect(after.outputs.map((o) => o.content)).toEqual(['second third', 'fourth']);
+    const all = await after.intake.store.outboxAfter(0, 10);
+    expect(all.map((r) => JSON.parse(r.body).content)).toEqual(['first', 'second third', 'fourth']);
+    await after.close();
   });
 });

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
-import { isTurnBuffer, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../ports.js';
+import { type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../ports.js';
 import type { LeasedBatch } from '../ports.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
@@ -10,9 +10,11 @@ import { batchOutputId } from './output-id.js';
 export interface OutputStageOptions {
   clock: Clock;
   logger: Logger;
-  /** Store port: move a leased batch to the outbox (undefined: the lease was lost). */
-  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined>;
-  /** Store port: commit under the session's turn (a channel with `turns` on, or held messages released). */
+  /**
+   * Store port: move a leased batch to the outbox under the session's turn (undefined: the lease
+   * was lost). With `turns` off too: a session's held messages (held before a restart that
+   * turned turns off) go out first, and the store commits plainly when it has none.
+   */
   commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
   /** `turns` of a channel. */
   turnRule(channel: string): TurnRule;
@@ -102,14 +104,7 @@ export function createOutput(options: OutputStageOptions) {
       body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
       messageIds,
     };
-    // Turns off (and no held messages released): the plain commit, nothing else read or written.
-    const rule = options.turnRule(first.channel);
-    if (rule.mode === 'off' && !isTurnBuffer(batch.debounceKey)) {
-      const record = await options.commit(batch, draft, now);
-      if (!record) return lost(batch);
-      return { record, output: built, batch };
-    }
-    const done = await options.commitTurn(batch, draft, now, rule);
+    const done = await options.commitTurn(batch, draft, now, options.turnRule(first.channel));
     if (!done) return lost(batch);
     if (done.held) {
       if (media !== noMedia) options.keepMedia(batch, media);

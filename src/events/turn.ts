@@ -61,4 +61,6 @@ export interface Turns {
   turnOf(sessionKey: string, now: number): Promise<TurnView>;
   /** Open turns (and sessions with held messages), up to `limit`, with their held counts. */
   openTurns(now: number, limit: number): Promise<TurnView[]>;
+  /** How many turns are open at `now`: a count, however many there are. */
+  openTurnCount(now: number): Promise<number>;
 }

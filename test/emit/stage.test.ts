@@ -17,9 +17,9 @@ const batch = (ids: string[], receivedAt = 5000, fence = 1): LeasedBatch => ({
 function stage(clock: ManualClock, drafts: OutboxDraft[]) {
   return createOutput({
     clock, logger: silent, pushes: true,
-    commit: async (leased, draft) => {
+    commitTurn: async (leased, draft) => {
       drafts.push(draft);
-      return { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 };
+      return { held: false, record: { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 } };
     },
     correlation: async () => undefined,
     collectMedia: async () => [],
@@ -29,7 +29,6 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
     botsOf: () => [],
     pickReplyBot: () => ({ channel: 'c' }),
     turnRule: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }),
-    commitTurn: async () => { throw new Error('turns are off'); },
     keepMedia: () => undefined,
   });
 }

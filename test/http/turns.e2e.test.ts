@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Output, ProcessedMessage } from '../../src/events/output.js';
 import { postJson, type Running, startService, tempDir, until } from '../helpers.js';
@@ -79,6 +81,29 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     await agent.arrived('/inbox', 2);
     await until(async () => (await service!.intake.store.outboxGet(outputs[1]!.id))?.state === 'delivered');
     expect(await turnOf(service)).toMatchObject({ open: true, outputId: outputs[1]!.id });
+  });
+
+  it('logs a push answer with a body that is not {"turn":"done"} (the turn stays open); an empty body is no turn news, not logged', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });
+    agent = await serve((req, res, n) => {
+      req.resume();
+      req.on('end', () => res.end(n === 1 ? '{"turn":"finished"}' : ''));
+    });
+    service = await startService({
+      debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'steer' },
+      agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, timeoutMs: 5000 },
+    }, { logger: pino({ level: 'warn' }, sink) });
+    const outputs = collect(service);
+    await say(service, 'm1', 'first');
+    await until(() => outputs.length === 1);
+    await say(service, 'm2', 'second');
+    await until(() => outputs.length === 2);
+    await until(async () => (await service!.intake.store.outboxGet(outputs[1]!.id))?.state === 'delivered');
+    await until(async () => (await service!.intake.store.outboxGet(outputs[0]!.id))?.state === 'delivered');
+    const answers = lines.filter((line) => String(line.msg).startsWith('agent answer is not'));
+    expect(answers).toEqual([expect.objectContaining({ id: outputs[0]!.id, answer: '{"turn":"finished"}' })]);
+    expect(await turnOf(service)).toMatchObject({ open: true, outputId: outputs[0]!.id });
   });
 
   it('keeps held messages and the turn across a restart (the file reopened), released once after it', async () => {

@@ -74,7 +74,7 @@ describe('store model check', () => {
       let opened = 0;
       const violations = await modelCheck({
         // A fresh store per sequence (and per shrink replay) under its own keys; the run closes it.
-        open: () => RedisStore.open(server.url, { keyPrefix: `model-check-${++opened}`, commandTimeoutMs: 3000 }),
+        open: () => RedisStore.open(server.url, { keyPrefix: `model-check-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
         // Several instances share it: no shutdown flush; arrivals carry the server's clock, and the
         // 30 s a buffer given back holds its session are real time.
         shared: true,

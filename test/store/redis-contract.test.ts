@@ -1,4 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
+import type { Store } from '../../src/ports.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { describeCloseRules, describeTurnRules } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
@@ -17,4 +18,14 @@ afterAll(async () => {
 
 let n = 0;
 describeCloseRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `contract${n++}`, clock: 'caller' }));
-describeTurnRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `turns${n++}`, clock: 'caller' }));
+// A restart of the turn rules: the store closed and opened again on the same keys.
+const prefixes = new WeakMap<Store, string>();
+const openTurns = async (keyPrefix: string): Promise<Store> => {
+  const store = await RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix, clock: 'caller' });
+  prefixes.set(store, keyPrefix);
+  return store;
+};
+describeTurnRules('redis', () => openTurns(`turns${n++}`), async (store) => {
+  await store.close();
+  return openTurns(prefixes.get(store) as string);
+});

@@ -77,11 +77,11 @@ describe('Redis store when Redis fails', () => {
     // The background connection gives up after 5 s; the pause outlasts that, so the claim runs
     // only after its caller saw it fail, and its answer goes nowhere.
     const prefix = '{lost-claim}:';
-    const store = await RedisStore.open(server.url, { commandTimeoutMs: 300, keyPrefix: 'lost-claim' });
+    const store = await RedisStore.open(server.url, { commandTimeoutMs: 300, keyPrefix: 'lost-claim', clock: 'caller' });
     const admin = new Redis(server.url);
     try {
       await store.admit([item()], 0);
-      const now = Date.now() + 60_000; // arrivals are stamped by Redis's clock: due by then
+      const now = Date.now() + 60_000; // due by then
       await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
       let lost: unknown;
       try {
@@ -117,7 +117,7 @@ describe('Redis store when Redis fails', () => {
     beforeEach(async () => {
       admin = new Redis(server.url);
       await admin.eval(`for _, k in ipairs(redis.call('KEYS', '{tokens}:*')) do redis.call('DEL', k) end`, 0);
-      store = await RedisStore.open(server.url, { keyPrefix: 'tokens' });
+      store = await RedisStore.open(server.url, { keyPrefix: 'tokens', clock: 'caller' });
     });
     afterEach(async () => {
       admin.disconnect();
@@ -126,7 +126,7 @@ describe('Redis store when Redis fails', () => {
 
     it('leaves alone what a lost claim leased once another claim took it over', async () => {
       await store.admit([fixture('a1')], 0);
-      const now = Date.now() + 60_000; // arrivals are stamped by Redis's clock: due by then
+      const now = Date.now() + 60_000; // due by then
       expect(await claim(now, 'lost')).toHaveLength(1);
       // Its lease ran out and another claim took the buffer over: the undo must not touch it.
       const [[, , fence, , reason] = []] = await claim(now + 31_000, 'other');

@@ -26,8 +26,10 @@ const step = (botId: string, platformId: string, kind: 'message' | 'notice' = 'm
 let server: RedisServer;
 let admin: Redis;
 const opened: RedisStore[] = [];
+// On the caller's clock: these tests move time by the `now` they pass (leases, deadlines); the
+// server's clock is tested in clock-skew.test.ts and by every multi-instance test.
 const open = async (options = {}): Promise<RedisStore> => {
-  const store = await RedisStore.open(server.url, { commandTimeoutMs: 3000, ...options });
+  const store = await RedisStore.open(server.url, { commandTimeoutMs: 3000, clock: 'caller', ...options });
   opened.push(store);
   return store;
 };

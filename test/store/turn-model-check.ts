@@ -17,9 +17,9 @@ export interface TurnSubject {
 
 export interface TurnViolation { seed: number; kind: string; message: string; log: string[] }
 /** What the sequences reached (zero violations mean something only if they reached these). */
-export type TurnCovered = 'held' | 'released' | 'done' | 'done-again' | 'expired' | 'max-held' | 'stale-commit' | 'restart' | 'mode-change' | 'during' | 'interrupts';
+export type TurnCovered = 'held' | 'released' | 'done' | 'done-again' | 'expired' | 'max-held' | 'stale-commit' | 'restart' | 'mode-change' | 'during' | 'interrupts' | 'held-while-off';
 
-const MODES: TurnMode[] = ['collect', 'followup', 'steer', 'interrupt'];
+const MODES: TurnMode[] = ['off', 'collect', 'followup', 'steer', 'interrupt'];
 const SESSIONS = ['s1', 's2'];
 
 interface Emitted { id: string; session: string; texts: string[]; link?: { field: string; id: string } }
@@ -66,7 +66,7 @@ class TurnRun {
     const done = await this.store.commitTurn(batch, { id, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: this.t, body, state: 'none', messageIds: texts }, this.t, this.rule);
     this.log.push(`t=${this.t} commit ${batch.debounceKey} [${texts.join(' ')}] -> ${done ? (done.held ? `held by ${done.by}` : `${id}${done.link ? ` ${done.link.field} ${done.link.id}` : ''}`) : 'stale'}`);
     if (!done) return this.cover('stale-commit');
-    if (done.held) return this.cover('held');
+    if (done.held) return this.cover(this.rule.mode === 'off' ? 'held-while-off' : 'held');
     if (isTurnBuffer(batch.debounceKey)) this.cover(batch.reason === 'max_held' ? 'max-held' : 'released');
     if (done.link?.field === 'during') this.cover('during');
     if (done.link?.field === 'interrupts') this.cover('interrupts');

@@ -20,6 +20,7 @@ class WrappedStore implements Store {
   turnDone: Store['turnDone'] = (outputId, now) => this.#inner.turnDone(outputId, now);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.#inner.turnOf(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.#inner.openTurns(now, limit);
+  openTurnCount: Store['openTurnCount'] = (now) => this.#inner.openTurnCount(now);
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.#inner.outboxAfter(seq, limit);
   lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
   tail: Store['tail'] = (listener) => this.#inner.tail(listener);

@@ -185,6 +185,8 @@ export class LocalState {
     const heldKey = turnBufferKey(session);
     const fromHeld = buffer.held !== undefined;
     const waiting = fromHeld ? undefined : this.buffers.get(heldKey);
+    // Turns off and nothing held: the plain commit, no turn read or written.
+    if (rule.mode === 'off' && !fromHeld && waiting === undefined) return { held: false, record: this.commit(batch, draft, now) as OutboxRecord };
     const turn = this.turns.get(session);
     const step = draft.type === 'chat.processedMessage'
       ? turnStep(rule.mode, fromHeld, waiting !== undefined, this.turns.open(session, now)?.outputId, turn?.outputId)
@@ -255,6 +257,12 @@ export class LocalState {
       if (turn.until > now || this.buffers.get(turnBufferKey(sessionKey))) out.push(this.turnOf(sessionKey, now));
     }
     return out;
+  }
+
+  openTurnCount(now: number): number {
+    let count = 0;
+    for (const [, turn] of this.turns.entries()) if (turn.until > now) count++;
+    return count;
   }
 
   release(batch: LeasedBatch, retryAt: number): void {

@@ -96,6 +96,11 @@ export abstract class LocalStore implements Store {
     return this.state.turnOf(sessionKey, now);
   }
 
+  async openTurnCount(now: number): Promise<number> {
+    this.use(now);
+    return this.state.openTurnCount(now);
+  }
+
   async openTurns(now: number, limit: number): Promise<TurnView[]> {
     this.use(now);
     return this.state.openTurns(now, limit);

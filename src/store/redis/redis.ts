@@ -1,10 +1,11 @@
 import { nanoid } from 'nanoid';
-import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnRule } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
 import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
 } from './connections.js';
+import { CommitBatcher } from './commits.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
@@ -43,9 +44,11 @@ const MAX_UNANSWERED = 1000;
 /**
  * Shared store on Redis >= 7: several instances admit, flush and push through one server.
  * Every step is one Lua script on keys under one hash tag (Redis Cluster keeps them in one
- * slot). Admission stamps arrivals with the server's clock (`TIME`); leases and push
- * schedules use the `now` callers pass, so instance clocks must agree to well within a lease
- * (NTP); the fences make every hand-over exact whatever the clocks say.
+ * slot). Admission stamps arrivals and deadlines with the server's clock (`TIME`), and the
+ * flush takes and renews its leases by that clock too, so an instance's clock skew neither
+ * flushes buffers early nor takes a live lease over. Push schedules use the `now` callers
+ * pass (instance clocks should agree to well within a lease: NTP); the fences make every
+ * hand-over exact whatever the clocks say.
  */
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -77,7 +80,8 @@ export class RedisStore implements Store {
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
-  private readonly trails: RedisTrail[] = [];
+  private trail: RedisTrail | undefined;
+  private readonly commits: CommitBatcher;
 
   private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -93,6 +97,7 @@ export class RedisStore implements Store {
     this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
+    this.commits = new CommitBatcher(this.background, this.prefix);
     this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
   }
 
@@ -148,13 +153,20 @@ export class RedisStore implements Store {
     const token = `${this.claimPrefix}${++this.claims}`;
     let reply: ClaimReply;
     try {
-      // now = Infinity (a shutdown flush, which a shared store never asks for) would mean "now" here.
-      reply = (await this.background.aiClaimDue(this.prefix, clock(now), leaseMs, limit, token)) as typeof reply;
+      // Due by the server's clock, the one admission stamps deadlines with: an instance whose
+      // clock runs ahead must not take buffers early (and one behind takes them a little late,
+      // or another instance does). now = Infinity would mean "now" here too.
+      reply = (await this.background.aiClaimDue(this.prefix, this.serverOr(now), leaseMs, limit, token)) as typeof reply;
     } catch (error) {
       this.unanswer(token);
       throw error;
     }
     return claimedBatches(reply, this.background, this.prefix, this.logger);
+  }
+
+  /** The time a script compares deadlines and leases with: the server's ('') unless the store runs on its caller's clock. */
+  private serverOr(now: number): string {
+    return this.callerClock ? clock(now) : '';
   }
 
   /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */
@@ -163,22 +175,22 @@ export class RedisStore implements Store {
   }
 
   async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
-    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, clock(now), leaseMs);
+    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, this.serverOr(now), leaseMs);
     return renewed === 1;
   }
 
   /** Commit a batch; a commit that ran but whose answer was lost answers with its record (see lost-answer.ts). */
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    return committedDespiteLostAnswer(() => this.commitOnce(batch, draft, now), () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
+    return committedDespiteLostAnswer(async () => (await this.commitOnce(batch, draft, now)) as OutboxRecord | undefined, () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
   }
 
-  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+  /** `unlessHeld`: refused ('held') when the session has held messages (turns off, see `commitTurn`). */
+  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, unlessHeld?: true): Promise<OutboxRecord | undefined | 'held'> {
     await this.tailer.ready;
     const mark = this.identity.mark();
-    const reply = (await this.background.aiCommit(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
-      batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
-      JSON.stringify(draft))) as [number, number] | null;
-    if (!reply) return undefined;
+    const reply = await this.commits.commit([batch.debounceKey, batch.sessionKey, batch.fence, batch.parts.length, clock(now),
+      draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state, JSON.stringify(draft), unlessHeld ? 'turns' : '']);
+    if (!reply || reply === 'held') return reply ?? undefined;
     const [seq, at] = reply;
     this.identity.committed(seq, mark, this.background);
     await this.replicas.held(this.background);
@@ -186,10 +198,24 @@ export class RedisStore implements Store {
   }
 
   // Agent turns: one script each (turns.ts).
-  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.turns.commit(batch, draft, now, rule);
+  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    if (rule.mode !== 'off' || isTurnBuffer(batch.debounceKey)) return this.turns.commit(batch, draft, now, rule);
+    // Turns off: the plain commit, unless the session has held messages (held before a restart
+    // that turned turns off): then the turn commit, which puts this batch behind them.
+    let held = false;
+    const record = await committedDespiteLostAnswer(async () => {
+      const reply = await this.commitOnce(batch, draft, now, true);
+      held = reply === 'held';
+      return reply === 'held' ? undefined : reply;
+    }, () => (held ? Promise.resolve(undefined) : this.outboxGet(draft.id)), this.logger, batch.sessionKey);
+    if (held) return this.turns.commit(batch, draft, now, rule);
+    return record && { held: false, record };
+  }
+
   turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
+  openTurnCount: Store['openTurnCount'] = (now) => this.turns.count(now);
 
   async release(batch: LeasedBatch, retryAt: number): Promise<void> {
     // The session stays held until the retry, plus a lease in case this instance dies meanwhile.
@@ -288,12 +314,8 @@ export class RedisStore implements Store {
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
 
-  /** The verdict trail of every instance on this store (trail.ts). */
-  openTrail(options: TrailLogOptions): TrailLog {
-    const trail = new RedisTrail(this.url, this.prefix, this.background, options, this.logger);
-    this.trails.push(trail);
-    return trail;
-  }
+  /** The verdict trail of every instance on this store (trail.ts): one per store. */
+  openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 
   // --- operations ------------------------------------------------------------------------
 
@@ -316,7 +338,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     this.tailer.stop();
     this.bus.close();
-    for (const trail of this.trails) trail.close();
+    this.trail?.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
   }
 

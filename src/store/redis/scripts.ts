@@ -13,6 +13,7 @@ const FILES = {
   aiUnclaim: 'unclaim',
   aiRenew: 'renew',
   aiCommit: 'commit',
+  aiCommitMany: 'commit-many',
   aiCommitTurn: 'commit-turn',
   aiTurnDone: 'turn-done',
   aiTurns: 'turns',

@@ -7,7 +7,7 @@ const STATS_EVERY_MS = 1000;
 /**
  * The Redis store's cluster-wide numbers, cached: each read returns the last known ones and
  * refreshes them in the background at most once a second. `keys` counts the claim spaces this
- * instance has used (`spaces`), and may include keys expired since the last admit pruned them.
+ * instance has used (`spaces`), and may include keys expired since the last sweep (one admission in 64).
  */
 export class RedisStats {
   private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, bySpace: {} as Record<string, number>, at: -Infinity };

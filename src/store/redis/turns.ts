@@ -73,6 +73,10 @@ export class RedisTurns {
     return this.views(await this.client.aiTurns(this.prefix, 'open', Math.max(1, Math.floor(limit)), clock(now)));
   }
 
+  async count(now: number): Promise<number> {
+    return Number(await this.client.aiTurns(this.prefix, 'count', 0, clock(now)));
+  }
+
   private views(reply: unknown): TurnView[] {
     return (reply as Array<[string, string, number, number, number]>).map(([sessionKey, outputId, openedAt, until, held]) => (outputId === ''
       ? { sessionKey, open: false, held: Number(held) }

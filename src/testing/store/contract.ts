@@ -51,9 +51,14 @@ export function describeCloseRules(name: string, open: OpenStore): void {
   });
 }
 
-/** The agent-turn rules alone (CONTRACT §10), on the caller's clock: for Redis, as `describeCloseRules`. */
-export function describeTurnRules(name: string, open: OpenStore): void {
+/**
+ * The agent-turn rules alone (CONTRACT §10), on the caller's clock: for Redis, as
+ * `describeCloseRules`; with `reopen`, what a restart keeps of them too.
+ */
+export function describeTurnRules(name: string, open: OpenStore, reopen?: ReopenStore): void {
   describe(`${name} store: agent turns`, () => {
-    describeTurns(storeHarness(open));
+    const h = storeHarness(open, reopen);
+    describeTurns(h);
+    if (reopen) describeTurnRestart(h);
   });
 }

@@ -148,6 +148,17 @@ export function describeTurns(h: StoreHarness): void {
       expect((await store.openTurns(30, 10)).map((t) => [t.sessionKey, t.held])).toEqual([['s1', 1], ['s2', 0]]);
       expect((await store.openTurns(1500, 10)).map((t) => [t.sessionKey, t.open, t.held])).toEqual([['s1', false, 1]]);
     });
+
+    it('lists and counts open turns past many that ran out before them', async () => {
+      const store = await h.fresh();
+      const rule = turnRule('collect', 1000);
+      for (let i = 0; i < 60; i++) await arrive(store, `old${i}`, i, rule, `old${i}`);
+      expect(await store.openTurnCount(500)).toBe(60);
+      expect(await store.openTurnCount(1030)).toBe(29);
+      await arrive(store, 'new', 5000, rule, 'live');
+      expect((await store.openTurns(5001, 10)).map((t) => [t.sessionKey, t.open])).toEqual([['live', true]]);
+      expect(await store.openTurnCount(5001)).toBe(1);
+    });
   });
 }
 

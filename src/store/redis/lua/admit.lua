@@ -17,19 +17,26 @@ local items = tonumber(ARGV[3])
 local i = 4
 local function arg() local v = ARGV[i]; i = i + 1; return v end
 
--- A sorted set of live keys by expiry: drop expired members and evict the oldest past the
--- cap, a bounded number per call (each call adds at most a few members).
+-- A sorted set of live keys by expiry, capped: past the cap, its expired members go first (not
+-- evictions), then the oldest live ones, a bounded number per call (each call adds at most a few
+-- members). Expired members are otherwise swept now and then (`sweep`) and by the stats script.
 local function bound(zkey, cap, keyPrefix, evictedField, spaceField)
-  local expired = redis.call('ZCOUNT', zkey, '-inf', now)
-  if expired > 0 then redis.call('ZREMRANGEBYRANK', zkey, 0, math.min(expired, 64) - 1) end
   local over = redis.call('ZCARD', zkey) - cap
+  if over <= 0 then return end
+  redis.call('ZREMRANGEBYSCORE', zkey, '-inf', now)
+  over = redis.call('ZCARD', zkey) - cap
   if over > 0 then
     local victims = redis.call('ZRANGE', zkey, 0, math.min(over, 16) - 1)
-    for _, member in ipairs(victims) do redis.call('DEL', keyPrefix .. member) end
+    if keyPrefix then for _, member in ipairs(victims) do redis.call('DEL', keyPrefix .. member) end end
     redis.call('ZREMRANGEBYRANK', zkey, 0, #victims - 1)
     redis.call('HINCRBY', P .. 'stats', evictedField, #victims)
     if spaceField then redis.call('HINCRBY', P .. 'stats', spaceField, #victims) end
   end
+end
+-- one admitted part in 64 sweeps the expired claims of its spaces
+local function sweep(partId, claims)
+  if partId % 64 ~= 0 then return end
+  for _, claim in ipairs(claims) do redis.call('ZREMRANGEBYSCORE', P .. 'cs:' .. claim.space, '-inf', now) end
 end
 
 local out = {}
@@ -76,23 +83,26 @@ for n = 1, items do
   local dk, session, partJson, unit = arg(), arg(), arg(), arg()
   local window, maxWait, maxMessages, closeNow = tonumber(arg()), tonumber(arg()), tonumber(arg()), arg() == '1'
 
+  -- A claim is a member of its space's sorted set, scored by its expiry: ZADD NX takes a new one
+  -- in one command; an expired one is taken again; a live one makes the item a duplicate (and
+  -- undoes the claims this item took before it).
   if verdict == nil then
     for c = 1, claimCount do
-      if redis.call('EXISTS', P .. 'c:' .. claims[c].key) == 1 then
-        verdict = { 'claimed', c - 1 }
-        break
+      local claim = claims[c]
+      local space = P .. 'cs:' .. claim.space
+      if redis.call('ZADD', space, 'NX', now + claim.ttl, claim.key) == 0 then
+        if tonumber(redis.call('ZSCORE', space, claim.key)) > now then
+          for u = 1, c - 1 do redis.call('ZREM', P .. 'cs:' .. claims[u].space, claims[u].key) end
+          verdict = { 'claimed', c - 1 }
+          break
+        end
+        redis.call('ZADD', space, now + claim.ttl, claim.key)
       end
     end
   end
 
   if verdict == nil then
-    for c = 1, claimCount do
-      local claim = claims[c]
-      redis.call('SET', P .. 'c:' .. claim.key, '1', 'PX', claim.ttl)
-      local space = P .. 'cs:' .. claim.space
-      redis.call('ZADD', space, now + claim.ttl, claim.key)
-      bound(space, claim.max, P .. 'c:', 'claimsEvicted', 'ev:' .. claim.space)
-    end
+    for c = 1, claimCount do bound(P .. 'cs:' .. claims[c].space, claims[c].max, nil, 'claimsEvicted', 'ev:' .. claims[c].space) end
     if newGroup then
       redis.call('DEL', corr.listKey)
       redis.call('RPUSH', corr.listKey, newGroup[1], newGroup[2])
@@ -102,26 +112,41 @@ for n = 1, items do
     end
 
     local partId = redis.call('INCR', P .. 'pid')
+    sweep(partId, claims)
     if unit == '' then unit = 'p' .. partId else unit = 'u' .. unit end
     local buf, bm, bu = P .. 'buf:' .. dk, P .. 'bm:' .. dk, P .. 'bu:' .. dk
     redis.call('RPUSH', buf, int(now) .. (closeNow and ' 1 ' or ' 0 ') .. unit .. '\n{"id":"' .. partId .. '",' .. string.sub(partJson, 2))
-    local m = redis.call('HMGET', bm, 'firstAt', 'fence', 'reason', 'deadline', 'window', 'maxWait', 'maxMessages', 'retrying')
+    local m = redis.call('HMGET', bm, 'firstAt', 'fence', 'reason', 'deadline', 'window', 'maxWait', 'maxMessages', 'retrying', 'units', 'u1')
     local firstAt = tonumber(m[1])
+    local units
     if firstAt == nil then
-      firstAt = now
-      redis.call('HSET', bm, 'firstAt', int(now), 'sessionKey', session, 'window', window, 'maxWait', maxWait, 'maxMessages', maxMessages)
+      firstAt, units = now, 1
     else
       -- the rule of the part that opened the buffer
       window, maxWait, maxMessages = tonumber(m[5]), tonumber(m[6]), tonumber(m[7])
+      -- distinct units: counted in the meta, listed in `bu:` once there are two (see rearm.lua)
+      units = tonumber(m[9])
+      if m[10] == false then -- a buffer an earlier version opened keeps its set
+        redis.call('SADD', bu, unit)
+        units = redis.call('SCARD', bu)
+      elseif units == 1 then
+        if unit ~= m[10] then redis.call('SADD', bu, m[10], unit); units = 2 end
+      elseif redis.call('SADD', bu, unit) == 1 then
+        units = units + 1
+      end
     end
-    redis.call('SADD', bu, unit)
     local deadline, reason
     -- a buffer already closed stays closed: this part waits behind the cut for the next batch
     if m[3] == 'command' or m[3] == 'count' then deadline, reason = tonumber(m[4]), m[3]
     elseif closeNow then deadline, reason = now, 'command'
-    elseif redis.call('SCARD', bu) >= maxMessages then deadline, reason = now, 'count'
+    elseif units >= maxMessages then deadline, reason = now, 'count'
     else deadline, reason = closeAt(firstAt, now, window, maxWait) end
-    redis.call('HSET', bm, 'lastAt', int(now), 'deadline', int(deadline), 'reason', reason)
+    if m[1] == false then
+      redis.call('HSET', bm, 'firstAt', int(now), 'sessionKey', session, 'window', window, 'maxWait', maxWait, 'maxMessages', maxMessages,
+        'lastAt', int(now), 'deadline', int(deadline), 'reason', reason, 'units', units, 'u1', unit)
+    else
+      redis.call('HSET', bm, 'lastAt', int(now), 'deadline', int(deadline), 'reason', reason, 'units', units)
+    end
     -- a leased buffer stays scored at its lease, a retrying one at its retry time; the flush
     -- re-arms it from what remains
     if not m[2] and not m[8] then redis.call('ZADD', P .. 'due', deadline, dk) end

@@ -30,6 +30,9 @@ if token ~= '' and redis.call('EXISTS', claimKey) == 1 then
   return out
 end
 local candidates = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'LIMIT', 0, math.min(limit * 4, 1000))
+-- fences come in one block for the call (INCRBY), not one INCR per buffer; unused ones are skipped
+local fence, lastFence = 0, -1
+local claimed = {}
 for _, dk in ipairs(candidates) do
   if #out >= limit then break end
   local bm = P .. 'bm:' .. dk
@@ -37,26 +40,38 @@ for _, dk in ipairs(candidates) do
   if not m[1] then
     redis.call('ZREM', due, dk)
   else
-    local heldUntil = heldAgainst(m[1], dk, m[5], now)
+    if fence > lastFence then
+      lastFence = redis.call('INCRBY', P .. 'fence', math.min(#candidates, limit))
+      fence = lastFence - math.min(#candidates, limit) + 1
+    end
+    local leaseUntil = now + leaseMs
+    local taken = takeLock(m[1], int(fence), leaseUntil, dk)
+    local heldUntil, waiters, lock
+    if not taken then heldUntil, waiters, lock = heldAgainst(m[1], dk, m[5], now) end
     if heldUntil then
       -- just after the holder's own score: should its owner die, the holder is taken over first
       redis.call('ZADD', due, heldUntil + 1, dk)
       redis.call('SADD', P .. 'wait:' .. m[1], dk)
+      if not waiters then redis.call('SET', P .. 'lock:' .. m[1], (string.gsub(lock, '^(%d+ %d+)', '%1w')), 'KEEPTTL') end
     else
-      local fence = redis.call('INCR', P .. 'fence')
-      local leaseUntil = now + leaseMs
+      if not taken then setLock(m[1], int(fence), leaseUntil, dk, waiters) end
       local reason = m[2] and 'takeover' or m[3]
-      setLock(m[1], int(fence), leaseUntil, dk)
-      redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
-      redis.call('HDEL', bm, 'retrying', 'claim')
+      if m[5] then redis.call('HDEL', bm, 'retrying') end
       if token ~= '' then
-        redis.call('HSET', bm, 'claim', token .. ' ' .. int(now) .. ' ' .. reason)
-        redis.call('RPUSH', claimKey, dk)
+        redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil), 'claim', token .. ' ' .. int(now) .. ' ' .. reason)
+        claimed[#claimed + 1] = dk
+      else
+        redis.call('HDEL', bm, 'claim')
+        redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
       end
       redis.call('ZADD', due, leaseUntil, dk)
       out[#out + 1] = { dk, m[1], fence, leaseUntil, reason, batchFor(dk, m[4]) }
+      fence = fence + 1
     end
   end
 end
-if token ~= '' and #out > 0 then redis.call('PEXPIRE', claimKey, leaseMs) end
+if #claimed > 0 then
+  redis.call('RPUSH', claimKey, unpack(claimed))
+  redis.call('PEXPIRE', claimKey, leaseMs)
+end
 return out

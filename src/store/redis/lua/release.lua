@@ -9,6 +9,7 @@ local bm = P .. 'bm:' .. dk
 if redis.call('HGET', bm, 'fence') ~= fence then return 0 end
 redis.call('HDEL', bm, 'fence', 'leaseUntil', 'claim')
 redis.call('HSET', bm, 'deadline', int(retryAt), 'retrying', fence)
-setLock(session, fence, retryAt + leaseMs, dk)
+local lock = redis.call('GET', P .. 'lock:' .. session)
+setLock(session, fence, retryAt + leaseMs, dk, lock ~= false and string.find(lock, '^%d+ %d+w') ~= nil)
 redis.call('ZADD', P .. 'due', retryAt, dk)
 return 1

@@ -8,5 +8,5 @@ local leaseUntil = now + leaseMs
 redis.call('HSET', bm, 'leaseUntil', int(leaseUntil))
 redis.call('ZADD', P .. 'due', leaseUntil, dk)
 local lock = redis.call('GET', P .. 'lock:' .. session)
-if not lock or string.match(lock, '^(%d+)') == fence then setLock(session, fence, leaseUntil, dk) end
+if not lock or string.match(lock, '^(%d+)') == fence then setLock(session, fence, leaseUntil, dk, lock and string.find(lock, '^%d+ %d+w') ~= nil) end
 return 1
