@@ -8,8 +8,10 @@ const TOKEN_KEY = 'agent-intake.apiToken';
 let token = sessionStorage.getItem(TOKEN_KEY) ?? '';
 let tokenWaiters = [];
 
+// X-Requested-With: without a token, the service refuses a change (POST) that lacks a header a
+// page on another site could not send unasked.
 function headers() {
-  return token ? { Authorization: `Bearer ${token}` } : {};
+  return { 'X-Requested-With': 'agent-intake-console', ...(token ? { Authorization: `Bearer ${token}` } : {}) };
 }
 
 /** Show the token form; resolves once a token was entered. */

@@ -54,7 +54,10 @@ function empty(columns) {
   return el('tr', {}, el('td', { colSpan: columns, class: 'empty' },
     'No bot is connected. A channel with ', el('code', {}, '"transport": "ws-reverse"'),
     ' lets bots (NapCat, Lagrange, …) connect to ', el('code', {}, '/webhooks/<id>'), ' of this service; with ',
-    el('code', {}, '"transport": "ws"'), ' the service dials the bot\'s forward WebSocket at the channel\'s ', el('code', {}, 'url'), '.'));
+    el('code', {}, '"transport": "ws"'), ' the service dials the bot\'s forward WebSocket at the channel\'s ', el('code', {}, 'url'),
+    '. Without a public URL: a ', el('code', {}, '"discord"'), ' channel holds the Discord Gateway, Slack ',
+    el('code', {}, '"transport": "socket"'), ' holds a Socket Mode connection, Telegram ', el('code', {}, '"transport": "poll"'),
+    ' long-polls getUpdates; one instance holds each.'));
 }
 
 function render(connections) {

@@ -68,8 +68,11 @@ export function isConfigError(error: unknown): error is ConfigError {
   return error instanceof ConfigError;
 }
 
-/** Why a download failed, as the processed message's `mediaErrors[].reason` starts. */
-export type FailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network' | 'bad_url' | 'aborted';
+/**
+ * Why a download failed, as the processed message's `mediaErrors[].reason` starts. `disk`: the
+ * media folder could not be written here (full, read-only, no permission): never retried.
+ */
+export type FailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network' | 'bad_url' | 'aborted' | 'disk';
 
 /**
  * A download that failed or was refused. It never reaches a client (a failed attachment
@@ -80,7 +83,7 @@ export class MediaError extends IntakeError {
   constructor(
     readonly kind: FailureKind,
     message: string,
-    /** Worth another attempt (network errors, 5xx, 408, 429). */
+    /** Worth another attempt (network errors, 5xx, 408, 429; never a local disk error). */
     readonly retryable: boolean,
     /** What the server's `Retry-After` asked for, in ms. */
     readonly retryAfterMs?: number,

@@ -6,6 +6,8 @@ import type { AgentPush } from './push/agent-push.js';
 
 /** Retry-After of a 503 for a store that could not record, and how long readiness then fails. */
 export const STORE_RETRY_AFTER_S = 5;
+/** Retry-After of a 503 while too many debounce buffers wait for their flush. */
+export const BACKLOG_RETRY_AFTER_S = 5;
 
 export interface GateOptions {
   clock: Clock;
@@ -14,6 +16,13 @@ export interface GateOptions {
   /** The push to the agent, when configured: a full outbox refuses deliveries. */
   push: AgentPush | undefined;
   maxPending: number;
+  /** The open debounce buffers: past `max` (`debounce.maxOpenBuffers`) deliveries are refused. */
+  buffers: {
+    count(): Promise<number>;
+    max: number;
+    /** How old a count may be before the next admission counts again: 0 for a local store (a map's size), more for a shared one (a round trip). */
+    maxAgeMs: number;
+  };
 }
 
 /**
@@ -30,6 +39,10 @@ export class Gate {
   /** Deliveries being admitted now: a stop waits for them (they are answered 200). */
   private admitting = 0;
   private admitted: (() => void) | undefined;
+  /** The last count of open debounce buffers, when it was taken, and the count under way. */
+  private open = 0;
+  private countedAt = -Infinity;
+  private counting: Promise<number> | undefined;
 
   constructor(private readonly options: GateOptions) {}
 
@@ -47,23 +60,59 @@ export class Gate {
   }
 
   /**
-   * Run one admission step: counted while it runs (a stop waits for it), and a store failure
-   * becomes the 503 that says nothing was recorded.
+   * Run one admission step: counted while it runs (a stop waits for it), refused while the
+   * flush backlog is past `debounce.maxOpenBuffers`, and a store failure becomes a 503.
    */
   async admit<T>(channel: string, step: () => Promise<T>): Promise<T> {
     this.admitting++;
     try {
-      const result = await step();
-      this.admitFailing = undefined;
-      return result;
-    } catch (error) {
-      this.admitFailing = { at: this.options.clock.now(), reason: (error as Error).message };
-      this.options.metrics.storeError('admit');
-      this.options.logger.error({ err: error, channel }, 'store unavailable; delivery refused');
-      throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was recorded, retry later', STORE_RETRY_AFTER_S, { channel, cause: error });
+      await this.checkBacklog(channel);
+      try {
+        const result = await step();
+        this.admitFailing = undefined;
+        return result;
+      } catch (error) {
+        this.admitFailing = { at: this.options.clock.now(), reason: (error as Error).message };
+        this.options.metrics.storeError('admit');
+        this.options.logger.error({ err: error, channel }, 'store unavailable; delivery refused');
+        throw new UnavailableError('store_unavailable', `The store is unreachable; ${outcomeOf(error)}, retry later`, STORE_RETRY_AFTER_S, { channel, cause: error });
+      }
     } finally {
       if (--this.admitting === 0) this.admitted?.();
     }
+  }
+
+  /** Whether deliveries are being refused for the flush backlog, as of the last count. */
+  get backlogged(): boolean {
+    return this.open >= this.options.buffers.max;
+  }
+
+  /**
+   * Open debounce buffers past `debounce.maxOpenBuffers` mean flushing has fallen behind: each
+   * holds memory (about a kilobyte a message, bench/buffer-memory.mjs) and waits past its
+   * `maxWaitMs`. Taking more would only grow both without end; refusing makes the platforms
+   * retry later, when the backlog has drained.
+   */
+  private async checkBacklog(channel: string): Promise<void> {
+    const open = await this.countBuffers();
+    const { max } = this.options.buffers;
+    if (open >= max) {
+      throw new UnavailableError('debounce_backlog', `${open} debounce buffers wait for their flush (debounce.maxOpenBuffers ${max}): flushing has fallen behind; nothing was recorded, retry later`, BACKLOG_RETRY_AFTER_S, { channel });
+    }
+  }
+
+  /** The open debounce buffers, counted again once the last count is `maxAgeMs` old; callers meanwhile share one count. */
+  async countBuffers(): Promise<number> {
+    const { buffers, clock } = this.options;
+    if (clock.now() - this.countedAt < buffers.maxAgeMs) return this.open;
+    this.counting ??= buffers.count().then((open) => {
+      this.open = open;
+      this.countedAt = clock.now();
+      return open;
+    }, () => this.open).finally(() => {
+      this.counting = undefined;
+    });
+    return this.counting;
   }
 
   /** Fail readiness from now on (a load balancer stops sending) while still taking deliveries. */
@@ -84,6 +133,23 @@ export class Gate {
     if (failing && this.options.clock.now() - failing.at < STORE_RETRY_AFTER_S * 1000) problems.push(`the last delivery could not be recorded: ${failing.reason}`);
     const { push } = this.options;
     if (push?.saturated) problems.push(`outbox full: ${push.pending} undelivered (agent.maxPending ${this.options.maxPending})`);
+    if (this.backlogged) problems.push(`flush backlog: ${this.open} debounce buffers open (debounce.maxOpenBuffers ${this.options.buffers.max})`);
     return problems;
   }
+}
+
+/**
+ * What a failed admission may have left. A store that failed before it wrote (a refused
+ * connection, a SQLite transaction rolled back) recorded nothing; one whose answer never came
+ * (a command timeout, a link cut mid-command) may still run the write later, on the server.
+ * A platform retry of a delivery that was recorded is taken as a duplicate either way.
+ */
+function outcomeOf(error: unknown): string {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (/timed? ?out|connection is closed|socket closed/i.test(cause.message) || code === 'ETIMEDOUT' || code === 'ECONNRESET' || code === 'EPIPE') {
+      return 'the delivery may not have been recorded (the store did not answer in time)';
+    }
+  }
+  return 'nothing was recorded';
 }

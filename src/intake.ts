@@ -35,6 +35,8 @@ export type { InboundMiddleware } from './pipeline.js';
 
 /** Poll period of a store other instances share: their buffers and pushes are found this late at most. */
 const SHARED_POLL_MS = 250;
+/** How old a shared store's count of open buffers may be (`debounce.maxOpenBuffers` may be overshot by what arrives meanwhile). */
+const SHARED_COUNT_MS = 100;
 
 /**
  * Build the stages and hand them to the pipeline (src/pipeline.ts), which runs them in the
@@ -113,7 +115,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     : undefined;
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
   const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
-  const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending });
+  // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
+  const buffers = { count: () => store.openBuffers(), max: config.debounce.maxOpenBuffers, maxAgeMs: store.shared ? SHARED_COUNT_MS : 0 };
+  const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
 
   // The debounce scheduler closes buffers when due, on any instance, and hands them to `flush`.
   const scheduler = new FlushScheduler({

@@ -124,6 +124,7 @@ export function operations(options: OperationsOptions) {
     } catch (error) {
       problems.push(`store unavailable: ${(error as Error).message}`);
     }
+    await gate.countBuffers();
     problems.push(...gate.problems());
     return problems;
   }
@@ -184,6 +185,8 @@ export function operations(options: OperationsOptions) {
     metrics.gauge('inbox_store_evicted_keys', 'Keys the store\'s server evicted since it started, while its policy evicts', () => health?.evictedKeys ?? 0);
   }
   metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
+  metrics.gauge('inbox_debounce_max_open_buffers', 'debounce.maxOpenBuffers: past it ingest answers 503', () => config.debounce.maxOpenBuffers);
+  metrics.gauge('inbox_debounce_backpressure', '1 while ingest is refused because too many debounce buffers wait for their flush', async () => ((await gate.countBuffers()) >= config.debounce.maxOpenBuffers ? 1 : 0));
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
 
   return {

@@ -142,6 +142,14 @@ export interface Leases {
   holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined>;
   /** Give the lease back when `holder` still has it, so another instance can take it at once. */
   dropLease(name: string, holder: string): Promise<void>;
+  /** True while the lease `name` still has `fence`: it has not changed hands since that holder took it. */
+  fenceHolds(name: string, fence: number): Promise<boolean>;
+  /**
+   * `sharedPut` fenced by a lease: stores `value` under `key` only while the lease `name` still
+   * has `fence`, in one step. False, and nothing written, once the lease changed hands (a late
+   * holder's cursor never overwrites its successor's).
+   */
+  fencedPut(name: string, fence: number, key: string, value: string, ttlMs: number, now: number): Promise<boolean>;
 }
 
 /**

@@ -115,9 +115,8 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     }, links);
     keepers.push(new LeaseKeeper({
       name: `conn:${config.id}`, holder: instance, leaseMs: dial.leaseMs, clock, logger,
-      hold: (name, holder, ttlMs, now) => store.holdLease(name, holder, ttlMs, now),
-      drop: (name, holder) => store.dropLease(name, holder),
-      gained: () => dialer.start(),
+      leases: store,
+      gained: (fence) => dialer.start(fence),
       lost: () => dialer.stop(),
     }));
   }
@@ -135,9 +134,8 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     pollers.push(poller);
     keepers.push(new LeaseKeeper({
       name: `conn:${config.id}`, holder: instance, leaseMs: poll.leaseMs, clock, logger,
-      hold: (name, holder, ttlMs, now) => store.holdLease(name, holder, ttlMs, now),
-      drop: (name, holder) => store.dropLease(name, holder),
-      gained: () => poller.start(),
+      leases: store,
+      gained: (fence) => poller.start(fence),
       lost: () => poller.stop(),
     }));
   }

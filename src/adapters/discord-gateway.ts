@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { DialSession, SessionIo, SocketDial, SocketFrame } from '../events/connection.js';
+import { DialError, type DialSession, type SessionIo, type SocketDial, type SocketFrame } from '../events/connection.js';
 import type { AdapterContext } from './access-token.js';
 
 // The Discord Gateway (discord.com/developers/docs/events/gateway): Hello (op 10) gives the
@@ -59,14 +59,19 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
   let writing: Promise<void> | undefined;
   let dirty = false;
 
-  /** Keep the cursor in the store (one write at a time; the latest value wins). */
-  function save(): void {
+  /**
+   * Keep the cursor in the store (one write at a time; the latest value wins), through the fence
+   * of the socket's lease: a holder that lost it never moves or forgets its successor's session.
+   */
+  function save(io: SessionIo): void {
     dirty = true;
     if (writing) return;
+    const put = (value: string, ttlMs: number): Promise<unknown> =>
+      io.fence ? io.fence.put(cursorKey, value, ttlMs) : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
     const next = async (): Promise<void> => {
       while (dirty) {
         dirty = false;
-        await context.shared.sharedPut(cursorKey, cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1, context.now()).catch(() => undefined);
+        await put(cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1).catch(() => undefined);
       }
       writing = undefined;
     };
@@ -99,7 +104,9 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
     if (response.statusCode !== 200 || typeof answer?.url !== 'string') throw new Error(hide(`GET /gateway/bot failed: HTTP ${response.statusCode}`));
     const limit = answer.session_start_limit;
     if (!cursor && limit && limit.remaining === 0) {
-      throw new Error(`Discord's daily session starts are used up; new ones in ${Math.ceil(Number(limit.reset_after ?? 0) / 1000)} s`);
+      // Identifying now would be refused: wait until the budget resets (reset_after, ms), then ask again.
+      const resetMs = Math.max(0, Math.min(Number(limit.reset_after) || 0, 86_400_000));
+      throw new DialError(`Discord's daily session starts are used up; asking again when they reset, in ${Math.ceil(resetMs / 1000)} s`, resetMs);
     }
     return answer.url;
   }
@@ -134,13 +141,13 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
       if (typeof seq !== 'number' || !cursor) return;
       if (cursor.seq === null || seq > cursor.seq) {
         cursor.seq = seq;
-        save();
+        save(io);
       }
     };
     const forget = (): void => {
       cursor = undefined;
       received = null;
-      save();
+      save(io);
     };
 
     return {
@@ -187,7 +194,7 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
           const botId = typeof user?.id === 'string' ? user.id : undefined;
           if (typeof d.session_id === 'string' && typeof d.resume_gateway_url === 'string') {
             cursor = { sessionId: d.session_id, seq: seq ?? null, resumeUrl: d.resume_gateway_url };
-            save();
+            save(io);
           }
           if (botId) options.identified(botId);
           return { kind: 'meta', heartbeat: false, ...(botId ? { botId } : {}) };

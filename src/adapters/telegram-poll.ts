@@ -29,6 +29,8 @@ export function telegramPoll(options: TelegramPollOptions): PollSpec {
     leaseMs: options.leaseMs,
     reconnectMinMs: options.reconnectMinMs,
     reconnectMaxMs: options.reconnectMaxMs,
+    // Telegram answers an idle poll after `timeout` seconds; one still open 15 s later is stalled.
+    stallMs: (timeoutS + 15) * 1000,
     async next(cursor, signal): Promise<Polled> {
       const query = new URLSearchParams({ timeout: String(timeoutS), allowed_updates: JSON.stringify(ALLOWED_UPDATES) });
       if (cursor !== undefined) query.set('offset', cursor);

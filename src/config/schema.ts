@@ -5,11 +5,14 @@ export const defaults = {
   server: {
     host: '127.0.0.1', port: 8787, bodyLimitBytes: 1_048_576, maxDepth: 64, maxKeys: 10_000,
     headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000,
-    drainMs: 5_000,
+    drainMs: 5_000, allowedHosts: [] as string[],
   },
   store: 'sqlite:./data/intake.db',
   dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
-  debounce: { windowMs: 1_500, maxMessages: 3, maxWaitMs: 7_500, media: 'all', flushCommands: true },
+  // maxOpenBuffers: a buffer holds about a kilobyte a message (bench/buffer-memory.mjs), so 50,000
+  // is ~50 MB of heap; a healthy service has about (new sessions a second) x windowMs open, under
+  // 20,000 at the ~12k deliveries/s one SQLite instance takes.
+  debounce: { windowMs: 1_500, maxMessages: 3, maxWaitMs: 7_500, media: 'all', flushCommands: true, maxOpenBuffers: 50_000 },
   media: {
     dir: './media', maxBytes: 20_971_520, timeoutMs: 30_000, retries: 3, ttlMs: 604_800_000,
     sweepIntervalMs: 3_600_000, allowHosts: [] as string[], allowPorts: [] as number[], maxPerMessage: 10, concurrency: 8,
@@ -53,6 +56,8 @@ export const debounceSchema = z.object({
   maxWaitMs: ms,
   media: z.enum(['all', 'first']),
   flushCommands: z.boolean(),
+  /** Open buffers (every channel's; on Redis every instance's) past which deliveries get 503 + Retry-After. Global only. */
+  maxOpenBuffers: positive,
 }).strict();
 
 /** Agent turns (CONTRACT §10): what batches closing while the agent answers do. */
@@ -87,7 +92,7 @@ export const channelFields = {
   verify: z.boolean().optional(),
   namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-"').optional(),
   dedup: dedupSchema.partial().optional(),
-  debounce: debounceSchema.partial().optional(),
+  debounce: debounceSchema.omit({ maxOpenBuffers: true }).partial().optional(),
   media: mediaSchema.partial().optional(),
   turns: turnsSchema.partial().optional(),
 };
@@ -166,6 +171,11 @@ const configShape = {
     /** After SIGTERM, how long /readyz answers 503 (deliveries still taken) before the listener closes; 0: close at once. */
     drainMs: ms,
     apiToken: z.string().optional(),
+    /**
+     * Host names /v1/* and /metrics answer besides loopback names and `host` (a proxy's, a
+     * tunnel's); `*` answers any. Without apiToken, also the pages whose Origin may change state.
+     */
+    allowedHosts: z.array(z.string().regex(/^(\*|(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?)$/, 'a host name or host:port as browsers send it in Host (no scheme, no path), or * for any')),
   }).strict(),
   store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),
   dedup: dedupSchema,
@@ -206,7 +216,14 @@ export type RawChannel = z.output<z.ZodObject<typeof channelFields>> & { adapter
 
 /** The whole config file's schema, its channels checked by the given adapters. */
 export function configSchemaFor(kinds: readonly ChannelKind[]) {
-  return z.strictObject({ ...configShape, channels: z.array(channelSchemaFor(kinds) as z.ZodType<RawChannel>).min(1) });
+  return z.strictObject({ ...configShape, channels: z.array(channelSchemaFor(kinds) as z.ZodType<RawChannel>).min(1) }).check((ctx) => {
+    const { events, server } = ctx.value;
+    // Every event stream holds a socket: more streams than sockets could never all be open, and
+    // the streams would take the sockets webhooks need.
+    if (events.maxStreams > server.maxConnections) {
+      ctx.issues.push({ code: 'custom', path: ['events', 'maxStreams'], input: events.maxStreams, message: `${events.maxStreams} is more than server.maxConnections (INTAKE_MAX_CONNECTIONS) ${server.maxConnections}: every event stream holds one of those connections; lower events.maxStreams or raise server.maxConnections` });
+    }
+  });
 }
 
 export type RawConfig = z.output<z.ZodObject<typeof configShape>> & { channels: RawChannel[] };

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import type { LeaseFence } from '../events/connection.js';
+import type { Leases } from '../ports.js';
 
 export interface LeaseKeeperOptions {
   /** The lease's name in the store (`conn:<channel>`). */
@@ -10,10 +12,10 @@ export interface LeaseKeeperOptions {
   leaseMs: number;
   clock: Clock;
   logger: Logger;
-  hold(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined>;
-  drop(name: string, holder: string): Promise<void>;
-  /** This instance took the lease: start what it guards. */
-  gained(): void;
+  /** Where the lease is kept (the store's role). */
+  leases: Leases;
+  /** This instance took the lease: start what it guards, its work fenced by `fence`. */
+  gained(fence: LeaseFence): void;
   /** This instance lost it (another holds it, or it could not renew in time): stop at once. */
   lost(): Promise<void>;
 }
@@ -27,6 +29,8 @@ export interface LeaseKeeperOptions {
 export class LeaseKeeper {
   private readonly everyMs: number;
   private held = false;
+  /** The fence of the hand this instance holds. */
+  private token: number | undefined;
   private stopped = false;
   private timer: unknown;
   private expiry: unknown;
@@ -55,7 +59,7 @@ export class LeaseKeeper {
     const { clock, name, holder, leaseMs } = this.options;
     const asked = clock.now();
     try {
-      const fence = await this.options.hold(name, holder, leaseMs, asked);
+      const fence = await this.options.leases.holdLease(name, holder, leaseMs, asked);
       if (this.stopped) return;
       if (fence === undefined) {
         if (this.held) await this.lose('another instance holds it now');
@@ -65,8 +69,9 @@ export class LeaseKeeper {
         this.expiry = clock.setTimeout(() => void this.lose('it could not be renewed in time'), Math.max(0, asked + leaseMs - this.everyMs - clock.now()));
         if (!this.held) {
           this.held = true;
-          this.options.logger.info({ lease: name, holder }, 'lease taken');
-          this.options.gained();
+          this.token = fence;
+          this.options.logger.info({ lease: name, holder, fence }, 'lease taken');
+          this.options.gained(this.fenceOf(fence));
         }
       }
     } catch (error) {
@@ -76,9 +81,26 @@ export class LeaseKeeper {
     }
   }
 
+  /**
+   * The work of one hand, checked by the store: a refusal (the lease changed hands while this
+   * instance was paused or cut off, before its own timer said so) stops what the lease guards now.
+   */
+  private fenceOf(fence: number): LeaseFence {
+    const { name, clock } = this.options;
+    const refused = (): false => {
+      if (this.held && this.token === fence) void this.lose('another instance took it over (its fence moved on)');
+      return false;
+    };
+    return {
+      holds: async () => (await this.options.leases.fenceHolds(name, fence)) || refused(),
+      put: async (key, value, ttlMs) => (await this.options.leases.fencedPut(name, fence, key, value, ttlMs, clock.now())) || refused(),
+    };
+  }
+
   private async lose(why: string): Promise<void> {
     if (!this.held) return;
     this.held = false;
+    this.token = undefined;
     this.options.clock.clearTimeout(this.expiry);
     this.options.logger.warn({ lease: this.options.name, holder: this.options.holder }, `lease lost: ${why}`);
     await this.options.lost();
@@ -92,8 +114,9 @@ export class LeaseKeeper {
     await this.running;
     if (!this.held) return;
     this.held = false;
+    this.token = undefined;
     await this.options.lost();
-    await this.options.drop(this.options.name, this.options.holder).catch((error: unknown) => {
+    await this.options.leases.dropLease(this.options.name, this.options.holder).catch((error: unknown) => {
       this.options.logger.warn({ err: error, lease: this.options.name }, 'lease could not be given back; it runs out by itself');
     });
   }

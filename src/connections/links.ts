@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
-import type { ConnectionEvent, ConnectionView, DialSession, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { ConnectionEvent, ConnectionView, DialSession, LeaseFence, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 
 /** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
@@ -39,12 +39,20 @@ interface Pending {
   live: Live;
 }
 
-interface Live {
-  view: ConnectionView;
+/** What a socket we dialled brings beside its frames. */
+export interface Dialled {
   /** The dialer's answer to a platform asking us to move to a new socket. */
   refresh?: (reason: string) => void;
-  /** The protocol we drive on a socket we dialled (Discord Gateway): it reads every frame first. */
+  /** The protocol we drive on the socket (Discord Gateway): it reads every frame first. */
   session?: DialSession;
+  /** The lease the socket is held under: no event is recorded or acknowledged once it changed hands. */
+  fence?: LeaseFence;
+}
+
+interface Live extends Dialled {
+  view: ConnectionView;
+  /** Its fence was refused: another instance holds the connection; nothing more is recorded here. */
+  late?: boolean;
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
@@ -115,7 +123,7 @@ export class Links {
    * Take an open socket: a second socket under the same key (bot and role) replaces the first
    * (closed 1008). Its frames are read from now on.
    */
-  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), refresh?: (reason: string) => void, session?: DialSession): void {
+  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), dialled: Dialled = {}): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
     const remembered = this.latest.get(key);
@@ -123,7 +131,7 @@ export class Links {
     this.latest.delete(key);
     this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
     if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...(refresh ? { refresh } : {}), ...(session ? { session } : {}) };
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...dialled };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -207,13 +215,36 @@ export class Links {
     }
     if (read?.kind === 'envelope') {
       // Acknowledged once recorded (or refused: a retry would be refused again); not when the
-      // store could not record it, so the platform sends it again.
+      // store could not record it, or the lease changed hands, so the platform sends it again.
+      if (!(await this.fenced(live))) return;
       if (read.body && !(await this.record(live, read.body, now))) return;
       if (read.ack !== undefined && live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
       read.recorded?.();
       return;
     }
-    await this.record(live, frame, now);
+    if (await this.fenced(live)) await this.record(live, frame, now);
+  }
+
+  /**
+   * On a socket held under a lease: true while the lease keeps its fence. A holder paused past
+   * its lease learns here that another instance took the connection over: it records and
+   * acknowledges nothing more (the platform sends those events to the survivor) and its lease
+   * keeper closes the socket. A store that cannot answer is a store that cannot record: the
+   * socket is closed so the platform sends the frame again.
+   */
+  private async fenced(live: Live): Promise<boolean> {
+    if (!live.fence) return true;
+    if (live.late) return false;
+    try {
+      if (await live.fence.holds()) return true;
+    } catch (error) {
+      live.socket.close(CLOSE.tryAgain, `not recorded: the lease could not be checked (${(error as Error).message})`.slice(0, 120));
+      return false;
+    }
+    live.late = true;
+    live.queue.length = 0;
+    this.options.logger.warn({ channel: live.view.channel, botId: live.view.botId }, 'another instance holds this connection now (the lease\'s fence moved on): its events are left to it');
+    return false;
   }
 
   /** Run one event through the pipeline; false when the store could not record it. */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { isIntakeError } from '../errors.js';
-import { PollError, type ConnectionEvent, type ConnectionView, type PollSpec } from '../events/connection.js';
+import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../ports.js';
 import type { LinkTarget } from './links.js';
@@ -12,7 +12,7 @@ export interface PollerOptions {
   instance: string;
   clock: Clock;
   logger: Logger;
-  /** Where the cursor is kept (the store: it survives a restart and is every instance's). */
+  /** Where the cursor is read (the store: it survives a restart and is every instance's); it is written through the lease's fence. */
   shared: SharedValues;
   /** Run one update through the pipeline; resolves once it is recorded. */
   deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
@@ -41,6 +41,8 @@ export class Poller {
   /** Times the poll came up (answered after a start or a failure). */
   private opens = 0;
   private started = false;
+  /** The lease this poll runs under: nothing is recorded, and no cursor kept, once it changed hands. */
+  private fence: LeaseFence | undefined;
 
   constructor(private readonly options: PollerOptions) {
     const { target, poll, instance, clock } = options;
@@ -55,9 +57,10 @@ export class Poller {
     return this.started ? { ...this.view } : undefined;
   }
 
-  start(): void {
+  start(fence: LeaseFence): void {
     if (this.running) return;
     this.running = true;
+    this.fence = fence;
     this.started = true;
     this.view.state = 'connecting';
     this.view.connectedAt = this.options.clock.now();
@@ -71,22 +74,32 @@ export class Poller {
 
   private async run(): Promise<void> {
     const { target, poll, clock, logger, shared } = this.options;
+    const fence = this.fence as LeaseFence;
     let failures = 0;
     while (this.running) {
       const abort = (this.abort = new AbortController());
+      let stall: unknown;
       try {
         const cursor = await shared.sharedGet(this.cursorName, clock.now());
-        const polled = await poll.next(cursor, abort.signal);
+        // On the injected clock: a poll the platform never answers is given up and asked again.
+        stall = clock.setTimeout(() => abort.abort(new PollError(`getUpdates stalled: no answer within ${poll.stallMs} ms`)), poll.stallMs);
+        const polled = await poll.next(cursor, abort.signal).catch((error: unknown) => {
+          throw abort.signal.aborted && this.running ? abort.signal.reason : error;
+        });
+        clock.clearTimeout(stall);
         if (!this.running) return;
         this.seen();
         failures = 0;
+        // A holder paused past its lease: the survivor polls these updates again; its keeper stops this one.
+        if (polled.bodies.length > 0 && !(await fence.holds())) return this.late();
         if (!(await this.record(polled.bodies))) {
           failures++;
           await this.pause(poll.reconnectMinMs);
           continue;
         }
-        if (polled.cursor !== undefined && polled.cursor !== cursor) await shared.sharedPut(this.cursorName, polled.cursor, CURSOR_TTL_MS, clock.now());
+        if (polled.cursor !== undefined && polled.cursor !== cursor && !(await fence.put(this.cursorName, polled.cursor, CURSOR_TTL_MS))) return this.late();
       } catch (error) {
+        clock.clearTimeout(stall);
         if (!this.running) return;
         failures++;
         const hint = error instanceof PollError ? error.hint : undefined;
@@ -102,6 +115,11 @@ export class Poller {
         await this.pause(waitMs);
       }
     }
+  }
+
+  /** The lease changed hands under this poll: what it had is left to the new holder. */
+  private late(): void {
+    this.options.logger.warn({ channel: this.options.target.channel }, 'another instance polls this channel now (the lease\'s fence moved on): this one stops');
   }
 
   /** A poll answered: the connection is up (again, after a start or a failure). */

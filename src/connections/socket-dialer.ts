@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
-import type { DialSession, SocketDial } from '../events/connection.js';
+import { DialError, type DialSession, type LeaseFence, type SocketDial } from '../events/connection.js';
 import type { LinkTarget, Links } from './links.js';
 
 export interface SocketDialerOptions {
@@ -36,12 +36,15 @@ export class SocketDialer {
   private timer: unknown;
   private running = false;
   private asking: AbortController | undefined;
+  private fence: LeaseFence | undefined;
 
   constructor(private readonly options: SocketDialerOptions, private readonly links: Links) {}
 
-  start(): void {
+  /** Dial and keep dialling; under `fence`, the lease this instance holds the connection by. */
+  start(fence?: LeaseFence): void {
     if (this.running) return;
     this.running = true;
+    this.fence = fence;
     this.failures = 0;
     this.dial();
   }
@@ -70,7 +73,8 @@ export class SocketDialer {
       if (this.asking === abort) this.asking = undefined;
       if (!this.running) return;
       this.failures++;
-      const waitMs = this.backoffMs(this.failures);
+      // The platform said when to ask again (Discord's session starts reset_after): not sooner.
+      const waitMs = Math.max(this.backoffMs(this.failures), error instanceof DialError ? error.retryAfterMs ?? 0 : 0);
       logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
       this.timer = this.options.clock.setTimeout(() => {
         if (this.running) this.dial();
@@ -95,13 +99,17 @@ export class SocketDialer {
         clearTimeout: (handle) => clock.clearTimeout(handle),
         now: () => clock.now(),
         random: () => this.options.random(),
+        ...(this.fence ? { fence: this.fence } : {}),
       });
       // The platform may ask us to move: dial the next socket, which replaces this one once open.
-      this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), () => {
+      const refresh = (): void => {
         if (!this.running || this.socket !== socket) return;
         this.socket = undefined; // its close is no failure: the next socket is on its way
         this.dial();
-      }, session);
+      };
+      this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), {
+        refresh, ...(session ? { session } : {}), ...(this.fence ? { fence: this.fence } : {}),
+      });
       void this.identify();
     });
     socket.on('error', (error) => {

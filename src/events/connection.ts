@@ -63,6 +63,18 @@ export interface SocketDial {
   session?(io: SessionIo): DialSession;
 }
 
+/**
+ * The hand a connection runs under (one connection per bot across all instances): its work lands
+ * only while the store's lease keeps the fence this instance took it with. A refusal means
+ * another instance holds the connection now; the lease keeper is told and stops it.
+ */
+export interface LeaseFence {
+  /** True while the lease has not changed hands: asked before an event is recorded or acknowledged. */
+  holds(): Promise<boolean>;
+  /** Keep a cursor in the store under the fence; false, nothing written, once the lease changed hands. */
+  put(key: string, value: string, ttlMs: number): Promise<boolean>;
+}
+
 /** What a dialled socket's session may do: send, close, time. */
 export interface SessionIo {
   send(text: string): void;
@@ -73,6 +85,8 @@ export interface SessionIo {
   now(): number;
   /** In [0, 1): jitter. */
   random(): number;
+  /** The lease the socket is held under (absent when dialled without one): cursors are kept through it. */
+  fence?: LeaseFence;
 }
 
 /** The protocol of one dialled socket. */
@@ -103,6 +117,8 @@ export interface PollSpec {
   /** Backoff after a failed poll: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /** A poll not answered within this is stalled (a half-open connection): aborted and asked again. */
+  readonly stallMs: number;
   /** One long poll from `cursor` (undefined: where the platform keeps it). Throws a PollError on failure. */
   next(cursor: string | undefined, signal: AbortSignal): Promise<Polled>;
 }
@@ -112,6 +128,14 @@ export class PollError extends Error {
   override name = 'PollError';
   /** `retryAfterMs`: the platform said when to ask again (Telegram 429 `retry_after`). */
   constructor(message: string, readonly hint?: string, readonly retryAfterMs?: number) {
+    super(message);
+  }
+}
+
+/** A socket URL refused for a while; `retryAfterMs` says when to ask again (Discord's used-up daily session starts). */
+export class DialError extends Error {
+  override name = 'DialError';
+  constructor(message: string, readonly retryAfterMs?: number) {
     super(message);
   }
 }

@@ -9,9 +9,9 @@ import { type OutboxRecord, type TurnDone, type TurnView } from '../ports.js';
 import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceTrail } from '../events/trace.js';
-import { safeEqual } from '../signing.js';
 import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
+import { apiGuard } from './guard.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
 
@@ -170,14 +170,8 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
     ctx.body = { ready: problems.length === 0, problems };
   });
 
-  const requireToken: Koa.Middleware = async (ctx, next) => {
-    const token = config.server.apiToken;
-    if (token && !safeEqual(ctx.get('authorization'), `Bearer ${token}`)) {
-      ctx.set('WWW-Authenticate', 'Bearer');
-      throw new RequestError('unauthorized', 401, 'This endpoint needs Authorization: Bearer <server.apiToken>');
-    }
-    await next();
-  };
+  // The operator API's guard: the bearer token, and without one the browser checks (guard.ts).
+  const requireToken = apiGuard(config.server);
 
   router.get('/v1/events', requireToken, ports.streams.events(ports.outbox));
   router.get('/v1/activity', requireToken, ports.streams.activityStream(ports.trail));

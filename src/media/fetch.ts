@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request, type Dispatcher } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
@@ -10,7 +10,7 @@ import { deadline, wait } from './deadline.js';
 import { mediaConnections, type MediaConnections } from './connections.js';
 import { MediaError } from '../errors.js';
 import { BlockedAddressError, checkUrl, type UrlPolicy } from './guard.js';
-import { TEMP_SUFFIX } from './sandbox.js';
+import { diskFailure, TEMP_SUFFIX } from './sandbox.js';
 import type { Release } from './slots.js';
 
 
@@ -39,6 +39,8 @@ export interface FetchOptions extends UrlPolicy {
   acquire?: (signal: AbortSignal) => Promise<Release>;
   /** Jitter in [0, 1). @default Math.random */
   random?: () => number;
+  /** Open the temporary file the body is written to (a new file, owner only). @default fs.createWriteStream */
+  openFile?: (path: string) => Writable;
 }
 
 export interface Fetched {
@@ -131,14 +133,17 @@ async function attempt(first: string, target: string, { options, signal, clock, 
         throw new MediaError('too_large', `declared ${declared} bytes, over media.maxBytes (${options.maxBytes})`, false);
       }
       const type = response.headers['content-type'];
-      return await stream(response.body, target, options.maxBytes, signal, typeof type === 'string' ? type : undefined);
+      return await stream(response.body, target, options, signal, typeof type === 'string' ? type : undefined);
     } finally {
       await connection.close();
     }
   }
 }
 
-async function stream(body: Readable, target: string, maxBytes: number, signal: AbortSignal, declaredType?: string): Promise<Fetched> {
+const openTemporary = (path: string): Writable => createWriteStream(path, { flags: 'wx', mode: 0o600 });
+
+async function stream(body: Readable, target: string, options: FetchOptions, signal: AbortSignal, declaredType?: string): Promise<Fetched> {
+  const { maxBytes } = options;
   const temp = target + TEMP_SUFFIX;
   const sha = createHash('sha256');
   const head: Buffer[] = [];
@@ -156,12 +161,23 @@ async function stream(body: Readable, target: string, maxBytes: number, signal: 
       done(null, chunk);
     },
   });
+  const file = (options.openFile ?? openTemporary)(temp);
+  // Which stream failed first: the file's failure is the disk's, not the network's (the
+  // pipeline then destroys the others with the same error, so the error alone cannot tell).
+  let diskFailed: boolean | undefined;
+  file.once('error', () => { diskFailed ??= true; });
+  for (const source of [body, meter]) source.once('error', () => { diskFailed ??= false; });
   try {
-    await pipeline(body, meter, createWriteStream(temp, { flags: 'wx', mode: 0o600 }), { signal });
+    await pipeline(body, meter, file, { signal });
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw diskFailed ? diskFailure(error, 'write a download') : error;
+  }
+  try {
     await rename(temp, target);
   } catch (error) {
     await unlink(temp).catch(() => undefined);
-    throw error;
+    throw diskFailure(error, 'name a download');
   }
   return { bytes, sha256: sha.digest('hex'), head: Buffer.concat(head), ...(declaredType ? { declaredType } : {}) };
 }

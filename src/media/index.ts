@@ -10,7 +10,7 @@ import { deadline, untilAborted } from './deadline.js';
 import { mediaConnections, type MediaConnections } from './connections.js';
 import { MediaError, type FailureKind } from '../errors.js';
 import { fetchToFile } from './fetch.js';
-import { ensureFolder, sessionFolder, sweepStale, sweepTemporaries } from './sandbox.js';
+import { diskFailure, ensureFolder, sessionFolder, sweepStale, sweepTemporaries, writeProblem } from './sandbox.js';
 import { Slots } from './slots.js';
 import { storedType } from './type.js';
 
@@ -41,7 +41,7 @@ export interface MediaStageOptions {
 /** How long a finished download waits for its flush unless told otherwise. */
 export const KEEP_SETTLED_MS = 5 * 60_000;
 
-const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed' };
+const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed', disk: 'disk' };
 
 /** Reason prefix of an attachment the stage gave up on because it was closing. */
 const ABORTED = 'aborted:';
@@ -68,12 +68,15 @@ export class MediaStage {
     this.connections = options.connections ?? mediaConnections();
   }
 
-  /** Remove temporaries of a previous run and start the sweeper. */
+  /** Remove temporaries of a previous run, warn of a media folder that cannot take downloads, and start the sweeper. */
   async start(): Promise<void> {
     const dirs = this.dirs();
-    for (const [dir] of dirs) {
+    for (const [dir, options] of dirs) {
       const removed = await sweepTemporaries(dir);
       if (removed) this.options.logger.info({ dir, removed }, 'removed unfinished media downloads');
+      // A warning, not a refusal: messages still flow, their attachments become `disk:` errors.
+      const problem = await writeProblem(dir, options.maxBytes);
+      if (problem) this.options.logger.warn({ dir, problem }, `media folder "${dir}" (media.dir) cannot take downloads: ${problem}; attachments will fail with "disk:" errors until it can`);
     }
     if (dirs.size === 0) return;
     // setInterval treats anything past 2^31-1 ms as 1 ms; clamp a long interval instead.
@@ -206,7 +209,9 @@ export class MediaStage {
         throw new MediaError('too_large', `declared ${ref.size} bytes, over media.maxBytes (${options.maxBytes})`, false);
       }
       const source = await this.resolveSource(channel, ref, options, signal);
-      const folder = await ensureFolder(resolve(this.options.cwd, options.dir), sessionFolder(sessionKey));
+      const folder = await ensureFolder(resolve(this.options.cwd, options.dir), sessionFolder(sessionKey)).catch((error: unknown) => {
+        throw diskFailure(error, 'create the session folder');
+      });
       const id = nanoid();
       staged = join(folder, id);
       const perSender = options.perSenderConcurrency ?? Math.max(1, Math.floor(concurrency / 2));
@@ -218,7 +223,9 @@ export class MediaStage {
       });
       const stored = await storedType(fetched.head, ref.mimeType ?? source.mimeType ?? fetched.declaredType);
       const final = join(folder, `${id}.${stored.extension}`);
-      await rename(staged, final);
+      await rename(staged, final).catch((error: unknown) => {
+        throw diskFailure(error, 'name the download');
+      });
       staged = undefined;
       this.options.metrics.media(channel, 'ok', fetched.bytes);
       this.options.logger.debug({ channel, path: final, bytes: fetched.bytes }, 'media stored');

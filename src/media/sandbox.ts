@@ -1,6 +1,8 @@
 import { hash } from 'node:crypto';
-import { mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, rm, rmdir, stat, statfs, unlink } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { MediaError } from '../errors.js';
 
 /** Temporary files carry this suffix until they are complete. */
 export const TEMP_SUFFIX = '.part';
@@ -48,6 +50,42 @@ export async function ensureFolder(root: string, folder: string): Promise<string
   const path = inside(root, folder);
   await mkdir(path, { recursive: true, mode: 0o700 });
   return path;
+}
+
+/**
+ * A failure to write the media folder itself (ENOSPC, EROFS, EACCES, EDQUOT, EIO, ENOTDIR, …):
+ * no server answer changes it, so it is not retried, and its reason says where to look.
+ */
+export function diskFailure(error: unknown, doing: string): MediaError {
+  if (error instanceof MediaError) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  return new MediaError('disk', `cannot ${doing} in the media folder (media.dir)${code ? ` (${code})` : ''}: ${(error as Error).message}`, false, undefined, { cause: error });
+}
+
+/**
+ * What keeps `dir` from taking downloads, or undefined: not writable (read-only file system, no
+ * permission, a file where a folder should be; a folder not made yet is judged by the nearest
+ * one that exists), or less room left than one download of `maxBytes`. Nothing is created.
+ */
+export async function writeProblem(dir: string, maxBytes: number): Promise<string | undefined> {
+  let existing = resolve(dir);
+  for (;;) {
+    // ENOTDIR: a file on the way up, which the walk then names.
+    const info = await stat(existing).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' || error.code === 'ENOTDIR' ? undefined : error));
+    if (info instanceof Error) return info.message;
+    if (info && !info.isDirectory()) return `"${existing}" is not a folder (ENOTDIR)`;
+    if (info) break;
+    if (dirname(existing) === existing) return 'no part of the path exists';
+    existing = dirname(existing);
+  }
+  try {
+    await access(existing, constants.W_OK);
+  } catch (error) {
+    return `"${existing}" is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  const room = await statfs(existing).then((fs) => fs.bavail * fs.bsize, () => undefined);
+  if (room !== undefined && room < maxBytes) return `${room} bytes free on its file system, less than one download of media.maxBytes (${maxBytes})`;
+  return undefined;
 }
 
 /** Remove temporaries a crashed run left behind. */

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 /** Actions of `inbox_messages_total` (CONTRACT §6). */
 export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped' | 'held';
-export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout';
+export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 
 /**

@@ -15,7 +15,7 @@ describe('server limits in the config', () => {
 
   it('reads each limit from its environment variable', () => {
     const config = loadConfig({
-      env: { INTAKE_MAX_KEYS: '50', INTAKE_HEADERS_TIMEOUT_MS: '200', INTAKE_REQUEST_TIMEOUT_MS: '400', INTAKE_KEEP_ALIVE_TIMEOUT_MS: '65000', INTAKE_MAX_CONNECTIONS: '3' },
+      env: { INTAKE_MAX_KEYS: '50', INTAKE_HEADERS_TIMEOUT_MS: '200', INTAKE_REQUEST_TIMEOUT_MS: '400', INTAKE_KEEP_ALIVE_TIMEOUT_MS: '65000', INTAKE_MAX_CONNECTIONS: '3', INTAKE_EVENTS_MAX_STREAMS: '3' },
       cwd: tempDir().path,
     });
     expect(config.server).toMatchObject({ maxKeys: 50, headersTimeoutMs: 200, requestTimeoutMs: 400, keepAliveTimeoutMs: 65000, maxConnections: 3 });
@@ -25,6 +25,26 @@ describe('server limits in the config', () => {
     expect(() => loadConfig({ env: { INTAKE_HEADERS_TIMEOUT_MS: '5000', INTAKE_REQUEST_TIMEOUT_MS: '1000' }, cwd: tempDir().path }))
       .toThrow(/server\.headersTimeoutMs \(INTAKE_HEADERS_TIMEOUT_MS\).*server\.requestTimeoutMs/);
     expect(() => loadConfig({ env: { INTAKE_MAX_CONNECTIONS: '0' }, cwd: tempDir().path })).toThrow(/server\.maxConnections \(from INTAKE_MAX_CONNECTIONS\)/);
+  });
+});
+
+describe('limits that depend on each other', () => {
+  it('refuses more event streams than connections, naming both settings', () => {
+    expect(() => loadConfig({ env: { INTAKE_EVENTS_MAX_STREAMS: '50', INTAKE_MAX_CONNECTIONS: '20' }, cwd: tempDir().path }))
+      .toThrow(/events\.maxStreams \(from INTAKE_EVENTS_MAX_STREAMS\): 50 is more than server\.maxConnections \(INTAKE_MAX_CONNECTIONS\) 20/);
+    expect(() => loadConfig({ env: {}, file: { events: { maxStreams: 1001 } }, cwd: tempDir().path })).toThrow(/events\.maxStreams: 1001 is more than server\.maxConnections/);
+    expect(loadConfig({ env: { INTAKE_EVENTS_MAX_STREAMS: '20', INTAKE_MAX_CONNECTIONS: '20' }, cwd: tempDir().path }).events.maxStreams).toBe(20);
+  });
+
+  it('takes debounce.maxOpenBuffers globally and refuses it on a channel, where it means nothing', () => {
+    expect(loadConfig({ env: { INTAKE_DEBOUNCE_MAX_OPEN_BUFFERS: '10' }, cwd: tempDir().path }).debounce.maxOpenBuffers).toBe(10);
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'g', adapter: 'generic', debounce: { maxOpenBuffers: 5 } }] }, cwd: tempDir().path }))
+      .toThrow(/channels\[0\]\.debounce\.maxOpenBuffers/);
+  });
+
+  it('reads server.allowedHosts from INTAKE_ALLOWED_HOSTS and refuses what is not a host name', () => {
+    expect(loadConfig({ env: { INTAKE_ALLOWED_HOSTS: 'intake.example.com, [::1]:8787,*' }, cwd: tempDir().path }).server.allowedHosts).toEqual(['intake.example.com', '[::1]:8787', '*']);
+    expect(() => loadConfig({ env: { INTAKE_ALLOWED_HOSTS: 'http://intake.example.com/' }, cwd: tempDir().path })).toThrow(/server\.allowedHosts\[0\]: a host name or host:port as browsers send it in Host \(no scheme, no path\)/);
   });
 });
 

@@ -1,18 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseKeeper } from '../../src/connections/lease-keeper.js';
+import type { LeaseFence } from '../../src/events/connection.js';
+import type { Leases } from '../../src/ports.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 
 /** Two instances' keepers of one lease on one store, on a manual clock; `running` says which runs what the lease guards. */
-function pair(store: { holdLease: MemoryStore['holdLease']; dropLease: MemoryStore['dropLease'] }, clock: ManualClock, leaseMs = 900) {
+function pair(store: Leases, clock: ManualClock, leaseMs = 900) {
   const running = new Set<string>();
   const events: string[] = [];
+  const fences = new Map<string, LeaseFence>();
   const keeper = (holder: string) => new LeaseKeeper({
     name: 'conn:qq', holder, leaseMs, clock, logger: silent,
-    hold: (name, who, ttlMs, now) => store.holdLease(name, who, ttlMs, now),
-    drop: (name, who) => store.dropLease(name, who),
-    gained: () => {
+    leases: store,
+    gained: (fence) => {
+      fences.set(holder, fence);
       // The guarded thing never runs on two instances at once.
       expect([...running]).toEqual([]);
       running.add(holder);
@@ -23,7 +26,7 @@ function pair(store: { holdLease: MemoryStore['holdLease']; dropLease: MemorySto
       events.push(`${holder} lost at ${clock.now()}`);
     },
   });
-  return { a: keeper('a'), b: keeper('b'), running, events };
+  return { a: keeper('a'), b: keeper('b'), running, events, fences };
 }
 
 describe('a lease keeper', () => {
@@ -55,6 +58,8 @@ describe('a lease keeper', () => {
     const flaky = {
       holdLease: (...args: Parameters<MemoryStore['holdLease']>) => (down && args[1] === 'a' ? new Promise<number | undefined>(() => undefined) : store.holdLease(...args)),
       dropLease: (...args: Parameters<MemoryStore['dropLease']>) => store.dropLease(...args),
+      fenceHolds: (...args: Parameters<MemoryStore['fenceHolds']>) => store.fenceHolds(...args),
+      fencedPut: (...args: Parameters<MemoryStore['fencedPut']>) => store.fencedPut(...args),
     };
     const { a, b, running, events } = pair(flaky, clock);
     a.start();
@@ -83,6 +88,25 @@ describe('a lease keeper', () => {
     await clock.advance(1000);
     expect([...running]).toEqual([]);
     expect(events.at(-1)).toMatch(/^a lost at/);
+    await a.stop();
+  });
+
+  it('stops a paused holder at its first fenced step after a survivor took over, before its own timer would, and lands none of its work', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = new MemoryStore();
+    const { a, running, events, fences } = pair(store, clock);
+    a.start();
+    await clock.advance(0);
+    const late = fences.get('a') as LeaseFence;
+    expect(await late.put('cursor:qq', '1', 60_000)).toBe(true);
+    // a is paused (its clock does not move); its lease runs out in the store and "c" takes it over.
+    const survivor = (await store.holdLease('conn:qq', 'c', 60_000, clock.now() + 1000)) as number;
+    await store.fencedPut('conn:qq', survivor, 'cursor:qq', '5', 60_000, clock.now() + 1000);
+    expect(await late.put('cursor:qq', '2', 60_000)).toBe(false);
+    expect(events.at(-1)).toBe('a lost at 1000000');
+    expect([...running]).toEqual([]);
+    expect(await late.holds()).toBe(false);
+    expect(await store.sharedGet('cursor:qq', clock.now() + 1001)).toBe('5');
     await a.stop();
   });
 });

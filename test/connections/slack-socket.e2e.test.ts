@@ -1,69 +1,10 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { UnavailableError } from '../../src/errors.js';
 import type { ProcessedMessage as Output } from '../../src/events/output.js';
 import { createIntake, type Intake } from '../../src/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, until } from '../helpers.js';
-
-const APP_TOKEN = 'xapp-1-A1-test';
-
-/**
- * Slack's Socket Mode on 127.0.0.1: `apps.connections.open` (app token checked) hands out a
- * WebSocket URL; each socket gets `hello`; `envelope()` sends an events_api envelope on the
- * newest socket; acknowledgements are collected; `disconnect()` sends a refresh warning.
- */
-async function fakeSlack() {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-  const sockets: WebSocket[] = [];
-  const acks: string[] = [];
-  const state = { opened: 0, mostAtOnce: 0, open: 0, urls: 0 };
-  wss.on('connection', (socket) => {
-    sockets.push(socket);
-    state.opened++;
-    state.open++;
-    state.mostAtOnce = Math.max(state.mostAtOnce, state.open);
-    socket.on('close', () => { state.open--; });
-    socket.on('message', (data) => acks.push((JSON.parse(data.toString()) as { envelope_id: string }).envelope_id));
-    socket.send(JSON.stringify({ type: 'hello', num_connections: 1, connection_info: { app_id: 'A1' } }));
-  });
-  const wsPort = (wss.address() as AddressInfo).port;
-  const http: Server = createServer((req, res) => {
-    if (req.url !== '/api/apps.connections.open' || req.headers.authorization !== `Bearer ${APP_TOKEN}`) {
-      res.end(JSON.stringify({ ok: false, error: 'invalid_auth' }));
-      return;
-    }
-    state.urls++;
-    res.end(JSON.stringify({ ok: true, url: `ws://127.0.0.1:${wsPort}/link/?ticket=${state.urls}` }));
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const live = () => sockets.filter((socket) => socket.readyState === socket.OPEN);
-  return {
-    api: `http://127.0.0.1:${(http.address() as AddressInfo).port}/api`,
-    state, acks,
-    envelope(id: string, payload: unknown, retry = 0) {
-      live().at(-1)?.send(JSON.stringify({ envelope_id: id, type: 'events_api', payload, accepts_response_payload: false, retry_attempt: retry, retry_reason: retry ? 'timeout' : '' }));
-    },
-    disconnect() {
-      live().at(-1)?.send(JSON.stringify({ type: 'disconnect', reason: 'warning', debug_info: { host: 'x' } }));
-    },
-    async close() {
-      for (const socket of sockets) socket.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
-}
-
-const message = (ts: string, text: string) => ({
-  type: 'event_callback', team_id: 'T1', api_app_id: 'A1', event_id: `Ev${ts.replace('.', '')}`, event_time: 1700000000,
-  authorizations: [{ team_id: 'T1', user_id: 'UBOT', is_bot: true }],
-  event: { type: 'message', channel: 'C1', channel_type: 'channel', user: 'U1', text, ts },
-});
+import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 
 describe('Slack Socket Mode ("transport": "socket")', () => {
   const cleanups: Array<() => Promise<unknown>> = [];

@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -10,66 +8,7 @@ import { createIntake, type Intake } from '../../src/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { silent, tempDir, until } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
-
-const TOKEN = '123456:ABC-test-token';
-
-/**
- * A Bot API server on 127.0.0.1 serving getUpdates as Telegram does: the updates with
- * update_id >= offset, at once when there are any, else after the poll's timeout (here the
- * test's short one). `conflict` answers 409 as Telegram does while a webhook is set.
- */
-async function fakeTelegram() {
-  const updates: Array<Record<string, unknown>> = [];
-  const offsets: Array<string | null> = [];
-  const state = { conflict: false, failWith: [] as number[] };
-  let waiting: Array<() => void> = [];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname !== `/bot${TOKEN}/getUpdates`) {
-      res.statusCode = 404;
-      res.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
-      return;
-    }
-    offsets.push(url.searchParams.get('offset'));
-    const failure = state.failWith.shift();
-    if (failure === 429) {
-      res.statusCode = 429;
-      res.end(JSON.stringify({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }));
-      return;
-    }
-    if (failure !== undefined) {
-      res.statusCode = failure;
-      res.end('<html>Bad Gateway</html>');
-      return;
-    }
-    if (state.conflict) {
-      res.statusCode = 409;
-      res.end(JSON.stringify({ ok: false, error_code: 409, description: 'Conflict: can\'t use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first' }));
-      return;
-    }
-    const offset = Number(url.searchParams.get('offset') ?? 0);
-    const answer = () => res.end(JSON.stringify({ ok: true, result: updates.filter((u) => (u.update_id as number) >= offset) }));
-    if (updates.some((u) => (u.update_id as number) >= offset)) return answer();
-    const timer = setTimeout(() => { waiting = waiting.filter((w) => w !== wake); answer(); }, Number(url.searchParams.get('timeout') ?? 0) * 1000);
-    const wake = () => { clearTimeout(timer); answer(); };
-    waiting.push(wake);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    offsets, state,
-    push(...more: Array<Record<string, unknown>>) {
-      updates.push(...more);
-      for (const wake of waiting.splice(0)) wake();
-    },
-    close: () => new Promise<void>((resolve) => { for (const wake of waiting.splice(0)) wake(); server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
-
-const update = (id: number, text: string, chat = 42) => ({
-  update_id: id,
-  message: { message_id: id, date: 1718000000, chat: { id: chat, type: 'private' }, from: { id: chat, is_bot: false, first_name: 'Ana' }, text },
-});
+import { fakeTelegram, TOKEN, update } from './fake-telegram.js';
 
 describe('Telegram long polling ("transport": "poll")', () => {
   const cleanups: Array<() => Promise<unknown>> = [];

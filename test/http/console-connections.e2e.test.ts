@@ -1,6 +1,7 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
 import { startService, type Running } from '../helpers.js';
 
 /** Debian's chromium (installed by .ci/run); never a downloaded browser. */
@@ -68,7 +69,7 @@ describe('the console Connections panel in a real browser', () => {
 
     const empty = page.locator('#connections-table td.empty');
     await empty.waitFor();
-    expect(await empty.textContent()).toBe('No bot is connected. A channel with "transport": "ws-reverse" lets bots (NapCat, Lagrange, …) connect to /webhooks/<id> of this service; with "transport": "ws" the service dials the bot\'s forward WebSocket at the channel\'s url.');
+    expect(await empty.textContent()).toBe('No bot is connected. A channel with "transport": "ws-reverse" lets bots (NapCat, Lagrange, …) connect to /webhooks/<id> of this service; with "transport": "ws" the service dials the bot\'s forward WebSocket at the channel\'s url. Without a public URL: a "discord" channel holds the Discord Gateway, Slack "transport": "socket" holds a Socket Mode connection, Telegram "transport": "poll" long-polls getUpdates; one instance holds each.');
     expect(await page.locator('#connections-count').textContent()).toBe('0');
 
     const socket = await napcat(running, BOT);
@@ -151,5 +152,24 @@ describe('the console Connections panel in a real browser', () => {
     await error.waitFor({ state: 'hidden' });
     expect(dialogs).toEqual([]);
     await context.close();
+  });
+
+  it('lists a Telegram long-polling channel as a poll row, open, with the bot id from its token', { timeout: 40_000 }, async () => {
+    const telegram = await fakeTelegram();
+    try {
+      const running = await startService({ channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: telegram.url, pollTimeoutS: 1 }] });
+      service = running;
+      const { page, dialogs } = await open(running.url);
+      await page.locator('#connections-table tr[data-bot="123456"][data-state="open"]').waitFor();
+      expect(await cells(page, '123456')).toMatchObject({ channel: 'tg', transport: 'poll', bot: '123456', role: 'Universal', state: 'open', reconnects: '0' });
+      await page.locator('#connections-count', { hasText: '1' }).waitFor();
+      expect(await page.locator('#connections-table td.empty').count()).toBe(0);
+      expect(dialogs).toEqual([]);
+      await page.context().close();
+    } finally {
+      await service?.stop();
+      service = undefined;
+      await telegram.close();
+    }
   });
 });

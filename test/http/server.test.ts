@@ -21,7 +21,8 @@ function app(): Koa {
   return koa;
 }
 
-const config = (server: Record<string, unknown>) => loadConfig({ env: {}, file: { server: { port: 0, ...server } } });
+// One event stream: a few connections must still hold every stream (events.maxStreams <= server.maxConnections).
+const config = (server: Record<string, unknown>) => loadConfig({ env: {}, file: { server: { port: 0, ...server }, events: { maxStreams: 1 } } });
 
 /** Open a raw socket and collect everything the server sends until it closes. */
 async function rawClient(port: number, send?: string): Promise<{ socket: Socket; received: Promise<string> }> {

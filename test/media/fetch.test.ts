@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mediaConnections } from '../../src/media/connections.js';
@@ -161,6 +162,29 @@ describe('fetchToFile against local servers', () => {
     expect(bodies.connections().peak).toBeLessThanOrEqual(4);
     // Each body was cut after what the kernel's socket buffers took in (a few MB on loopback).
     expect(sent.bytes).toBeLessThan(12 * 16 * 1024 * 1024);
+  });
+
+  it('does not retry a full disk: one GET, a disk error naming ENOSPC, no file left', async () => {
+    const before = media.hits.get('/ok.png') ?? 0;
+    const full = () => new Writable({
+      write(_chunk, _encoding, done) {
+        done(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' }));
+      },
+    });
+    const error = await failure(fetchToFile(`${base()}/ok.png`, target('full'), { ...options(), openFile: full }));
+    expect([error.kind, error.retryable]).toEqual(['disk', false]);
+    expect(error.message).toBe('cannot write a download in the media folder (media.dir) (ENOSPC): ENOSPC: no space left on device, write');
+    expect(media.hits.get('/ok.png')).toBe(before + 1);
+    expect(existsSync(target('full'))).toBe(false);
+  });
+
+  it('does not retry a media folder it cannot create files in (a path under a file): one GET, a disk error', async () => {
+    const before = media.hits.get('/ok.png') ?? 0;
+    writeFileSync(target('plain-file'), 'x');
+    const error = await failure(fetchToFile(`${base()}/ok.png`, join(target('plain-file'), 'x'), options()));
+    expect([error.kind, error.retryable]).toEqual(['disk', false]);
+    expect(error.message).toMatch(/^cannot write a download in the media folder \(media\.dir\) \(ENOTDIR\)/);
+    expect(media.hits.get('/ok.png')).toBe(before + 1);
   });
 
   it('follows up to three redirects, re-checking each hop', async () => {

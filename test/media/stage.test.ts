@@ -1,5 +1,7 @@
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/configure.js';
@@ -34,6 +36,50 @@ describe('MediaStage sweeper', () => {
     now += 1000;
     expect(await stage.sweep()).toEqual({ files: 1, folders: 1 });
     await stage.close();
+  });
+});
+
+describe('MediaStage on a media folder it cannot write', () => {
+  it('warns at start, and reports each attachment as a disk error without fetching it', async () => {
+    const host = await serve((_req, res) => res.end(PNG));
+    const dir = tempDir().path;
+    writeFileSync(join(dir, 'not-a-folder'), 'x');
+    const config = loadConfig({ env: {}, file: { media: { dir: 'not-a-folder/media', allowHosts: [`127.0.0.1:${host.port}`] } } });
+    const warnings: Array<{ dir?: string; msg: string }> = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _encoding, done) { warnings.push(JSON.parse(String(chunk))); done(); } }));
+    const metrics = new Metrics({ defaultMetrics: false });
+    const stage = new MediaStage({
+      cwd: dir, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics,
+      optionsFor: () => config.media, adapterFor: () => undefined,
+    });
+    try {
+      await stage.start();
+      const warning = warnings.find((line) => line.msg.startsWith('media folder'));
+      expect(warning?.dir).toBe(join(dir, 'not-a-folder', 'media'));
+      expect(warning?.msg).toContain('(media.dir) cannot take downloads: "' + join(dir, 'not-a-folder') + '" is not a folder (ENOTDIR)');
+      const [result] = await stage.collect([partOf('u1', [{ url: `http://127.0.0.1:${host.port}/a.png` }])]);
+      expect(result?.media).toEqual([]);
+      expect(result?.errors).toHaveLength(1);
+      expect(result?.errors[0]?.reason).toMatch(/^disk: cannot create the session folder in the media folder \(media\.dir\) \(ENOTDIR\)/);
+      expect(host.total()).toBe(0);
+      expect(await metrics.scrape()).toMatch(/inbox_media_downloads_total\{channel="generic",result="disk"\} 1/);
+    } finally {
+      await stage.close();
+      await host.close();
+    }
+  });
+
+  it('says nothing at start about a folder not made yet whose parent is writable', async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _encoding, done) { warnings.push(String(chunk)); done(); } }));
+    const config = loadConfig({ env: {}, file: { media: { dir: 'later/media' } } });
+    const stage = new MediaStage({
+      cwd: tempDir().path, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media, adapterFor: () => undefined,
+    });
+    await stage.start();
+    await stage.close();
+    expect(warnings).toEqual([]);
   });
 });
 

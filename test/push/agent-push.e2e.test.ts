@@ -119,8 +119,8 @@ describe('push to the agent', () => {
     expect(agent.hits.get('/inbox')).toBe(1);
     expect(dead.deadletters[0]).toMatchObject({ sessionKey: 'cli:c', attempts: 1, lastError: 'agent answered HTTP 400' });
     reject = false;
-    expect((await fetch(`${service.url}/v1/deadletters/nope/retry`, { method: 'POST' })).status).toBe(404);
-    const retried = await fetch(`${service.url}/v1/deadletters/${dead.deadletters[0].id}/retry`, { method: 'POST' });
+    expect((await fetch(`${service.url}/v1/deadletters/nope/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } })).status).toBe(404);
+    const retried = await fetch(`${service.url}/v1/deadletters/${dead.deadletters[0].id}/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } });
     expect(await retried.json()).toEqual({ requeued: 1 });
     await until(() => received.length === 1);
     expect(((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).deadletters).toEqual([]);
@@ -135,7 +135,7 @@ describe('push to the agent', () => {
     await until(async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).deadletters.length === 2);
     expect(agent.hits.get('/inbox')).toBe(6);
     fail = false;
-    expect(await (await fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST' })).json()).toEqual({ requeued: 2 });
+    expect(await (await fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } })).json()).toEqual({ requeued: 2 });
     await until(() => received.length === 2);
   });
 
@@ -146,14 +146,14 @@ describe('push to the agent', () => {
     for (const session of ['p1', 'p2', 'p3', 'p4']) await send(`cli:${session}`, 'x');
     await until(async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).count === 4);
     fail = false;
-    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST' }).then((r) => r.json() as Promise<any>)));
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } }).then((r) => r.json() as Promise<any>)));
     expect(answers.reduce((sum, a) => sum + a.requeued, 0)).toBe(4);
     await until(() => received.length === 4);
     const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
     expect(stats.delivery).toMatchObject({ pending: 0, dead: 0, saturated: false });
     expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
     for (const limit of ['-1', '0', '1001', 'abc']) {
-      const bad = await fetch(`${service.url}/v1/deadletters/retry?limit=${limit}`, { method: 'POST' });
+      const bad = await fetch(`${service.url}/v1/deadletters/retry?limit=${limit}`, { method: 'POST', headers: { 'x-requested-with': 'test' } });
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as any).error.code).toBe('bad_limit');
     }

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Checkpointer } from '../../src/store/sqlite/checkpoint.js';
+import { Checkpointer, walLimitBytes } from '../../src/store/sqlite/checkpoint.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
 import { draft, item } from '../../src/testing/index.js';
@@ -90,6 +90,56 @@ describe('WAL checkpoints off the event loop', () => {
     expect((await reopened.outboxAfter(0, 100)).length).toBe(batches.length);
     expect(batches.length).toBe(40);
     await reopened.close();
+  });
+});
+
+describe('the WAL\'s bound on disk', () => {
+  const frames = 64;
+  const limit = walLimitBytes(frames, 4096);
+  const walSize = (path: string) => statSync(`${path}-wal`).size;
+  const fill = async (store: SqliteStore, from: number, count: number) => {
+    for (let i = from; i < from + count; i++) await store.admit([item(`m${i}`, { sessionKey: `s${i}` })], i);
+  };
+
+  it('truncates a WAL past its bound once the checkpoint has copied it', async () => {
+    const path = join(tempDir().path, 'bound.db');
+    const store = new SqliteStore(path, { now: 0, maxWalFrames: frames });
+    try {
+      await fill(store, 0, 300);
+      expect(walSize(path)).toBeGreaterThan(limit);
+      const result = await store.checkpointer!.checkpoint();
+      expect(result.log).toBeGreaterThanOrEqual(frames);
+      expect(walSize(path)).toBeLessThanOrEqual(limit);
+      // Nothing was lost on the way.
+      await fill(store, 300, 1);
+      expect(await store.openBuffers()).toBe(301);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('truncates it to the bound at its next rewind when a reader held the truncation off', async () => {
+    const path = join(tempDir().path, 'held.db');
+    const store = new SqliteStore(path, { now: 0, maxWalFrames: frames });
+    const reader = new Database(path, { readonly: true });
+    try {
+      expect(store['db'].pragma('journal_size_limit', { simple: true })).toBe(limit);
+      await fill(store, 0, 300);
+      // An operator's sqlite3 in a read transaction: the writer's truncation cannot wait for it.
+      reader.exec('BEGIN');
+      reader.prepare('SELECT count(*) FROM meta').get();
+      await store.checkpointer!.checkpoint();
+      const held = walSize(path);
+      expect(held).toBeGreaterThan(limit);
+      reader.exec('COMMIT');
+      // Copied whole, then rewound by the next write: cut down to the bound.
+      await store.checkpointer!.checkpoint();
+      await fill(store, 300, 1);
+      expect(walSize(path)).toBeLessThanOrEqual(limit);
+    } finally {
+      reader.close();
+      await store.close();
+    }
   });
 });
 

@@ -34,6 +34,8 @@ class WrappedStore implements Store {
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.#inner.requeueDead(id, limit, now);
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.#inner.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.#inner.dropLease(name, holder);
+  fenceHolds: Store['fenceHolds'] = (name, fence) => this.#inner.fenceHolds(name, fence);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) => this.#inner.fencedPut(name, fence, key, value, ttlMs, now);
   sharedGet: Store['sharedGet'] = (name, now) => this.#inner.sharedGet(name, now);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs, now) => this.#inner.sharedPut(name, value, ttlMs, now);
   claimStats: Store['claimStats'] = () => this.#inner.claimStats();

@@ -1,5 +1,5 @@
 import type { CorrelationRecord } from '../../events/inbound.js';
-import { leaseAfter, type LeaseRow } from '../rules/lease.js';
+import { fenceHolds, leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
@@ -171,6 +171,17 @@ export abstract class LocalStore implements Store {
   async dropLease(name: string, holder: string): Promise<void> {
     const row = this.leases.get(name);
     if (row?.holder === holder) row.until = 0;
+  }
+
+  async fenceHolds(name: string, fence: number): Promise<boolean> {
+    return fenceHolds(this.leases.get(name), fence);
+  }
+
+  async fencedPut(name: string, fence: number, key: string, value: string, ttlMs: number, now: number): Promise<boolean> {
+    // Checked and queued in one turn: a takeover in this process comes before or after, whole.
+    if (!fenceHolds(this.leases.get(name), fence)) return false;
+    await this.sharedPut(key, value, ttlMs, now);
+    return true;
   }
 
   async sharedGet(name: string, now: number): Promise<string | undefined> {

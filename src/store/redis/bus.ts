@@ -52,6 +52,14 @@ export class RedisBus implements InstanceBus {
     await this.commands.aiHoldLease(this.prefix, name, holder, 0, '', 'drop');
   }
 
+  async fenceHolds(name: string, fence: number): Promise<boolean> {
+    return (await this.commands.aiFenced(this.prefix, name, fence)) === 1;
+  }
+
+  async fencedPut(name: string, fence: number, key: string, value: string, ttlMs: number): Promise<boolean> {
+    return (await this.commands.aiFenced(this.prefix, name, fence, key, value, Math.max(1, Math.floor(ttlMs)))) === 1;
+  }
+
   /** A shared value: a key with a TTL (Redis's clock ends it, close enough for a token refreshed minutes early). */
   async sharedGet(name: string): Promise<string | undefined> {
     return (await this.commands.get(`${this.prefix}val:${name}`)) ?? undefined;

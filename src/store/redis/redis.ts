@@ -311,10 +311,11 @@ export class RedisStore implements Store {
   // Named leases and shared values: the bus's, under this store's prefix.
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.bus.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.bus.dropLease(name, holder);
+  fenceHolds: Store['fenceHolds'] = (name, fence) => this.bus.fenceHolds(name, fence);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) => this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
-
-  /** The verdict trail of every instance on this store (trail.ts): one per store. */
+  // The verdict trail of every instance on this store (trail.ts): one per store.
   openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 
   // --- operations ------------------------------------------------------------------------
@@ -338,7 +339,6 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     this.tailer.stop();
     this.bus.close();
-    this.trail?.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
   }
 

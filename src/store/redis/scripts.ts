@@ -28,6 +28,7 @@ const FILES = {
   aiRequeueDead: 'requeue-dead',
   aiStats: 'stats',
   aiHoldLease: 'hold-lease',
+  aiFenced: 'fenced',
   aiTrailAdd: 'trail-add',
   aiTrailFind: 'trail-find',
 } as const;

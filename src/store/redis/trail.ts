@@ -55,7 +55,10 @@ export class RedisTrail implements TrailLog {
     private readonly commands: ScriptedRedis,
     private readonly options: TrailLogOptions,
     private readonly logger?: ConnectionLogger,
-  ) {}
+  ) {
+    // Closed with its store: when the store's connection ends for good.
+    commands.once('end', () => this.close());
+  }
 
   publish(entry: Omit<TraceEntry, 'n'>): void {
     if (this.closed) return;

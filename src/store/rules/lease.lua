@@ -12,3 +12,10 @@ local function leaseAfter(key, holder, ttlMs, now)
   redis.call('HSET', key, 'holder', holder, 'until', string.format('%d', now + ttlMs), 'fence', fence)
   return fence
 end
+
+-- Whether a holder's work under `fence` may still land: the lease at `key` has not changed hands
+-- since (its time may be up).
+local function fenceHolds(key, fence)
+  local kept = redis.call('HGET', key, 'fence')
+  return kept ~= false and tonumber(kept) == fence
+end

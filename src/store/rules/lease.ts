@@ -21,3 +21,8 @@ export function leaseAfter(row: LeaseRow | undefined, holder: string, ttlMs: num
   const fence = row !== undefined && row.holder === holder ? row.fence : (row?.fence ?? 0) + 1;
   return { holder, until: now + ttlMs, fence };
 }
+
+/** Whether a holder's work under `fence` may still land: the lease has not changed hands since (its time may be up). */
+export function fenceHolds(row: LeaseRow | undefined, fence: number): boolean {
+  return row !== undefined && row.fence === fence;
+}

@@ -4,12 +4,21 @@ import { Worker } from 'node:worker_threads';
 /** Writes committed since the last checkpoint that ask for the next one (a WAL of a megabyte or two). */
 const WRITES_PER_CHECKPOINT = 1024;
 /**
- * WAL frames (4 KiB each) past which the writer's own connection finishes a checkpoint. Under
+ * WAL frames (4 KiB pages) past which the writer's own connection finishes a checkpoint. Under
  * steady writes the worker's checkpoint never catches the last frames (the writer appends while
  * it copies), and SQLite only rewinds a WAL that is wholly copied: without this it would grow
- * without end. The writer's checkpoint then copies only that tail, and syncs once.
+ * without end. The writer's checkpoint then copies only that tail, syncs once, and truncates
+ * the file (see `walLimitBytes`).
  */
-const MAX_WAL_FRAMES = 16_384;
+export const MAX_WAL_FRAMES = 16_384;
+
+/**
+ * The bytes of `frames` WAL frames: each is a 24-byte header and one page, after the file's
+ * 32-byte header. 16,384 frames of 4 KiB pages: 64.4 MiB.
+ */
+export function walLimitBytes(frames: number, pageSize: number): number {
+  return 32 + frames * (24 + pageSize);
+}
 
 /** What `PRAGMA wal_checkpoint` answered, as the worker reports it. */
 export interface CheckpointResult {

@@ -5,7 +5,7 @@ import { UnavailableError } from '../../errors.js';
 import type { OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../ports.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
-import { Checkpointer } from './checkpoint.js';
+import { Checkpointer, MAX_WAL_FRAMES, walLimitBytes } from './checkpoint.js';
 import { GroupCommit } from './group-commit.js';
 import { FileIdentity } from './identity.js';
 import { openOwned, type OwnedFile } from './open.js';
@@ -66,7 +66,10 @@ export class SqliteStore extends LocalStore {
     return store;
   }
 
-  constructor(readonly path: string, options: StoreOptions & { now?: number } = {}, loadLater = false) {
+  /**
+   * `maxWalFrames`: the WAL's bound in frames (tests make it small). @default MAX_WAL_FRAMES
+   */
+  constructor(readonly path: string, options: StoreOptions & { now?: number; maxWalFrames?: number } = {}, loadLater = false) {
     super();
     this.now = options.now ?? Date.now();
     this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
@@ -90,7 +93,7 @@ export class SqliteStore extends LocalStore {
       this.file.close();
       throw error;
     }
-    this.checkpointer = path === ':memory:' ? undefined : this.checkpointOffThread();
+    this.checkpointer = path === ':memory:' ? undefined : this.checkpointOffThread(options.maxWalFrames ?? MAX_WAL_FRAMES);
     this.statements = {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
@@ -135,10 +138,17 @@ export class SqliteStore extends LocalStore {
     });
   }
 
-  /** Commits never copy the WAL into the file themselves: a worker does, beside the event loop. */
-  private checkpointOffThread(): Checkpointer {
+  /**
+   * Commits never copy the WAL into the file themselves: a worker does, beside the event loop.
+   * Past `maxWalFrames` the writer's connection copies the tail and truncates the WAL to
+   * nothing; should that not get its locks at once (a reader holding an old snapshot, e.g. an
+   * operator's `sqlite3`), `journal_size_limit` truncates it to the bound at its next rewind. A
+   * rewound WAL otherwise keeps its largest size on disk for as long as the store is open.
+   */
+  private checkpointOffThread(maxWalFrames: number): Checkpointer {
     const db = this.db;
     db.pragma('wal_autocheckpoint = 0');
+    db.pragma(`journal_size_limit = ${walLimitBytes(maxWalFrames, db.pragma('page_size', { simple: true }) as number)}`);
     return new Checkpointer(this.path, {
       fallBack: () => {
         if (this.closed) return;
@@ -150,13 +160,18 @@ export class SqliteStore extends LocalStore {
       },
       finish: () => {
         if (this.closed || this.identity.broken) return;
+        const wait = db.pragma('busy_timeout', { simple: true }) as number;
         try {
-          db.pragma('wal_checkpoint(PASSIVE)');
+          // On the event loop: never wait for a reader, the next long WAL asks again.
+          db.pragma('busy_timeout = 0');
+          db.pragma('wal_checkpoint(TRUNCATE)');
         } catch {
-          // The next long WAL asks again; commits are not affected.
+          // As above; commits are not affected.
+        } finally {
+          db.pragma(`busy_timeout = ${wait}`);
         }
       },
-    });
+    }, maxWalFrames);
   }
 
   /** Changes go through the group commit: answered once durable, a commit's record announced then. */

@@ -42,6 +42,34 @@ export function describeLeases(h: StoreHarness): void {
       expect(await store.holdLease('conn:qq', 'a', 60_000, T + 3)).toBeGreaterThan(second);
     });
 
+    it('refuses the cursor write of a paused holder whose lease ran out and was taken over, and keeps the survivor\'s', async () => {
+      const store = await h.fresh();
+      const late = (await store.holdLease('conn:tg', 'a', 1000, T)) as number;
+      expect(await store.fencedPut('conn:tg', late, 'cursor:tg', '10', 60_000, T)).toBe(true);
+      expect(await store.fenceHolds('conn:tg', late)).toBe(true);
+      // "a" pauses past its lease; "b" takes it over and moves the cursor on.
+      const survivor = (await store.holdLease('conn:tg', 'b', 1000, T + 1000)) as number;
+      expect(await store.fencedPut('conn:tg', survivor, 'cursor:tg', '12', 60_000, T + 1001)).toBe(true);
+      // "a" wakes and writes the cursor of what it polled before the pause: refused, nothing written.
+      expect(await store.fenceHolds('conn:tg', late)).toBe(false);
+      expect(await store.fencedPut('conn:tg', late, 'cursor:tg', '11', 60_000, T + 1002)).toBe(false);
+      expect(await store.sharedGet('cursor:tg', T + 1003)).toBe('12');
+      expect(await store.fenceHolds('conn:tg', survivor)).toBe(true);
+    });
+
+    it('lets a holder whose time is up write while nobody took the lease, and refuses a fence never handed out', async () => {
+      const store = await h.fresh();
+      const fence = (await store.holdLease('conn:tg', 'a', 1000, T)) as number;
+      await store.dropLease('conn:tg', 'a');
+      // Fences order hands, not clocks: the lease did not change hands, so its last hand's work still lands.
+      expect(await store.fencedPut('conn:tg', fence, 'cursor:tg', '10', 60_000, T + 5000)).toBe(true);
+      expect(await store.fencedPut('conn:tg', fence + 1, 'cursor:tg', '11', 60_000, T + 5001)).toBe(false);
+      expect(await store.fencedPut('conn:none', 1, 'cursor:none', '1', 60_000, T + 5001)).toBe(false);
+      expect(await store.fenceHolds('conn:none', 1)).toBe(false);
+      expect(await store.sharedGet('cursor:tg', T + 5002)).toBe('10');
+      expect(await store.sharedGet('cursor:none', T + 5002)).toBeUndefined();
+    });
+
     it('keeps a shared value for its time, replaces it on a new put, and forgets it after', async () => {
       const store = await h.fresh();
       expect(await store.sharedGet('token:wx', T)).toBeUndefined();

@@ -1,0 +1,64 @@
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startChild, startService, tempDir, until, type Running } from '../helpers.js';
+import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { fakeTelegram, TOKEN, update } from './fake-telegram.js';
+
+/*
+ * Two instances on one real redis-server share one Telegram channel polled with getUpdates: one
+ * holds the poll (the channel's lease); when it is killed the survivor takes it over and polls
+ * from the offset kept in the store: nothing confirmed is lost, nothing is emitted twice.
+ */
+
+let redis: RedisServer;
+const services: Running[] = [];
+const children: ChildProcess[] = [];
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => { redis = await startRedis(); });
+afterAll(async () => { await redis.stop(); });
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(services.splice(0).map((service) => service.stop()));
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+const channel = (url: string) => ({ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: url, pollTimeoutS: 1, leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200 });
+
+describe('a Telegram polling channel on several instances', () => {
+  it('is taken over by a survivor when its holder is killed (kill -9), which polls on from the stored offset; nothing lost, nothing twice', async () => {
+    const prefix = `tg${process.pid}`;
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    const dir = tempDir();
+    cleanups.push(() => dir.remove());
+    writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel(api.url)] }));
+    const victim = await startChild(dir.path, await freePort(), {
+      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix, INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
+    });
+    children.push(victim);
+    await until(() => api.offsets.length >= 1, 10_000);
+    const survivor = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel(api.url)] });
+    services.push(survivor);
+    const outputs = async () => (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
+    // One chat each: no merging, one output per update.
+    for (let id = 100; id < 105; id++) api.push(update(id, `update ${id}`, id));
+    await until(async () => (await outputs()).length === 5, 10_000);
+    await until(() => api.offsets.includes('105'), 10_000);
+    const before = api.offsets.length;
+    // The victim polled from 105 last, so updates 100-104 are confirmed to Telegram.
+    victim.kill('SIGKILL');
+    await once(victim, 'exit');
+    await until(() => api.offsets.length > before, 10_000);
+    // The survivor's first poll starts at the stored offset, never from the start.
+    expect(api.offsets.slice(before).every((offset) => offset === '105')).toBe(true);
+    api.push(update(105, 'after the takeover', 105));
+    await until(async () => (await outputs()).length === 6, 10_000);
+    await until(() => api.offsets.includes('106'), 10_000);
+    const ids = await outputs();
+    expect(ids.sort()).toEqual(['100', '101', '102', '103', '104', '105'].map((id) => `123456:${id}`));
+    expect(survivor.intake.metrics.channelStats().tg).toMatchObject({ received: 1 });
+  }, 40_000);
+});
