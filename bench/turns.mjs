@@ -5,10 +5,12 @@
 // about every 1000/rate s, so after its first output most batches are held and merged (the
 // hold and the release path). The goal is collect within 1.1x of off.
 // Usage: node bench/turns.mjs [rate=4000] [seconds=4] [rounds=3]
+// BENCH_COMPARE=<folder with the dist/ of another build> adds its four new-session rows (off and
+// collect, memory and SQLite), run in the same rounds.
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { cpuTicks, median } from './servers.mjs';
 
 const setups = [
@@ -19,6 +21,18 @@ const setups = [
   ['sqlite, collect, each message a new session', { store: 'sqlite', turns: 'collect' }],
   ['sqlite, collect, 1000 sessions (most held)', { store: 'sqlite', turns: 'collect', sessions: 1000 }],
 ];
+const compare = process.env.BENCH_COMPARE;
+if (compare && process.argv[2] !== '--child') {
+  const dist = resolve(compare, 'dist');
+  if (!existsSync(join(dist, 'intake.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/intake.js there`);
+  const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+  setups.push(
+    [`${name}, memory, turns off`, { store: 'memory', dist }],
+    [`${name}, memory, collect, each message a new session`, { store: 'memory', turns: 'collect', dist }],
+    [`${name}, sqlite, turns off`, { store: 'sqlite', dist }],
+    [`${name}, sqlite, collect, each message a new session`, { store: 'sqlite', turns: 'collect', dist }],
+  );
+}
 if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3]));
 else await parent();
 

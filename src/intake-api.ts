@@ -32,6 +32,8 @@ export interface CreateIntakeOptions {
   cwd?: string;
   /** This instance's name in `/v1/connections` and on Redis. @default `<hostname>:<pid>` */
   instance?: string;
+  /** How often every bot socket is pinged; one that did not answer the last ping is dropped (half-open). @default 30000 */
+  socketPingMs?: number;
 }
 
 /** The library surface of CONTRACT §7. */

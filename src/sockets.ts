@@ -203,6 +203,11 @@ export function botConnections(parts: ConnectionParts): BotConnections {
       }
       const relayed: RelayedAction = { channel: channelId, action, params, ...(botId === undefined ? {} : { botId }) };
       const answer = await bus.relayAction(holder.instance, relayed, timeoutMs + 1000);
+      if (answer === 'unheard') {
+        // The holder died (or its subscriber is reconnecting) since it last published its connections.
+        const ids = [...new Set([...links.actionBots(channelId), ...elsewhere.filter((view) => view.instance !== holder.instance).map((view) => view.botId)])];
+        throw new IntakeError('bot_not_connected', 404, `Bot ${holder.botId} on channel "${channelId}" was held by instance ${holder.instance}, which no longer listens (stopped or died): retry once the bot has reconnected (connected: ${ids.length ? ids.join(', ') : 'none'})`, context);
+      }
       if (!answer) throw new IntakeError('action_timeout', 504, `Instance ${holder.instance}, which holds bot ${holder.botId} on channel "${channelId}", did not answer "${action}" within ${timeoutMs} ms`, context);
       if (answer.ok) return answer.body;
       throw new IntakeError(answer.code, answer.status, answer.message, context);

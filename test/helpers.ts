@@ -9,6 +9,7 @@ import { createIntake, type Intake } from '../src/intake.js';
 import { loadConfig } from '../src/configure.js';
 import type { Clock } from '../src/clock.js';
 import type { Metrics } from '../src/metrics/index.js';
+import type { Store } from '../src/ports.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -27,14 +28,15 @@ export interface Running {
 }
 
 /** Start the real service on a random loopback port, with a temporary sqlite file by default. */
-export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock; logger?: pino.Logger } = {}): Promise<Running> {
+export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock; logger?: pino.Logger; store?: Store; socketPingMs?: number } = {}): Promise<Running> {
   const dir = options.dir ?? tempDir().path;
   const config = loadConfig({
     env: {},
     cwd: dir,
     file: { store: `sqlite:${join(dir, 'intake.db')}`, media: { dir: join(dir, 'media') }, logLevel: 'silent', ...file, server: { port: 0, ...(file.server as object | undefined) } },
   });
-  const intake = await createIntake({ config, logger: options.logger ?? silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}) });
+  const intake = await createIntake({ config, logger: options.logger ?? silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.store ? { store: options.store } : {}), ...(options.socketPingMs ? { socketPingMs: options.socketPingMs } : {}) });
   const server = createServer(intake.app.callback());
   server.on('upgrade', (request, socket, head) => {
     if (!intake.upgrade(request, socket, head)) socket.destroy();

@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { RequestError, SignatureError } from '../errors.js';
+import { ConfigError, RequestError, SignatureError } from '../errors.js';
 import { mediaTypeOf, type ConversationType, type MediaRef, type MediaType, type Party } from '../events/inbound.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
@@ -71,6 +71,10 @@ function mediaKindOf(contentType: string | undefined): MediaType {
  */
 export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const { appId } = options;
+  // A shared namespace would let an openid meet a OneBot QQ number that happens to spell the same.
+  if (channel.namespace !== 'qqbot') {
+    throw new ConfigError(`channels[${channel.index}].namespace (channel "${channel.id}"): a qqbot channel's namespace is always "qqbot" (openids are per bot, never QQ numbers, so they must not share sessions or correlate with another channel); remove the setting`, { channel: channel.id });
+  }
   // Derived once per channel. The validation answer is signed even with `"verify": false`.
   const keys = options.secret ? qqbotKeys(options.secret) : undefined;
   const verifyKey = channel.verify ? keys?.publicKey : undefined;

@@ -29,8 +29,11 @@ export interface InstanceBus {
   sharedCounters(now: number): Promise<InstanceCounters[]>;
   /** Take the actions relayed to `instance`; resolves once listening. Returns the stop function. */
   serveActions(instance: string, serve: (action: RelayedAction) => Promise<RelayAnswer>): Promise<() => void>;
-  /** Relay an action to `instance` and wait up to `timeoutMs` for its answer (undefined: none came). */
-  relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | undefined>;
+  /**
+   * Relay an action to `instance` and wait up to `timeoutMs` for its answer: `unheard` when no
+   * instance received the relay (that instance is gone), undefined when no answer came in time.
+   */
+  relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | 'unheard' | undefined>;
 }
 
 /** What one instance counted since it started (`/v1/stats`), as every instance on a shared store sees it. */

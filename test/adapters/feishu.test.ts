@@ -1,12 +1,13 @@
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import { AESCipher } from '@larksuiteoapi/node-sdk';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localContext } from '../../src/adapters/access-token.js';
 import { feishuDecrypt, feishuSignature } from '../../src/adapters/feishu.js';
 import { createAdapter, type Adapter } from '../../src/adapters/index.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
 import { loadConfig } from '../../src/configure.js';
 import { fixture, fixtureBytes } from '../fixtures/index.js';
+import { serve, type TestServer } from '../servers.js';
 import { ingest, thrown } from './wx-kit.js';
 
 const NOW = 1_718_000_000_000;
@@ -134,5 +135,32 @@ describe('Feishu adapter: messages', () => {
     const read2 = fixture('feishu', 'text-p2p.json') as { header: { event_type: string } };
     read2.header.event_type = 'im.message.message_read_v1';
     expect(ingest(adapter, delivery(JSON.stringify(read2))).ignored).toBe(1);
+  });
+});
+
+describe('Feishu adapter: Lark (apiBaseUrl)', () => {
+  let api: TestServer;
+  beforeAll(async () => {
+    // Lark's open platform (open.larksuite.com) stands in on loopback, under a path of its own.
+    api = await serve((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/lark/open-apis/auth/v3/tenant_access_token/internal') {
+        res.end(JSON.stringify({ code: 0, msg: 'ok', tenant_access_token: 't-lark', expire: 7200 }));
+        return;
+      }
+      res.statusCode = 404;
+      res.end('{"code":404}');
+    });
+  });
+  afterAll(() => api.close());
+
+  it('gets the tenant token from, and downloads resources through, the configured base URL', async () => {
+    const adapter = adapterFor({ appSecret: 'app-secret', verificationToken: TOKEN, apiBaseUrl: `http://127.0.0.1:${api.port}/lark/` });
+    const resolved = await adapter.resolveMedia!({ type: 'image', ref: 'image:om_1:img_v2_k' }, AbortSignal.timeout(5000));
+    expect(resolved).toEqual({
+      url: `http://127.0.0.1:${api.port}/lark/open-apis/im/v1/messages/om_1/resources/img_v2_k?type=image`,
+      headers: { authorization: 'Bearer t-lark' },
+    });
+    expect([...api.hits.keys()]).toEqual(['/lark/open-apis/auth/v3/tenant_access_token/internal']);
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createAdapter, type Adapter } from '../../src/adapters/index.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
 import { loadConfig } from '../../src/configure.js';
-import { isSignatureError } from '../../src/errors.js';
+import { isConfigError, isSignatureError } from '../../src/errors.js';
 import { fixture, fixtureBytes } from '../fixtures/index.js';
 
 const NOW = 1_725_442_400_000;
@@ -27,6 +27,15 @@ function thrown(fn: () => unknown): any {
   try { fn(); } catch (error) { return error; }
   throw new Error('did not throw');
 }
+
+describe('QQ bot adapter: configuration', () => {
+  it('refuses a namespace setting at start, naming it: openids must never meet OneBot QQ numbers', () => {
+    const error = thrown(() => adapterFor({ secret: 's', namespace: 'qq' }));
+    expect(isConfigError(error)).toBe(true);
+    expect(error.message).toMatch(/^channels\[0\]\.namespace \(channel "qq"\): a qqbot channel's namespace is always "qqbot"/);
+    expect(adapterFor({ secret: 's' }).namespace).toBe('qqbot');
+  });
+});
 
 describe('QQ bot adapter: signatures', () => {
   it('verifies the signature vector of the QQ bot docs', () => {

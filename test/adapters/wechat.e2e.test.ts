@@ -33,9 +33,10 @@ describe('WeChat and WeCom channels on the real server', () => {
   afterAll(() => api.close());
   afterEach(async () => service?.stop());
 
-  const start = async () => {
+  const start = async (server: Record<string, unknown> = {}) => {
     clock = new ManualClock();
     service = await startService({
+      server,
       debounce: { windowMs: 100, maxWaitMs: 400 },
       media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
       channels: [
@@ -108,6 +109,21 @@ describe('WeChat and WeCom channels on the real server', () => {
     await quiet();
     expect(await outbox()).toEqual([]);
     expect(service.intake.metrics.channelStats().wx).toEqual({ rejected: 3 });
+  });
+
+  it('answers 413 body_too_large to a callback over the body limit and records nothing', async () => {
+    await start({ bodyLimitBytes: 4096 });
+    const now = Math.floor(clock.now() / 1000);
+    const text = message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[${'长'.repeat(3000)}]]></Content><MsgId>2</MsgId>`);
+    const response = await post('wx', text);
+    expect(response.status).toBe(413);
+    expect(JSON.parse(response.text)).toMatchObject({ error: { code: 'body_too_large' } });
+    // A callback under the limit is still taken.
+    expect(await post('wx', message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[short]]></Content><MsgId>3</MsgId>`))).toMatchObject({ status: 200 });
+    await quiet();
+    await until(async () => (await outbox()).length === 1);
+    expect((await outbox()).map((output) => output.messageIds)).toEqual([['3']]);
+    expect(service.intake.metrics.channelStats().wx?.received).toBe(1);
   });
 
   it('takes XML only as text/xml or application/xml: a JSON type is a 415 that names them', async () => {

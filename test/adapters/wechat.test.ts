@@ -149,6 +149,12 @@ describe('WeChat adapter: messages', () => {
     expect(one('click.xml')).toMatchObject({ kind: 'notice', detail: 'click', text: 'click: MENU_ORDERS' });
     expect(ingest(adapter, plain(xml('location-event.xml')))).toMatchObject({ events: [], ignored: 1, reply: { body: 'success' } });
   });
+
+  it('makes unsubscribe and VIEW (a menu link opened) notices, the link as their text', () => {
+    expect(one('unsubscribe.xml')).toMatchObject({ kind: 'notice', detail: 'unsubscribe', platformId: 'oRd5a6kQd3Xh8Zy1Lm2NpQ7sT9uV:1718000008', text: 'unsubscribe', fields: { event: 'unsubscribe' } });
+    expect(one('unsubscribe.xml').fields).not.toHaveProperty('event_key');
+    expect(one('view.xml')).toMatchObject({ kind: 'notice', detail: 'view', platformId: 'oRd5a6kQd3Xh8Zy1Lm2NpQ7sT9uV:1718000009', text: 'view: https://shop.example.com/orders', fields: { event: 'VIEW', event_key: 'https://shop.example.com/orders' } });
+  });
 });
 
 describe('WeChat adapter: media by media_id', () => {

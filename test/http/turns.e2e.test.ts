@@ -83,6 +83,17 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     expect(await turnOf(service)).toMatchObject({ open: true, outputId: outputs[1]!.id });
   });
 
+  it('counts every open turn in /v1/stats and inbox_turns_open, past the 100 sessions the stats list', async () => {
+    service = await start();
+    const outputs = collect(service);
+    for (let i = 0; i < 105; i++) await postJson(`${service.url}/webhooks/generic`, { id: `c${i}`, sessionKey: `cli:${i}`, content: 'hi' });
+    await until(() => outputs.length === 105, 10_000);
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as { turns: { open: number; sessions: unknown[] } };
+    expect(stats.turns.open).toBe(105);
+    expect(stats.turns.sessions).toHaveLength(20);
+    expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^inbox_turns_open 105$/m);
+  });
+
   it('logs a push answer with a body that is not {"turn":"done"} (the turn stays open); an empty body is no turn news, not logged', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });

@@ -9,7 +9,7 @@ import { MemoryStore } from '../../src/store/local/memory.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import type { Store } from '../../src/ports.js';
 import { tempDir } from '../helpers.js';
-import { claim, describeStoreContract, draft, item, verdicts } from '../../src/testing/index.js';
+import { arrive, claim, describeStoreContract, draft, item, verdicts } from '../../src/testing/index.js';
 
 describeStoreContract('memory', async () => new MemoryStore());
 
@@ -396,6 +396,40 @@ describe('sqlite store upgrade', () => {
     expect(batch?.parts.map((p) => p.event.text)).toEqual(['one', 'two']);
     await store.close();
   });
+
+  it('carries the turns of a file with a `turns` table (one row per session) into the turn log', async () => {
+    const path = join(tempDir().path, 'turns.db');
+    const first = new SqliteStore(path, { now: 0 });
+    await first.close();
+    const old = new Database(path);
+    old.exec(`CREATE TABLE turns (session_key TEXT PRIMARY KEY, output_id TEXT NOT NULL, opened_at INTEGER NOT NULL, until INTEGER NOT NULL,
+      held_mode TEXT, held_max_ms INTEGER, held_max INTEGER) WITHOUT ROWID`);
+    old.prepare('INSERT INTO turns VALUES (?, ?, ?, ?, NULL, NULL, NULL)').run('s', 'o-a', 100, 10_100);
+    old.close();
+    const store = new SqliteStore(path, { now: 200 });
+    expect(await store.turnOf('s', 200)).toEqual({ sessionKey: 's', open: true, outputId: 'o-a', openedAt: 100, until: 10_100, held: 0 });
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'turns'").pluck().get()).toBeUndefined();
+    db.close();
+  });
+});
+
+describe('sqlite turn log', () => {
+  it('keeps each session\'s newest turn when it compacts, and the turns read back after a restart', async () => {
+    const path = join(tempDir().path, 'turn-log.db');
+    const store = new SqliteStore(path, { now: 0 });
+    const rule = { mode: 'interrupt' as const, maxMs: 1_000_000, maxHeld: 3 };
+    // 3 sessions, each interrupting its own turn: 12,000 rows appended, compacted on the way.
+    for (let i = 0; i < 12_000; i++) await arrive(store, `m${i}`, i, rule, `s${i % 3}`);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare('SELECT count(*) FROM turn_log').pluck().get()).toBeLessThan(3000);
+    db.close();
+    const again = new SqliteStore(path, { now: 12_000 });
+    expect((await Promise.all(['s0', 's1', 's2'].map((key) => again.turnOf(key, 12_000)))).map((view) => view.outputId)).toEqual(['o-m11997', 'o-m11998', 'o-m11999']);
+    await again.close();
+  }, 60_000);
 });
 
 describe('openStore', () => {

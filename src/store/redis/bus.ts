@@ -26,7 +26,7 @@ const FORGET_AFTER_MS = 3_600_000;
  * instance for the actions relayed to it (`act:<instance>`) and one per bus for the answers
  * (`ans:<random id>`), on one subscriber connection opened when first needed (ioredis
  * subscribes again after a reconnection). A relay is fire-and-wait: a request no instance
- * listens to, or whose answer never comes, resolves `undefined`, and the caller says why.
+ * listens to resolves `unheard`, one whose answer never comes `undefined`, and the caller says why.
  */
 export class RedisBus implements InstanceBus {
   private readonly me = nanoid(12);
@@ -126,7 +126,7 @@ export class RedisBus implements InstanceBus {
     };
   }
 
-  async relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | undefined> {
+  async relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | 'unheard' | undefined> {
     await this.subscribe(`${this.prefix}ans:${this.me}`);
     const id = `${++this.relays}`;
     let timer: NodeJS.Timeout | undefined;
@@ -137,7 +137,8 @@ export class RedisBus implements InstanceBus {
     try {
       const request: Request = { id, replyTo: this.me, action };
       const listeners = await this.commands.publish(`${this.prefix}act:${instance}`, JSON.stringify(request));
-      if (listeners === 0) return undefined; // that instance is gone
+      // PUBLISH answers how many subscribers received it: none, and that instance is gone.
+      if (listeners === 0) return 'unheard';
       return await answered;
     } finally {
       clearTimeout(timer);

@@ -80,7 +80,7 @@ export class RedisStore implements Store {
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
-  private trail: RedisTrail | undefined;
+  private trail: RedisTrail | undefined; // the verdict trail of every instance (trail.ts), opened once
   private readonly commits: CommitBatcher;
 
   private constructor(private readonly url: string, options: RedisStoreOptions) {
@@ -226,8 +226,9 @@ export class RedisStore implements Store {
     return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'due', 'bm:', 'fence'));
   }
 
+  /** On the ingest connection: the backlog check asks on a delivery's path, and must fail fast, not queue, while Redis is away. */
   async openBuffers(): Promise<number> {
-    return this.background.zcard(`${this.prefix}due`);
+    return this.ingest.zcard(`${this.prefix}due`);
   }
 
   // --- outbox ----------------------------------------------------------------------------
@@ -315,7 +316,6 @@ export class RedisStore implements Store {
   fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) => this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
-  // The verdict trail of every instance on this store (trail.ts): one per store.
   openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 
   // --- operations ------------------------------------------------------------------------

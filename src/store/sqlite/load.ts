@@ -16,6 +16,17 @@ export function migrate(db: Database.Database): void {
   const have = new Set((db.pragma('table_info(outbox)') as Array<{ name: string }>).map((column) => column.name));
   for (const [name, type] of addedColumns) if (!have.has(name)) db.exec(`ALTER TABLE outbox ADD COLUMN ${name} ${type}`);
   migrateBufferedParts(db);
+  migrateTurns(db);
+}
+
+/** Turns kept by an earlier build (table `turns`, one row per session) move into the turn log. */
+function migrateTurns(db: Database.Database): void {
+  if (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'turns'").pluck().get() === undefined) return;
+  db.transaction(() => {
+    db.exec(`INSERT INTO turn_log (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max)
+      SELECT session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max FROM turns ORDER BY opened_at`);
+    db.exec('DROP TABLE turns');
+  })();
 }
 
 /**
@@ -134,9 +145,14 @@ function* loadSteps(db: Database.Database, rows: SqliteRows, now: number, maxCor
     buffer.parts.push({ id, receivedAt, unit: unit ?? id, closes: closes === 1, body: undefined });
     if (++read % ROWS_PER_CHUNK === 0) yield;
   }
-  // Turns, and the rule held buffers were held under: a mode changed since releases them by it.
-  const turns = db.prepare('SELECT session_key, output_id, opened_at, until, held_mode, held_max_ms FROM turns ORDER BY opened_at').raw();
-  for (const [sessionKey, outputId, openedAt, until, heldMode, heldMaxMs] of turns.iterate() as Iterable<TurnRow>) {
+  // Turns (each session's newest row of the log), and the rule held buffers were held under: a
+  // mode changed since releases them by it. Restored oldest opened first, the order the table sweeps.
+  const newest = new Map<string, TurnRow>();
+  for (const row of db.prepare('SELECT session_key, output_id, opened_at, until, held_mode, held_max_ms FROM turn_log ORDER BY seq').raw().iterate() as Iterable<TurnRow>) {
+    if (row[1] === '') newest.delete(row[0]);
+    else newest.set(row[0], row);
+  }
+  for (const [sessionKey, outputId, openedAt, until, heldMode, heldMaxMs] of [...newest.values()].sort((a, b) => a[2] - b[2])) {
     state.turns.restore(sessionKey, { outputId, openedAt, until });
     const held = buffers.get(turnBufferKey(sessionKey));
     if (held) held.held = { by: outputId, until, mode: heldMode === 'followup' ? 'followup' : 'collect', maxMs: heldMaxMs ?? 0 };

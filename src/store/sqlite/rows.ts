@@ -46,12 +46,15 @@ CREATE TABLE IF NOT EXISTS outbox (
   message_ids TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox (state, seq) WHERE state IN ('pending', 'dead');
--- Agent turns: a session's latest turn, and the rule its held buffer (parts under the key
--- '~turn:<session>') was held under, kept while messages wait for it.
-CREATE TABLE IF NOT EXISTS turns (
-  session_key TEXT PRIMARY KEY, output_id TEXT NOT NULL, opened_at INTEGER NOT NULL, until INTEGER NOT NULL,
+-- Agent turns: each change of a session's turn, appended; a session's newest row is its turn
+-- (an empty output_id: none), with the rule its held buffer (parts under the key
+-- '~turn:<session>') was held under. Appended, every row of a group commit lands on the same
+-- last page: a table keyed by session wrote a page of its own for every turn opened
+-- (bench/turn-commit.mjs). Compacted by \`SqliteRows.purge\`.
+CREATE TABLE IF NOT EXISTS turn_log (
+  seq INTEGER PRIMARY KEY, session_key TEXT NOT NULL, output_id TEXT NOT NULL, opened_at INTEGER NOT NULL, until INTEGER NOT NULL,
   held_mode TEXT, held_max_ms INTEGER, held_max INTEGER
-) WITHOUT ROWID;
+);
 `;
 
 interface OutboxRow {
@@ -76,6 +79,8 @@ export function toRecord(row: OutboxRow): OutboxRecord {
  * loop: 2.8 ms for 4,096 rows, 0.47 ms for 512 (scratch, better-sqlite3, a 1.5 million-row log).
  */
 const PURGE_EVERY = 512;
+/** Turn rows appended before the turn log is first compacted (see `SqliteRows.compactTurns`). */
+const TURN_ROWS_BEFORE_COMPACT = 10_000;
 /** Part ids reserved per write of the mark in \`meta\`: a restart skips at most this many. */
 const PART_IDS_PER_MARK = 65_536;
 
@@ -85,6 +90,9 @@ export class SqliteRows implements Rows {
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
   private loggedSincePurge = 0;
+  /** Turn rows appended since the turn log was compacted, and how many make it due again. */
+  private turnsLogged = 0;
+  private turnsCompactAt = TURN_ROWS_BEFORE_COMPACT;
   /** The next part id, and the mark in \`meta\` no id of this run may pass without moving it. */
   private nextPartId: number;
   private partMark: number;
@@ -115,10 +123,11 @@ export class SqliteRows implements Rows {
       dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
       sessionOf: db.prepare('SELECT session_key FROM outbox WHERE id = ?').pluck(),
       holdPart: db.prepare('UPDATE parts SET debounce_key = ?, closes = ?, max_messages = ? WHERE id = ?'),
-      saveTurn: db.prepare(`INSERT INTO turns (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max) VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (session_key) DO UPDATE SET output_id = excluded.output_id, opened_at = excluded.opened_at, until = excluded.until,
-        held_mode = excluded.held_mode, held_max_ms = excluded.held_max_ms, held_max = excluded.held_max`),
-      dropTurn: db.prepare('DELETE FROM turns WHERE session_key = ?'),
+      saveTurn: db.prepare('INSERT INTO turn_log (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      // Rows a later row of their session replaces, then the rows saying "no turn" left newest.
+      compactTurns: db.prepare('DELETE FROM turn_log WHERE seq NOT IN (SELECT max(seq) FROM turn_log GROUP BY session_key)'),
+      dropNoTurns: db.prepare("DELETE FROM turn_log WHERE output_id = ''"),
+      turnRows: db.prepare('SELECT count(*) FROM turn_log').pluck(),
     };
     // Above every id used before: the mark, the parts still open, and (a file made with
     // AUTOINCREMENT) the sequence SQLite kept for them, read only for such a file.
@@ -152,7 +161,7 @@ export class SqliteRows implements Rows {
 
   /** Whether enough claims were logged since the last purge. */
   get purgeDue(): boolean {
-    return this.loggedSincePurge >= PURGE_EVERY;
+    return this.loggedSincePurge >= PURGE_EVERY || this.turnsLogged >= this.turnsCompactAt;
   }
 
   /**
@@ -169,6 +178,19 @@ export class SqliteRows implements Rows {
       if (cut) this.statements.purgeSpace.run(space, cut[0], cut[1]);
     }
     this.statements.purgeGroups.run(now);
+    if (this.turnsLogged >= this.turnsCompactAt) this.compactTurns();
+  }
+
+  /**
+   * Keep each session's newest turn row only. Next due once as many rows were appended as are
+   * left (at least TURN_ROWS_BEFORE_COMPACT): the log stays under about twice the turns it
+   * holds, and each row appended pays for about one row compacted.
+   */
+  private compactTurns(): void {
+    this.statements.compactTurns.run();
+    this.statements.dropNoTurns.run();
+    this.turnsLogged = 0;
+    this.turnsCompactAt = Math.max(TURN_ROWS_BEFORE_COMPACT, this.statements.turnRows.get() as number);
   }
 
   groupSaved(group: CorrelationRecord): void {
@@ -237,10 +259,12 @@ export class SqliteRows implements Rows {
 
   turnSaved(sessionKey: string, turn: { outputId: string; openedAt: number; until: number }, held: { mode: string; maxMs: number; maxHeld: number } | undefined): void {
     this.statements.saveTurn.run(sessionKey, turn.outputId, Math.floor(turn.openedAt), Math.floor(turn.until), held?.mode ?? null, held?.maxMs ?? null, held?.maxHeld ?? null);
+    this.turnsLogged++;
   }
 
   turnDropped(sessionKey: string): void {
-    this.statements.dropTurn.run(sessionKey);
+    this.statements.saveTurn.run(sessionKey, '', 0, 0, null, null, null);
+    this.turnsLogged++;
   }
 
   deadRecords(id: string | undefined, limit: number): OutboxRecord[] {
