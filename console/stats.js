@@ -25,11 +25,20 @@ export function startStats({ everyMs, refreshDeadLetters }) {
 }
 
 function renderStats(stats) {
+  const instances = stats.instances ?? [];
   $('scope').replaceChildren(
-    el('strong', {}, `Instance ${location.host}`),
-    ': this instance\'s activity (feed, trail and counters are per instance); buffers, outbox and dead letters from store ',
-    el('strong', { class: 'store-kind' }, String(stats.store ?? '?')),
-    stats.store === 'redis' ? ' (shared by every instance on it)' : '');
+    'Served by instance ', el('strong', { class: 'served-by' }, String(stats.instance ?? location.host)),
+    instances.length > 1
+      ? `: feed, trail and counters of all ${instances.length} instances on store `
+      : ': feed, trail and counters of this instance, the whole deployment on store ',
+    el('strong', { class: 'store-kind' }, String(stats.store ?? '?')));
+  const live = instances.filter((line) => line.live).length;
+  $('instances').replaceChildren(...(instances.length > 1 ? instances.map((line) => el('li', { data: { instance: line.instance, live: String(line.live) } },
+    el('span', { class: 'instance' }, line.instance), line.instance === stats.instance ? ' (this page) ' : ' ',
+    `received ${line.counts?.received ?? 0}, emitted ${line.counts?.emitted ?? 0}`,
+    line.live ? '' : `, not heard from since ${time(line.at)}`)) : []));
+  $('instances').hidden = instances.length <= 1;
+  $('instances').title = `${live} of ${instances.length} instances live`;
   const channels = stats.channels ?? {};
   const rows = Object.keys(channels).sort().map((channel) => el('tr', { data: { channel } },
     el('th', { scope: 'row' }, channel),

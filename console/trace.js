@@ -38,8 +38,8 @@ export function createSearch({ sessionSeen, setSessionFilter }) {
     const known = sessionSeen(query);
     panel.replaceChildren(el('p', {},
       el('strong', {}, query), known
-        ? ' is not a message or output id this instance knows; it matches a session key, so the lists below show only that session. The filter is applied in this page, to what the page has received since it opened.'
-        : ' is not a message id, output id or session key this instance has seen (the trail is per instance and bounded).'));
+        ? ' is not a message or output id the trail knows; it matches a session key, so the lists below show only that session. The filter is applied in this page, to what the page has received since it opened.'
+        : ' is not a message id, output id or session key the service has seen recently (the trail is bounded: trace.retentionMs and trace.maxEntries).'));
   }
 
   $('search').addEventListener('submit', (event) => {
@@ -55,11 +55,12 @@ function renderTrace(trace) {
   section.append(el('h3', {}, 'Arrivals and verdicts'));
   section.append(trace.arrivals.length
     ? el('ul', { class: 'rows' }, trace.arrivals.map((entry) => el('li', { class: `entry verdict-${entry.verdict}` },
-      el('div', { class: 'meta' }, el('time', {}, time(entry.at)), el('span', { class: 'channel' }, entry.channel),
-        entry.sessionKey ? el('span', { class: 'session' }, entry.sessionKey) : null, el('span', { class: 'id-text' }, entry.platformId ?? entry.id)),
+      el('div', { class: 'meta' }, el('time', {}, time(entry.at)), el('span', { class: 'channel' }, entry.bot ? `${entry.channel}/${entry.bot}` : entry.channel),
+        entry.sessionKey ? el('span', { class: 'session' }, entry.sessionKey) : null, el('span', { class: 'id-text' }, entry.platformId ?? entry.id),
+        entry.instance ? el('span', { class: 'instance', title: 'the instance that recorded it' }, `@${entry.instance}`) : null),
       entry.preview ? el('p', { class: 'preview' }, entry.preview) : null,
       el('p', { class: 'verdict' }, el('span', { class: 'badge' }, VERDICT_LABEL[entry.verdict] ?? entry.verdict), entry.reason ? el('span', { class: 'reason' }, entry.reason) : null))))
-    : el('p', { class: 'hint' }, 'No arrivals in this instance\'s trail (it may have arrived at another instance, or be older than the trail).'));
+    : el('p', { class: 'hint' }, 'No arrivals in the trail (older than trace.retentionMs, or past trace.maxEntries).'));
   section.append(el('h3', {}, 'Outputs'));
   section.append(trace.outputs.length
     ? el('ul', { class: 'rows' }, trace.outputs.map((output) => el('li', { class: 'trace-output', data: { id: output.id } },
@@ -74,7 +75,7 @@ function renderTrace(trace) {
   if (trace.attempts.length) {
     section.append(el('h3', {}, 'Push attempts'));
     section.append(el('ul', { class: 'rows' }, trace.attempts.map((entry) => el('li', {},
-      `${time(entry.at)} ${short(entry.id)}: ${entry.state} after ${entry.attempts} attempt${entry.attempts === 1 ? '' : 's'}${entry.lastError ? ` (${entry.lastError})` : ''}`))));
+      `${time(entry.at)} ${short(entry.id)}${entry.instance ? ` @${entry.instance}` : ''}: ${entry.state} after ${entry.attempts} attempt${entry.attempts === 1 ? '' : 's'}${entry.lastError ? ` (${entry.lastError})` : ''}`))));
   }
   return section;
 }

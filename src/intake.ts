@@ -24,10 +24,11 @@ import { createPipeline, type InboundMiddleware } from './pipeline.js';
 import { AgentPush } from './push/agent-push.js';
 import { Retention } from './retention.js';
 import { openStore } from './store/index.js';
-import { botConnections } from './sockets.js';
+import { botConnections, instanceName } from './sockets.js';
 import { exposeIntake } from './surface.js';
 import { traceOf } from './trace/answer.js';
-import { Trail } from './trace/trail.js';
+import { sharedTrail } from './trace/shared.js';
+import { inProcessTrail, Trail } from './trace/trail.js';
 
 export type { CreateIntakeOptions, Intake } from './intake-api.js';
 export type { InboundMiddleware } from './pipeline.js';
@@ -59,7 +60,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   for (const { config: channel, adapter } of channels.values()) {
     for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);
   }
-  const trail = new Trail();
+  // The verdict trail: the store's on a shared store (every instance's), else this process's.
+  const instance = options.instance ?? instanceName();
+  const trail = store.openTrail
+    ? sharedTrail(store.openTrail({ instance, ...config.trace }))
+    : inProcessTrail(new Trail({ capacity: config.trace.maxEntries, retentionMs: config.trace.retentionMs, now: () => clock.now(), instance }));
   const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
   const counts = { observed: 0, duplicates: 0 };
   const groups = new WeakMap<InboundEvent, CorrelationRecord>();
@@ -131,14 +136,14 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   });
 
   // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
-  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline, ...(options.instance ? { instance: options.instance } : {}), ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
+  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
 
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
     media, scheduler, output, outlet, push, retention,
     turns: store, turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
   });
-  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger });
+  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance });
 
   const http = createApp({
     config, logger, now: () => clock.now(),

@@ -6,7 +6,7 @@ import type { Gate } from './gate.js';
 import type { StreamHub } from './http/event-stream.js';
 import type { Metrics } from './metrics/index.js';
 import type { TraceEntry } from './events/trace.js';
-import type { Store, StoreHealth } from './ports.js';
+import type { InstanceCounters, Store, StoreHealth } from './ports.js';
 import type { AgentPush, AgentPushOptions } from './push/agent-push.js';
 
 export interface OperationsOptions {
@@ -21,16 +21,39 @@ export interface OperationsOptions {
   counts: { observed: number; duplicates: number };
   clock: Clock;
   logger: Logger;
+  /** This instance's name (`/v1/stats` breakdown, `/v1/connections`). */
+  instance: string;
 }
 
 /** How often the claim evictions are looked at, for the warning. */
 const EVICTION_CHECK_MS = 30_000;
 /** How often the store's own checks run (Redis: was it reset, may it evict keys). */
 const STORE_CHECK_MS = 10_000;
+/** Each instance publishes its counters this often on a shared store; they count as live three times as long. */
+const COUNTERS_SHARE_MS = 2000;
+
+/** Counts per channel and action, summed over instances. */
+function summed(all: readonly InstanceCounters[]): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const { channels } of all) {
+    for (const [channel, counts] of Object.entries(channels)) {
+      const into = (out[channel] ??= {});
+      for (const [action, value] of Object.entries(counts)) into[action] = (into[action] ?? 0) + value;
+    }
+  }
+  return out;
+}
+
+/** One instance's line of the breakdown: its counts by action over every channel. */
+function breakdown(counters: InstanceCounters): Record<string, unknown> {
+  const counts: Record<string, number> = {};
+  for (const byAction of Object.values(counters.channels)) for (const [action, value] of Object.entries(byAction)) counts[action] = (counts[action] ?? 0) + value;
+  return { instance: counters.instance, live: counters.live, at: counters.at, counts, streams: counters.streams, flushing: counters.flushing };
+}
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
 export function operations(options: OperationsOptions) {
-  const { config, store, gate, metrics, scheduler, streams, push, counts, clock, logger } = options;
+  const { config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance } = options;
 
   /** Exact-id claims evicted past `dedup.maxKeys` before their window ended, by channel. */
   function evictions(): Record<string, number> {
@@ -43,6 +66,7 @@ export function operations(options: OperationsOptions) {
   const warned = new Set<string>();
   let watch: unknown;
   let storeWatch: unknown;
+  let sharing: unknown;
   /** The store's own findings, as of its last check (the store logs what it finds). */
   let health: StoreHealth | undefined;
   const checkStore = async (): Promise<StoreHealth | undefined> => {
@@ -66,6 +90,26 @@ export function operations(options: OperationsOptions) {
       checkEvictions();
       watchEvictions();
     }, EVICTION_CHECK_MS);
+  };
+
+  /** What this instance counted since it started. */
+  function ownCounters(): InstanceCounters {
+    return { instance, at: clock.now(), live: true, channels: metrics.channelStats(), correlator: { ...counts }, streams: streams.count, flushing: scheduler.flushing };
+  }
+  /** Every instance's counters: this one's now, and on a shared store the others' as last published. */
+  async function deployment(): Promise<InstanceCounters[]> {
+    const own = ownCounters();
+    if (!store.bus) return [own];
+    const others = await store.bus.sharedCounters(clock.now()).catch(() => []);
+    return [own, ...others.filter((counters) => counters.instance !== instance)];
+  }
+  const shareCounters = (): void => {
+    const bus = store.bus;
+    if (!bus) return;
+    void bus.shareCounters(ownCounters(), COUNTERS_SHARE_MS * 3, clock.now()).catch((error: Error) => {
+      logger.debug({ err: error }, 'counters not published to the store');
+    });
+    sharing = clock.setTimeout(shareCounters, COUNTERS_SHARE_MS);
   };
 
   function correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number } {
@@ -100,12 +144,18 @@ export function operations(options: OperationsOptions) {
 
   async function stats(): Promise<Record<string, unknown>> {
     if (push) await push.refresh().catch(() => undefined);
+    const all = await deployment();
+    const correlator = correlationStats();
+    for (const key of ['observed', 'duplicates'] as const) correlator[key] = all.reduce((sum, counters) => sum + counters.correlator[key], 0);
     return {
+      // The instance that answered, and every instance's counts (one on a memory or SQLite store).
+      instance,
+      instances: all.map(breakdown),
       ...(turnsOn ? { turns: await turns().catch(() => ({ open: 0, held: 0, sessions: [] })) } : {}),
-      channels: metrics.channelStats(),
+      channels: summed(all),
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
-      correlator: correlationStats(),
+      correlator,
       delivery: push
         ? { url: push.url, pending: push.pending, dead: push.dead, maxPending: config.agent.maxPending, saturated: push.saturated }
         : { url: null },
@@ -143,11 +193,13 @@ export function operations(options: OperationsOptions) {
     readiness, stats, correlationStats,
     start: () => {
       watchEvictions();
+      shareCounters();
       if (store.health) watchStore();
     },
     stop: () => {
       clock.clearTimeout(watch);
       clock.clearTimeout(storeWatch);
+      clock.clearTimeout(sharing);
     },
   };
 }

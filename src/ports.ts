@@ -1,10 +1,11 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
 import type { DeliveryState, OutputType } from './events/output.js';
 import type { InstanceBus } from './events/bus.js';
-export type { InstanceBus, RelayAnswer, RelayedAction } from './events/bus.js';
+export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
 import type { StoreHealth, TailEvents } from './events/store.js';
-export type { StoreHealth, TailEvents };
+import type { TrailLog, TrailLogOptions } from './events/trace.js';
+export type { StoreHealth, TailEvents, TrailLog, TrailLogOptions };
 
 /**
  * Admission: what one webhook delivery records, in one atomic step, and the correlation group
@@ -201,6 +202,8 @@ export interface StoreOperations {
 export interface Store extends AdmissionStore, DebounceBuffers, Outbox, PushQueue, Leases, SharedValues, Turns, StoreOperations {
   /** How instances sharing this store reach each other; absent when one process is the whole deployment. */
   readonly bus?: InstanceBus;
+  /** The trail every instance on this store shares (Redis); absent when one process is the whole deployment. */
+  openTrail?(options: TrailLogOptions): TrailLog;
 }
 
 export interface ClaimStats {

@@ -23,6 +23,10 @@ export interface InstanceBus {
   shareConnections(instance: string, views: readonly ConnectionView[], ttlMs: number, now: number): Promise<void>;
   /** Every instance's published connections that have not expired. */
   sharedConnections(now: number): Promise<ConnectionView[]>;
+  /** Publish this instance's counters (`/v1/stats`), kept live until `now + ttlMs` unless published again. */
+  shareCounters(counters: InstanceCounters, ttlMs: number, now: number): Promise<void>;
+  /** Every instance's published counters, live or not (a stopped instance's for an hour after its last). */
+  sharedCounters(now: number): Promise<InstanceCounters[]>;
   /** Take the actions relayed to `instance`; resolves once listening. Returns the stop function. */
   serveActions(instance: string, serve: (action: RelayedAction) => Promise<RelayAnswer>): Promise<() => void>;
   /**
@@ -30,4 +34,19 @@ export interface InstanceBus {
    * instance received the relay (that instance is gone), undefined when no answer came in time.
    */
   relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | 'unheard' | undefined>;
+}
+
+/** What one instance counted since it started (`/v1/stats`), as every instance on a shared store sees it. */
+export interface InstanceCounters {
+  instance: string;
+  /** When it was published (or read, for the instance answering). */
+  at: number;
+  /** False once the instance stopped publishing (stopped or unreachable): its counts still add up. */
+  live: boolean;
+  /** Per channel, per action (received, deduped, emitted, ...). */
+  channels: Record<string, Record<string, number>>;
+  correlator: { observed: number; duplicates: number };
+  /** Event streams open on it, and buffers it is flushing. */
+  streams: number;
+  flushing: number;
 }

@@ -8,7 +8,7 @@ import { outputOf } from '../events/output.js';
 import { type OutboxRecord, type TurnDone, type TurnView } from '../ports.js';
 import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
-import { type TraceEntry } from '../events/trace.js';
+import { type TraceTrail } from '../events/trace.js';
 import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
 import { apiGuard } from './guard.js';
@@ -41,7 +41,8 @@ export interface HttpPorts {
   connections(): Promise<ConnectionView[]>;
   /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
   action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
-  trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void };
+  /** The verdict trail (`/v1/activity`): this process's, or every instance's on a shared store. */
+  trail: Pick<TraceTrail, 'shared' | 'last' | 'after' | 'subscribe'>;
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
   /** Dead letters, when push to the agent is configured. */
@@ -183,7 +184,10 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
 
   router.get('/v1/trace/:id', requireToken, async (ctx) => {
     const trace = await ports.trace(ctx.params.id as string);
-    if (!trace) throw new RequestError('not_found', 404, `Nothing is known of "${ctx.params.id}": not a platform id, ingest id or output id seen by this instance recently, nor a retained output`);
+    if (!trace) {
+      const seenBy = ports.trail.shared ? 'any instance on this store' : 'this service';
+      throw new RequestError('not_found', 404, `Nothing is known of "${ctx.params.id}": not a platform id, ingest id or output id seen by ${seenBy} within trace.retentionMs, nor a retained output`);
+    }
     ctx.body = trace;
   });
 

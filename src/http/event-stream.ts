@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { RequestError, UnavailableError } from '../errors.js';
 import { outputJson } from '../events/output.js';
 import { type OutboxRecord } from '../ports.js';
-import { type TraceEntry } from '../events/trace.js';
+import { type TraceEntry, type TraceTrail } from '../events/trace.js';
 import type { OutboxReader } from '../ports.js';
 
 const REPLAY_PAGE = 500;
@@ -27,7 +27,8 @@ export interface StreamOptions {
 function resumePoint(ctx: Koa.Context): number | undefined {
   const raw = ctx.get('last-event-id') || (typeof ctx.query.after === 'string' ? ctx.query.after : '');
   if (raw === '') return undefined;
-  if (!/^\d{1,15}$/.test(raw)) throw new RequestError('bad_resume_point', 400, `Last-Event-ID / after must be a sequence number (got "${raw}")`);
+  // Up to 16 digits: the trail on Redis numbers entries by time (`<ms> * 1000 + n`).
+  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new RequestError('bad_resume_point', 400, `Last-Event-ID / after must be a sequence number (got "${raw}")`);
   return Number(raw);
 }
 
@@ -108,21 +109,24 @@ export class StreamHub {
   }
 
   /** `GET /v1/activity`: the verdict trail, resumable by its sequence. */
-  activityStream(trail: { readonly last: number; after(n: number, limit: number): TraceEntry[]; subscribe(listener: (entry: TraceEntry) => void): () => void }): Koa.Middleware {
+  activityStream(trail: Pick<TraceTrail, 'shared' | 'last' | 'after' | 'subscribe'>): Koa.Middleware {
     let subscribed = false;
     return async (ctx) => {
       const after = resumePoint(ctx);
-      if (after !== undefined && after > trail.last) {
-        throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of this instance's newest activity entry ${trail.last} (the trail restarts with the process); reconnect with after=${trail.last} or without Last-Event-ID`);
-      }
       if (!subscribed) {
         subscribed = true;
         trail.subscribe((entry) => this.broadcast(this.activity, entry.n, activityFrame(entry)));
       }
-      await this.serve(ctx, this.activity, after, async () => trail.last, async (from) => {
-        const page = trail.after(from, REPLAY_PAGE);
+      if (after !== undefined) {
+        const last = await trail.last();
+        if (after > last) {
+          throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${after} is ahead of the newest activity entry ${last} (an in-process trail restarts with the process); reconnect with after=${last} or without Last-Event-ID`);
+        }
+      }
+      await this.serve(ctx, this.activity, after, () => trail.last(), async (from) => {
+        const page = await trail.after(from, REPLAY_PAGE);
         return { frames: page.map((entry) => ({ n: entry.n, text: activityFrame(entry) })), more: page.length === REPLAY_PAGE };
-      });
+      }, !trail.shared);
     };
   }
 
@@ -179,6 +183,8 @@ export class StreamHub {
     after: number | undefined,
     newest: () => Promise<number>,
     page: (from: number) => Promise<{ frames: Array<{ n: number; text: string }>; more: boolean }>,
+    /** Whether sequence numbers are contiguous, so a hole is a gap (not on the trail of a shared store, numbered by time). */
+    contiguous = true,
   ): Promise<void> {
     if (this.count >= this.maxStreams) {
       throw new UnavailableError('too_many_streams', `${this.count} event streams are open (events.maxStreams ${this.maxStreams}); retry later`, 5);
@@ -277,7 +283,7 @@ export class StreamHub {
         for (const f of frames) {
           if (stopped) return;
           // Seqs are contiguous in the store: a hole is records trimmed before this client read them.
-          if (f.n > from + 1) stream.write(`event: gap\ndata: ${JSON.stringify({ after: from, next: f.n })}\n\n`);
+          if (contiguous && f.n > from + 1) stream.write(`event: gap\ndata: ${JSON.stringify({ after: from, next: f.n })}\n\n`);
           stream.write(f.text);
           from = f.n;
           // A resuming client reads at its own pace: wait for it rather than buffer the whole outbox.
@@ -286,7 +292,7 @@ export class StreamHub {
         }
         if (stopped) break;
         if (more) continue;
-        if (from !== after) break;
+        if (from !== after || !contiguous) break;
         // Nothing after the resume point: all of it trimmed, or committed since the read? What
         // the store held before a second read (up to `last`) and that read did not return was
         // trimmed; a record committed between the first read and `newest()` is not a gap.

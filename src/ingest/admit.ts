@@ -138,6 +138,7 @@ function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: s
     preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text, verdict,
   };
   if (event.platformId !== undefined) entry.platformId = event.platformId;
+  if (event.botId !== undefined) entry.bot = event.botId;
   if (reason !== undefined) entry.reason = reason;
   // The trace of a correlated copy follows the first delivery into its output.
   if (joined !== undefined && joined !== event.platformId) entry.messageIds = [joined];

@@ -1,6 +1,5 @@
 import type { OutboxRecord } from '../ports.js';
-import type { TraceEntry } from '../events/trace.js';
-import type { Trail } from './trail.js';
+import type { TraceEntry, TraceTrail } from '../events/trace.js';
 
 /** `GET /v1/trace/:id`: what happened to one message. */
 export interface TraceAnswer {
@@ -24,11 +23,12 @@ export interface TraceAnswer {
 }
 
 /**
- * The trace of an id (platform id, ingest-answer id or output id), from this instance's trail
- * and the store's outbox (`outboxGet`); undefined when neither knows it.
+ * The trace of an id (platform id, ingest-answer id or output id), from the trail (this
+ * process's, or every instance's on a shared store) and the store's outbox (`outboxGet`);
+ * undefined when neither knows it.
  */
-export async function traceOf(id: string, trail: Pick<Trail, 'lookup'>, outboxGet: (id: string) => Promise<OutboxRecord | undefined>): Promise<TraceAnswer | undefined> {
-  const found = trail.lookup(id);
+export async function traceOf(id: string, trail: Pick<TraceTrail, 'lookup'>, outboxGet: (id: string) => Promise<OutboxRecord | undefined>): Promise<TraceAnswer | undefined> {
+  const found = await trail.lookup(id);
   const direct = await outboxGet(id);
   const outputIds = new Set(found.outputs);
   if (direct) outputIds.add(direct.id);

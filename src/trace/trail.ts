@@ -1,18 +1,18 @@
 import type { DeliveryState } from '../ports.js';
 import type { Party } from '../events/inbound.js';
-import type { TraceEntry, Verdict } from '../events/trace.js';
+import type { Trace, TraceEntry, TraceTrail, Verdict } from '../events/trace.js';
+
+export type { Trace };
 
 export interface TrailOptions {
-  /** Entries kept; the oldest are forgotten past it. @default 20000 */
+  /** Entries kept (`trace.maxEntries`); the oldest are forgotten past it. @default 20000 */
   capacity?: number;
-}
-
-/** What the trail knows of one id. */
-export interface Trace {
-  /** Entries naming the id: its arrivals and verdicts, batches it went into, delivery attempts. */
-  entries: TraceEntry[];
-  /** Output ids the id went into (or the id itself, when it is one). */
-  outputs: string[];
+  /** Entries older than this are not read any more (`trace.retentionMs`). @default no limit */
+  retentionMs?: number;
+  /** The clock the entries' `at` come from (with `retentionMs`). */
+  now?: () => number;
+  /** This instance's name, on entries published without one. */
+  instance?: string;
 }
 
 const KINDS: ReadonlyArray<TraceEntry['kind']> = ['verdict', 'batch', 'delivery', 'turn'];
@@ -25,8 +25,10 @@ const codeOf = <T>(values: ReadonlyArray<T>, value: T): number => Math.max(0, va
 /**
  * The verdict trail: every admitted, duplicate, correlated, ignored, looped and rejected
  * event, every batch (which ids went into which output) and every push attempt, in one
- * bounded in-process ring. `/v1/trace/:id` reads it by id; `/v1/activity` tails it. It is this
- * instance's view (deliveries another instance answered are in that instance's trail).
+ * bounded in-process ring. `/v1/trace/:id` reads it by id; `/v1/activity` tails it. It is the
+ * trail of the memory and SQLite stores (one process is the whole deployment); on Redis the
+ * trail is the store's (`src/trace/shared.ts`), and this ring only answers lookups over the
+ * entries fetched from it (`Trail.of`).
  *
  * Publishing is on every message's path (two entries per message) and reading is an
  * operator's. So the ring is kept in columns, one slot per entry: numbers in typed arrays and
@@ -37,6 +39,9 @@ const codeOf = <T>(values: ReadonlyArray<T>, value: T): number => Math.max(0, va
  */
 export class Trail {
   private readonly capacity: number;
+  private readonly retentionMs: number;
+  private readonly now: () => number;
+  private readonly instanceName: string | undefined;
   /** Slots in use; once full, `start` is the oldest. */
   private size = 0;
   private start = 0;
@@ -48,6 +53,8 @@ export class Trail {
   /** kind | verdict << 2 | state << 5 */
   private readonly codes: Uint8Array;
   private readonly channel: string[];
+  private readonly instance: Array<string | undefined>;
+  private readonly bot: Array<string | undefined>;
   private readonly id: string[];
   private readonly platformId: Array<string | undefined>;
   private readonly sessionKey: Array<string | undefined>;
@@ -61,6 +68,9 @@ export class Trail {
   constructor(options: TrailOptions = {}) {
     const capacity = options.capacity ?? 20_000;
     this.capacity = capacity;
+    this.retentionMs = options.retentionMs ?? Infinity;
+    this.now = options.now ?? Date.now;
+    this.instanceName = options.instance;
     this.ns = new Float64Array(capacity);
     this.at = new Float64Array(capacity);
     this.seq = new Float64Array(capacity);
@@ -68,6 +78,8 @@ export class Trail {
     this.codes = new Uint8Array(capacity);
     const column = <T>(): T[] => new Array<T>(capacity).fill(undefined as T);
     this.channel = column();
+    this.instance = column();
+    this.bot = column();
     this.id = column();
     this.platformId = column();
     this.sessionKey = column();
@@ -83,21 +95,40 @@ export class Trail {
     return this.n;
   }
 
+  /** A ring holding `entries` under their own sequence numbers (a lookup over entries fetched from a store). */
+  static of(entries: readonly TraceEntry[]): Trail {
+    const trail = new Trail({ capacity: Math.max(1, entries.length) });
+    for (const entry of [...entries].sort((a, b) => a.n - b.n)) trail.put(entry, entry.n);
+    return trail;
+  }
+
   /** Record an entry; returns its sequence number. */
   publish(entry: Omit<TraceEntry, 'n'>): number {
+    const n = ++this.n;
+    const slot = this.put(entry, n);
+    if (this.listeners.size > 0) {
+      const built = this.entry(slot);
+      for (const listener of this.listeners) listener(built);
+    }
+    return n;
+  }
+
+  private put(entry: Omit<TraceEntry, 'n'>, n: number): number {
     let slot: number;
     if (this.size < this.capacity) slot = this.size++;
     else {
       slot = this.start;
       this.start = (this.start + 1) % this.capacity;
     }
-    const n = ++this.n;
+    this.n = Math.max(this.n, n);
     this.ns[slot] = n;
     this.at[slot] = entry.at;
     this.seq[slot] = entry.seq ?? NaN;
     this.attempts[slot] = entry.attempts ?? NaN;
     this.codes[slot] = codeOf(KINDS, entry.kind) | (codeOf(VERDICTS, entry.verdict) << 2) | (codeOf(STATES, entry.state) << 5);
     this.channel[slot] = entry.channel;
+    this.instance[slot] = entry.instance ?? this.instanceName;
+    this.bot[slot] = entry.bot;
     this.id[slot] = entry.id;
     this.platformId[slot] = entry.platformId;
     this.sessionKey[slot] = entry.sessionKey;
@@ -106,18 +137,25 @@ export class Trail {
     this.reason[slot] = entry.reason;
     this.messageIds[slot] = entry.messageIds;
     this.lastError[slot] = entry.lastError;
-    if (this.listeners.size > 0) {
-      const built = this.entry(slot);
-      for (const listener of this.listeners) listener(built);
+    return slot;
+  }
+
+  /** Slots oldest first, past those older than `trace.retentionMs`. */
+  private kept(): number[] {
+    const since = this.now() - this.retentionMs;
+    const slots: number[] = [];
+    for (let i = 0; i < this.size; i++) {
+      const slot = (this.start + i) % this.size;
+      if ((this.at[slot] as number) >= since) slots.push(slot);
     }
-    return n;
+    return slots;
   }
 
   /** Entries after sequence `n`, oldest first (those still kept). */
   after(n: number, limit: number): TraceEntry[] {
     const out: TraceEntry[] = [];
-    for (let i = 0; i < this.size && out.length < limit; i++) {
-      const slot = (this.start + i) % this.size;
+    for (const slot of this.kept()) {
+      if (out.length >= limit) break;
       if ((this.ns[slot] as number) > n) out.push(this.entry(slot));
     }
     return out;
@@ -125,8 +163,7 @@ export class Trail {
 
   /** Everything kept about an id: platform id, ingest-answer id or output id. */
   lookup(wanted: string): Trace {
-    const slots: number[] = [];
-    for (let i = 0; i < this.size; i++) slots.push((this.start + i) % this.size);
+    const slots = this.kept();
     // An ingest-answer id names its event's verdicts; the batch lists the platform id.
     const aliases = new Set([wanted]);
     for (const slot of slots) {
@@ -174,11 +211,12 @@ export class Trail {
   private entry(slot: number): TraceEntry {
     const code = this.codes[slot] as number;
     const entry: TraceEntry = {
-      n: this.ns[slot] as number, at: this.at[slot] as number, channel: this.channel[slot] as string,
+      n: this.ns[slot] as number, at: this.at[slot] as number, ...(this.instance[slot] === undefined ? {} : { instance: this.instance[slot] }),
+      channel: this.channel[slot] as string,
       kind: KINDS[code & 3] as TraceEntry['kind'], id: this.id[slot] as string,
     };
     const optional = {
-      platformId: this.platformId[slot], sessionKey: this.sessionKey[slot], sender: this.sender[slot], preview: this.preview[slot],
+      platformId: this.platformId[slot], bot: this.bot[slot], sessionKey: this.sessionKey[slot], sender: this.sender[slot], preview: this.preview[slot],
       verdict: VERDICTS[(code >> 2) & 7], reason: this.reason[slot], messageIds: this.messageIds[slot],
       seq: Number.isNaN(this.seq[slot]) ? undefined : this.seq[slot], state: STATES[code >> 5],
       attempts: Number.isNaN(this.attempts[slot]) ? undefined : this.attempts[slot], lastError: this.lastError[slot],
@@ -186,4 +224,16 @@ export class Trail {
     for (const [key, value] of Object.entries(optional)) if (value !== undefined) (entry as unknown as Record<string, unknown>)[key] = value;
     return entry;
   }
+}
+
+/** The ring as the service reads it (`TraceTrail`): this process is the whole deployment. */
+export function inProcessTrail(trail: Trail): TraceTrail {
+  return {
+    shared: false,
+    publish: (entry) => void trail.publish(entry),
+    last: async () => trail.last,
+    after: async (n, limit) => trail.after(n, limit),
+    lookup: async (id) => trail.lookup(id),
+    subscribe: (listener) => trail.subscribe(listener),
+  };
 }

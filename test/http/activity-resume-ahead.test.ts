@@ -3,7 +3,7 @@ import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub } from '../../src/http/event-stream.js';
-import { Trail } from '../../src/trace/trail.js';
+import { inProcessTrail, Trail } from '../../src/trace/trail.js';
 import { silent } from '../helpers.js';
 
 describe('activity stream after a restart', () => {
@@ -17,7 +17,7 @@ describe('activity stream after a restart', () => {
     const app = new Koa();
     app.silent = true;
     app.use(errorResponder(silent));
-    app.use(new StreamHub({ logger: silent, now: () => 0 }).activityStream(trail));
+    app.use(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     close = () => { server.closeAllConnections(); server.close(); };

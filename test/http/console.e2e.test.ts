@@ -128,7 +128,7 @@ describe('the operator console in a real browser', () => {
     await counter(page, 'generic', 'debounced', 2);
     await counter(page, 'generic', 'emitted', 4);
     await counter(page, 'signed', 'rejected', 1);
-    expect(await page.locator('#scope').textContent()).toMatch(/this instance's activity.*store sqlite/);
+    expect(await page.locator('#scope').textContent()).toMatch(/feed, trail and counters of this instance, the whole deployment on store sqlite/);
 
     // The photo is a thumbnail fetched through /v1/media and shown from a blob: URL.
     const thumb = page.locator('#outputs .output', { hasText: 'receipt attached' }).locator('img.thumb');

@@ -132,8 +132,9 @@ describe('event stream', () => {
     let last = 0;
     const listeners = new Set<(entry: TraceEntry) => void>();
     const trail = {
-      get last() { return last; },
-      after: () => [],
+      shared: false,
+      last: async () => last,
+      after: async () => [],
       subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
     };
     const app = new Koa();

@@ -31,6 +31,19 @@ describe('Trail', () => {
     expect(trail.lookup('m6').entries.map((entry) => entry.n)).toEqual([6]);
   });
 
+  it('reads no entry older than its retention, and names the instance on entries published without one', () => {
+    let now = 1_700_000_000_000;
+    const trail = new Trail({ retentionMs: 1000, now: () => now, instance: 'here:1' });
+    trail.publish(verdict('old', 0));
+    now += 600;
+    trail.publish(verdict('new', 600, { instance: 'there:2', bot: '10001' }));
+    now += 500;
+    expect(trail.after(0, 10).map((entry) => [entry.id, entry.instance, entry.bot])).toEqual([['new', 'there:2', '10001']]);
+    expect(trail.lookup('old').entries).toEqual([]);
+    now -= 500;
+    expect(trail.after(0, 10).map((entry) => [entry.id, entry.instance])).toEqual([['old', 'here:1'], ['new', 'there:2']]);
+  });
+
   it('finds by platform id, answer id or output id: the verdicts, the batch and its deliveries', () => {
     const trail = new Trail();
     trail.publish(verdict('a1', 0, { platformId: 'pa' }));

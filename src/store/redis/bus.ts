@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid';
 import type { ConnectionView } from '../../events/connection.js';
-import type { InstanceBus, RelayAnswer, RelayedAction } from '../../ports.js';
+import type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from '../../ports.js';
 import { clock } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
 
@@ -91,6 +91,28 @@ export class RedisBus implements InstanceBus {
     }
     if (forgotten.length > 0) await this.commands.hdel(`${this.prefix}conns`, ...forgotten);
     return views;
+  }
+
+  /** Counters: one HASH field per instance (`counters`), each with its expiry, as connections. */
+  async shareCounters(counters: InstanceCounters, ttlMs: number, now: number): Promise<void> {
+    await this.commands.hset(`${this.prefix}counters`, counters.instance, JSON.stringify({ ...counters, until: now + ttlMs }));
+  }
+
+  async sharedCounters(now: number): Promise<InstanceCounters[]> {
+    const all = await this.commands.hgetall(`${this.prefix}counters`);
+    const found: InstanceCounters[] = [];
+    const forgotten: string[] = [];
+    for (const [instance, text] of Object.entries(all)) {
+      try {
+        const { until, ...counters } = JSON.parse(text) as InstanceCounters & { until: number };
+        if (until < now - FORGET_AFTER_MS) forgotten.push(instance);
+        else found.push({ ...counters, live: until > now });
+      } catch {
+        forgotten.push(instance);
+      }
+    }
+    if (forgotten.length > 0) await this.commands.hdel(`${this.prefix}counters`, ...forgotten);
+    return found;
   }
 
   async serveActions(instance: string, serve: (action: RelayedAction) => Promise<RelayAnswer>): Promise<() => void> {

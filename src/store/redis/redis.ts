@@ -13,12 +13,13 @@ import { StoreIdentity } from './identity.js';
 import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
+import { RedisTrail } from './trail.js';
 import { RedisTurns } from './turns.js';
 import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents, TrailLog, TrailLogOptions,
 } from '../../ports.js';
 
 export type { RedisStoreOptions } from './options.js';
@@ -79,9 +80,10 @@ export class RedisStore implements Store {
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
+  private trail: RedisTrail | undefined; // the verdict trail of every instance (trail.ts), opened once
   private readonly commits: CommitBatcher;
 
-  private constructor(url: string, options: RedisStoreOptions) {
+  private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
     this.callerClock = options.clock === 'caller';
     this.maxGroups = options.maxCorrelationGroups ?? 4096;
@@ -314,6 +316,7 @@ export class RedisStore implements Store {
   fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) => this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
+  openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 
   // --- operations ------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ const FILES = {
   aiStats: 'stats',
   aiHoldLease: 'hold-lease',
   aiFenced: 'fenced',
+  aiTrailAdd: 'trail-add',
+  aiTrailFind: 'trail-find',
 } as const;
 
 export type ScriptName = keyof typeof FILES;
