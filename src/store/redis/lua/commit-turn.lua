@@ -9,6 +9,7 @@
 -- @include release-session
 -- @include rearm
 -- @include held
+-- @include append
 local dk, session, fence, k, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), nowOf(ARGV[5])
 local id, recordSession, createdAt, state, head, body, kind = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local mode, maxMs, maxHeld = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])
@@ -54,15 +55,8 @@ if hold == 1 then
   return { 'held', by, untilAt, count }
 end
 redis.call('LTRIM', buf, k, -1)
-local seq = redis.call('INCR', P .. 'seq')
 local draft = string.sub(head, 1, -2) .. ',"body":' .. cjson.encode(withLink(body, field, linkId)) .. '}'
-redis.call('XADD', P .. 'out', int(seq) .. '-0', 'i', id, 't', createdAt, 'k', recordSession, 'd', draft)
-redis.call('HSET', P .. 'ids', id, seq)
-if state == 'pending' then
-  redis.call('HSET', P .. 'st', seq, 'pending 0 ' .. int(now) .. ' ' .. int(now) .. '\n')
-  redis.call('ZADD', P .. 'undelivered', seq, seq)
-  if redis.call('RPUSH', P .. 'q:' .. recordSession, seq) == 1 then redis.call('ZADD', P .. 'ready', now, recordSession) end
-end
+local seq = appendRecord(id, recordSession, createdAt, state, draft, now)
 releaseSession(session, fence)
 if fromHeld then redis.call('HDEL', P .. 'bm:' .. dk, 'fence', 'leaseUntil', 'claim') else rearm(dk) end
 if opens == 1 then
