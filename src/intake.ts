@@ -60,10 +60,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   for (const { config: channel, adapter } of channels.values()) {
     for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);
   }
-  // The verdict trail: the store's on a shared store (every instance's), else this process's.
+  // The verdict trail: the store's on a shared store (every instance's, unless trace.shared is
+  // false), else this process's.
   const instance = options.instance ?? instanceName();
-  const trail = store.openTrail
-    ? sharedTrail(store.openTrail({ instance, ...config.trace }))
+  const trail = store.openTrail && config.trace.shared
+    ? sharedTrail(store.openTrail({ instance, retentionMs: config.trace.retentionMs, maxEntries: config.trace.maxEntries }))
     : inProcessTrail(new Trail({ capacity: config.trace.maxEntries, retentionMs: config.trace.retentionMs, now: () => clock.now(), instance }));
   const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
   const counts = { observed: 0, duplicates: 0 };

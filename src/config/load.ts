@@ -59,6 +59,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_EVENTS_MAX_STREAMS', 'events.maxStreams', 'int'],
   ['INTAKE_TRACE_RETENTION_MS', 'trace.retentionMs', 'int'],
   ['INTAKE_TRACE_MAX_ENTRIES', 'trace.maxEntries', 'int'],
+  ['INTAKE_TRACE_SHARED', 'trace.shared', 'bool'],
   ['INTAKE_REDIS_COMMAND_TIMEOUT_MS', 'redis.commandTimeoutMs', 'int'],
   ['INTAKE_REDIS_WAIT_REPLICAS', 'redis.waitReplicas', 'int'],
   ['INTAKE_REDIS_KEY_PREFIX', 'redis.keyPrefix', 'string'],

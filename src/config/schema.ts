@@ -19,7 +19,7 @@ export const defaults = {
   },
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
-  trace: { retentionMs: 3_600_000, maxEntries: 20_000 },
+  trace: { retentionMs: 3_600_000, maxEntries: 20_000, shared: true },
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
   turns: { mode: 'off', maxMs: 120_000, maxHeld: 20 },
   // 36 attempts, 0.5 s doubling to an hour (jittered up to 2x below the cap): the last one lands
@@ -190,8 +190,12 @@ const configShape = {
     noticeHoldMs: ms,
   }).strict(),
   events: z.object({ retentionMs: positive, retentionCount: positive, maxStreams: positive }).strict(),
-  /** The verdict trail (`/v1/trace`, `/v1/activity`): kept this long, and this many entries at most. */
-  trace: z.object({ retentionMs: positive, maxEntries: positive }).strict(),
+  /**
+   * The verdict trail (`/v1/trace`, `/v1/activity`): kept this long, and this many entries at most;
+   * `shared` (on a shared store): in the store, every instance's, or false: each instance its own
+   * (no Redis work for the trail).
+   */
+  trace: z.object({ retentionMs: positive, maxEntries: positive, shared: z.boolean() }).strict(),
   redis: z.object({
     commandTimeoutMs: positive,
     waitReplicas: z.number().int().min(0).max(16),

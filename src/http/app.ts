@@ -185,7 +185,7 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   router.get('/v1/trace/:id', requireToken, async (ctx) => {
     const trace = await ports.trace(ctx.params.id as string);
     if (!trace) {
-      const seenBy = ports.trail.shared ? 'any instance on this store' : 'this service';
+      const seenBy = ports.trail.shared ? 'any instance on this store' : 'this process';
       throw new RequestError('not_found', 404, `Nothing is known of "${ctx.params.id}": not a platform id, ingest id or output id seen by ${seenBy} within trace.retentionMs, nor a retained output`);
     }
     ctx.body = trace;

@@ -1,0 +1,39 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postJson, startService, until, type Running } from '../helpers.js';
+import { type RedisServer, startRedis } from '../store/redis-server.js';
+
+/* trace.shared false on Redis: each instance keeps its own trail, and Redis does no trail work. */
+
+let redis: RedisServer;
+const services: Running[] = [];
+beforeAll(async () => { redis = await startRedis(); });
+afterAll(async () => {
+  await Promise.all(services.map((service) => service.stop()));
+  await redis.stop();
+});
+
+const instance = async (): Promise<Running> => {
+  const service = await startService({
+    store: redis.url, redis: { keyPrefix: 'unshared', commandTimeoutMs: 3000 },
+    debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 }, trace: { shared: false },
+  });
+  services.push(service);
+  return service;
+};
+
+describe('the verdict trail with trace.shared false on a shared store', () => {
+  it('keeps each instance its own trail: A traces what it admitted, B says it knows nothing, and Redis holds no trail', async () => {
+    const [a, b] = [await instance(), await instance()];
+    expect((await postJson(`${a.url}/webhooks/generic`, { id: 'u-1', sessionKey: 'cli:u', sender: { id: 'u' }, content: 'hi' })).status).toBe(200);
+    await until(async () => (await a.intake.store.outboxAfter(0, 10)).length === 1);
+    const onA = await fetch(`${a.url}/v1/trace/u-1`);
+    expect(onA.status).toBe(200);
+    const onB = await fetch(`${b.url}/v1/trace/u-1`);
+    expect(onB.status).toBe(404);
+    expect(((await onB.json()) as { error: { message: string } }).error.message).toMatch(/seen by this process/);
+    const admin = new Redis(redis.url);
+    expect(await admin.keys('{unshared}:trail*')).toEqual([]);
+    admin.disconnect();
+  });
+});
