@@ -8,7 +8,8 @@
 // Usage: node bench/redis.mjs [seconds=5] [rounds=3] [rate per server=1000] [connections=50]
 // BENCH_COMPARE=<folder with an earlier build's dist/> adds that build's Redis rows to sections 1
 // and 2 (the same load on a redis-server of its own, in the same run): the scripts before and after.
-// BENCH_ONLY=1,2 runs only those sections.
+// BENCH_ONLY=1,2 runs only those sections. BENCH_TRACE_SHARED=false runs this build without the
+// trail in Redis (trace.shared false), as the builds before it had none: the store's own work.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,7 +40,9 @@ const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').
 const section = (n) => !only || only.has(n);
 /** This build, and the compared one when BENCH_COMPARE is set: [label, folder holding dist/]. */
 const builds = [['this build', new URL('..', import.meta.url).pathname], ...(compare ? [[compareName, compare]] : [])];
-const redisTarget = (redis, env = {}, [label, folder] = builds[0]) => [`agent-intake ${label}, redis store`, join(folder, 'dist/main.js'), { INTAKE_STORE: redis.url, ...env }];
+const traceEnv = process.env.BENCH_TRACE_SHARED ? { INTAKE_TRACE_SHARED: process.env.BENCH_TRACE_SHARED } : {};
+const redisTarget = (redis, env = {}, [label, folder] = builds[0]) => [`agent-intake ${label}, redis store`, join(folder, 'dist/main.js'),
+  { INTAKE_STORE: redis.url, ...(label === builds[0][0] ? traceEnv : {}), ...env }];
 
 const probe = await startRedisServer();
 probe.stop();
