@@ -23,45 +23,59 @@ export function replyFields(
   replyBot: BotRef,
   replyTo: ReplyTo,
 ): ReplyFields {
+  // Loops and plain literals, no object spreads: this runs for every output (bench/pipeline.mjs).
   let quote: Quote | undefined;
   let reply: ReplyHandle | undefined;
-  const out = parts.map((part, i): MessagePart => {
+  const out: MessagePart[] = new Array<MessagePart>(parts.length);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as BufferedPart;
     const { event } = part;
     const copies = groups[i]?.deliveries ?? [ownDelivery(part)];
     let own: ReplyParts | undefined;
     let first: ReplyParts | undefined;
-    const bots = copies.map((copy) => {
-      const made = replyTo(copy.channel, { ids: copy.ids, conversation: event.conversation, sender: event.sender, ...botOf(copy), receivedAt: copy.at });
+    const bots: MessagePart['bots'] = new Array<MessagePart['bots'][number]>(copies.length);
+    for (let j = 0; j < copies.length; j++) {
+      const copy = copies[j] as Delivery;
+      const target: ReplyTarget = { ids: copy.ids, conversation: event.conversation, sender: event.sender, receivedAt: copy.at };
+      if (copy.botId !== undefined) target.botId = copy.botId;
+      const made = replyTo(copy.channel, target);
       first ??= made;
-      if (sameBot(copy, replyBot)) own = made;
-      return { channel: copy.channel, ...botOf(copy), ...(made?.messageId === undefined ? {} : { messageId: made.messageId }) };
-    });
+      if (copy.channel === replyBot.channel && copy.botId === replyBot.botId) own = made;
+      const bot: MessagePart['bots'][number] = { channel: copy.channel };
+      if (copy.botId !== undefined) bot.botId = copy.botId;
+      if (made?.messageId !== undefined) bot.messageId = made.messageId;
+      bots[j] = bot;
+    }
     const seen = own ?? first;
     if (quote === undefined && seen?.quote) quote = seen.quote;
     if (i === parts.length - 1) {
-      const made = own ?? replyTo(replyBot.channel, { ids: {}, conversation: event.conversation, sender: event.sender, ...botOf(replyBot), receivedAt: part.receivedAt });
-      if (made) reply = { ...replyBot, params: made.params, ...(made.expiresAt === undefined ? {} : { expiresAt: made.expiresAt }) };
+      let made = own;
+      if (!made) {
+        const target: ReplyTarget = { ids: {}, conversation: event.conversation, sender: event.sender, receivedAt: part.receivedAt };
+        if (replyBot.botId !== undefined) target.botId = replyBot.botId;
+        made = replyTo(replyBot.channel, target);
+      }
+      if (made) {
+        reply = { channel: replyBot.channel } as ReplyHandle;
+        if (replyBot.botId !== undefined) reply.botId = replyBot.botId;
+        reply.params = made.params;
+        if (made.expiresAt !== undefined) reply.expiresAt = made.expiresAt;
+      }
     }
-    return {
-      messageId: event.platformId ?? event.id,
-      timestamp: event.timestamp,
-      senderId: event.sender.id,
-      ...(seen?.quote ? { quote: seen.quote } : {}),
-      bots,
-    };
-  });
-  return { ...(reply ? { reply } : {}), ...(quote ? { quote } : {}), parts: out };
+    const messageId = event.platformId ?? event.id;
+    out[i] = seen?.quote
+      ? { messageId, timestamp: event.timestamp, senderId: event.sender.id, quote: seen.quote, bots }
+      : { messageId, timestamp: event.timestamp, senderId: event.sender.id, bots };
+  }
+  const fields: ReplyFields = { parts: out };
+  if (reply) fields.reply = reply;
+  if (quote) fields.quote = quote;
+  return fields;
 }
 
 function ownDelivery(part: BufferedPart): Delivery {
   const { event } = part;
-  return { channel: event.channel, adapter: event.adapter, ids: event.fields ?? {}, at: part.receivedAt, ...botOf(event) };
-}
-
-function botOf(bot: { botId?: string | undefined }): { botId?: string } {
-  return bot.botId === undefined ? {} : { botId: bot.botId };
-}
-
-function sameBot(copy: Delivery, bot: BotRef): boolean {
-  return copy.channel === bot.channel && copy.botId === bot.botId;
+  const delivery: Delivery = { channel: event.channel, adapter: event.adapter, ids: event.fields ?? {}, at: part.receivedAt };
+  if (event.botId !== undefined) delivery.botId = event.botId;
+  return delivery;
 }
