@@ -49,6 +49,8 @@ describe('a DingTalk channel on the real server', () => {
     clock = new ManualClock();
     service = await startService({
       debounce: { windowMs: 100, maxWaitMs: 400 },
+      // the trail keeps what the hour the replay spans (trace.retentionMs is 1 h by default)
+      trace: { retentionMs: 8 * 3_600_000 },
       media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
       channels: [{ id: 'dt', adapter: 'dingtalk', appSecret: SECRET, clientId: ROBOT, apiBaseUrl: `http://127.0.0.1:${api.port}`, ...channel }],
     }, { clock });

@@ -50,6 +50,8 @@ describe('a Feishu channel on the real server', () => {
     clock = new ManualClock();
     service = await startService({
       debounce: { windowMs: 100, maxWaitMs: 400 },
+      // the trail keeps what the 7 hours the retry spans (trace.retentionMs is 1 h by default)
+      trace: { retentionMs: 8 * 3_600_000 },
       media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
       channels: [{ id: 'fs', adapter: 'feishu', verificationToken: TOKEN, encryptKey: KEY, appId: APP, appSecret: 'app-secret', botOpenId: 'ou_bot', apiBaseUrl: `http://127.0.0.1:${api.port}` }],
     }, { clock });
