@@ -1,10 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startChild, startService, tempDir, until, type Running } from '../helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { until } from '../helpers.js';
+import { takeoverInstances } from './takeover.js';
 import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 
 /*
@@ -13,17 +10,7 @@ import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
  * victim acknowledged is kept; Slack's retry of an envelope is a duplicate, never emitted twice.
  */
 
-let redis: RedisServer;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const instances = takeoverInstances();
 
 const channel = (api: string) => ({ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200 });
 const ts = (i: number) => `1700000010.0001${String(i).padStart(2, '0')}`;
@@ -32,17 +19,10 @@ describe('a Slack Socket Mode channel on several instances', () => {
   it('is taken over by a survivor when its holder is killed (kill -9): nothing acknowledged is lost, a retried envelope is not emitted twice', async () => {
     const prefix = `sk${process.pid}`;
     const slack = await fakeSlack();
-    cleanups.push(() => slack.close());
-    const dir = tempDir();
-    cleanups.push(() => dir.remove());
-    writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel(slack.api)] }));
-    const victim = await startChild(dir.path, await freePort(), {
-      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix, INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
-    });
-    children.push(victim);
+    instances.cleanup(() => slack.close());
+    const victim = await instances.victim(prefix, channel(slack.api));
     await until(() => slack.state.open === 1, 10_000);
-    const survivor = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel(slack.api)] });
-    services.push(survivor);
+    const survivor = await instances.survivor(prefix, channel(slack.api));
     const recorded = async () => (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
     for (let i = 1; i <= 5; i++) slack.envelope(`env-${i}`, message(ts(i), `message ${i}`));
     await until(() => slack.acks.length === 5, 10_000);

@@ -1,10 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startChild, startService, tempDir, until, type Running } from '../helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { until } from '../helpers.js';
+import { takeoverInstances } from './takeover.js';
 import { fakeTelegram, TOKEN, update } from './fake-telegram.js';
 
 /*
@@ -13,17 +10,7 @@ import { fakeTelegram, TOKEN, update } from './fake-telegram.js';
  * from the offset kept in the store: nothing confirmed is lost, nothing is emitted twice.
  */
 
-let redis: RedisServer;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const instances = takeoverInstances();
 
 const channel = (url: string) => ({ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: url, pollTimeoutS: 1, leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200 });
 
@@ -31,17 +18,10 @@ describe('a Telegram polling channel on several instances', () => {
   it('is taken over by a survivor when its holder is killed (kill -9), which polls on from the stored offset; nothing lost, nothing twice', async () => {
     const prefix = `tg${process.pid}`;
     const api = await fakeTelegram();
-    cleanups.push(() => api.close());
-    const dir = tempDir();
-    cleanups.push(() => dir.remove());
-    writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel(api.url)] }));
-    const victim = await startChild(dir.path, await freePort(), {
-      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix, INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
-    });
-    children.push(victim);
+    instances.cleanup(() => api.close());
+    const victim = await instances.victim(prefix, channel(api.url));
     await until(() => api.offsets.length >= 1, 10_000);
-    const survivor = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel(api.url)] });
-    services.push(survivor);
+    const survivor = await instances.survivor(prefix, channel(api.url));
     const outputs = async () => (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
     // One chat each: no merging, one output per update.
     for (let id = 100; id < 105; id++) api.push(update(id, `update ${id}`, id));

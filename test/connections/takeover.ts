@@ -1,0 +1,49 @@
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { freePort, startChild, startService, tempDir, type Running } from '../helpers.js';
+import { type RedisServer, startRedis } from '../store/redis-server.js';
+
+/**
+ * Two instances of one connection channel on one real redis-server, for the takeover tests: a
+ * `victim` in a child process (so it can be killed with SIGKILL) and a `survivor` in this one,
+ * both under one key prefix with a short debounce window. Registers its hooks in the calling
+ * test file; everything it started is stopped after each test.
+ */
+export function takeoverInstances() {
+  let redis: RedisServer;
+  const services: Running[] = [];
+  const children: ChildProcess[] = [];
+  const cleanups: Array<() => unknown> = [];
+  beforeAll(async () => { redis = await startRedis(); });
+  afterAll(async () => { await redis.stop(); });
+  afterEach(async () => {
+    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(services.splice(0).map((service) => service.stop()));
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  return {
+    /** Run after the test (a fake platform's close). */
+    cleanup(fn: () => unknown): void {
+      cleanups.push(fn);
+    },
+    /** An instance in a child process with `channel` as its only channel. */
+    async victim(prefix: string, channel: Record<string, unknown>): Promise<ChildProcess> {
+      const dir = tempDir();
+      cleanups.push(() => dir.remove());
+      writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel] }));
+      const child = await startChild(dir.path, await freePort(), {
+        INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix, INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
+      });
+      children.push(child);
+      return child;
+    },
+    /** An instance in this process on the same store and channel. */
+    async survivor(prefix: string, channel: Record<string, unknown>): Promise<Running> {
+      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel] });
+      services.push(service);
+      return service;
+    },
+  };
+}
