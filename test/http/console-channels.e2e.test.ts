@@ -1,13 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { encrypt, getSignature } from '@wecom/crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wxSignature } from '../../src/adapters/wx-crypto.js';
 import { fixture } from '../fixtures/index.js';
 import { postJson, startService, type Running } from '../helpers.js';
 
-/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
 const KEY = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
 const CORP_ID = 'ww1234567890abcdef';
 const DT_SECRET = 'dingtalk-app-secret-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH';
@@ -20,10 +19,7 @@ describe('the console channel table in a real browser', () => {
   let service: Running | undefined;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => browser?.close());
   afterEach(async () => {

@@ -1,11 +1,10 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
 import { startService, type Running } from '../helpers.js';
 
-/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
 const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
 const BOT = '10001000';
 
@@ -30,10 +29,7 @@ describe('the console Connections panel in a real browser', () => {
   let service: Running | undefined;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => browser?.close());
   afterEach(async () => {

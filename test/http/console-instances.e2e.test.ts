@@ -1,10 +1,9 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, type Running } from '../helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
-/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
 
 // Functions run in the page (playwright serializes them); the test program has no DOM types.
 declare const document: any;
@@ -16,10 +15,7 @@ describe('the console of two instances on one Redis, in a real browser', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/configure.js';
 import { createIntake, type Intake } from '../../src/intake.js';
@@ -28,7 +29,7 @@ describe('the console under a path prefix of a host app', () => {
   let intake: Intake | undefined;
   let server: Server | undefined;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => browser?.close());
   afterEach(async () => {

@@ -1,17 +1,16 @@
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Output } from '../../src/events/output.js';
 import { postJson, startService, until } from '../helpers.js';
 
-/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
 // Functions run in the page; the test program has no DOM types.
 declare const document: any;
 
 describe('the operator console: agent turns', () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,4 +1,5 @@
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../helpers.js';
 
@@ -9,7 +10,7 @@ describe('the console shows agent turns', () => {
   let browser: Browser;
   let service: Running | undefined;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => browser?.close());
   afterEach(async () => service?.stop());

@@ -1,13 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
 import { postJson, startService, type Running } from '../helpers.js';
 import { PNG, serve, type TestServer } from '../servers.js';
 
-/** Debian's chromium (installed by .ci/run); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');
 const AGENT_SECRET = 'whsec_' + Buffer.from('console-agent-secret-0123456789').toString('base64');
 const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
@@ -28,10 +27,7 @@ describe('the operator console in a real browser', () => {
   let healed = false;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     agent = await serve((req, res) => {
       let body = '';
       req.on('data', (chunk) => { body += chunk; });
