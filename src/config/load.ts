@@ -63,6 +63,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_REDIS_COMMAND_TIMEOUT_MS', 'redis.commandTimeoutMs', 'int'],
   ['INTAKE_REDIS_WAIT_REPLICAS', 'redis.waitReplicas', 'int'],
   ['INTAKE_REDIS_KEY_PREFIX', 'redis.keyPrefix', 'string'],
+  ['INTAKE_REDIS_SHARDS', 'redis.shards', 'int'],
   ['INTAKE_AGENT_URL', 'agent.url', 'string'],
   ['INTAKE_AGENT_SECRET', 'agent.secret', 'string'],
   ['INTAKE_AGENT_TIMEOUT_MS', 'agent.timeoutMs', 'int'],

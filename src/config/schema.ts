@@ -20,7 +20,7 @@ export const defaults = {
   correlation: { crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, maxGroups: 4_096, noticeHoldMs: 1_000 },
   events: { retentionMs: 86_400_000, retentionCount: 10_000, maxStreams: 100 },
   trace: { retentionMs: 3_600_000, maxEntries: 20_000, shared: true },
-  redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai' },
+  redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai', shards: 3 },
   turns: { mode: 'off', maxMs: 120_000, maxHeld: 20 },
   // 36 attempts, 0.5 s doubling to an hour (jittered up to 2x below the cap): the last one lands
   // about a day after the first (23-24 h), so an agent that is down for a redeploy or a night
@@ -177,7 +177,7 @@ const configShape = {
      */
     allowedHosts: z.array(z.string().regex(/^(\*|(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?)$/, 'a host name or host:port as browsers send it in Host (no scheme, no path), or * for any')),
   }).strict(),
-  store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+)$/, '"memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]" (or rediss://)'),
+  store: z.string().regex(/^(memory|sqlite:.+|rediss?:\/\/.+|redis-cluster:\/\/.+)$/, '"memory", "sqlite:<path>", "redis://[:password@]host:port[/db]" (or rediss://) or "redis-cluster://host:port[,host:port...]"'),
   dedup: dedupSchema,
   debounce: debounceSchema,
   media: mediaSchema,
@@ -200,6 +200,8 @@ const configShape = {
     commandTimeoutMs: positive,
     waitReplicas: z.number().int().min(0).max(16),
     keyPrefix: z.string().regex(/^[A-Za-z0-9_:-]{1,32}$/, 'letters, digits, "_", ":" or "-", at most 32'),
+    /** redis-cluster:// only: shards the sessions are spread over, fixed once the store holds data. */
+    shards: z.number().int().min(1).max(1024),
   }).strict(),
   agent: z.object({
     url: z.url({ protocol: /^https?$/ }).optional(),

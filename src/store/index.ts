@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { MemoryStore } from './local/memory.js';
-import type { RedisStoreOptions } from './redis/redis.js';
+import type { ShardedStoreOptions } from './redis/sharded.js';
 import { SqliteStore } from './sqlite/sqlite.js';
 import type { Store } from '../ports.js';
 
@@ -10,10 +10,11 @@ export type { RedisStoreOptions } from './redis/redis.js';
 
 /**
  * Open the store named by the `store` setting: `memory`, `sqlite:<path>`, or
- * `redis://[:password@]host:port[/db]` / `rediss://...` (TLS). Async because a shared store
+ * `redis://[:password@]host:port[/db]` / `rediss://...` (TLS), or `redis-cluster://host:port[,...]`
+ * (a Redis Cluster, sharded by session: redis/sharded.ts). Async because a shared store
  * connects at start, and fails there when it cannot.
  */
-export async function openStore(spec: string, cwd = process.cwd(), options: RedisStoreOptions = {}): Promise<Store> {
+export async function openStore(spec: string, cwd = process.cwd(), options: ShardedStoreOptions = {}): Promise<Store> {
   if (spec === 'memory') return new MemoryStore(options);
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
@@ -24,5 +25,9 @@ export async function openStore(spec: string, cwd = process.cwd(), options: Redi
     const { RedisStore } = await import('./redis/redis.js');
     return RedisStore.open(spec, options);
   }
-  throw new ConfigError(`store: unsupported value "${spec}"; use "memory", "sqlite:<path>" or "redis://[:password@]host:port[/db]"`);
+  if (spec.startsWith('redis-cluster://')) {
+    const { ShardedRedisStore } = await import('./redis/sharded.js');
+    return ShardedRedisStore.open(spec, options);
+  }
+  throw new ConfigError(`store: unsupported value "${spec}"; use "memory", "sqlite:<path>", "redis://[:password@]host:port[/db]" or "redis-cluster://host:port[,host:port...]"`);
 }

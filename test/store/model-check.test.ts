@@ -6,6 +6,8 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
 import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
 import { type RedisServer, startRedis } from './redis-server.js';
+import { type RedisCluster, startCluster } from './redis-cluster.js';
+import { openStore } from '../../src/store/index.js';
 
 /** Zero violations, or the first one with its op log (replay it with `replaySeed`). */
 function report(violations: readonly Violation[]): string {
@@ -87,5 +89,31 @@ describe('store model check', () => {
       // held past the 30 s by buffers given back are what the 40 s jumps are for.
       expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out'])).toEqual([]);
     }, 60_000);
+  });
+
+  describe('on a real 3-master Redis Cluster (the sharded store)', () => {
+    let cluster: RedisCluster;
+    beforeAll(async () => {
+      cluster = await startCluster();
+    }, 60_000);
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    it('redis-cluster: 60 random sequences keep the model', async () => {
+      const coverage = new Map<Covered, number>();
+      let opened = 0;
+      const violations = await modelCheck({
+        // As on one Redis; the sessions of a sequence fall on different shards, and each commit
+        // goes through its shard's outbox to the global one.
+        open: () => openStore(cluster.url, undefined, { keyPrefix: `mc-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
+        shared: true,
+        clock: Date.now,
+        timeScale: 10,
+        releaseHoldMs: 30_000,
+      }, 60, 1, { coverage });
+      expect(violations.length, report(violations)).toBe(0);
+      expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out'])).toEqual([]);
+    }, 90_000);
   });
 });

@@ -2,7 +2,7 @@ import { nanoid } from 'nanoid';
 import type { ConnectionView } from '../../events/connection.js';
 import type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from '../../ports.js';
 import { clock } from './codec.js';
-import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
+import { blockingOptions, connect, type ConnectionLogger, isClusterUrl, type ScriptedRedis } from './connections.js';
 
 /** A relayed action on the wire: who asked (its answer channel) and under which id. */
 interface Request {
@@ -137,8 +137,9 @@ export class RedisBus implements InstanceBus {
     try {
       const request: Request = { id, replyTo: this.me, action };
       const listeners = await this.commands.publish(`${this.prefix}act:${instance}`, JSON.stringify(request));
-      // PUBLISH answers how many subscribers received it: none, and that instance is gone.
-      if (listeners === 0) return 'unheard';
+      // PUBLISH answers how many subscribers received it: none, and that instance is gone. On a
+      // Cluster it counts only the node it was sent to (the message reaches every node): no sign.
+      if (listeners === 0 && !isClusterUrl(this.url)) return 'unheard';
       return await answered;
     } finally {
       clearTimeout(timer);

@@ -1,7 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import { scripts, type ScriptName } from './scripts.js';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { ConfigError } from '../../errors.js';
+import { scripts, type ScriptName, type ScriptSet } from './scripts.js';
 
-export type { ScriptName };
+export type { ScriptName, ScriptSet };
 
 /** A connection with the store's scripts: each takes the key prefix as its one key. */
 export type ScriptedRedis = Redis & {
@@ -17,11 +18,14 @@ export interface ConnectionLogger {
 /**
  * A connection to `url` with the store's scripts defined. ioredis runs a defined script with
  * EVALSHA and, on NOSCRIPT (a restarted or failed-over server), sends it again with EVAL.
- * Errors are logged once per outage, not once per reconnect attempt.
+ * Errors are logged once per outage, not once per reconnect attempt. A `redis-cluster://` URL
+ * gives an ioredis `Cluster` (typed as one connection: every command the store sends names
+ * keys of one slot, and Cluster routes it by them).
  */
-export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger): ScriptedRedis {
-  const client = new Redis(url, { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options });
-  for (const [name, lua] of Object.entries(scripts())) client.defineCommand(name, { lua, numberOfKeys: 1 });
+export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger, set: ScriptSet = 'whole'): ScriptedRedis {
+  const named: RedisOptions = { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options };
+  const client = isClusterUrl(url) ? clusterOf(url, named) : new Redis(url, named);
+  for (const [name, lua] of Object.entries(scripts(set))) client.defineCommand(name, { lua, numberOfKeys: 1 });
   let failing = false;
   client.on('error', (error: Error) => {
     if (failing) return;
@@ -50,4 +54,34 @@ export function backgroundOptions(commandTimeoutMs: number): RedisOptions {
 /** The blocking XREAD connection: no timeout (it blocks on purpose), waits for reconnection. */
 export function blockingOptions(): RedisOptions {
   return { maxRetriesPerRequest: null };
+}
+
+/** Whether `url` names a Redis Cluster (`redis-cluster://[:password@]host:port[,host:port...]`). */
+export function isClusterUrl(url: string): boolean {
+  return url.startsWith('redis-cluster://');
+}
+
+/** The seed nodes and password of a `redis-cluster://` URL; throws naming what is wrong. */
+export function clusterNodes(url: string): { nodes: Array<{ host: string; port: number }>; password?: string } {
+  const match = /^redis-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/.exec(url);
+  if (!match) throw new ConfigError(`store: "${url.replace(/\/\/[^@/]*@/, '//***@')}" is not redis-cluster://[:password@]host:port[,host:port...]`);
+  const nodes = (match[2] as string).split(',').map((node) => {
+    const at = /^([^:,]+|\[[^\]]+\]):(\d{1,5})$/.exec(node.trim());
+    if (!at || Number(at[2]) > 65535) throw new ConfigError(`store: "${node}" in the redis-cluster:// URL is not host:port`);
+    return { host: (at[1] as string).replace(/^\[|\]$/g, ''), port: Number(at[2]) };
+  });
+  const auth = match[1];
+  if (auth === undefined || auth === '') return { nodes };
+  return { nodes, password: decodeURIComponent(auth.slice(auth.indexOf(':') + 1)) };
+}
+
+/** An ioredis Cluster on the URL's seed nodes, each node's connection with `options`. */
+function clusterOf(url: string, options: RedisOptions): Redis {
+  const { nodes, password } = clusterNodes(url);
+  const { enableOfflineQueue, lazyConnect, ...perNode } = options;
+  const cluster = new Cluster(nodes, {
+    lazyConnect, enableOfflineQueue: enableOfflineQueue ?? true,
+    redisOptions: password === undefined ? perNode : { ...perNode, password },
+  });
+  return cluster as unknown as Redis;
 }

@@ -1,4 +1,4 @@
-import type { StoreOptions } from '../../ports.js';
+import type { OutboxRecord, StoreOptions } from '../../ports.js';
 import type { ConnectionLogger } from './connections.js';
 
 /** Settings of the Redis store, on top of every store's. */
@@ -15,6 +15,16 @@ export interface RedisStoreOptions extends StoreOptions {
    * every instance) or `caller` (the `now` passed to admit: tests on a fake clock). @default 'server'
    */
   clock?: 'server' | 'caller';
+  /** Set by the sharded store on each of its shards; not a setting. */
+  shard?: ShardRole;
   /** How often the live tail checks that the store was not reset (and its longest XREAD block). @default 1000 */
   tailCheckMs?: number;
+}
+
+/**
+ * A shard of the sharded store (`redis-cluster://`, sharded.ts), set by it: its commits append to
+ * the shard's own outbox, and a commit whose answer was lost is looked for with `recorded`.
+ */
+export interface ShardRole {
+  recorded(id: string): Promise<OutboxRecord | undefined>;
 }

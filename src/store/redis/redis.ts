@@ -9,6 +9,7 @@ import { CommitBatcher } from './commits.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
+import { RedisPushQueue } from './push.js';
 import { StoreIdentity } from './identity.js';
 import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
@@ -19,7 +20,7 @@ import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, PushLease, PushOutcome, Store, StoreHealth, TailEvents, TrailLog, TrailLogOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, Store, StoreHealth, TailEvents, TrailLog, TrailLogOptions,
 } from '../../ports.js';
 
 export type { RedisStoreOptions } from './options.js';
@@ -82,6 +83,9 @@ export class RedisStore implements Store {
   private readonly stats: RedisStats;
   private trail: RedisTrail | undefined; // the verdict trail of every instance (trail.ts), opened once
   private readonly commits: CommitBatcher;
+  /** Where a commit whose answer was lost is looked for (this outbox, or a shard's and the global one). */
+  private readonly recorded: (id: string) => Promise<OutboxRecord | undefined>;
+  private readonly push: RedisPushQueue;
 
   private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -90,15 +94,18 @@ export class RedisStore implements Store {
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.replicas = new ReplicaWaits(options.waitReplicas ?? 0, this.commandTimeoutMs);
     this.logger = options.logger;
-    this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger);
-    this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger);
+    const set = options.shard ? 'shard' : 'whole';
+    this.recorded = options.shard?.recorded ?? ((id) => this.outboxGet(id));
+    this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger, set);
+    this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger, set);
     this.identity = new StoreIdentity(this.prefix, options.logger);
     this.tailer = new OutboxTail(url, this.prefix, this.identity, options.logger, options.tailCheckMs);
     this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
-    this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.outboxGet(id), () => this.replicas.held(this.background));
+    this.push = new RedisPushQueue(this.background, this.prefix);
+    this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.recorded(id), () => this.replicas.held(this.background));
   }
 
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
@@ -181,7 +188,7 @@ export class RedisStore implements Store {
 
   /** Commit a batch; a commit that ran but whose answer was lost answers with its record (see lost-answer.ts). */
   commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    return committedDespiteLostAnswer(async () => (await this.commitOnce(batch, draft, now)) as OutboxRecord | undefined, () => this.outboxGet(draft.id), this.logger, batch.sessionKey);
+    return committedDespiteLostAnswer(async () => (await this.commitOnce(batch, draft, now)) as OutboxRecord | undefined, () => this.recorded(draft.id), this.logger, batch.sessionKey);
   }
 
   /** `unlessHeld`: refused ('held') when the session has held messages (turns off, see `commitTurn`). */
@@ -207,12 +214,13 @@ export class RedisStore implements Store {
       const reply = await this.commitOnce(batch, draft, now, true);
       held = reply === 'held';
       return reply === 'held' ? undefined : reply;
-    }, () => (held ? Promise.resolve(undefined) : this.outboxGet(draft.id)), this.logger, batch.sessionKey);
+    }, () => (held ? Promise.resolve(undefined) : this.recorded(draft.id)), this.logger, batch.sessionKey);
     if (held) return this.turns.commit(batch, draft, now, rule);
     return record && { held: false, record };
   }
 
-  turnDone: Store['turnDone'] = (outputId, now) => this.turns.done(outputId, now);
+  /** `sessionKey`: the output's, when the caller looked it up (a shard's outbox no longer holds it). */
+  turnDone = (outputId: string, now: number, sessionKey?: string): ReturnType<Store['turnDone']> => this.turns.done(outputId, now, sessionKey);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
   openTurnCount: Store['openTurnCount'] = (now) => this.turns.count(now);
@@ -250,6 +258,9 @@ export class RedisStore implements Store {
     return Number((await this.background.get(`${this.prefix}seq`)) ?? 0);
   }
 
+  /** Resolves once the live tail listens (a commit must not overtake its start). */
+  whenTailing = (): Promise<void> => this.tailer.ready;
+
   /** Records from every instance, through one `XREAD BLOCK` connection while anyone listens. */
   tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void {
     return this.tailer.subscribe(listener, events);
@@ -264,50 +275,13 @@ export class RedisStore implements Store {
     await this.background.aiKeepUnread(this.prefix, `${this.claimPrefix}${++this.holds}`, Math.floor(afterSeq), Math.ceil(forMs), this.callerClock ? clock(now) : '');
   }
 
-  // --- push queue ------------------------------------------------------------------------
-
-  async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
-    const reply = (await this.background.aiClaimPush(this.prefix, clock(now), leaseMs, limit)) as Array<
-      [...EntryReply, number, number]
-    >;
-    return reply.map(([streamId, fields, state, token, leaseUntil]) => ({
-      record: recordOf([streamId, fields, state]), token, leaseUntil,
-    }));
-  }
-
-  async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
-    const at = outcome.state === 'retry' ? Math.floor(outcome.at) : '-';
-    const lastError = outcome.state === 'delivered' ? '' : outcome.lastError;
-    const acked = await this.background.aiAckPush(this.prefix, lease.record.sessionKey, lease.record.seq, lease.token,
-      outcome.state, outcome.attempts, at, lastError, clock(now));
-    return acked === 1;
-  }
-
-  async nextPushAt(): Promise<number | undefined> {
-    return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'ready', 'pl:', ''));
-  }
-
-  async deliveryCounts(): Promise<{ pending: number; dead: number }> {
-    const replies = await this.background.multi()
-      .zcard(`${this.prefix}undelivered`)
-      .zcard(`${this.prefix}dead`)
-      .exec();
-    const [undelivered, dead] = (replies ?? []).map(([error, count]) => {
-      if (error) throw error;
-      return Number(count);
-    }) as [number, number];
-    return { pending: undelivered - dead, dead };
-  }
-
-  async deadLetters(limit: number): Promise<OutboxRecord[]> {
-    if (limit <= 0) return [];
-    return this.records(await this.background.aiRead(this.prefix, 'dead', Math.min(limit, 10_000)));
-  }
-
-  async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
-    const bounded = Math.min(Number.isFinite(limit) ? limit : 1000, 1000);
-    return Number(await this.background.aiRequeueDead(this.prefix, id ?? '', bounded, clock(now)));
-  }
+  // --- push queue: one script per step (push.ts) ------------------------------------------
+  claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.push.claimPush(now, leaseMs, limit);
+  ackPush: Store['ackPush'] = (lease, outcome, now) => this.push.ackPush(lease, outcome, now);
+  nextPushAt: Store['nextPushAt'] = () => this.push.nextPushAt();
+  deliveryCounts: Store['deliveryCounts'] = () => this.push.deliveryCounts();
+  deadLetters: Store['deadLetters'] = (limit) => this.push.deadLetters(limit);
+  requeueDead: Store['requeueDead'] = (id, limit, now) => this.push.requeueDead(id, limit, now);
 
   // Named leases and shared values: the bus's, under this store's prefix.
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.bus.holdLease(name, holder, ttlMs, now);
@@ -317,6 +291,11 @@ export class RedisStore implements Store {
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
   openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
+
+  /** `value` under `key` unless one is there already; resolves the value the key holds. */
+  async setOnce(key: string, value: string): Promise<string> {
+    return ((await this.background.set(key, value, 'NX', 'GET')) as string | null) ?? value;
+  }
 
   // --- operations ------------------------------------------------------------------------
 

@@ -6,7 +6,13 @@ import { existsSync, readFileSync } from 'node:fs';
  * puts `lua/include/<name>.lua` in its place, or the store's shared rule `../rules/<name>.lua`
  * (kept beside its TypeScript twin), each file once per script (as BullMQ does); the build
  * copies the `.lua` files beside the compiled code.
+ *
+ * Two sets: `whole`, a store on one Redis (or one Cluster slot), and `shard`, a shard of the
+ * sharded store (`redis-cluster://`): an include `<name>` whose `include/<name>-shard.lua`
+ * exists is that file instead (its commits append to the shard's own outbox, for the store to
+ * move to the global one; its part ids name the shard).
  */
+export type ScriptSet = 'whole' | 'shard';
 const FILES = {
   aiAdmit: 'admit',
   aiClaimDue: 'claim-due',
@@ -31,12 +37,14 @@ const FILES = {
   aiFenced: 'fenced',
   aiTrailAdd: 'trail-add',
   aiTrailFind: 'trail-find',
+  aiShardPending: 'shard-pending',
+  aiAppendDrained: 'append-drained',
 } as const;
 
 export type ScriptName = keyof typeof FILES;
 
 const folder = new URL('./lua/', import.meta.url);
-let loaded: Record<ScriptName, string> | undefined;
+const loaded = new Map<ScriptSet, Record<ScriptName, string>>();
 
 function read(path: string): string {
   try {
@@ -47,26 +55,29 @@ function read(path: string): string {
 }
 
 /** An include's text: `lua/include/<name>.lua`, else the shared rule `store/rules/<name>.lua`. */
-function include(name: string): string {
+function include(name: string, set: ScriptSet): string {
+  if (set === 'shard' && existsSync(new URL(`include/${name}-shard.lua`, folder))) name = `${name}-shard`;
   return existsSync(new URL(`include/${name}.lua`, folder)) ? read(`include/${name}.lua`) : read(`../../rules/${name}.lua`);
 }
 
 /** A script's text with its includes in place. */
-export function scriptText(file: string): string {
+export function scriptText(file: string, set: ScriptSet = 'whole'): string {
   const included = new Set<string>();
   const expand = (text: string): string =>
     text.replace(/^-- @include ([\w-]+)[ \t]*$/gm, (_line, name: string) => {
       if (included.has(name)) return `-- (${name} included above)`;
       included.add(name);
-      return expand(include(name)).trimEnd();
+      return expand(include(name, set)).trimEnd();
     });
   return expand(read(`${file}.lua`));
 }
 
-/** Every script by the command name it is defined under. */
-export function scripts(): Record<ScriptName, string> {
-  loaded ??= Object.fromEntries(
-    Object.entries(FILES).map(([name, file]) => [name, scriptText(file)]),
-  ) as Record<ScriptName, string>;
-  return loaded;
+/** Every script of a set by the command name it is defined under. */
+export function scripts(set: ScriptSet = 'whole'): Record<ScriptName, string> {
+  let texts = loaded.get(set);
+  if (!texts) {
+    texts = Object.fromEntries(Object.entries(FILES).map(([name, file]) => [name, scriptText(file, set)])) as Record<ScriptName, string>;
+    loaded.set(set, texts);
+  }
+  return texts;
 }

@@ -58,8 +58,8 @@ export class RedisTurns {
     return link ? { held: false, record, link } : { held: false, record };
   }
 
-  async done(outputId: string, now: number): Promise<TurnDone> {
-    const reply = (await this.client.aiTurnDone(this.prefix, outputId, clock(now))) as [string, string?, number?];
+  async done(outputId: string, now: number, sessionKey = ''): Promise<TurnDone> {
+    const reply = (await this.client.aiTurnDone(this.prefix, outputId, clock(now), sessionKey)) as [string, string?, number?];
     if (reply[0] === 'unknown') return { result: 'unknown' };
     return { result: reply[0] as 'closed' | 'already', sessionKey: reply[1] as string, held: Number(reply[2]) };
   }

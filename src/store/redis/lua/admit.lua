@@ -11,6 +11,7 @@
 --   | {'correlated', retry, group}, where group is the correlation list ({} when none).
 -- @include prelude
 -- @include close
+-- @include part-id
 local now = nowOf(ARGV[1])
 local maxGroups = tonumber(ARGV[2])
 local items = tonumber(ARGV[3])
@@ -111,8 +112,9 @@ for n = 1, items do
       bound(P .. 'corrs', maxGroups, P .. 'corr:', 'groupsEvicted')
     end
 
-    local partId = redis.call('INCR', P .. 'pid')
-    sweep(partId, claims)
+    local count = redis.call('INCR', P .. 'pid')
+    local partId = count .. PART_SUFFIX
+    sweep(count, claims)
     if unit == '' then unit = 'p' .. partId else unit = 'u' .. unit end
     local buf, bm, bu = P .. 'buf:' .. dk, P .. 'bm:' .. dk, P .. 'bu:' .. dk
     redis.call('RPUSH', buf, int(now) .. (closeNow and ' 1 ' or ' 0 ') .. unit .. '\n{"id":"' .. partId .. '",' .. string.sub(partJson, 2))

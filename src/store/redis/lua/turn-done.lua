@@ -1,16 +1,19 @@
 -- Close the turn an output opened, when it is still open: its held buffer is due now.
--- ARGV: output id, now. Returns {'unknown'} or {'closed'|'already', sessionKey, held count}.
+-- ARGV: output id, now, and its sessionKey when the caller knows it (a shard of the sharded
+-- store: the output is in the global outbox, not here). Returns {'unknown'} or
+-- {'closed'|'already', sessionKey, held count}.
 -- @include prelude
 -- @include turn
 -- @include held
-local id, now = ARGV[1], nowOf(ARGV[2])
-local seq = redis.call('HGET', P .. 'ids', id)
-if not seq then return { 'unknown' } end
-local found = redis.call('XRANGE', P .. 'out', seq .. '-0', seq .. '-0')
-if #found == 0 then return { 'unknown' } end
-local session
-local fields = found[1][2]
-for i = 1, #fields, 2 do if fields[i] == 'k' then session = fields[i + 1] end end
+local id, now, session = ARGV[1], nowOf(ARGV[2]), ARGV[3]
+if session == nil or session == '' then
+  local seq = redis.call('HGET', P .. 'ids', id)
+  if not seq then return { 'unknown' } end
+  local found = redis.call('XRANGE', P .. 'out', seq .. '-0', seq .. '-0')
+  if #found == 0 then return { 'unknown' } end
+  local fields = found[1][2]
+  for i = 1, #fields, 2 do if fields[i] == 'k' then session = fields[i + 1] end end
+end
 local turnKey = P .. 'turn:' .. session
 local hk = '~turn:' .. session
 local held = redis.call('LLEN', P .. 'buf:' .. hk)

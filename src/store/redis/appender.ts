@@ -1,0 +1,81 @@
+import type { ScriptedRedis } from './connections.js';
+
+/** Records a drain moves per call. */
+const BATCH = 128;
+
+type Entry = [streamId: string, fields: string[]];
+
+/**
+ * The second step of a sharded commit: a shard's records, committed to its own outbox, go to
+ * the global one (append-drained.lua), in the shard's order, each once. Any instance may drain
+ * any shard at any time (after each of its commits, and every second for what a dead instance
+ * committed and did not move): the global cursor per shard makes a second drainer, or a call
+ * repeated after a lost answer, append nothing twice, and a session's records keep their order
+ * because a shard's are appended in its seq order. Drains of one shard on this instance run one
+ * at a time; one asked for while another runs runs after it (the record it waits for may have
+ * been committed after the running one read the shard), shared by everyone who asked meanwhile.
+ */
+export class ShardAppender {
+  /** Per shard: its seq up to which the global outbox holds every record, as last seen here. */
+  private readonly cursors: number[];
+  private readonly running: Array<Promise<Map<string, number>> | undefined>;
+  private readonly next: Array<Promise<Map<string, number>> | undefined>;
+
+  constructor(
+    /** A connection with the `whole` scripts (append-drained appends for real). */
+    private readonly client: ScriptedRedis,
+    private readonly globalPrefix: string,
+    private readonly shardPrefixes: readonly string[],
+  ) {
+    this.cursors = shardPrefixes.map(() => 0);
+    this.running = shardPrefixes.map(() => undefined);
+    this.next = shardPrefixes.map(() => undefined);
+  }
+
+  /** Move shard `shard`'s waiting records to the global outbox; resolves the global seq of each record it saw, by id. */
+  drain(shard: number): Promise<Map<string, number>> {
+    const queued = this.next[shard];
+    if (queued) return queued;
+    const running = this.running[shard];
+    if (!running) return this.start(shard);
+    const after = running.catch(() => undefined).then(() => {
+      this.next[shard] = undefined;
+      return this.start(shard);
+    });
+    this.next[shard] = after;
+    return after;
+  }
+
+  /** Drain every shard (the periodic sweep); resolves how many records it appended. */
+  async drainAll(): Promise<number> {
+    const drained = await Promise.all(this.shardPrefixes.map((_prefix, shard) => this.drain(shard)));
+    return drained.reduce((sum, seqs) => sum + seqs.size, 0);
+  }
+
+  private start(shard: number): Promise<Map<string, number>> {
+    const run = this.run(shard).finally(() => {
+      if (this.running[shard] === run) this.running[shard] = undefined;
+    });
+    this.running[shard] = run;
+    return run;
+  }
+
+  private async run(shard: number): Promise<Map<string, number>> {
+    const seqs = new Map<string, number>();
+    for (;;) {
+      const entries = (await this.client.aiShardPending(this.shardPrefixes[shard] as string, this.cursors[shard] as number, BATCH)) as Entry[];
+      if (entries.length === 0) return seqs;
+      const args: Array<string | number> = [shard];
+      for (const [streamId, f] of entries) {
+        // fields: i id, t createdAt, k sessionKey, d draft, s state, n commit time
+        args.push(Number.parseInt(streamId, 10), f[1] as string, f[3] as string, f[5] as string, f[7] as string, f[9] as string, f[11] as string);
+      }
+      const [cursor, pairs] = (await this.client.aiAppendDrained(this.globalPrefix, ...args)) as [number, Array<string | number>];
+      for (let j = 0; j < pairs.length; j += 2) seqs.set(String(pairs[j]), Number(pairs[j + 1]));
+      const moved = Number(cursor) > (this.cursors[shard] as number);
+      this.cursors[shard] = Math.max(this.cursors[shard] as number, Number(cursor));
+      // A full batch: more may wait. No progress: a gap (the global outbox was reset): stop.
+      if (entries.length < BATCH || !moved) return seqs;
+    }
+  }
+}

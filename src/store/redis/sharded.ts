@@ -1,0 +1,252 @@
+import { ConfigError } from '../../errors.js';
+import type {
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, TurnCommit, TurnRule, TurnView,
+} from '../../ports.js';
+import type { CorrelationRecord } from '../../events/inbound.js';
+import { ShardAppender } from './appender.js';
+import { redacted, unavailable } from './codec.js';
+import { backgroundOptions, connect, type ScriptedRedis } from './connections.js';
+import type { RedisStoreOptions } from './options.js';
+import { RedisStore } from './redis.js';
+import { shardOf, shardPrefixes } from './shard-map.js';
+
+/** How often every instance moves what a shard holds and the global outbox does not (a commit cut short). */
+const SWEEP_MS = 1000;
+
+export interface ShardedStoreOptions extends RedisStoreOptions {
+  /** Shards the sessions are spread over; fixed for the life of the data. @default 3 */
+  shards?: number;
+}
+
+/**
+ * The store on a Redis Cluster (`redis-cluster://`), sharded by session. Each shard is a whole
+ * store of its own (the one-Redis scripts) under a hash tag of its own, so a session's claims,
+ * correlation groups, buffers, locks, leases and turns live on one master, and admission,
+ * flush claims and leases cost that master alone. What must be one thing stays on the global
+ * tag (`{<keyPrefix>}:`): the outbox and its seq (SSE ids, `Last-Event-ID`), the push queue,
+ * the trail, named leases, the bus.
+ *
+ * A commit takes two steps: on the session's shard (fence, buffer, lock, the record into the
+ * shard's own outbox: one script), then to the global outbox (appender.ts: in the shard's
+ * order, each record once). A commit cut short between the two (the instance died) is moved by
+ * the next commit on that shard, or by any instance's sweep within a second.
+ */
+export class ShardedRedisStore implements Store {
+  readonly kind = 'redis-cluster';
+  readonly durable = true;
+  readonly shared = true;
+  private rotor = 0;
+  private readonly sweep: NodeJS.Timeout;
+
+  private constructor(
+    private readonly global: RedisStore,
+    private readonly shards: readonly RedisStore[],
+    private readonly appender: ShardAppender,
+    private readonly appenderClient: ScriptedRedis,
+    private readonly logger: RedisStoreOptions['logger'],
+  ) {
+    let failing = false;
+    this.sweep = setInterval(() => {
+      this.appender.drainAll().then(() => { failing = false; }, (error: unknown) => {
+        if (!failing) this.logger?.warn({ err: error }, 'Redis store: moving shard records to the outbox failed; tried again every second');
+        failing = true;
+      });
+    }, SWEEP_MS);
+    this.sweep.unref();
+  }
+
+  /** Connect to `redis-cluster://[:password@]host:port[,host:port...]`: the global keys, then each shard's. */
+  static async open(url: string, options: ShardedStoreOptions = {}): Promise<ShardedRedisStore> {
+    const count = options.shards ?? 3;
+    if (!Number.isInteger(count) || count < 1 || count > 1024) throw new ConfigError(`redis.shards: ${count} is not a whole number from 1 to 1024`);
+    if ((options.waitReplicas ?? 0) > 0) throw new ConfigError('redis.waitReplicas: not supported with redis-cluster:// (WAIT answers for one node); use 0');
+    const keyPrefix = options.keyPrefix ?? 'ai';
+    const global = await RedisStore.open(url, options);
+    const opened: RedisStore[] = [global];
+    try {
+      await ShardedRedisStore.checkShardCount(global, `{${keyPrefix}}:shards`, count);
+      const prefixes = shardPrefixes(keyPrefix, count);
+      const shards: RedisStore[] = [];
+      for (const [index, prefix] of prefixes.entries()) {
+        const shard = await RedisStore.open(url, {
+          ...options, keyPrefix: prefix.slice(1, -2),
+          // A commit whose answer was lost: in the shard's outbox, or already moved to the global one.
+          shard: { recorded: async (id) => (await shards[index]?.outboxGet(id)) ?? global.outboxGet(id) },
+        });
+        shards.push(shard);
+        opened.push(shard);
+      }
+      const client = connect(url, 'appender', backgroundOptions(options.commandTimeoutMs ?? 1000), options.logger);
+      await client.connect();
+      return new ShardedRedisStore(global, shards, new ShardAppender(client, `{${keyPrefix}}:`, prefixes), client, options.logger);
+    } catch (error) {
+      await Promise.all(opened.map((store) => store.close().catch(() => undefined)));
+      if (error instanceof ConfigError) throw error;
+      throw unavailable(`cannot open the shards on ${redacted(url)}`, error);
+    }
+  }
+
+  /** The shard count is written once; a different one would look for every session on the wrong shard. */
+  private static async checkShardCount(global: RedisStore, key: string, count: number): Promise<void> {
+    const recorded = await global.setOnce(key, String(count));
+    if (recorded !== String(count)) {
+      throw new ConfigError(`redis.shards: this store was created with ${recorded} shards, not ${count}; a session's keys live on the shard its count gives`);
+    }
+  }
+
+  private shardFor(sessionKey: string): RedisStore {
+    return this.shards[shardOf(sessionKey, this.shards.length)] as RedisStore;
+  }
+
+  // --- admission: each item on its session's shard -----------------------------------------
+
+  async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
+    if (items.length === 0) return [];
+    const first = shardOf(items[0]!.part.event.sessionKey, this.shards.length);
+    if (items.every((item) => shardOf(item.part.event.sessionKey, this.shards.length) === first)) return (this.shards[first] as RedisStore).admit(items, now);
+    const byShard = new Map<number, number[]>();
+    items.forEach((item, n) => {
+      const shard = shardOf(item.part.event.sessionKey, this.shards.length);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), n]);
+    });
+    const verdicts = new Array<AdmitVerdict>(items.length);
+    await Promise.all([...byShard].map(async ([shard, indexes]) => {
+      const got = await (this.shards[shard] as RedisStore).admit(indexes.map((n) => items[n] as AdmitItem), now);
+      indexes.forEach((n, j) => { verdicts[n] = got[j] as AdmitVerdict; });
+    }));
+    return verdicts;
+  }
+
+  /** A group lives with its conversation's session, which its key does not name: asked of every shard. */
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    const found = await Promise.all(this.shards.map((shard) => shard.correlation(key, now)));
+    return found.find((record) => record !== undefined);
+  }
+
+  // --- buffers: each on its session's shard -------------------------------------------------
+
+  /** Shard after shard, from a different one each time, until `limit` batches are taken. */
+  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
+    const taken: LeasedBatch[] = [];
+    const start = this.rotor++ % this.shards.length;
+    for (let n = 0; n < this.shards.length && taken.length < limit; n++) {
+      const shard = this.shards[(start + n) % this.shards.length] as RedisStore;
+      taken.push(...(await shard.claimDue(now, leaseMs, limit - taken.length)));
+    }
+    return taken;
+  }
+
+  renewLease: Store['renewLease'] = (batch, now, leaseMs) => this.shardFor(batch.sessionKey).renewLease(batch, now, leaseMs);
+  release: Store['release'] = (batch, retryAt) => this.shardFor(batch.sessionKey).release(batch, retryAt);
+
+  async nextDeadline(): Promise<number | undefined> {
+    const deadlines = (await Promise.all(this.shards.map((shard) => shard.nextDeadline()))).filter((at) => at !== undefined);
+    return deadlines.length === 0 ? undefined : Math.min(...deadlines);
+  }
+
+  async openBuffers(): Promise<number> {
+    return (await Promise.all(this.shards.map((shard) => shard.openBuffers()))).reduce((sum, n) => sum + n, 0);
+  }
+
+  async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
+    await this.global.whenTailing();
+    const shard = shardOf(batch.sessionKey, this.shards.length);
+    const record = await (this.shards[shard] as RedisStore).commit(batch, draft, now);
+    return record && this.published(shard, record);
+  }
+
+  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+    await this.global.whenTailing();
+    const shard = shardOf(batch.sessionKey, this.shards.length);
+    const done = await (this.shards[shard] as RedisStore).commitTurn(batch, draft, now, rule);
+    if (!done || done.held) return done;
+    done.record = await this.published(shard, done.record);
+    return done;
+  }
+
+  /** A record committed on a shard, once in the global outbox: with its global seq. */
+  private async published(shard: number, record: OutboxRecord): Promise<OutboxRecord> {
+    const seqs = await this.appender.drain(shard);
+    const seq = seqs.get(record.id) || (await this.global.outboxGet(record.id))?.seq;
+    if (!seq) throw new Error(`Redis store: output ${record.id} is committed on its shard but not yet in the outbox; it is moved there within a second`);
+    record.seq = seq;
+    return record;
+  }
+
+  // --- agent turns: on the session's shard ----------------------------------------------------
+
+  async turnDone(outputId: string, now: number): ReturnType<Store['turnDone']> {
+    const record = await this.global.outboxGet(outputId);
+    if (!record) return { result: 'unknown' };
+    return this.shardFor(record.sessionKey).turnDone(outputId, now, record.sessionKey);
+  }
+
+  turnOf: Store['turnOf'] = (sessionKey, now) => this.shardFor(sessionKey).turnOf(sessionKey, now);
+
+  async openTurns(now: number, limit: number): Promise<TurnView[]> {
+    const views = (await Promise.all(this.shards.map((shard) => shard.openTurns(now, limit)))).flat();
+    // open turns first, the soonest to close first; then sessions with held messages
+    return views.sort((a, b) => (a.open === b.open ? (a.until ?? 0) - (b.until ?? 0) : a.open ? -1 : 1)).slice(0, limit);
+  }
+
+  async openTurnCount(now: number): Promise<number> {
+    return (await Promise.all(this.shards.map((shard) => shard.openTurnCount(now)))).reduce((sum, n) => sum + n, 0);
+  }
+
+  // --- the outbox, the push queue, leases, shared values, the trail, the bus: global -------------
+
+  outboxAfter: Store['outboxAfter'] = (seq, limit) => this.global.outboxAfter(seq, limit);
+  outboxGet: Store['outboxGet'] = (id) => this.global.outboxGet(id);
+  lastSeq: Store['lastSeq'] = () => this.global.lastSeq();
+  tail: Store['tail'] = (listener, events) => this.global.tail(listener, events);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) => this.global.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
+  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> => this.global.keepUnread(afterSeq, forMs, now);
+  claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.global.claimPush(now, leaseMs, limit);
+  ackPush: Store['ackPush'] = (lease, outcome, now) => this.global.ackPush(lease, outcome, now);
+  nextPushAt: Store['nextPushAt'] = () => this.global.nextPushAt();
+  deliveryCounts: Store['deliveryCounts'] = () => this.global.deliveryCounts();
+  deadLetters: Store['deadLetters'] = (limit) => this.global.deadLetters(limit);
+  requeueDead: Store['requeueDead'] = (id, limit, now) => this.global.requeueDead(id, limit, now);
+  holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.global.holdLease(name, holder, ttlMs, now);
+  dropLease: Store['dropLease'] = (name, holder) => this.global.dropLease(name, holder);
+  fenceHolds: Store['fenceHolds'] = (name, fence) => this.global.fenceHolds(name, fence);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) => this.global.fencedPut(name, fence, key, value, ttlMs, now);
+  sharedGet: Store['sharedGet'] = (name, now) => this.global.sharedGet(name, now);
+  sharedPut: Store['sharedPut'] = (name, value, ttlMs, now) => this.global.sharedPut(name, value, ttlMs, now);
+  openTrail: NonNullable<Store['openTrail']> = (options) => this.global.openTrail(options);
+  get bus(): Store['bus'] {
+    return this.global.bus;
+  }
+
+  // --- operations -------------------------------------------------------------------------
+
+  claimStats(): ClaimStats {
+    const total: ClaimStats = { keys: 0, evicted: 0, evictedBySpace: {} };
+    const bySpace: Record<string, number> = {};
+    for (const stats of this.shards.map((shard) => shard.claimStats())) {
+      total.keys += stats.keys;
+      total.evicted += stats.evicted;
+      for (const [space, n] of Object.entries(stats.evictedBySpace)) bySpace[space] = (bySpace[space] ?? 0) + n;
+    }
+    total.evictedBySpace = bySpace;
+    return total;
+  }
+
+  correlationStats(): { groups: number; evicted: number } {
+    const stats = this.shards.map((shard) => shard.correlationStats());
+    return { groups: stats.reduce((sum, s) => sum + s.groups, 0), evicted: stats.reduce((sum, s) => sum + s.evicted, 0) };
+  }
+
+  health: NonNullable<Store['health']> = () => this.global.health();
+
+  async ping(): Promise<void> {
+    await Promise.all([this.global, ...this.shards].map((store) => store.ping()));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweep);
+    await this.appender.drainAll().catch(() => undefined);
+    await Promise.all([this.global, ...this.shards].map((store) => store.close()));
+    await this.appenderClient.quit().catch(() => this.appenderClient.disconnect());
+  }
+}
