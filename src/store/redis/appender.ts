@@ -13,7 +13,8 @@ type Entry = [streamId: string, fields: string[]];
  * repeated after a lost answer, append nothing twice, and a session's records keep their order
  * because a shard's are appended in its seq order. Drains of one shard on this instance run one
  * at a time; one asked for while another runs runs after it (the record it waits for may have
- * been committed after the running one read the shard), shared by everyone who asked meanwhile.
+ * been committed after the running one read the shard), shared by everyone who asked meanwhile,
+ * and answering with what both moved.
  */
 export class ShardAppender {
   /** Per shard: its seq up to which the global outbox holds every record, as last seen here. */
@@ -38,9 +39,12 @@ export class ShardAppender {
     if (queued) return queued;
     const running = this.running[shard];
     if (!running) return this.start(shard);
-    const after = running.catch(() => undefined).then(() => {
+    // Its waiters' records may be among those the running drain moves: they see both answers.
+    const after = running.catch(() => new Map<string, number>()).then(async (earlier) => {
       this.next[shard] = undefined;
-      return this.start(shard);
+      const later = await this.start(shard);
+      for (const [id, seq] of later) earlier.set(id, seq);
+      return earlier;
     });
     this.next[shard] = after;
     return after;
