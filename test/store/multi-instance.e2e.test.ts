@@ -10,27 +10,30 @@ import { fixtureBytes } from '../fixtures/index.js';
 import { freePort, postJson, readEvents, startChild, startService, tempDir, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 import { PNG, serve } from '../servers.js';
+import { type RedisCluster, startCluster } from './redis-cluster.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 /*
- * Several real instances on one real redis-server. Every test uses a key prefix of its own,
- * so tests never see each other's claims, buffers or outbox.
+ * Several real instances on one real redis-server, and on a real 3-master Redis Cluster (the
+ * sharded store, `redis-cluster://`). Every test uses a key prefix of its own, so tests never
+ * see each other's claims, buffers or outbox.
  */
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
 let redis: RedisServer;
+let cluster: RedisCluster;
 let tests = 0;
 const services: Running[] = [];
 const children: ChildProcess[] = [];
 const cleanups: Array<() => unknown> = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
-});
+  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
+}, 60_000);
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis?.stop(), cluster?.stop()]);
 });
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -40,15 +43,15 @@ afterEach(async () => {
 
 const newPrefix = () => `mi${process.pid}-${++tests}`;
 
-/** One instance (in this process) on `url` under `prefix`, with short windows. */
-async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; url?: string } = {}): Promise<Running> {
+/** One instance (in this process) on `store` (the shared redis-server's unless told) under `prefix`, with short windows. */
+async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; store?: string; outage?: boolean } = {}): Promise<Running> {
   const service = await startService({
-    store: options.url ?? redis.url,
+    store: options.store ?? redis.url,
     // Where a test stops Redis, the default command timeout (it bounds each 503 while Redis hangs,
     // and it also bounds the ready check of every reconnection: a shorter one can miss on a loaded
     // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
     // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
-    redis: { keyPrefix: prefix, commandTimeoutMs: options.url ? 1000 : 3000 },
+    redis: { keyPrefix: prefix, commandTimeoutMs: options.outage ? 1000 : 3000 },
     debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
     ...file,
   }, options.clock ? { clock: options.clock } : {});
@@ -64,135 +67,147 @@ const drained = (service: Running, timeoutMs = 10_000) => {
   return until(async () => (await open()) === 0, timeoutMs, async () => ({ openBuffers: await open() }));
 };
 
-describe('several instances on one Redis', () => {
-  it('processes one platform id posted to two instances at once exactly once', async () => {
-    const prefix = newPrefix();
-    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
-    const ids = Array.from({ length: 20 }, (_, i) => `race-${i}`);
-    for (const id of ids) {
-      const message = { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` };
-      const answers = await Promise.all([post(a, message), post(b, message)]);
-      expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
-      expect(answers.map((answer) => [answer.body.accepted, answer.body.duplicates]).sort()).toEqual([[0, 1], [1, 0]]);
-    }
-    await drained(a);
-    const outputs = await a.intake.store.outboxAfter(0, 100);
-    expect(outputs.flatMap((output) => output.messageIds).sort()).toEqual([...ids].sort());
-    expect(await b.intake.store.lastSeq()).toBe(ids.length);
-  });
+/** The cases every shared store form passes: `store` gives its URL once the servers run. */
+function describeInstances(name: string, store: () => string): void {
+  describe(`several instances on ${name}`, () => {
+    // On `store`, unless a test gives a store of its own.
+    const on = (prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock } = {}) => instance(prefix, file, { ...options, store: store() });
 
-  it('merges fragments of one session posted to A, B, A into one message, in order', async () => {
-    const prefix = newPrefix();
-    // The third fragment closes the buffer by count: no window can run out between the posts.
-    const rules = { debounce: { windowMs: 10_000, maxWaitMs: 20_000, maxMessages: 3 } };
-    const [a, b] = await Promise.all([instance(prefix, rules), instance(prefix, rules)]);
-    const frames = readEvents(`${b.url}/v1/events`, 1, {
-      onOpen: async () => {
-        for (const [service, id, content] of [[a, 'f1', 'check order'], [b, 'f2', 'ORD-123'], [a, 'f3', 'please']] as const) {
-          expect((await post(service, { id, sessionKey: 'cli:ana', sender: { id: 'ana' }, content })).body.accepted).toBe(1);
-        }
-      },
+    it('processes one platform id posted to two instances at once exactly once', async () => {
+      const prefix = newPrefix();
+      const [a, b] = await Promise.all([on(prefix), on(prefix)]);
+      const ids = Array.from({ length: 20 }, (_, i) => `race-${i}`);
+      for (const id of ids) {
+        const message = { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` };
+        const answers = await Promise.all([post(a, message), post(b, message)]);
+        expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+        expect(answers.map((answer) => [answer.body.accepted, answer.body.duplicates]).sort()).toEqual([[0, 1], [1, 0]]);
+      }
+      await drained(a);
+      const outputs = await a.intake.store.outboxAfter(0, 100);
+      expect(outputs.flatMap((output) => output.messageIds).sort()).toEqual([...ids].sort());
+      expect(await b.intake.store.lastSeq()).toBe(ids.length);
     });
-    const [frame] = await frames;
-    expect(frame?.data).toMatchObject({ content: 'check order ORD-123 please', messageIds: ['f1', 'f2', 'f3'], merged: 3, sessionKey: 'cli:ana' });
-    await drained(a);
-    expect(await a.intake.store.lastSeq()).toBe(1);
-  });
 
-  it('processes one group message delivered through two OneBot bots on two instances once, listing both bots', async () => {
-    const prefix = newPrefix();
-    const onebot = {
-      debounce: { windowMs: 200, maxWaitMs: 1000 },
-      media: { timeoutMs: 2000, retries: 0 },
-      channels: [
-        { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
-        { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
-      ],
-    };
-    const [a, b] = await Promise.all([instance(prefix, onebot), instance(prefix, onebot)]);
-    const napcat = fixtureBytes('onebot', 'napcat-group.json');
-    const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
-    const answers = await Promise.all([
-      postJson(`${a.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) }),
-      postJson(`${b.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) }),
-    ]);
-    expect(answers.map((answer) => answer.status)).toEqual([204, 204]);
-    await drained(a);
-    const [frame, ...more] = await readEvents(`${a.url}/v1/events?after=0`, 1);
-    expect(more).toEqual([]);
-    expect(await b.intake.store.lastSeq()).toBe(1);
-    expect(frame?.data).toMatchObject({ sessionKey: 'qq:group:123456789', content: '看这个', merged: 1 });
-    const bots = (frame?.data.bots as Array<{ channel: string; botId: string }>).map((bot) => `${bot.channel}/${bot.botId}`).sort();
-    expect(bots).toEqual(['qq-a/10001000', 'qq-b/20002000']);
-    // Each instance saw one of the two deliveries, one of them as the correlated copy.
-    const stats = [a, b].map((service) => service.intake.metrics.channelStats());
-    expect(stats.map((s) => (s['qq-a']?.correlated ?? 0) + (s['qq-b']?.correlated ?? 0)).sort()).toEqual([0, 1]);
-  });
-
-  it('shows an SSE client on A the output that B admitted and B flushed', async () => {
-    const prefix = newPrefix();
-    // A runs on a clock that never moves: its timers never fire, so it cannot flush anything.
-    const a = await instance(prefix, {}, { clock: new ManualClock(Date.now()) });
-    const b = await instance(prefix);
-    const [frame] = await readEvents(`${a.url}/v1/events`, 1, {
-      onOpen: async () => {
-        expect((await post(b, { id: 'via-b', sessionKey: 'cli:bea', content: 'admitted on B' })).body.accepted).toBe(1);
-      },
+    it('merges fragments of one session posted to A, B, A into one message, in order', async () => {
+      const prefix = newPrefix();
+      // The third fragment closes the buffer by count: no window can run out between the posts.
+      const rules = { debounce: { windowMs: 10_000, maxWaitMs: 20_000, maxMessages: 3 } };
+      const [a, b] = await Promise.all([on(prefix, rules), on(prefix, rules)]);
+      const frames = readEvents(`${b.url}/v1/events`, 1, {
+        onOpen: async () => {
+          for (const [service, id, content] of [[a, 'f1', 'check order'], [b, 'f2', 'ORD-123'], [a, 'f3', 'please']] as const) {
+            expect((await post(service, { id, sessionKey: 'cli:ana', sender: { id: 'ana' }, content })).body.accepted).toBe(1);
+          }
+        },
+      });
+      const [frame] = await frames;
+      expect(frame?.data).toMatchObject({ content: 'check order ORD-123 please', messageIds: ['f1', 'f2', 'f3'], merged: 3, sessionKey: 'cli:ana' });
+      await drained(a);
+      expect(await a.intake.store.lastSeq()).toBe(1);
     });
-    expect(frame).toMatchObject({ id: '1', event: 'chat.processedMessage', data: { content: 'admitted on B', messageIds: ['via-b'] } });
-    // The stream can show the record (the store's tail) before B's flush has counted it.
-    await until(() => b.intake.metrics.channelStats().generic?.emitted === 1);
-    expect(b.intake.metrics.channelStats().generic).toMatchObject({ emitted: 1 });
-    expect(a.intake.metrics.channelStats().generic?.emitted ?? 0).toBe(0);
+
+    it('processes one group message delivered through two OneBot bots on two instances once, listing both bots', async () => {
+      const prefix = newPrefix();
+      const onebot = {
+        debounce: { windowMs: 200, maxWaitMs: 1000 },
+        media: { timeoutMs: 2000, retries: 0 },
+        channels: [
+          { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+          { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+        ],
+      };
+      const [a, b] = await Promise.all([on(prefix, onebot), on(prefix, onebot)]);
+      const napcat = fixtureBytes('onebot', 'napcat-group.json');
+      const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
+      const answers = await Promise.all([
+        postJson(`${a.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) }),
+        postJson(`${b.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) }),
+      ]);
+      expect(answers.map((answer) => answer.status)).toEqual([204, 204]);
+      await drained(a);
+      const [frame, ...more] = await readEvents(`${a.url}/v1/events?after=0`, 1);
+      expect(more).toEqual([]);
+      expect(await b.intake.store.lastSeq()).toBe(1);
+      expect(frame?.data).toMatchObject({ sessionKey: 'qq:group:123456789', content: '看这个', merged: 1 });
+      const bots = (frame?.data.bots as Array<{ channel: string; botId: string }>).map((bot) => `${bot.channel}/${bot.botId}`).sort();
+      expect(bots).toEqual(['qq-a/10001000', 'qq-b/20002000']);
+      // Each instance saw one of the two deliveries, one of them as the correlated copy.
+      const stats = [a, b].map((service) => service.intake.metrics.channelStats());
+      expect(stats.map((s) => (s['qq-a']?.correlated ?? 0) + (s['qq-b']?.correlated ?? 0)).sort()).toEqual([0, 1]);
+    });
+
+    it('shows an SSE client on A the output that B admitted and B flushed', async () => {
+      const prefix = newPrefix();
+      // A runs on a clock that never moves: its timers never fire, so it cannot flush anything.
+      const a = await on(prefix, {}, { clock: new ManualClock(Date.now()) });
+      const b = await on(prefix);
+      const [frame] = await readEvents(`${a.url}/v1/events`, 1, {
+        onOpen: async () => {
+          expect((await post(b, { id: 'via-b', sessionKey: 'cli:bea', content: 'admitted on B' })).body.accepted).toBe(1);
+        },
+      });
+      expect(frame).toMatchObject({ id: '1', event: 'chat.processedMessage', data: { content: 'admitted on B', messageIds: ['via-b'] } });
+      // The stream can show the record (the store's tail) before B's flush has counted it.
+      await until(() => b.intake.metrics.channelStats().generic?.emitted === 1);
+      expect(b.intake.metrics.channelStats().generic).toMatchObject({ emitted: 1 });
+      expect(a.intake.metrics.channelStats().generic?.emitted ?? 0).toBe(0);
+    });
+
+    it('loses nothing and emits nothing twice when an instance is killed with open buffers and a push in flight', async () => {
+      const prefix = newPrefix();
+      const agent = await fakeAgent((content) => content === '/held');
+      cleanups.push(() => agent.close());
+      const port = await freePort();
+      // The victim's push lease is agent.timeoutMs x 2 + 5 s = 8 s: the survivor retakes the held push after it.
+      const victim = await startChild(tempDir().path, port, {
+        INTAKE_STORE: store(), INTAKE_REDIS_KEY_PREFIX: prefix,
+        INTAKE_AGENT_URL: agent.url, INTAKE_AGENT_SECRET: SECRET, INTAKE_AGENT_TIMEOUT_MS: '1500',
+        INTAKE_DEBOUNCE_WINDOW_MS: '1500', INTAKE_DEBOUNCE_MAX_WAIT_MS: '5000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10',
+      });
+      children.push(victim);
+      const victimUrl = `http://127.0.0.1:${port}`;
+      // A command closes its buffer at once: the victim flushes it and pushes; the agent holds the request.
+      expect((await postJson(`${victimUrl}/webhooks/generic`, { id: 'h1', sessionKey: 'cli:held', content: '/held' })).status).toBe(200);
+      await agent.holding;
+      const survivor = await on(prefix, {
+        debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
+        agent: { url: agent.url, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 500 },
+      });
+      // Open buffers on the victim, then kill -9 before their window runs out.
+      for (const [id, sessionKey, content] of [['s1a', 'cli:s1', 'one'], ['s1b', 'cli:s1', 'two'], ['s2a', 'cli:s2', 'uno'], ['s2b', 'cli:s2', 'dos']]) {
+        expect((await postJson(`${victimUrl}/webhooks/generic`, { id, sessionKey, content })).body.accepted).toBe(1);
+      }
+      victim.kill('SIGKILL');
+      await once(victim, 'exit');
+
+      // No further message of those sessions arrives: the survivor's poll finds them due.
+      const frames = await readEvents(`${survivor.url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
+      expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:held', '/held'], ['cli:s1', 'one two'], ['cli:s2', 'uno dos']]);
+      expect(frames.flatMap((f) => f.data.messageIds as string[]).sort()).toEqual(['h1', 's1a', 's1b', 's2a', 's2b']);
+      // The survivor delivers everything, the held push once the victim's lease ran out.
+      await until(() => ['/held', 'one two', 'uno dos'].every((content) => agent.delivered.has(content)), 15_000);
+      await drained(survivor);
+      expect(await survivor.intake.store.lastSeq()).toBe(3);
+      // Each content went out under one webhook-id; only the push in flight at the kill was
+      // received twice (the victim's attempt, then the survivor's), with the same webhook-id.
+      const byContent = new Map<string, string[]>();
+      for (const { content, webhookId } of agent.received) byContent.set(content, [...(byContent.get(content) ?? []), webhookId]);
+      for (const [content, webhookIds] of byContent) {
+        expect(new Set(webhookIds).size).toBe(1);
+        expect(webhookIds.length).toBe(content === '/held' ? 2 : 1);
+      }
+      const outputIds = frames.map((f) => f.data.id as string).sort();
+      expect([...byContent.values()].map((webhookIds) => webhookIds[0]).sort()).toEqual(outputIds);
+      expect((await survivor.intake.store.deliveryCounts())).toEqual({ pending: 0, dead: 0 });
+    }, 30_000);
   });
+}
 
-  it('loses nothing and emits nothing twice when an instance is killed with open buffers and a push in flight', async () => {
-    const prefix = newPrefix();
-    const agent = await fakeAgent((content) => content === '/held');
-    cleanups.push(() => agent.close());
-    const port = await freePort();
-    // The victim's push lease is agent.timeoutMs x 2 + 5 s = 8 s: the survivor retakes the held push after it.
-    const victim = await startChild(tempDir().path, port, {
-      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix,
-      INTAKE_AGENT_URL: agent.url, INTAKE_AGENT_SECRET: SECRET, INTAKE_AGENT_TIMEOUT_MS: '1500',
-      INTAKE_DEBOUNCE_WINDOW_MS: '1500', INTAKE_DEBOUNCE_MAX_WAIT_MS: '5000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10',
-    });
-    children.push(victim);
-    const victimUrl = `http://127.0.0.1:${port}`;
-    // A command closes its buffer at once: the victim flushes it and pushes; the agent holds the request.
-    expect((await postJson(`${victimUrl}/webhooks/generic`, { id: 'h1', sessionKey: 'cli:held', content: '/held' })).status).toBe(200);
-    await agent.holding;
-    const survivor = await instance(prefix, {
-      debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
-      agent: { url: agent.url, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 500 },
-    });
-    // Open buffers on the victim, then kill -9 before their window runs out.
-    for (const [id, sessionKey, content] of [['s1a', 'cli:s1', 'one'], ['s1b', 'cli:s1', 'two'], ['s2a', 'cli:s2', 'uno'], ['s2b', 'cli:s2', 'dos']]) {
-      expect((await postJson(`${victimUrl}/webhooks/generic`, { id, sessionKey, content })).body.accepted).toBe(1);
-    }
-    victim.kill('SIGKILL');
-    await once(victim, 'exit');
+describeInstances('one Redis', () => redis.url);
+describeInstances('a 3-master Redis Cluster (redis-cluster://)', () => cluster.url);
 
-    // No further message of those sessions arrives: the survivor's poll finds them due.
-    const frames = await readEvents(`${survivor.url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
-    expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:held', '/held'], ['cli:s1', 'one two'], ['cli:s2', 'uno dos']]);
-    expect(frames.flatMap((f) => f.data.messageIds as string[]).sort()).toEqual(['h1', 's1a', 's1b', 's2a', 's2b']);
-    // The survivor delivers everything, the held push once the victim's lease ran out.
-    await until(() => ['/held', 'one two', 'uno dos'].every((content) => agent.delivered.has(content)), 15_000);
-    await drained(survivor);
-    expect(await survivor.intake.store.lastSeq()).toBe(3);
-    // Each content went out under one webhook-id; only the push in flight at the kill was
-    // received twice (the victim's attempt, then the survivor's), with the same webhook-id.
-    const byContent = new Map<string, string[]>();
-    for (const { content, webhookId } of agent.received) byContent.set(content, [...(byContent.get(content) ?? []), webhookId]);
-    for (const [content, webhookIds] of byContent) {
-      expect(new Set(webhookIds).size).toBe(1);
-      expect(webhookIds.length).toBe(content === '/held' ? 2 : 1);
-    }
-    const outputIds = frames.map((f) => f.data.id as string).sort();
-    expect([...byContent.values()].map((webhookIds) => webhookIds[0]).sort()).toEqual(outputIds);
-    expect((await survivor.intake.store.deliveryCounts())).toEqual({ pending: 0, dead: 0 });
-  }, 30_000);
+describe('several instances on one Redis, through its outages', () => {
 
   it('refuses ingest with 503 while Redis is away and, once it is back, emits every acknowledged message once', async () => {
     const dir = tempDir();
@@ -202,7 +217,7 @@ describe('several instances on one Redis', () => {
     cleanups.push(() => durable.stop());
     const prefix = newPrefix();
     const rules = { debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 3 } };
-    const [a, b] = await Promise.all([instance(prefix, rules, { url: durable.url }), instance(prefix, rules, { url: durable.url })]);
+    const [a, b] = await Promise.all([instance(prefix, rules, { store: durable.url, outage: true }), instance(prefix, rules, { store: durable.url, outage: true })]);
 
     const acked = new Set<string>();
     const refused: string[] = [];
@@ -281,7 +296,7 @@ describe('several instances on one Redis', () => {
       else res.end(PNG);
     });
     cleanups.push(() => host.close());
-    const service = await instance(newPrefix(), { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } }, { url: durable.url });
+    const service = await instance(newPrefix(), { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } }, { store: durable.url, outage: true });
     const stats = async () => (await (await fetch(`${service.url}/v1/stats`)).json()) as { debounce: { flushing: number } };
     await post(service, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` });
     await until(async () => (await stats()).debounce.flushing === 1);
