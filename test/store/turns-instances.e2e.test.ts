@@ -1,24 +1,26 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, type Running, startService, until } from '../helpers.js';
+import { type RedisCluster, startCluster } from './redis-cluster.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
-/* Agent turns on two real instances sharing one real redis-server (CONTRACT §10). */
+/* Agent turns on two real instances sharing one real redis-server, or a real 3-master Redis Cluster. */
 
 let redis: RedisServer;
+let cluster: RedisCluster;
 const services: Running[] = [];
 beforeAll(async () => {
-  redis = await startRedis();
-});
+  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
+}, 60_000);
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis?.stop(), cluster?.stop()]);
 });
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
 });
 
-async function instance(prefix: string): Promise<Running> {
+async function instance(store: string, prefix: string): Promise<Running> {
   const service = await startService({
-    store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
+    store, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
     debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 }, turns: { mode: 'collect' },
   });
   services.push(service);
@@ -29,10 +31,13 @@ const say = (service: Running, id: string, content: string) => postJson(`${servi
 const outbox = async (service: Running) => (await service.intake.store.outboxAfter(0, 100)).map((record) => JSON.parse(record.body) as { id: string; content: string; followsUp?: string });
 const held = async (service: Running) => (await service.intake.turn('cli:a')).held;
 
-describe('agent turns on several instances', () => {
+describe.each([
+  ['one Redis', () => redis.url],
+  ['a 3-master Redis Cluster', () => cluster.url],
+])('agent turns on several instances on %s', (_name, store) => {
   it('releases on instance B what instance A holds, once; concurrent dones on both close the turn once', async () => {
     const prefix = `turns${process.pid}`;
-    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    const [a, b] = await Promise.all([instance(store(), prefix), instance(store(), prefix)]);
     await say(a, 'm1', 'first');
     await until(async () => (await outbox(b)).length === 1);
     const [first] = await outbox(b);
