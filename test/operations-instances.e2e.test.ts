@@ -1,17 +1,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from './helpers.js';
+import { type RedisCluster, startCluster } from './store/redis-cluster.js';
 import { type RedisServer, startRedis } from './store/redis-server.js';
 
-/* `/v1/stats` on Redis (CONTRACT §11): the deployment's counts, whichever instance answers. */
+/* `/v1/stats` on Redis (one server, or a 3-master Cluster): the deployment's counts, whichever instance answers. */
 
 let redis: RedisServer;
+let cluster: RedisCluster;
 const services: Running[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
-});
+  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
+}, 60_000);
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis?.stop(), cluster?.stop()]);
 });
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
@@ -19,10 +21,13 @@ afterEach(async () => {
 
 const stats = async (service: Running) => (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
 
-describe('/v1/stats of several instances on one Redis', () => {
-  it('counts every instance\'s deliveries on each, with a per-instance breakdown naming the instance that answered', async () => {
+describe('/v1/stats of several instances', () => {
+  it.each([
+    ['one Redis', () => redis.url],
+    ['a 3-master Redis Cluster', () => cluster.url],
+  ])('counts every instance\'s deliveries on each, on %s, with a per-instance breakdown naming the instance that answered', async (_name, store) => {
     const prefix = `ops${process.pid}`;
-    const file = { store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
+    const file = { store: store(), redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);
     services.push(a, b);
     await postJson(`${a.url}/webhooks/generic`, { id: 's1', sessionKey: 'cli:s', content: 'one' });

@@ -3,22 +3,26 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { serve } from '../servers.js';
+import { type RedisCluster, startCluster } from '../store/redis-cluster.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 /*
- * The trail on Redis (CONTRACT §11): two instances on one real redis-server, each asked about
- * what the other one saw.
+ * The trail on Redis: two instances on one real redis-server (and on a real 3-master Redis
+ * Cluster), each asked about what the other one saw.
  */
 
 let redis: RedisServer;
+let cluster: RedisCluster;
+/** The store of the cases running now. */
+let store = (): string => redis.url;
 let tests = 0;
 const services: Running[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
-});
+  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
+}, 60_000);
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis?.stop(), cluster?.stop()]);
 });
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
@@ -26,7 +30,7 @@ afterEach(async () => {
 
 async function instance(prefix: string, file: Record<string, unknown> = {}): Promise<Running> {
   const service = await startService({
-    store: redis.url,
+    store: store(),
     redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
     debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
     ...file,
@@ -43,7 +47,14 @@ const drained = (service: Running) => until(async () => (await service.intake.st
 const SECRET = 'whsec_' + Buffer.from('trace-agent-secret-0123456789ab').toString('base64');
 const sign = (secret: string, body: Buffer) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
-describe('the trail on Redis, read from any instance', () => {
+describe.each([
+  ['one Redis', () => redis.url],
+  ['a 3-master Redis Cluster', () => cluster.url],
+])('the trail on %s, read from any instance', (_name, url) => {
+  beforeAll(() => {
+    store = url;
+  });
+
   it('traces on B a message posted to A by platform id, ingest id and output id, with A\'s arrival, the verdict, the output and its push attempts', async () => {
     const prefix = `tr${process.pid}-${++tests}`;
     // The agent refuses the first push and takes the second.
