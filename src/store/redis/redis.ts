@@ -3,7 +3,7 @@ import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxRecord, type T
 import { type CorrelationRecord } from '../../events/inbound.js';
 import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
-  backgroundOptions, connect, type ConnectionLogger, ingestOptions, type ScriptedRedis,
+  backgroundOptions, connect, type ConnectionLogger, ingestOptions, isClusterUrl, type ScriptedRedis,
 } from './connections.js';
 import { CommitBatcher } from './commits.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
@@ -57,6 +57,7 @@ export class RedisStore implements Store {
   readonly shared = true;
   private readonly prefix: string;
   private readonly callerClock: boolean;
+  private readonly clustered: boolean;
   private readonly maxGroups: number;
   private readonly commandTimeoutMs: number;
   /** Webhook admission and readiness: fails fast while Redis is away. */
@@ -90,6 +91,7 @@ export class RedisStore implements Store {
   private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
     this.callerClock = options.clock === 'caller';
+    this.clustered = isClusterUrl(url);
     this.maxGroups = options.maxCorrelationGroups ?? 4096;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.replicas = new ReplicaWaits(options.waitReplicas ?? 0, this.commandTimeoutMs);
@@ -306,10 +308,13 @@ export class RedisStore implements Store {
   /** Whether the store was reset since start (checked now), and whether it may evict keys. */
   health = (): Promise<StoreHealth> => this.watch.health();
 
-  /** A PING on the ingest connection, within the command timeout. */
+  /**
+   * A PING on the ingest connection, within the command timeout; on a Cluster, a read of a key
+   * of this store's (PING would go to any node, not the one holding its keys).
+   */
   async ping(): Promise<void> {
     try {
-      await this.ingest.ping();
+      await (this.clustered ? this.ingest.exists(`${this.prefix}epoch`) : this.ingest.ping());
     } catch (error) {
       throw unavailable('ping failed', error);
     }

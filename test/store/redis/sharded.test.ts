@@ -154,3 +154,33 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     await expect(ShardedRedisStore.open('redis-cluster://127.0.0.1')).rejects.toThrow(/^store: .* is not host:port/);
   });
 });
+
+describe('the sharded store while a master hangs', () => {
+  let own: RedisCluster;
+  beforeAll(async () => {
+    own = await startCluster();
+  }, 60_000);
+  afterAll(async () => {
+    await own?.stop();
+  });
+
+  it('fails admission on that master\'s shard and readiness within the command timeout, admits the other shards\' sessions, and goes on once it answers', async () => {
+    const store = await openStore(own.url, undefined, { keyPrefix: 'hang', shards: 3, commandTimeoutMs: 500 });
+    try {
+      const sessions = sessionsOnEachShard();
+      for (const session of sessions) await store.admit([item(`${session}-a`, { sessionKey: session })], Date.now());
+      // shard i's hash tag is in the i-th third of the slots: the i-th master's
+      own.masters[2]?.freeze();
+      await expect(store.admit([item('c-b', { sessionKey: sessions[2] })], Date.now())).rejects.toMatchObject({ code: 'store_unavailable' });
+      await expect(store.ping()).rejects.toMatchObject({ code: 'store_unavailable' });
+      // the other shards' sessions are admitted meanwhile
+      expect((await store.admit([item('a-b', { sessionKey: sessions[0] })], Date.now()))[0]?.verdict).toBe('accepted');
+      own.masters[2]?.thaw();
+      expect((await store.admit([item('c-c', { sessionKey: sessions[2] })], Date.now()))[0]?.verdict).toBe('accepted');
+      await store.ping();
+    } finally {
+      own.masters[2]?.thaw();
+      await store.close();
+    }
+  });
+});
