@@ -41,16 +41,17 @@ function consumerProject(tarball: string): string {
 }
 
 const CONSUMER_TS = `import Koa from 'koa';
-import { createIntake, loadConfig, RedisStore, SqliteStore, type RawDelivery, type PlatformReply, type ProcessedMessage, type RedisStoreOptions } from 'agent-intake';
+import { createIntake, loadConfig, RedisStore, ShardedRedisStore, SqliteStore, type RawDelivery, type PlatformReply, type ProcessedMessage, type RedisStoreOptions, type ShardedStoreOptions } from 'agent-intake';
 import { describeStoreContract } from 'agent-intake/testing';
 const intake = await createIntake({ config: loadConfig({ env: { INTAKE_STORE: 'memory' } }) });
 intake.on('chat.processedMessage', (message: ProcessedMessage) => console.log(message.content));
 const reply: PlatformReply = { status: 200, body: {} };
 const delivery: RawDelivery | undefined = undefined;
 const options: RedisStoreOptions = { keyPrefix: 'ai' };
+const sharded: ShardedStoreOptions = { keyPrefix: 'ai', shards: 3 };
 const app = new Koa();
 app.use(intake.middleware());
-void [reply, delivery, options, RedisStore, SqliteStore, describeStoreContract];
+void [reply, delivery, options, sharded, RedisStore, ShardedRedisStore, SqliteStore, describeStoreContract];
 await intake.close();
 `;
 
