@@ -49,6 +49,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'a b', adapter: 'generic' }] } })).toThrow(/channels\[0\]\.id/);
     expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'x', adapter: 'icq' }] } })).toThrow(/channels\[0\]\.adapter/);
     expect(() => loadConfig({ env: {}, file: { store: 'postgres://x' } })).toThrow(/store.*"memory"/);
+    expect(() => loadConfig({ env: { INTAKE_REDIS_SHARDS: '0' } })).toThrow(/redis\.shards \(from INTAKE_REDIS_SHARDS\)/);
+    expect(loadConfig({ env: { INTAKE_STORE: 'redis-cluster://10.0.0.1:7000,10.0.0.2:7000', INTAKE_REDIS_SHARDS: '6' } }).redis.shards).toBe(6);
     expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } })).toThrow(/unknownKey/);
   });
 
