@@ -166,7 +166,7 @@ export interface SharedValues {
 
 /** What the composition asks of a store as a running thing: its nature, stats, readiness, end. */
 export interface StoreOperations {
-  /** `memory`, `sqlite` or `redis`. */
+  /** `memory`, `sqlite`, `redis` or `redis-cluster`. */
   readonly kind: string;
   /** False when a restart loses everything (the memory store). */
   readonly durable: boolean;
