@@ -6,7 +6,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../helpers.js';
 import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
 import { type RedisServer, startRedis } from './redis-server.js';
-import { type RedisCluster, startCluster } from './redis-cluster.js';
+import { clusterForTests } from './redis-cluster.js';
 import { openStore } from '../../src/store/index.js';
 
 /** Zero violations, or the first one with its op log (replay it with `replaySeed`). */
@@ -92,13 +92,7 @@ describe('store model check', () => {
   });
 
   describe('on a real 3-master Redis Cluster (the sharded store)', () => {
-    let cluster: RedisCluster;
-    beforeAll(async () => {
-      cluster = await startCluster();
-    }, 60_000);
-    afterAll(async () => {
-      await cluster?.stop();
-    });
+    const cluster = clusterForTests();
 
     it('redis-cluster: 60 random sequences keep the model', async () => {
       const coverage = new Map<Covered, number>();
@@ -106,7 +100,7 @@ describe('store model check', () => {
       const violations = await modelCheck({
         // As on one Redis; the sessions of a sequence fall on different shards, and each commit
         // goes through its shard's outbox to the global one.
-        open: () => openStore(cluster.url, undefined, { keyPrefix: `mc-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
+        open: () => openStore(cluster().url, undefined, { keyPrefix: `mc-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
         shared: true,
         clock: Date.now,
         timeScale: 10,

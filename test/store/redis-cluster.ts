@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { freePort, type RedisServer, startRedis } from './redis-server.js';
 
@@ -44,6 +45,21 @@ export async function startCluster(): Promise<RedisCluster> {
       await Promise.all(masters.map((m) => m.stop()));
       dir.remove();
     },
+  };
+}
+
+/** A cluster for the enclosing `describe` (or file): started before its tests, stopped after them. */
+export function clusterForTests(): () => RedisCluster {
+  let cluster: RedisCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster();
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (!cluster) throw new Error('the Redis Cluster has not started');
+    return cluster;
   };
 }
 

@@ -1,27 +1,21 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LeasedBatch, Store } from '../../../src/ports.js';
 import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf } from '../../../src/store/redis/shard-map.js';
 import { ShardedRedisStore } from '../../../src/store/redis/sharded.js';
 import { accepted, describeCloseRules, describeTurnRules, draft, item } from '../../../src/testing/index.js';
-import { type RedisCluster, startCluster } from '../redis-cluster.js';
+import { clusterForTests } from '../redis-cluster.js';
 
 // The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster made with
 // `redis-cli --cluster create`. The store model check and the multi-instance tests run on it
 // too (model-check.test.ts, multi-instance.e2e.test.ts).
-let cluster: RedisCluster;
-beforeAll(async () => {
-  cluster = await startCluster();
-}, 60_000);
-afterAll(async () => {
-  await cluster?.stop();
-});
+const shared = clusterForTests();
 
 let n = 0;
 const open = (keyPrefix = `sharded${n++}`, shards = 3): Promise<Store> =>
-  openStore(cluster.url, undefined, { keyPrefix, shards, commandTimeoutMs: 3000, clock: 'caller' });
+  openStore(shared().url, undefined, { keyPrefix, shards, commandTimeoutMs: 3000, clock: 'caller' });
 
 describeCloseRules('redis-cluster', () => open());
 const prefixes = new WeakMap<Store, string>();
@@ -63,7 +57,7 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const sessions = sessionsOnEachShard();
     for (const session of sessions) await store.admit([item(session, { sessionKey: session })], 0);
     // Each master holds the buffer of one session: Cluster spreads the shards' hash tags.
-    const keysPerMaster = await Promise.all(cluster.masters.map(async (master) => {
+    const keysPerMaster = await Promise.all(shared().masters.map(async (master) => {
       const client = new Redis(master.port, '127.0.0.1');
       try {
         return (await client.keys('*spread~*buf:*')).sort();
@@ -156,15 +150,10 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
 });
 
 describe('the sharded store while a master hangs', () => {
-  let own: RedisCluster;
-  beforeAll(async () => {
-    own = await startCluster();
-  }, 60_000);
-  afterAll(async () => {
-    await own?.stop();
-  });
+  const cluster = clusterForTests();
 
   it('fails admission on that master\'s shard and readiness within the command timeout, admits the other shards\' sessions, and goes on once it answers', async () => {
+    const own = cluster();
     const store = await openStore(own.url, undefined, { keyPrefix: 'hang', shards: 3, commandTimeoutMs: 500 });
     try {
       const sessions = sessionsOnEachShard();
