@@ -107,7 +107,9 @@ export class ShardedRedisStore implements Store {
     const byShard = new Map<number, number[]>();
     items.forEach((item, n) => {
       const shard = shardOf(item.part.event.sessionKey, this.shards.length);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), n]);
+      const indexes = byShard.get(shard);
+      if (indexes) indexes.push(n);
+      else byShard.set(shard, [n]);
     });
     const verdicts = new Array<AdmitVerdict>(items.length);
     await Promise.all([...byShard].map(async ([shard, indexes]) => {
@@ -243,9 +245,9 @@ export class ShardedRedisStore implements Store {
     await Promise.all([this.global, ...this.shards].map((store) => store.ping()));
   }
 
+  /** What a commit cut short left on a shard is moved by the next commit there, or any instance's sweep. */
   async close(): Promise<void> {
     clearInterval(this.sweep);
-    await this.appender.drainAll().catch(() => undefined);
     await Promise.all([this.global, ...this.shards].map((store) => store.close()));
     await this.appenderClient.quit().catch(() => this.appenderClient.disconnect());
   }
