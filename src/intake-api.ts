@@ -34,6 +34,12 @@ export interface CreateIntakeOptions {
   instance?: string;
   /** How often every bot socket is pinged; one that did not answer the last ping is dropped (half-open). @default 30000 */
   socketPingMs?: number;
+  /**
+   * How long a flush owns its buffer before another instance may take the buffer over: an
+   * instance that died mid-flush holds that session this long. Renewed every third of it while
+   * the flush runs. @default 30000
+   */
+  flushLeaseMs?: number;
 }
 
 /** The library surface (docs/library.md). */

@@ -124,6 +124,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // The debounce scheduler closes buffers when due, on any instance, and hands them to `flush`.
   const scheduler = new FlushScheduler({
     clock, ...polling,
+    ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
     gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
     claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
     renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
