@@ -40,6 +40,11 @@ export interface CreateIntakeOptions {
    * the flush runs. @default 30000
    */
   flushLeaseMs?: number;
+  /**
+   * How long a push attempt owns its outbox record before another instance may push it: an
+   * instance that died mid-push holds that session's pushes this long. @default agent.timeoutMs x 2 + 5000
+   */
+  pushLeaseMs?: number;
 }
 
 /** The library surface (docs/library.md). */

@@ -109,6 +109,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const push = config.agent.url
     ? new AgentPush({
       config: config.agent, queue: store, clock, logger, ...polling,
+      ...(options.pushLeaseMs ? { leaseMs: options.pushLeaseMs } : {}),
       ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
       onAttempt: pushAttempts(clock, metrics, record),
       // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
