@@ -1,5 +1,5 @@
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
@@ -7,8 +7,6 @@ import { startService, until, type Running } from '../helpers.js';
 
 const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
 const BOT = '10001000';
-/** How often the panel polls /v1/connections (console/app.js). */
-const POLL_MS = 3000;
 
 // Functions run in the page (playwright serializes them); the test program has no DOM types.
 declare const document: any;
@@ -56,17 +54,6 @@ describe('the console Connections panel in a real browser', () => {
     return { page, dialogs };
   }
 
-  /**
-   * The panel's next poll now, not 3 s from now: the page's clock jumps to it; resolves with the
-   * next answer to /v1/connections. (Should a poll's request be under way, its own answer comes
-   * first and the next poll follows in real time: the waits after this still see the change.)
-   */
-  async function nextPoll(page: Page): Promise<void> {
-    const answered = page.waitForResponse((response) => new URL(response.url()).pathname === '/v1/connections');
-    await page.clock.fastForward(POLL_MS);
-    await answered;
-  }
-
   /** The text of each cell of the panel's row for a bot, by class. */
   const cells = (page: Page, bot: string) => page.locator(`#connections-table tr[data-bot="${bot}"]`).evaluate((row: any) => Object.fromEntries(
     [...row.cells].map((cell: any) => [cell.className.split(' ')[0], cell.textContent]),
@@ -86,7 +73,7 @@ describe('the console Connections panel in a real browser', () => {
     const socket = await napcat(running, BOT);
     socket.send(JSON.stringify({ post_type: 'meta_event', meta_event_type: 'heartbeat', interval: 5000, status: { online: true, good: true }, time: Math.floor(Date.now() / 1000), self_id: Number(BOT) }));
     await until(async () => typeof (await running.intake.connections())[0]?.lastHeartbeatAt === 'number');
-    await nextPoll(page);
+    await nextPoll(page, '/v1/connections');
 
     // Open, with a heartbeat (should a poll show the row before the beat, the next one shows both).
     await page.waitForFunction((bot) => {
@@ -111,7 +98,7 @@ describe('the console Connections panel in a real browser', () => {
     socket.close();
     await gone;
     await until(async () => (await running.intake.connections())[0]?.state === 'closed');
-    await nextPoll(page);
+    await nextPoll(page, '/v1/connections');
     await page.locator(`#connections-table tr[data-bot="${BOT}"][data-state="closed"]`).waitFor();
     expect(await row.locator('.badge').textContent()).toBe('closed');
     expect(await row.locator('.badge').evaluate((badge: any) => getComputedStyle(badge).color)).toBe('rgb(185, 28, 28)');
@@ -159,14 +146,14 @@ describe('the console Connections panel in a real browser', () => {
     expect(await page.locator('#connections-count').textContent()).toBe('1');
 
     failing = true;
-    await nextPoll(page);
+    await nextPoll(page, '/v1/connections');
     const error = page.locator('#connections-error');
     await error.waitFor();
     expect(await error.textContent()).toBe('connections unavailable: store is down');
     // The last rows stay on screen while the request fails.
     expect(await page.locator('#connections-table tr.connection').count()).toBe(2);
     failing = false;
-    await nextPoll(page);
+    await nextPoll(page, '/v1/connections');
     await error.waitFor({ state: 'hidden' });
     expect(dialogs).toEqual([]);
     await context.close();
@@ -180,7 +167,7 @@ describe('the console Connections panel in a real browser', () => {
       const { page, dialogs } = await open(running.url);
       // Should the page's first poll precede the channel's first answered getUpdates, the next one shows it open.
       await until(async () => (await running.intake.connections())[0]?.state === 'open');
-      await nextPoll(page);
+      await nextPoll(page, '/v1/connections');
       await page.locator('#connections-table tr[data-bot="123456"][data-state="open"]').waitFor();
       expect(await cells(page, '123456')).toMatchObject({ channel: 'tg', transport: 'poll', bot: '123456', role: 'Universal', state: 'open', reconnects: '0' });
       await page.locator('#connections-count', { hasText: '1' }).waitFor();
