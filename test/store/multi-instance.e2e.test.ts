@@ -162,14 +162,15 @@ function describeInstances(name: string, store: () => string): void {
       const dir = tempDir();
       cleanups.push(() => dir.remove());
       // The victim's push lease is 3 s (agent.timeoutMs x 2 + 5 s = 8 s by default): the survivor
-      // retakes the held push after it.
+      // retakes the held push after it. Its flush lease is 2 s (30 s by default), should it be
+      // killed mid-flush on a slow machine.
       const victim = await startIntakeChild(dir.path, port, {
         configFile: {
           store: store(), redis: { keyPrefix: prefix }, logLevel: 'warn',
           agent: { url: agent.url, secret: SECRET, timeoutMs: 1500 },
           debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
         },
-        pushLeaseMs: 3000,
+        pushLeaseMs: 3000, flushLeaseMs: 2000,
       });
       children.push(victim);
       const victimUrl = `http://127.0.0.1:${port}`;
