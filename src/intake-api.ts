@@ -34,6 +34,17 @@ export interface CreateIntakeOptions {
   instance?: string;
   /** How often every bot socket is pinged; one that did not answer the last ping is dropped (half-open). @default 30000 */
   socketPingMs?: number;
+  /**
+   * How long a flush owns its buffer before another instance may take the buffer over: an
+   * instance that died mid-flush holds that session this long. Renewed every third of it while
+   * the flush runs. @default 30000
+   */
+  flushLeaseMs?: number;
+  /**
+   * How long a push attempt owns its outbox record before another instance may push it: an
+   * instance that died mid-push holds that session's pushes this long. @default agent.timeoutMs x 2 + 5000
+   */
+  pushLeaseMs?: number;
 }
 
 /** The library surface (docs/library.md). */

@@ -109,6 +109,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const push = config.agent.url
     ? new AgentPush({
       config: config.agent, queue: store, clock, logger, ...polling,
+      ...(options.pushLeaseMs ? { leaseMs: options.pushLeaseMs } : {}),
       ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
       onAttempt: pushAttempts(clock, metrics, record),
       // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
@@ -124,6 +125,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // The debounce scheduler closes buffers when due, on any instance, and hands them to `flush`.
   const scheduler = new FlushScheduler({
     clock, ...polling,
+    ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
     gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
     claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
     renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),

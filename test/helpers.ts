@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createIntake, type Intake } from '../src/intake.js';
 import { loadConfig } from '../src/configure.js';
@@ -151,12 +152,39 @@ export async function freePort(): Promise<number> {
 }
 
 /** Run the built service (`npm start` runs the same file) as a child process, once it is ready (/readyz). */
-export async function startChild(dir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
+export function startChild(dir: string, port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+  return ready(port, spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
     cwd: dir,
     env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
+}
+
+/** The built library's `createIntake` behind a HTTP server, in a child process: a test can kill it with SIGKILL. */
+const INTAKE_CHILD = `
+import { createServer } from 'node:http';
+const { createIntake } = await import(process.env.INTAKE_ENTRY);
+const intake = await createIntake(JSON.parse(process.env.INTAKE_OPTIONS));
+const server = createServer(intake.app.callback());
+server.on('upgrade', (request, socket, head) => { if (!intake.upgrade(request, socket, head)) socket.destroy(); });
+server.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/**
+ * Run the built library's `createIntake(options)` (JSON: `configFile`, and what the service
+ * process has no setting for, such as `flushLeaseMs`) as a child process serving its app on
+ * `port`, once it is ready (/readyz).
+ */
+export function startIntakeChild(dir: string, port: number, options: Record<string, unknown>): Promise<ChildProcess> {
+  return ready(port, spawn(process.execPath, ['--input-type=module', '-e', INTAKE_CHILD], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: String(port), INTAKE_ENTRY: pathToFileURL(join(process.cwd(), 'dist/index.js')).href, INTAKE_OPTIONS: JSON.stringify({ cwd: dir, env: {}, ...options }) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+}
+
+/** `child` once its service on `port` answers /readyz; it exiting first fails with its output. */
+async function ready(port: number, child: ChildProcess): Promise<ChildProcess> {
   let output = '';
   child.stdout?.on('data', (d) => { output += d; });
   child.stderr?.on('data', (d) => { output += d; });

@@ -47,7 +47,8 @@ describe('the service process at start and stop', () => {
 
   it('exits on SIGTERM even when the reader of its log output is gone', async () => {
     const port = await freePort();
-    const service = run(tempDir().path, { PORT: String(port), LOG_LEVEL: 'info' });
+    // A short drain period (the default is 5 s): the stop still logs its draining line into the broken pipe.
+    const service = run(tempDir().path, { PORT: String(port), LOG_LEVEL: 'info', INTAKE_DRAIN_MS: '100' });
     children.push(service.child);
     await until(() => ready(port), 10_000);
     // The log reader dies first: the pipe's read end closes, and every later log write meets EPIPE.
@@ -90,7 +91,7 @@ describe('the service process at start and stop', () => {
     const port = await freePort();
     // The port comes from .env; the bad value there is overridden by the environment, or start-up would fail.
     writeFileSync(join(dir, '.env'), `PORT=${port}\nINTAKE_STORE=memory\nINTAKE_DEBOUNCE_MEDIA=some\n`);
-    const service = run(dir, { INTAKE_DEBOUNCE_MEDIA: 'all' });
+    const service = run(dir, { INTAKE_DEBOUNCE_MEDIA: 'all', INTAKE_DRAIN_MS: '0' });
     children.push(service.child);
     await until(async () => {
       if (service.child.exitCode !== null) throw new Error(`exited: ${service.stderr()}`);

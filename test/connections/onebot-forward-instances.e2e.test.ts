@@ -1,9 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, postJson, startChild, startService, tempDir, until, type Running } from '../helpers.js';
+import { freePort, postJson, startIntakeChild, startService, tempDir, until, type Running } from '../helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 import { forwardBot, groupMessage } from './forward-bot.js';
 
@@ -13,6 +11,8 @@ import { forwardBot, groupMessage } from './forward-bot.js';
  */
 
 const BOT = 10001000;
+/** The killed holder's flush lease. */
+const FLUSH_LEASE_MS = 2000;
 let redis: RedisServer;
 let tests = 0;
 const services: Running[] = [];
@@ -87,11 +87,11 @@ describe('a forward OneBot channel on several instances', () => {
     const fake = await bot();
     const dir = tempDir();
     cleanups.push(() => dir.remove());
-    writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel(fake.url)] }));
-    const port = await freePort();
-    const victim = await startChild(dir.path, port, {
-      INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix,
-      INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
+    // A flush the victim has under way when it dies holds its session until its lease runs out:
+    // 2 s here (30 s by default).
+    const victim = await startIntakeChild(dir.path, await freePort(), {
+      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel(fake.url)] },
+      flushLeaseMs: FLUSH_LEASE_MS,
     });
     children.push(victim);
     await until(() => fake.open === 1, 10_000);
@@ -113,8 +113,8 @@ describe('a forward OneBot channel on several instances', () => {
     const atTakeover = delivered;
     await until(() => delivered >= atTakeover + 20);
     clearInterval(pump);
-    // A flush the victim had under way when it died is taken over once its lease runs out (30 s).
-    await until(async () => (await survivor.intake.store.openBuffers()) === 0, 35_000);
+    // A flush the victim had under way when it died is taken over once its lease runs out.
+    await until(async () => (await survivor.intake.store.openBuffers()) === 0, FLUSH_LEASE_MS + 10_000);
 
     expect(fake.state.mostAtOnce).toBe(1);
     const outputs = await survivor.intake.store.outboxAfter(0, 10_000);
@@ -128,6 +128,6 @@ describe('a forward OneBot channel on several instances', () => {
     // The victim's published connection leaves the list once it expires (it published it for 6 s).
     await until(async () => (await listed(survivor)).length === 1, 10_000);
     expect((await listed(survivor))[0]).toMatchObject({ state: 'open', instance: survivor.intake.instance });
-  }, 70_000);
+  }, 40_000);
 });
 

@@ -1,8 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { freePort, startChild, startService, tempDir, type Running } from '../helpers.js';
+import { freePort, startIntakeChild, startService, tempDir, type Running } from '../helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 /**
@@ -10,6 +8,9 @@ import { type RedisServer, startRedis } from '../store/redis-server.js';
  * `victim` in a child process (so it can be killed with SIGKILL) and a `survivor` in this one,
  * both under one key prefix with a short debounce window. Registers its hooks in the calling
  * test file; everything it started is stopped after each test.
+ *
+ * The victim is the built library (`createIntake`) with a 2 s flush lease: a flush it has under
+ * way when it is killed holds its session that long (30 s by default, past the tests' waits).
  */
 export function takeoverInstances() {
   let redis: RedisServer;
@@ -32,9 +33,9 @@ export function takeoverInstances() {
     async victim(prefix: string, channel: Record<string, unknown>): Promise<ChildProcess> {
       const dir = tempDir();
       cleanups.push(() => dir.remove());
-      writeFileSync(join(dir.path, 'intake.config.json'), JSON.stringify({ channels: [channel] }));
-      const child = await startChild(dir.path, await freePort(), {
-        INTAKE_STORE: redis.url, INTAKE_REDIS_KEY_PREFIX: prefix, INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '500',
+      const child = await startIntakeChild(dir.path, await freePort(), {
+        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel] },
+        flushLeaseMs: 2000,
       });
       children.push(child);
       return child;

@@ -1,4 +1,4 @@
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's chromium (installed by .ci/run); never a downloaded browser. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -9,4 +9,19 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+}
+
+/** How often the console polls /v1/stats and /v1/connections (STATS_EVERY_MS in console/app.js). */
+export const POLL_MS = 3000;
+
+/**
+ * The console's next poll of `path` now, not up to 3 s from now: the page's clock (installed by
+ * `page.clock.install()` before the page loaded) jumps to it; resolves with that poll's answer.
+ * (Should a poll's request be under way, its own answer comes first and the next poll follows
+ * in real time: a wait for what the page shows after this still sees the change.)
+ */
+export async function nextPoll(page: Page, path: '/v1/stats' | '/v1/connections'): Promise<void> {
+  const answered = page.waitForResponse((response) => new URL(response.url()).pathname.endsWith(path));
+  await page.clock.fastForward(POLL_MS);
+  await answered;
 }

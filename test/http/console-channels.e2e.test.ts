@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { encrypt, getSignature } from '@wecom/crypto';
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wxSignature } from '../../src/adapters/wx-crypto.js';
 import { fixture } from '../fixtures/index.js';
-import { postJson, startService, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../helpers.js';
 
 const KEY = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
 const CORP_ID = 'ww1234567890abcdef';
@@ -52,8 +52,7 @@ describe('the console channel table in a real browser', () => {
 
   const row = (page: Page, channel: string) => page.locator(`#channels-table tr[data-channel="${channel}"]`);
 
-  // The stats poll runs every 3 s: more room than the default 20 s.
-  it('lists the WeChat, WeCom, Feishu and DingTalk channels with their counts once each took a delivery', { timeout: 40_000 }, async () => {
+  it('lists the WeChat, WeCom, Feishu and DingTalk channels with their counts once each took a delivery', async () => {
     const running = await startService({
       channels: [
         { id: 'wx', adapter: 'wechat', token: 'wx-token', appId: 'wx2c2769f8efd9abc2' },
@@ -66,10 +65,14 @@ describe('the console channel table in a real browser', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
+    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
+    await page.clock.install();
     await page.goto(running.url);
     await page.locator('#channels-table td.empty', { hasText: 'No traffic yet.' }).waitFor();
 
     await deliverOneEach(running.url);
+    await until(() => ['wx', 'wecom', 'fs', 'dt'].every((channel) => running.intake.metrics.channelStats()[channel]?.received === 1));
+    await nextPoll(page, '/v1/stats');
     await page.waitForFunction(() => document.querySelectorAll('#channels-table tbody tr[data-channel]').length === 4);
     const channels = await page.locator('#channels-table tbody tr[data-channel]').evaluateAll((rows: any[]) => rows.map((r) => r.dataset.channel));
     expect(channels).toEqual(['dt', 'fs', 'wecom', 'wx']);

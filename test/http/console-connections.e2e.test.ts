@@ -1,9 +1,9 @@
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
-import { startService, type Running } from '../helpers.js';
+import { startService, until, type Running } from '../helpers.js';
 
 const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
 const BOT = '10001000';
@@ -43,6 +43,8 @@ describe('the console Connections panel in a real browser', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
+    // The page's clock runs on from the real time; `nextPoll` moves it on to the panel's next poll.
+    await page.clock.install();
     const dialogs: string[] = [];
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
@@ -57,7 +59,7 @@ describe('the console Connections panel in a real browser', () => {
     [...row.cells].map((cell: any) => [cell.className.split(' ')[0], cell.textContent]),
   ));
 
-  // Each step waits for the panel's next poll (every 3 s): more room than the default 20 s.
+  // Each step waits for the panel's next poll: more room than the default 20 s.
   it('says no bot is connected, lists a reverse-WebSocket bot open with its heartbeat, then closed', { timeout: 40_000 }, async () => {
     const running = await start();
     service = running;
@@ -70,8 +72,10 @@ describe('the console Connections panel in a real browser', () => {
 
     const socket = await napcat(running, BOT);
     socket.send(JSON.stringify({ post_type: 'meta_event', meta_event_type: 'heartbeat', interval: 5000, status: { online: true, good: true }, time: Math.floor(Date.now() / 1000), self_id: Number(BOT) }));
+    await until(async () => typeof (await running.intake.connections())[0]?.lastHeartbeatAt === 'number');
+    await nextPoll(page, '/v1/connections');
 
-    // Open, with a heartbeat (the poll that first shows the row may precede the beat).
+    // Open, with a heartbeat (should a poll show the row before the beat, the next one shows both).
     await page.waitForFunction((bot) => {
       const row = document.querySelector(`#connections-table tr[data-bot="${bot}"]`);
       return row?.dataset.state === 'open' && row.querySelector('td.heartbeat time') !== null;
@@ -93,6 +97,8 @@ describe('the console Connections panel in a real browser', () => {
     const gone = new Promise((resolve) => socket.once('close', resolve));
     socket.close();
     await gone;
+    await until(async () => (await running.intake.connections())[0]?.state === 'closed');
+    await nextPoll(page, '/v1/connections');
     await page.locator(`#connections-table tr[data-bot="${BOT}"][data-state="closed"]`).waitFor();
     expect(await row.locator('.badge').textContent()).toBe('closed');
     expect(await row.locator('.badge').evaluate((badge: any) => getComputedStyle(badge).color)).toBe('rgb(185, 28, 28)');
@@ -122,6 +128,7 @@ describe('the console Connections panel in a real browser', () => {
       : { status: 200, contentType: 'application/json', body: JSON.stringify({ connections: [hostile, late] }) }));
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
+    await page.clock.install();
     const dialogs: string[] = [];
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
@@ -139,12 +146,14 @@ describe('the console Connections panel in a real browser', () => {
     expect(await page.locator('#connections-count').textContent()).toBe('1');
 
     failing = true;
+    await nextPoll(page, '/v1/connections');
     const error = page.locator('#connections-error');
     await error.waitFor();
     expect(await error.textContent()).toBe('connections unavailable: store is down');
     // The last rows stay on screen while the request fails.
     expect(await page.locator('#connections-table tr.connection').count()).toBe(2);
     failing = false;
+    await nextPoll(page, '/v1/connections');
     await error.waitFor({ state: 'hidden' });
     expect(dialogs).toEqual([]);
     await context.close();
@@ -156,6 +165,9 @@ describe('the console Connections panel in a real browser', () => {
       const running = await startService({ channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: telegram.url, pollTimeoutS: 1 }] });
       service = running;
       const { page, dialogs } = await open(running.url);
+      // Should the page's first poll precede the channel's first answered getUpdates, the next one shows it open.
+      await until(async () => (await running.intake.connections())[0]?.state === 'open');
+      await nextPoll(page, '/v1/connections');
       await page.locator('#connections-table tr[data-bot="123456"][data-state="open"]').waitFor();
       expect(await cells(page, '123456')).toMatchObject({ channel: 'tg', transport: 'poll', bot: '123456', role: 'Universal', state: 'open', reconnects: '0' });
       await page.locator('#connections-count', { hasText: '1' }).waitFor();

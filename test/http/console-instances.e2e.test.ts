@@ -1,7 +1,7 @@
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startService, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 
@@ -29,6 +29,8 @@ describe('the console of two instances on one Redis, in a real browser', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
+    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
+    await page.clock.install();
     await page.goto(url);
     return page;
   }
@@ -38,7 +40,7 @@ describe('the console of two instances on one Redis, in a real browser', () => {
     [channel, action, String(value)] as const,
   );
 
-  // The counters wait for A's next publication (every 2 s) and the page's next poll (every 3 s).
+  // The counters wait for A's next publication (every 2 s).
   it('shows on B one feed of both instances\' deliveries, each naming its instance, and the deployment\'s counters', { timeout: 40_000 }, async () => {
     const file = { store: redis.url, redis: { keyPrefix: `con${process.pid}`, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);
@@ -58,7 +60,12 @@ describe('the console of two instances on one Redis, in a real browser', () => {
     expect(await fromB.locator('.instance').textContent()).toBe(`@${b.intake.instance}`);
     expect(await page.locator('#feed [data-verdict="duplicate"] .instance').textContent()).toBe(`@${b.intake.instance}`);
 
-    // The counters are the deployment's: A's received and B's.
+    // The counters are the deployment's: A's received and B's, once A published its own.
+    await until(async () => {
+      const { channels } = (await (await fetch(`${b.url}/v1/stats`)).json()) as { channels: Record<string, Record<string, number>> };
+      return channels.generic?.received === 3 && channels.generic.deduped === 1;
+    }, 10_000);
+    await nextPoll(page, '/v1/stats');
     await counter(page, 'generic', 'received', 3);
     await counter(page, 'generic', 'deduped', 1);
     expect(await page.locator('#scope .served-by').textContent()).toBe(b.intake.instance);

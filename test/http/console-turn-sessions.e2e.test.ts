@@ -1,5 +1,5 @@
 import type { Browser } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Output } from '../../src/events/output.js';
 import { postJson, startService, until } from '../helpers.js';
@@ -29,6 +29,8 @@ describe('the operator console: agent turns', () => {
       await until(async () => (await service.intake.turn('cli:alice')).held >= 1);
       const page = await (await browser.newContext()).newPage();
       page.setDefaultTimeout(8000);
+      // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
+      await page.clock.install();
       await page.goto(service.url);
       await page.waitForFunction(() => document.querySelector('#summary dd[data-key="open turns"]')?.textContent === '1');
       const row = page.locator('#turns li[data-session="cli:alice"]');
@@ -39,6 +41,8 @@ describe('the operator console: agent turns', () => {
       // Done: the held messages go out and the row leaves the list at the next poll.
       await postJson(`${service.url}/v1/turns/${outputs[0]!.id}/done`, {});
       await until(() => outputs.length === 2);
+      await until(async () => (await service.intake.turn('cli:alice')).held === 0);
+      await nextPoll(page, '/v1/stats');
       await page.waitForFunction(() => document.querySelector('#turns li[data-session="cli:alice"] .held')?.dataset.held === '0');
     } finally {
       await service.stop();

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './browser.js';
+import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
-import { postJson, startService, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../helpers.js';
 import { PNG, serve, type TestServer } from '../servers.js';
 
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');
@@ -65,6 +65,8 @@ describe('the operator console in a real browser', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(8000);
+    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
+    await page.clock.install();
     const dialogs: string[] = [];
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
@@ -119,6 +121,11 @@ describe('the operator console in a real browser', () => {
     expect(await rejected.locator('.channel').textContent()).toBe('signed');
 
     // Per-channel counters from /v1/stats, and which store they come from.
+    await until(() => {
+      const stats = running.intake.metrics.channelStats();
+      return stats.generic?.emitted === 4 && stats.signed?.rejected === 1;
+    });
+    await nextPoll(page, '/v1/stats');
     await counter(page, 'generic', 'received', 7);
     await counter(page, 'generic', 'deduped', 1);
     await counter(page, 'generic', 'debounced', 2);
@@ -159,7 +166,10 @@ describe('the operator console in a real browser', () => {
     await page.click('#search-clear');
     await page.locator('#feed-filter').waitFor({ state: 'hidden' });
 
-    // The refused push is a dead letter with the agent's answer; retrying it delivers it.
+    // The refused push is a dead letter with the agent's answer; retrying it delivers it. The
+    // dead letters are read after each stats poll.
+    await until(async () => (await running.intake.store.deliveryCounts()).dead === 1);
+    await nextPoll(page, '/v1/stats');
     const letter = page.locator('#dead-list .dead-letter');
     await letter.waitFor();
     expect(await letter.locator('.session').textContent()).toBe('cli:bob');
@@ -179,7 +189,8 @@ describe('the operator console in a real browser', () => {
   });
 
   it('asks for the API token once, keeps it out of the URL, and loads the data after it', async () => {
-    const running = await start({ server: { apiToken: 'console-e2e-token' } });
+    // One message a session: a short window.
+    const running = await start({ server: { apiToken: 'console-e2e-token' }, debounce: { windowMs: 50, maxWaitMs: 500 } });
     service = running;
     const { page } = await open(running.url);
     await page.locator('#token-panel').waitFor();
@@ -193,6 +204,7 @@ describe('the operator console in a real browser', () => {
     await postJson(`${running.url}/webhooks/generic`, { id: 'tok-1', sessionKey: 'cli:dana', content: 'hello with a token' });
     await page.locator('#feed li', { hasText: 'hello with a token' }).waitFor();
     await page.locator('#outputs .output', { hasText: 'hello with a token' }).waitFor();
+    await nextPoll(page, '/v1/stats');
     await counter(page, 'generic', 'received', 1);
     expect(page.url()).not.toContain('console-e2e-token');
     expect(await page.evaluate(() => sessionStorage.getItem('agent-intake.apiToken'))).toBe('console-e2e-token');

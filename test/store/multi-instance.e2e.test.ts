@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
-import { freePort, postJson, readEvents, startChild, startService, tempDir, until, type Running } from '../helpers.js';
+import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 import { PNG, serve } from '../servers.js';
 import { type RedisCluster, startCluster } from './redis-cluster.js';
@@ -159,11 +159,18 @@ function describeInstances(name: string, store: () => string): void {
       const agent = await fakeAgent((content) => content === '/held');
       cleanups.push(() => agent.close());
       const port = await freePort();
-      // The victim's push lease is agent.timeoutMs x 2 + 5 s = 8 s: the survivor retakes the held push after it.
-      const victim = await startChild(tempDir().path, port, {
-        INTAKE_STORE: store(), INTAKE_REDIS_KEY_PREFIX: prefix,
-        INTAKE_AGENT_URL: agent.url, INTAKE_AGENT_SECRET: SECRET, INTAKE_AGENT_TIMEOUT_MS: '1500',
-        INTAKE_DEBOUNCE_WINDOW_MS: '1500', INTAKE_DEBOUNCE_MAX_WAIT_MS: '5000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10',
+      const dir = tempDir();
+      cleanups.push(() => dir.remove());
+      // The victim's push lease is 3 s (agent.timeoutMs x 2 + 5 s = 8 s by default): the survivor
+      // retakes the held push after it. Its flush lease is 2 s (30 s by default), should it be
+      // killed mid-flush on a slow machine.
+      const victim = await startIntakeChild(dir.path, port, {
+        configFile: {
+          store: store(), redis: { keyPrefix: prefix }, logLevel: 'warn',
+          agent: { url: agent.url, secret: SECRET, timeoutMs: 1500 },
+          debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
+        },
+        pushLeaseMs: 3000, flushLeaseMs: 2000,
       });
       children.push(victim);
       const victimUrl = `http://127.0.0.1:${port}`;
