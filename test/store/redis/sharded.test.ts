@@ -8,9 +8,9 @@ import { ShardedRedisStore } from '../../../src/store/redis/sharded.js';
 import { accepted, describeCloseRules, describeTurnRules, draft, item } from '../../../src/testing/index.js';
 import { clusterForTests } from '../redis-cluster.js';
 
-// The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster made with
-// `redis-cli --cluster create`. The store model check and the multi-instance tests run on it
-// too (model-check.test.ts, multi-instance.e2e.test.ts).
+// The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster, its slots split as
+// `redis-cli --cluster create` splits them (test/store/redis-cluster.ts). The store model check
+// and the multi-instance tests run on it too (model-check.test.ts, multi-instance.e2e.test.ts).
 const shared = clusterForTests();
 
 let n = 0;
