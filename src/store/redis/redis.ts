@@ -236,9 +236,17 @@ export class RedisStore implements Store {
     return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'due', 'bm:', 'fence'));
   }
 
-  /** On the ingest connection: the backlog check asks on a delivery's path, and must fail fast, not queue, while Redis is away. */
-  async openBuffers(): Promise<number> {
-    return this.ingest.zcard(`${this.prefix}due`);
+  /**
+   * On the ingest connection: the backlog check asks on a delivery's path, and must fail fast,
+   * not queue, while Redis is away. `after` (a shard's: its seq up to which the global outbox
+   * holds its records) counts the shard's records past it too: committed, not yet in the outbox.
+   */
+  async openBuffers(after?: number): Promise<number> {
+    if (after === undefined) return this.ingest.zcard(`${this.prefix}due`);
+    const replies = await this.ingest.multi().zcard(`${this.prefix}due`).xrange(`${this.prefix}out`, `(${after}-0`, '+', 'COUNT', 10_000).exec();
+    const failed = replies?.find(([error]) => error)?.[0];
+    if (!replies || failed) throw failed ?? new Error('Redis store: the open-buffer count was discarded');
+    return Number(replies[0]?.[1]) + (replies[1]?.[1] as unknown[]).length;
   }
 
   // --- outbox ----------------------------------------------------------------------------
@@ -293,6 +301,11 @@ export class RedisStore implements Store {
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
   openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
+
+  /** A hash's fields and values (on the ingest connection). */
+  readHash(key: string): Promise<Record<string, string>> {
+    return this.ingest.hgetall(key);
+  }
 
   /** `value` under `key` unless one is there already; resolves the value the key holds. */
   async setOnce(key: string, value: string): Promise<string> {

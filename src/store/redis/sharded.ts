@@ -44,6 +44,7 @@ export class ShardedRedisStore implements Store {
     private readonly appender: ShardAppender,
     private readonly appenderClient: ScriptedRedis,
     private readonly logger: RedisStoreOptions['logger'],
+    private readonly globalPrefix: string,
   ) {
     let failing = false;
     this.sweep = setInterval(() => {
@@ -78,7 +79,7 @@ export class ShardedRedisStore implements Store {
       }
       const client = connect(url, 'appender', backgroundOptions(options.commandTimeoutMs ?? 1000), options.logger);
       await client.connect();
-      return new ShardedRedisStore(global, shards, new ShardAppender(client, `{${keyPrefix}}:`, prefixes), client, options.logger);
+      return new ShardedRedisStore(global, shards, new ShardAppender(client, `{${keyPrefix}}:`, prefixes), client, options.logger, `{${keyPrefix}}:`);
     } catch (error) {
       await Promise.all(opened.map((store) => store.close().catch(() => undefined)));
       if (error instanceof ConfigError) throw error;
@@ -146,8 +147,15 @@ export class ShardedRedisStore implements Store {
     return deadlines.length === 0 ? undefined : Math.min(...deadlines);
   }
 
+  /**
+   * Open buffers, and records committed on a shard but not yet in the outbox: once this is 0,
+   * everything admitted is in the outbox. The cursors are read first: one that moves meanwhile
+   * can only count a record twice, never miss one.
+   */
   async openBuffers(): Promise<number> {
-    return (await Promise.all(this.shards.map((shard) => shard.openBuffers()))).reduce((sum, n) => sum + n, 0);
+    const cursors = await this.global.readHash(`${this.globalPrefix}cursors`);
+    const counts = await Promise.all(this.shards.map((shard, n) => shard.openBuffers(Number(cursors[n] ?? 0))));
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   async commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {

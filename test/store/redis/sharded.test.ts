@@ -98,11 +98,14 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     // The first step alone: what an instance killed between the two steps leaves.
     expect((await shard.commit(first as LeasedBatch, draft('first', 'pending'), 1000))?.id).toBe('first');
     expect(await store.outboxGet('first')).toBeUndefined();
+    // Not in the outbox yet, so still counted: "no open buffers" means everything is in the outbox.
+    expect(await store.openBuffers()).toBe(1);
     await store.admit([item('b', { sessionKey: session, at: 2000, closeNow: true })], 2000);
     const [second] = await store.claimDue(3000, 1000, 10);
     const record = await store.commit(second as LeasedBatch, draft('second', 'pending'), 3000);
     expect(record?.seq).toBe(2);
     expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['first', 1], ['second', 2]]);
+    expect(await store.openBuffers()).toBe(0);
     // and pushed in that order
     const [head] = await store.claimPush(4000, 1000, 10);
     expect(head?.record.id).toBe('first');
