@@ -94,7 +94,7 @@ describe('store model check', () => {
   describe('on a real 3-master Redis Cluster (the sharded store)', () => {
     const cluster = clusterForTests();
 
-    it('redis-cluster: 60 random sequences keep the model', async () => {
+    it('redis-cluster: 80 random sequences keep the model', async () => {
       const coverage = new Map<Covered, number>();
       let opened = 0;
       const violations = await modelCheck({
@@ -105,7 +105,7 @@ describe('store model check', () => {
         clock: Date.now,
         timeScale: 10,
         releaseHoldMs: 30_000,
-      }, 60, 1, { coverage });
+      }, 80, 1, { coverage });
       expect(violations.length, report(violations)).toBe(0);
       expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out'])).toEqual([]);
     }, 90_000);
