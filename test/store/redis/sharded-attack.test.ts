@@ -28,7 +28,7 @@ describe('the sharded store under attack', () => {
     return store;
   };
 
-  it.skip('appends a shard\'s records again after the global keys were reset, instead of stopping at the gap for good', async () => {
+  it('appends a shard\'s records again after the global keys were reset, instead of stopping at the gap for good', async () => {
     const keyPrefix = `global-reset${n++}`;
     const store = await fresh(keyPrefix);
     await flushOne(store, 's', 'a');
@@ -40,7 +40,7 @@ describe('the sharded store under attack', () => {
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['c']);
   });
 
-  it.skip('keeps what a shard commits after its keys and the global keys were reset together (one master restarted empty)', async () => {
+  it('keeps what a shard commits after its keys and the global keys were reset together (one master restarted empty)', async () => {
     const keyPrefix = `both-reset${n++}`;
     const store = await fresh(keyPrefix);
     await flushOne(store, 's', 'a');
@@ -54,7 +54,7 @@ describe('the sharded store under attack', () => {
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['after']);
   });
 
-  it.skip('keeps what a shard commits after its own keys were reset while the global cursor stayed ahead', async () => {
+  it('keeps what a shard commits after its own keys were reset while the global cursor stayed ahead', async () => {
     const keyPrefix = `shard-reset${n++}`;
     const store = await fresh(keyPrefix);
     await flushOne(store, 's', 'a');
@@ -65,6 +65,40 @@ describe('the sharded store under attack', () => {
     expect(record?.seq).toBe(4);
     const other = await fresh(keyPrefix); // and another instance sees the same, nothing twice
     await flushOne(other, 's', 'later');
+    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'after', 'later']);
+  });
+
+  it('appends, not drops, what a shard committed after a reset when another instance drains it with its cursor from before', async () => {
+    const keyPrefix = `stale-drainer${n++}`;
+    const store = await fresh(keyPrefix);
+    const other = await fresh(keyPrefix);
+    await flushOne(store, 's', 'a');
+    await flushOne(store, 's', 'b');
+    await appenderOf(other).drainAll(); // its cursor: b's
+    await dropTag(`{${keyPrefix}}:`);
+    await dropTag(shardPrefixes(keyPrefix, 3)[shardOf('s', 3)] as string);
+    const t = (at += 1000);
+    await store.admit([item('after', { at: t, closeNow: true })], t);
+    const [batch] = await store.claimDue(t + 500, 1000, 10);
+    // the first step alone (the committing instance died), then the other instance drains
+    await shardsOf(store)[shardOf('s', 3)]!.commit(batch!, draft('after', 'pending'), t + 500);
+    await appenderOf(other).drainAll();
+    expect((await other.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['after', 1]]);
+  });
+
+  it('appends what a shard commits after it went back one record behind the cursor (a failover to a replica that lagged)', async () => {
+    const keyPrefix = `lagged${n++}`;
+    const store = await fresh(keyPrefix);
+    const shardPrefix = shardPrefixes(keyPrefix, 3)[shardOf('s', 3)] as string;
+    await flushOne(store, 's', 'a');
+    await flushOne(store, 's', 'b');
+    const replica = await snapshotTag(shardPrefix);
+    await flushOne(store, 's', 'c'); // appended, then lost with the master
+    await replica.restore();
+    // the shard's seq is b's again: the next record takes c's shard seq
+    const record = await flushOne(store, 's', 'after');
+    expect(record?.seq).toBe(4);
+    await flushOne(store, 's', 'later');
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'after', 'later']);
   });
 
@@ -156,6 +190,40 @@ async function dropTag(prefix: string): Promise<void> {
       client.disconnect();
     }
   }
+}
+
+function appenderOf(store: Store): { drainAll(): Promise<number> } {
+  return (store as unknown as { appender: { drainAll(): Promise<number> } }).appender;
+}
+
+/** The keys under `prefix` as they are now; `restore` puts them back so (a replica that lagged, promoted). */
+async function snapshotTag(prefix: string): Promise<{ restore(): Promise<void> }> {
+  const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const saved: Array<{ port: number; key: string; dump: Buffer }> = [];
+  for (const master of cluster().masters) {
+    const client = new Redis(master.port, '127.0.0.1');
+    try {
+      for (const key of await client.keys(pattern)) {
+        const dump = await client.dumpBuffer(key);
+        if (dump) saved.push({ port: master.port, key, dump });
+      }
+    } finally {
+      client.disconnect();
+    }
+  }
+  return {
+    async restore() {
+      await dropTag(prefix);
+      for (const { port, key, dump } of saved) {
+        const client = new Redis(port, '127.0.0.1');
+        try {
+          await client.restore(key, 0, dump, 'REPLACE');
+        } finally {
+          client.disconnect();
+        }
+      }
+    },
+  };
 }
 
 async function ownerOf(nodes: readonly Redis[], slot: number): Promise<number> {
