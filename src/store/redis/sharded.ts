@@ -120,10 +120,17 @@ export class ShardedRedisStore implements Store {
     return verdicts;
   }
 
-  /** A group lives with its conversation's session, which its key does not name: asked of every shard. */
+  /**
+   * A group lives with its conversation's session, which its key does not name: asked of every
+   * shard. Found on one, it is the answer whatever another shard (its master away) says; found
+   * on none while one failed, that one may hold it: the failure is the answer.
+   */
   async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
-    const found = await Promise.all(this.shards.map((shard) => shard.correlation(key, now)));
-    return found.find((record) => record !== undefined);
+    const asked = await Promise.allSettled(this.shards.map((shard) => shard.correlation(key, now)));
+    for (const answer of asked) if (answer.status === 'fulfilled' && answer.value) return answer.value;
+    const failed = asked.find((answer) => answer.status === 'rejected');
+    if (failed) throw failed.reason;
+    return undefined;
   }
 
   // --- buffers: each on its session's shard -------------------------------------------------

@@ -5,7 +5,7 @@ import type { OutboxRecord, Store } from '../../../src/ports.js';
 import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf, shardPrefixes } from '../../../src/store/redis/shard-map.js';
-import { draft, item } from '../../../src/testing/index.js';
+import { delivery, draft, item, step } from '../../../src/testing/index.js';
 import { clusterForTests } from '../redis-cluster.js';
 
 // Attacks on the sharded store (`redis-cluster://`) on a real 3-master Redis Cluster: resets of
@@ -117,6 +117,17 @@ describe('the sharded store under attack', () => {
     }
     away.claimDue = claim;
     expect((await store.claimDue(50_000, 1000, 10)).map((b) => b.sessionKey).sort()).toEqual([...sessions].sort());
+  });
+
+  it('finds a correlation group on its session\'s shard while another shard\'s master fails', async () => {
+    const store = await fresh();
+    const sessions = sessionsOnEachShard();
+    await store.admit([item('g', { sessionKey: sessions[0], correlation: step('k', delivery('A', 'p1')) })], 0);
+    const away = shardsOf(store)[1] as RedisStore;
+    away.correlation = () => Promise.reject(new Error('master away'));
+    expect((await store.correlation('k', 10))?.deliveries.map((d) => d.botId)).toEqual(['A']);
+    // not found anywhere else: the failing shard may hold it, so that is no answer
+    await expect(store.correlation('other', 10)).rejects.toThrow('master away');
   });
 });
 
