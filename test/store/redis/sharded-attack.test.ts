@@ -102,6 +102,64 @@ describe('the sharded store under attack', () => {
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'after', 'later']);
   });
 
+  it('answers a commit whose answer was lost with its record and global seq, once, on the shard or moved already', async () => {
+    const keyPrefix = `lost${n++}`;
+    const store = await fresh(keyPrefix);
+    const other = await fresh(keyPrefix);
+    const shard = shardsOf(store)[shardOf('s', 3)] as RedisStore;
+    for (const [id, movedFirst] of [['still-on-shard', false], ['moved-already', true]] as const) {
+      const t = (at += 1000);
+      await store.admit([item(id, { at: t, closeNow: true })], t);
+      const [batch] = await store.claimDue(t + 500, 1000, 10);
+      // the commit ran; its answer was lost; the client sends it again and the fence refuses it
+      await shard.commit(batch!, draft(id, 'pending'), t + 500);
+      if (movedFirst) {
+        await appenderOf(other).drainAll();
+        await appenderOf(other).drainAll(); // and dropped from the shard
+        expect(await shard.outboxGet(id)).toBeUndefined();
+      }
+      const record = await store.commit(batch!, draft(id, 'pending'), t + 500);
+      expect([record?.id, record?.seq]).toEqual([id, (await store.outboxGet(id))?.seq]);
+    }
+    expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['still-on-shard', 1], ['moved-already', 2]]);
+  });
+
+  it('gives every output one global seq, once, in each session\'s order, with two instances committing, cut short and draining at once', async () => {
+    const keyPrefix = `race${n++}`;
+    const instances = [await fresh(keyPrefix), await fresh(keyPrefix)];
+    const sessions = ['s', 't', 'u', 'v', 'w', 'x'];
+    const committed = new Map<string, string[]>(sessions.map((session) => [session, []]));
+    let random = 7;
+    const next = (below: number) => (random = (random * 48271) % 2147483647) % below;
+    for (let round = 0; round < 12; round++) {
+      const t = (at += 1000);
+      await Promise.all(sessions.map((session, i) => instances[i % 2]!.admit([item(`${session}${round}`, { sessionKey: session, at: t, closeNow: true })], t)));
+      const batches = await instances[round % 2]!.claimDue(t + 500, 1000, 10);
+      expect(batches).toHaveLength(sessions.length);
+      await Promise.all([
+        ...batches.map(async (batch) => {
+          const id = `${batch.sessionKey}${round}`;
+          const by = instances[next(2)]!;
+          committed.get(batch.sessionKey)!.push(id);
+          // a third of the commits stop after their first step (the instance died)
+          if (next(3) === 0) await shardsOf(by)[shardOf(batch.sessionKey, 3)]!.commit(batch, draft(id, 'pending', batch.sessionKey), t + 500);
+          else await by.commit(batch, draft(id, 'pending', batch.sessionKey), t + 500);
+        }),
+        appenderOf(instances[0]!).drainAll(),
+        appenderOf(instances[1]!).drainAll(),
+      ]);
+    }
+    await Promise.all(instances.map((instance) => appenderOf(instance).drainAll()));
+    const records = await instances[0]!.outboxAfter(0, 1000);
+    expect(records.map((r) => r.seq)).toEqual(records.map((_r, i) => i + 1));
+    expect(new Set(records.map((r) => r.id)).size).toBe(sessions.length * 12);
+    for (const session of sessions) expect(records.filter((r) => r.sessionKey === session).map((r) => r.id)).toEqual(committed.get(session));
+    // and the push queue hands each session's outputs out in that order
+    const pushed = await instances[1]!.claimPush(at + 10_000, 60_000, 100);
+    expect(pushed.map((lease) => lease.record.sessionKey).sort()).toEqual([...sessions].sort());
+    for (const lease of pushed) expect(lease.record.id).toBe(committed.get(lease.record.sessionKey)![0]);
+  });
+
   it('claims the other shards\' due buffers while one shard\'s master fails, and keeps none leased unseen', async () => {
     const store = await fresh();
     const sessions = sessionsOnEachShard();

@@ -3,7 +3,8 @@
 -- (shard-pending.lua), the shard seq of the last record of that life appended, and its id.
 -- A record at the cursor's seq + 1 is appended (seq, stream entry, id, push queue: append.lua)
 -- and moves the cursor; one at or below it was appended before (a second drainer, a repeated
--- call after a lost answer) and is only looked up; a gap stops the call. Two cases move the
+-- call after a lost answer) and is only looked up; a gap past the first record stops the call
+-- (a shard's entries are contiguous: it never comes). Two cases move the
 -- cursor to the first record of a call: a new life of the shard (or no cursor: a new store, or
 -- the global keys were lost), and a gap before it within one life (the global keys went back:
 -- the records in between were appended to what was lost, then dropped from the shard). A
