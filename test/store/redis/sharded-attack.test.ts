@@ -86,6 +86,29 @@ describe('the sharded store under attack', () => {
     expect((await other.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['after', 1]]);
   });
 
+  it('appends what a shard commits after a reset on a master whose clock is behind the life the cursor names', async () => {
+    const keyPrefix = `clock-behind${n++}`;
+    const store = await fresh(keyPrefix);
+    const shard = shardOf('s', 3);
+    const shardPrefix = shardPrefixes(keyPrefix, 3)[shard] as string;
+    await flushOne(store, 's', 'a');
+    // the shard's life began on a clock far ahead (the cursor and the shard agree on it) ...
+    const ahead = '9000000000000000';
+    const client = new Redis.Cluster([{ host: '127.0.0.1', port: cluster().masters[0]!.port }]);
+    try {
+      const [, seq, id] = (await client.hget(`{${keyPrefix}}:cursors`, String(shard)))!.split(' ');
+      await client.hset(`{${keyPrefix}}:cursors`, String(shard), `${ahead} ${seq} ${id}`);
+      await client.set(`${shardPrefix}life`, ahead);
+    } finally {
+      client.disconnect();
+    }
+    await flushOne(store, 's', 'b');
+    // ... then its master restarted empty, on a clock that is right
+    await dropTag(shardPrefix);
+    await flushOne(store, 's', 'after');
+    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'after']);
+  });
+
   it('appends what a shard commits after it went back one record behind the cursor (a failover to a replica that lagged)', async () => {
     const keyPrefix = `lagged${n++}`;
     const store = await fresh(keyPrefix);

@@ -7,22 +7,26 @@
 -- A life (`life`: the server's time in microseconds when it began) is the span over which the
 -- shard's seq only grows. A new one begins when the key is missing (a new shard, or its keys
 -- were lost: a restart without persistence) or when the shard went back behind the cursor (a
--- failover to a replica that lagged: its seq is below the cursor, or the record at the cursor
--- is another one). The seqs of a new life start again, so nothing is dropped under a cursor of
+-- failover to a replica that lagged: its seq is below the cursor, the record at the cursor is
+-- another one, or its life is older than the cursor's). The seqs of a new life start again, so nothing is dropped under a cursor of
 -- another life: every entry is returned, for append-drained.lua to start the new life's cursor.
 -- @include prelude
 local known, cursor, atCursor, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local lifeKey = P .. 'life'
 local life = redis.call('GET', lifeKey)
+-- A new life is later than the last one and than the one the caller knows (a clock behind,
+-- on a promoted replica, must not make it look older: append-drained.lua skips older lives).
 local function begin()
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if life and now <= tonumber(life) then now = tonumber(life) + 1 end
+  for _, before in ipairs({ life or '', known }) do
+    if before ~= '' and now <= tonumber(before) then now = tonumber(before) + 1 end
+  end
   life = string.format('%d', now)
   redis.call('SET', lifeKey, life)
 end
-if not life then
-  begin()
+if not life or (known ~= '' and tonumber(life) < tonumber(known)) then
+  begin() -- a new shard, or one that lost its keys or went back behind a life the global keys hold
 elseif life == known and cursor > 0 then
   local seq = tonumber(redis.call('GET', P .. 'seq') or '0')
   local at = redis.call('XRANGE', P .. 'out', cursor .. '-0', cursor .. '-0')
