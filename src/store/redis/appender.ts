@@ -5,6 +5,13 @@ const BATCH = 128;
 
 type Entry = [streamId: string, fields: string[]];
 
+/** A shard's cursor in the global keys (append-drained.lua): its life, the seq of its last record appended, that record's id. */
+interface Cursor {
+  life: string;
+  seq: number;
+  id: string;
+}
+
 /**
  * The second step of a sharded commit: a shard's records, committed to its own outbox, go to
  * the global one (append-drained.lua), in the shard's order, each once. Any instance may drain
@@ -15,10 +22,15 @@ type Entry = [streamId: string, fields: string[]];
  * at a time; one asked for while another runs runs after it (the record it waits for may have
  * been committed after the running one read the shard), shared by everyone who asked meanwhile,
  * and answering with what both moved.
+ *
+ * The cursor kept here is the global one as the last call answered, never more: after a reset
+ * of the global keys or of a shard's (a master restarted without persistence) it goes back or
+ * names a new life of the shard, and a cursor kept ahead would drop the shard's new records
+ * before they were appended (shard-pending.lua drops what is at or below the cursor).
  */
 export class ShardAppender {
-  /** Per shard: its seq up to which the global outbox holds every record, as last seen here. */
-  private readonly cursors: number[];
+  /** Per shard: its cursor, as the global keys last answered here. */
+  private readonly cursors: Cursor[];
   private readonly running: Array<Promise<Map<string, number>> | undefined>;
   private readonly next: Array<Promise<Map<string, number>> | undefined>;
 
@@ -28,7 +40,7 @@ export class ShardAppender {
     private readonly globalPrefix: string,
     private readonly shardPrefixes: readonly string[],
   ) {
-    this.cursors = shardPrefixes.map(() => 0);
+    this.cursors = shardPrefixes.map(() => ({ life: '', seq: 0, id: '' }));
     this.running = shardPrefixes.map(() => undefined);
     this.next = shardPrefixes.map(() => undefined);
   }
@@ -67,19 +79,20 @@ export class ShardAppender {
   private async run(shard: number): Promise<Map<string, number>> {
     const seqs = new Map<string, number>();
     for (;;) {
-      const entries = (await this.client.aiShardPending(this.shardPrefixes[shard] as string, this.cursors[shard] as number, BATCH)) as Entry[];
+      const from = this.cursors[shard] as Cursor;
+      const [life, entries] = (await this.client.aiShardPending(this.shardPrefixes[shard] as string, from.life, from.seq, from.id, BATCH)) as [string, Entry[]];
       if (entries.length === 0) return seqs;
-      const args: Array<string | number> = [shard];
+      const args: Array<string | number> = [shard, life];
       for (const [streamId, f] of entries) {
         // fields: i id, t createdAt, k sessionKey, d draft, s state, n commit time
         args.push(Number.parseInt(streamId, 10), f[1] as string, f[3] as string, f[5] as string, f[7] as string, f[9] as string, f[11] as string);
       }
-      const [cursor, pairs] = (await this.client.aiAppendDrained(this.globalPrefix, ...args)) as [number, Array<string | number>];
+      const [known, seq, id, pairs] = (await this.client.aiAppendDrained(this.globalPrefix, ...args)) as [string, number, string, Array<string | number>];
       for (let j = 0; j < pairs.length; j += 2) seqs.set(String(pairs[j]), Number(pairs[j + 1]));
-      const moved = Number(cursor) > (this.cursors[shard] as number);
-      this.cursors[shard] = Math.max(this.cursors[shard] as number, Number(cursor));
-      // A full batch: more may wait. No progress: a gap (the global outbox was reset): stop.
-      if (entries.length < BATCH || !moved) return seqs;
+      const to: Cursor = { life: String(known), seq: Number(seq), id: String(id) };
+      this.cursors[shard] = to;
+      // A full batch: more may wait. No progress (the cursor did not move): stop.
+      if (entries.length < BATCH || (to.life === from.life && to.seq === from.seq)) return seqs;
     }
   }
 }

@@ -25,7 +25,7 @@ export interface ConnectionLogger {
 export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger, set: ScriptSet = 'whole'): ScriptedRedis {
   const named: RedisOptions = { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options };
   const client = isClusterUrl(url) ? clusterOf(url, named) : new Redis(url, named);
-  for (const [name, lua] of Object.entries(scripts(set))) client.defineCommand(name, { lua, numberOfKeys: 1 });
+  for (const [name, lua] of Object.entries(scripts(set))) defineScript(client, name, lua);
   let failing = false;
   client.on('error', (error: Error) => {
     if (failing) return;
@@ -36,6 +36,21 @@ export function connect(url: string, role: string, options: RedisOptions, logger
     failing = false;
   });
   return client as ScriptedRedis;
+}
+
+/**
+ * A script under `name`, called with the key prefix and its arguments. Redis is told of two keys
+ * of the prefix's slot: the prefix (never a key itself) and `<prefix>guard` (never written). While
+ * Redis Cluster migrates that slot, its keys are split between two nodes one MIGRATE at a time;
+ * with one declared key, absent, the old node sends the script on (ASK) and the new one runs it
+ * on the keys moved so far (a claim not there, a seq started again). Two keys, one of them absent,
+ * make either node refuse it (TRYAGAIN, which the client retries) until the slot has moved.
+ */
+function defineScript(client: Redis, name: string, lua: string): void {
+  client.defineCommand(name, { lua, numberOfKeys: 2 });
+  const scripts = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
+  const run = scripts[name] as (...args: Array<string | number>) => Promise<unknown>;
+  scripts[name] = (prefix, ...args) => run.call(client, prefix, `${prefix}guard`, ...args);
 }
 
 /**

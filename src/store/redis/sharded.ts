@@ -36,6 +36,7 @@ export class ShardedRedisStore implements Store {
   readonly durable = true;
   readonly shared = true;
   private rotor = 0;
+  private claimFailing = false;
   private readonly sweep: NodeJS.Timeout;
 
   private constructor(
@@ -120,21 +121,44 @@ export class ShardedRedisStore implements Store {
     return verdicts;
   }
 
-  /** A group lives with its conversation's session, which its key does not name: asked of every shard. */
+  /**
+   * A group lives with its conversation's session, which its key does not name: asked of every
+   * shard. Found on one, it is the answer whatever another shard (its master away) says; found
+   * on none while one failed, that one may hold it: the failure is the answer.
+   */
   async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
-    const found = await Promise.all(this.shards.map((shard) => shard.correlation(key, now)));
-    return found.find((record) => record !== undefined);
+    const asked = await Promise.allSettled(this.shards.map((shard) => shard.correlation(key, now)));
+    for (const answer of asked) if (answer.status === 'fulfilled' && answer.value) return answer.value;
+    const failed = asked.find((answer) => answer.status === 'rejected');
+    if (failed) throw failed.reason;
+    return undefined;
   }
 
   // --- buffers: each on its session's shard -------------------------------------------------
 
-  /** Shard after shard, from a different one each time, until `limit` batches are taken. */
+  /**
+   * Shard after shard, from a different one each time, until `limit` batches are taken. A shard
+   * that fails (its master away) is passed over: a throw would strand the batches the shards
+   * before it leased (due again only when their lease ran out) and stop every shard's flushes
+   * for one master's outage. It throws only when it took nothing.
+   */
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
     const taken: LeasedBatch[] = [];
+    let failure: unknown;
     const start = this.rotor++ % this.shards.length;
     for (let n = 0; n < this.shards.length && taken.length < limit; n++) {
       const shard = this.shards[(start + n) % this.shards.length] as RedisStore;
-      taken.push(...(await shard.claimDue(now, leaseMs, limit - taken.length)));
+      try {
+        taken.push(...(await shard.claimDue(now, leaseMs, limit - taken.length)));
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure === undefined) this.claimFailing = false;
+    else if (taken.length === 0) throw failure;
+    else if (!this.claimFailing) {
+      this.claimFailing = true; // once per outage
+      this.logger?.warn({ err: failure }, 'Redis store: a shard failed a claim of due buffers; the other shards\' are claimed meanwhile');
     }
     return taken;
   }

@@ -1,6 +1,7 @@
 -- Lua shared by the scripts that keep a debounce buffer: its parts, its meta and its place in
 -- `due`. Every script receives the key prefix (`{ai}:`) as KEYS[1], so Redis Cluster routes
 -- it to the one slot all keys share; the other keys are built from it inside the script.
+-- (KEYS[2], never written, makes Redis refuse a script while that slot migrates: connections.ts.)
 --
 -- A buffered part is stored as one list element: `<arrivedAt> <closeNow 0|1> <unit>\n<part JSON>`,
 -- where `unit` is `u<JSON string>` (a caller's unit, JSON-quoted so it holds no newline) or
