@@ -238,15 +238,18 @@ export class RedisStore implements Store {
 
   /**
    * On the ingest connection: the backlog check asks on a delivery's path, and must fail fast,
-   * not queue, while Redis is away. `after` (a shard's: its seq up to which the global outbox
-   * holds its records) counts the shard's records past it too: committed, not yet in the outbox.
+   * not queue, while Redis is away. `after` (a shard's cursor in the global keys: its life and
+   * its seq up to which the global outbox holds its records) counts the shard's records past it
+   * too, all of them in another life: committed, not yet in the outbox.
    */
-  async openBuffers(after?: number): Promise<number> {
+  async openBuffers(after?: { life: string; seq: number }): Promise<number> {
     if (after === undefined) return this.ingest.zcard(`${this.prefix}due`);
-    const replies = await this.ingest.multi().zcard(`${this.prefix}due`).xrange(`${this.prefix}out`, `(${after}-0`, '+', 'COUNT', 10_000).exec();
+    const replies = await this.ingest.multi().zcard(`${this.prefix}due`).get(`${this.prefix}life`)
+      .xrange(`${this.prefix}out`, `(${after.seq}-0`, '+', 'COUNT', 10_000).xlen(`${this.prefix}out`).exec();
     const failed = replies?.find(([error]) => error)?.[0];
     if (!replies || failed) throw failed ?? new Error('Redis store: the open-buffer count was discarded');
-    return Number(replies[0]?.[1]) + (replies[1]?.[1] as unknown[]).length;
+    const [due, life, past, all] = replies.map(([, reply]) => reply);
+    return Number(due) + (life === after.life ? (past as unknown[]).length : Number(all));
   }
 
   // --- outbox ----------------------------------------------------------------------------

@@ -178,7 +178,10 @@ export class ShardedRedisStore implements Store {
    */
   async openBuffers(): Promise<number> {
     const cursors = await this.global.readHash(`${this.globalPrefix}cursors`);
-    const counts = await Promise.all(this.shards.map((shard, n) => shard.openBuffers(Number(cursors[n] ?? 0))));
+    const counts = await Promise.all(this.shards.map((shard, n) => {
+      const [life = '', seq = '0'] = (cursors[n] ?? '').split(' '); // `<life> <seq> <id>` (append-drained.lua)
+      return shard.openBuffers({ life, seq: Number(seq) });
+    }));
     return counts.reduce((sum, count) => sum + count, 0);
   }
 
