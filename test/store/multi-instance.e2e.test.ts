@@ -6,7 +6,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureBytes } from '../fixtures/index.js';
+import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
 import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 import { PNG, serve } from '../servers.js';
@@ -109,14 +109,7 @@ function describeInstances(name: string, store: () => string): void {
 
     it('processes one group message delivered through two OneBot bots on two instances once, listing both bots', async () => {
       const prefix = newPrefix();
-      const onebot = {
-        debounce: { windowMs: 200, maxWaitMs: 1000 },
-        media: { timeoutMs: 2000, retries: 0 },
-        channels: [
-          { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
-          { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
-        ],
-      };
+      const onebot = twoOneBotChannels;
       const [a, b] = await Promise.all([on(prefix, onebot), on(prefix, onebot)]);
       const napcat = fixtureBytes('onebot', 'napcat-group.json');
       const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');

@@ -1,5 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
+import type { Store } from '../../src/ports.js';
+import type { RedisStore } from '../../src/store/redis/redis.js';
+import { shardOf } from '../../src/store/redis/shard-map.js';
 import { tempDir } from '../helpers.js';
 import { freePort, type RedisServer, startRedis } from './redis-server.js';
 
@@ -101,4 +104,19 @@ async function untilOk(masters: readonly RedisServer[]): Promise<void> {
     if (Date.now() > deadline) throw new Error('the Redis Cluster did not reach cluster_state:ok within 20 s');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The shards of a sharded store, to commit on one alone (what an instance killed between a commit's two steps leaves). */
+export function shardsOf(store: Store): RedisStore[] {
+  return (store as unknown as { shards: RedisStore[] }).shards;
+}
+
+/** Sessions that land on shard 0, 1 and 2 (of 3). */
+export function sessionsOnEachShard(): string[] {
+  const found: string[] = [];
+  for (let i = 0; found.length < 3; i++) {
+    const session = `s${i}`;
+    if (shardOf(session, 3) === found.length) found.push(session);
+  }
+  return found;
 }

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureBytes } from '../fixtures/index.js';
+import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { serve } from '../servers.js';
 import { type RedisCluster, startCluster } from '../store/redis-cluster.js';
@@ -92,14 +92,7 @@ describe.each([
 
   it('traces on A a correlated copy that B admitted, with the bot of each arrival and the output it joined', async () => {
     const prefix = `tr${process.pid}-${++tests}`;
-    const onebot = {
-      debounce: { windowMs: 200, maxWaitMs: 1000 },
-      media: { timeoutMs: 2000, retries: 0 },
-      channels: [
-        { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
-        { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
-      ],
-    };
+    const onebot = twoOneBotChannels;
     const [a, b] = await Promise.all([instance(prefix, onebot), instance(prefix, onebot)]);
     const napcat = fixtureBytes('onebot', 'napcat-group.json');
     const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');

@@ -6,7 +6,7 @@ import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf, shardPrefixes } from '../../../src/store/redis/shard-map.js';
 import { delivery, draft, item, step } from '../../../src/testing/index.js';
-import { clusterForTests } from '../redis-cluster.js';
+import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // Attacks on the sharded store (`redis-cluster://`) on a real 3-master Redis Cluster: resets of
 // a tag's keys (a master restarted without persistence), a master that fails a claim, and a
@@ -254,19 +254,7 @@ async function flushOne(store: Store, session: string, id: string): Promise<Outb
   return store.commit(batch, draft(id, 'pending', session), t + 500);
 }
 
-function shardsOf(store: Store): RedisStore[] {
-  return (store as unknown as { shards: RedisStore[] }).shards;
-}
 
-/** Sessions that land on shard 0, 1 and 2 (of 3). */
-function sessionsOnEachShard(): string[] {
-  const found: string[] = [];
-  for (let i = 0; found.length < 3; i++) {
-    const session = `s${i}`;
-    if (shardOf(session, 3) === found.length) found.push(session);
-  }
-  return found;
-}
 
 /** Delete every key under `prefix` (a tag's keys), as a restart of its master without persistence would. */
 async function dropTag(prefix: string): Promise<void> {

@@ -6,7 +6,7 @@ import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf } from '../../../src/store/redis/shard-map.js';
 import { ShardedRedisStore } from '../../../src/store/redis/sharded.js';
 import { accepted, describeCloseRules, describeTurnRules, draft, item } from '../../../src/testing/index.js';
-import { clusterForTests } from '../redis-cluster.js';
+import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster, its slots split as
 // `redis-cli --cluster create` splits them (test/store/redis-cluster.ts). The store model check
@@ -31,15 +31,6 @@ describeTurnRules('redis-cluster', async () => {
   return again;
 });
 
-/** Sessions that land on shard 0, 1 and 2 (of 3). */
-function sessionsOnEachShard(): string[] {
-  const found: string[] = [];
-  for (let i = 0; found.length < 3; i++) {
-    const session = `s${i}`;
-    if (shardOf(session, 3) === found.length) found.push(session);
-  }
-  return found;
-}
 
 describe('the sharded store on a 3-master Redis Cluster', () => {
   const opened: Store[] = [];
@@ -92,7 +83,7 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const keyPrefix = `cut${n++}`;
     const store = await fresh(keyPrefix);
     const session = 's';
-    const shard = (store as unknown as { shards: RedisStore[] }).shards[shardOf(session, 3)] as RedisStore;
+    const shard = shardsOf(store)[shardOf(session, 3)] as RedisStore;
     await store.admit([item('a', { sessionKey: session, at: 0, closeNow: true })], 0);
     const [first] = await store.claimDue(1000, 1000, 10);
     // The first step alone: what an instance killed between the two steps leaves.
@@ -115,7 +106,7 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const keyPrefix = `sweep${n++}`;
     const store = await fresh(keyPrefix);
     const other = await fresh(keyPrefix);
-    const shard = (store as unknown as { shards: RedisStore[] }).shards[shardOf('s', 3)] as RedisStore;
+    const shard = shardsOf(store)[shardOf('s', 3)] as RedisStore;
     await store.admit([item('a', { at: 0, closeNow: true })], 0);
     const [batch] = await store.claimDue(1000, 1000, 10);
     await shard.commit(batch as LeasedBatch, draft('lonely'), 1000);
