@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import type { OutboxDraft, OutboxRecord } from '../../src/ports.js';
+import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/ports.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/ports.js';
 import { type RedisServer, startRedis } from './redis-server.js';
@@ -143,6 +143,20 @@ describe('Redis store: admission', () => {
 });
 
 describe('Redis store: flush ownership across instances', () => {
+  it('answers a second done for a turn already closed \'already\', from an instance whose clock is behind', async () => {
+    const [a, b] = [await open(), await open()];
+    const rule = { mode: 'collect' as const, maxMs: 60_000, maxHeld: 10 };
+    await a.admit([item('1', { closeNow: true })], 0);
+    const [first] = await a.claimDue(10, 1000, 10);
+    expect((await a.commitTurn(first as LeasedBatch, draft('out-1'), 10, rule))?.held).toBe(false);
+    await a.admit([item('2', { closeNow: true })], 20);
+    const [second] = await a.claimDue(30, 1000, 10);
+    expect((await a.commitTurn(second as LeasedBatch, draft('out-2'), 30, rule))?.held).toBe(true);
+    expect(await a.turnDone('out-1', 1000)).toMatchObject({ result: 'closed', held: 1 });
+    // B's clock is 1 ms behind A's: the turn's end (A's 1000) is still ahead of it.
+    expect(await b.turnDone('out-1', 999)).toMatchObject({ result: 'already' });
+  });
+
   it('lets one of two racing owners commit a batch; the stale fence changes nothing', async () => {
     const [a, b] = [await open(), await open()];
     const due = await admitDue(a, [item('1'), item('2')]);

@@ -17,10 +17,12 @@ end
 local turnKey = P .. 'turn:' .. session
 local hk = '~turn:' .. session
 local held = redis.call('LLEN', P .. 'buf:' .. hk)
-local t = redis.call('HMGET', turnKey, 'id', 'until')
-if t[1] ~= id or tonumber(t[2]) <= now then return { 'already', session, held } end
+-- `closed`: the output whose turn a done closed, so that a second done is answered 'already'
+-- whatever the clock of the instance it reaches (one behind would still see `until` ahead).
+local t = redis.call('HMGET', turnKey, 'id', 'until', 'closed')
+if t[1] ~= id or t[3] == id or tonumber(t[2]) <= now then return { 'already', session, held } end
 if held > 0 then
-  redis.call('HSET', turnKey, 'until', int(now))
+  redis.call('HSET', turnKey, 'until', int(now), 'closed', id)
   redis.call('ZADD', P .. 'turns', now, session)
   rearmHeld(hk, now, id)
 else
