@@ -9,7 +9,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../dist/store/redis/redis.js';
 import { ShardedRedisStore } from '../dist/store/redis/sharded.js';
-import { cpuNs, freePort, median, startRedisServer } from './servers.mjs';
+import { cpuNs, freePort, median, startRedisServer, storeItem as item } from './servers.mjs';
 
 const N = Number(process.argv[2] ?? 6000);
 const MASTERS = Number(process.argv[3] ?? 3);
@@ -18,14 +18,6 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const pids = new Set();
 process.on('exit', () => { for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
 
-const event = (n) => ({
-  id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
-  sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
-});
-const item = (n) => ({
-  claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
-  part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event: event(n) }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
-});
 
 /** Admit, claim and commit messages [from, from + N), one at a time. */
 async function drive(store, from) {

@@ -17,7 +17,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../dist/store/redis/redis.js';
-import { cpuTicks, median, newSessionRequests, start as startServer, startRedisServer as startRedis } from './servers.mjs';
+import { cpuTicks, median, newSessionRequests, start as startServer, startRedisServer as startRedis, storeItem } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -167,16 +167,8 @@ async function storeWork([label, folder]) {
   const redis = await startRedisServer();
   const admin = new Redis(redis.url);
   const store = await Store.open(redis.url, { commandTimeoutMs: 5000 });
-  const event = (n) => ({
-    id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
-    sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
-  });
-  const item = (n) => ({
-    claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
-    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event: event(n) }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
-  });
   const round = async (from) => {
-    for (let n = from; n < from + N; n++) await store.admit([item(n)], Date.now());
+    for (let n = from; n < from + N; n++) await store.admit([storeItem(n)], Date.now());
     await sleep(5);
     let done = 0;
     while (done < N) {

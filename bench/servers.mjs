@@ -273,3 +273,15 @@ export async function startRedisServer(args = []) {
   const version = /v=(\S+)/.exec(execFileSync('redis-server', ['--version']).toString())?.[1] ?? '?';
   return { url, port, pid: child.pid, version, stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); } };
 }
+
+/** Store-level message `n` (RedisStore.admit's item): a new session with one exact-id claim, due 1 ms after it. */
+export function storeItem(n) {
+  const event = {
+    id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
+    sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
+  };
+  return {
+    claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
+    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
+  };
+}

@@ -1,20 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from './helpers.js';
-import { type RedisCluster, startCluster } from './store/redis-cluster.js';
-import { type RedisServer, startRedis } from './store/redis-server.js';
+import { sharedStoresForTests } from './store/redis-cluster.js';
 
 /* `/v1/stats` on Redis (one server, or a 3-master Cluster): the deployment's counts, whichever instance answers. */
 
-let redis: RedisServer;
-let cluster: RedisCluster;
+const stores = sharedStoresForTests();
 const services: Running[] = [];
 
-beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all([redis?.stop(), cluster?.stop()]);
-});
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
 });
@@ -22,10 +14,7 @@ afterEach(async () => {
 const stats = async (service: Running) => (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
 
 describe('/v1/stats of several instances', () => {
-  it.each([
-    ['one Redis', () => redis.url],
-    ['a 3-master Redis Cluster', () => cluster.url],
-  ])('counts every instance\'s deliveries on each, on %s, with a per-instance breakdown naming the instance that answered', async (_name, store) => {
+  it.each(stores.forms)('counts every instance\'s deliveries on each, on %s, with a per-instance breakdown naming the instance that answered', async (_name, store) => {
     const prefix = `ops${process.pid}`;
     const file = { store: store(), redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);

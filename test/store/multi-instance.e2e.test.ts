@@ -5,13 +5,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
 import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 import { PNG, serve } from '../servers.js';
-import { type RedisCluster, startCluster } from './redis-cluster.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { sharedStoresForTests } from './redis-cluster.js';
+import { startRedis } from './redis-server.js';
 
 /*
  * Several real instances on one real redis-server, and on a real 3-master Redis Cluster (the
@@ -22,19 +22,12 @@ import { type RedisServer, startRedis } from './redis-server.js';
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
-let redis: RedisServer;
-let cluster: RedisCluster;
+const stores = sharedStoresForTests();
 let tests = 0;
 const services: Running[] = [];
 const children: ChildProcess[] = [];
 const cleanups: Array<() => unknown> = [];
 
-beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all([redis?.stop(), cluster?.stop()]);
-});
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await Promise.all(services.splice(0).map((service) => service.stop()));
@@ -46,7 +39,7 @@ const newPrefix = () => `mi${process.pid}-${++tests}`;
 /** One instance (in this process) on `store` (the shared redis-server's unless told) under `prefix`, with short windows. */
 async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; store?: string; outage?: boolean } = {}): Promise<Running> {
   const service = await startService({
-    store: options.store ?? redis.url,
+    store: options.store ?? stores.redis(),
     // Where a test stops Redis, the default command timeout (it bounds each 503 while Redis hangs,
     // and it also bounds the ready check of every reconnection: a shorter one can miss on a loaded
     // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
@@ -204,8 +197,7 @@ function describeInstances(name: string, store: () => string): void {
   });
 }
 
-describeInstances('one Redis', () => redis.url);
-describeInstances('a 3-master Redis Cluster (redis-cluster://)', () => cluster.url);
+for (const [name, url] of stores.forms) describeInstances(name, url);
 
 describe('several instances on one Redis, through its outages', () => {
 

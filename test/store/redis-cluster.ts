@@ -69,6 +69,35 @@ export function clusterForTests(): () => RedisCluster {
 }
 
 /** Slots split in thirds as `redis-cli --cluster create` splits them, distinct epochs, and every node meets the first. */
+/** The URLs of both shared store forms a file's tests run on, each started once for the file. */
+export interface SharedStores {
+  /** One redis-server: `redis://…`. */
+  redis: () => string;
+  /** A 3-master Redis Cluster: `redis-cluster://…`. */
+  cluster: () => string;
+  /** Both, named, for `describe.each` / `it.each`. */
+  forms: Array<[name: string, url: () => string]>;
+}
+
+/** A redis-server and a 3-master cluster for the enclosing `describe` (or file), started together. */
+export function sharedStoresForTests(): SharedStores {
+  let server: RedisServer | undefined;
+  let cluster: RedisCluster | undefined;
+  beforeAll(async () => {
+    [server, cluster] = await Promise.all([startRedis(), startCluster()]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([server?.stop(), cluster?.stop()]);
+  });
+  const started = <T>(it: T | undefined): T => {
+    if (!it) throw new Error('the test stores have not started');
+    return it;
+  };
+  const redis = () => started(server).url;
+  const clusterUrl = () => started(cluster).url;
+  return { redis, cluster: clusterUrl, forms: [['one Redis', redis], ['a 3-master Redis Cluster', clusterUrl]] };
+}
+
 async function join(masters: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
   const clients = masters.map((m) => new Redis(m.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 }));
   try {

@@ -1,19 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, type Running, startService, until } from '../helpers.js';
-import { type RedisCluster, startCluster } from './redis-cluster.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { sharedStoresForTests } from './redis-cluster.js';
 
 /* Agent turns on two real instances sharing one real redis-server, or a real 3-master Redis Cluster. */
 
-let redis: RedisServer;
-let cluster: RedisCluster;
+const stores = sharedStoresForTests();
 const services: Running[] = [];
-beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all([redis?.stop(), cluster?.stop()]);
-});
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
 });
@@ -31,10 +23,7 @@ const say = (service: Running, id: string, content: string) => postJson(`${servi
 const outbox = async (service: Running) => (await service.intake.store.outboxAfter(0, 100)).map((record) => JSON.parse(record.body) as { id: string; content: string; followsUp?: string });
 const held = async (service: Running) => (await service.intake.turn('cli:a')).held;
 
-describe.each([
-  ['one Redis', () => redis.url],
-  ['a 3-master Redis Cluster', () => cluster.url],
-])('agent turns on several instances on %s', (_name, store) => {
+describe.each(stores.forms)('agent turns on several instances on %s', (_name, store) => {
   it('releases on instance B what instance A holds, once; concurrent dones on both close the turn once', async () => {
     const prefix = `turns${process.pid}`;
     const [a, b] = await Promise.all([instance(store(), prefix), instance(store(), prefix)]);

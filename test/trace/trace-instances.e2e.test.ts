@@ -1,29 +1,21 @@
 import { createHmac } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { serve } from '../servers.js';
-import { type RedisCluster, startCluster } from '../store/redis-cluster.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { sharedStoresForTests } from '../store/redis-cluster.js';
 
 /*
  * The trail on Redis: two instances on one real redis-server (and on a real 3-master Redis
  * Cluster), each asked about what the other one saw.
  */
 
-let redis: RedisServer;
-let cluster: RedisCluster;
+const stores = sharedStoresForTests();
 /** The store of the cases running now. */
-let store = (): string => redis.url;
+let store = stores.redis;
 let tests = 0;
 const services: Running[] = [];
 
-beforeAll(async () => {
-  [redis, cluster] = await Promise.all([startRedis(), startCluster()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all([redis?.stop(), cluster?.stop()]);
-});
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
 });
@@ -47,10 +39,7 @@ const drained = (service: Running) => until(async () => (await service.intake.st
 const SECRET = 'whsec_' + Buffer.from('trace-agent-secret-0123456789ab').toString('base64');
 const sign = (secret: string, body: Buffer) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 
-describe.each([
-  ['one Redis', () => redis.url],
-  ['a 3-master Redis Cluster', () => cluster.url],
-])('the trail on %s, read from any instance', (_name, url) => {
+describe.each(stores.forms)('the trail on %s, read from any instance', (_name, url) => {
   beforeAll(() => {
     store = url;
   });

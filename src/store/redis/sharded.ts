@@ -103,16 +103,15 @@ export class ShardedRedisStore implements Store {
   // --- admission: each item on its session's shard -----------------------------------------
 
   async admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]> {
-    if (items.length === 0) return [];
-    const first = shardOf(items[0]!.part.event.sessionKey, this.shards.length);
-    if (items.every((item) => shardOf(item.part.event.sessionKey, this.shards.length) === first)) return (this.shards[first] as RedisStore).admit(items, now);
-    const byShard = new Map<number, number[]>();
+    const byShard = new Map<number, number[]>(); // shard -> the indexes of its items
     items.forEach((item, n) => {
       const shard = shardOf(item.part.event.sessionKey, this.shards.length);
       const indexes = byShard.get(shard);
       if (indexes) indexes.push(n);
       else byShard.set(shard, [n]);
     });
+    const [only] = byShard.keys();
+    if (byShard.size <= 1) return only === undefined ? [] : (this.shards[only] as RedisStore).admit(items, now);
     const verdicts = new Array<AdmitVerdict>(items.length);
     await Promise.all([...byShard].map(async ([shard, indexes]) => {
       const got = await (this.shards[shard] as RedisStore).admit(indexes.map((n) => items[n] as AdmitItem), now);
