@@ -12,8 +12,11 @@ export interface TailEvents {
 export interface StoreHealth {
   /** Times the store was found reset (the outbox seq went backwards: data lost on the server). */
   rollbacks: number;
-  /** The last of them: seqs from `seenSeq` back to `seq`, when (this instance's clock). */
-  lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number };
+  /**
+   * The last of them: seqs from `seenSeq` back to `seq`, when (this instance's clock); on a
+   * sharded Redis Cluster store, `shard` names the shard that was reset (absent: the global keys).
+   */
+  lastRollback?: { reason: 'epoch' | 'seq'; seenSeq: number; seq: number; at: number; shard?: number };
   /** The server's `maxmemory-policy` when it evicts keys (undefined: `noeviction`, or not readable). */
   evictionPolicy?: string;
   /** Keys the server evicted since it started (`INFO stats`), while the policy evicts. */

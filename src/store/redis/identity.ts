@@ -9,6 +9,8 @@ export interface Rollback {
   /** The highest seq this instance had seen, and the store's seq when the rollback was found. */
   seenSeq: number;
   seq: number;
+  /** On a sharded store: the shard whose keys were reset (its seq numbers its own outbox). */
+  shard?: number;
 }
 
 /**
@@ -31,7 +33,7 @@ export class StoreIdentity {
   private readonly epochKey: string;
   private readonly seqKey: string;
 
-  constructor(prefix: string, private readonly logger?: ConnectionLogger) {
+  constructor(prefix: string, private readonly logger?: ConnectionLogger, private readonly shard?: { index: number; of: number }) {
     this.epochKey = `${prefix}epoch`;
     this.seqKey = `${prefix}seq`;
   }
@@ -82,20 +84,29 @@ export class StoreIdentity {
     return seq;
   }
 
-  private async found(rollback: Rollback, client: Redis): Promise<number> {
+  private async found(found: Rollback, client: Redis): Promise<number> {
     // Counted once: reads and commits sent before this point no longer compare.
+    const rollback: Rollback = this.shard ? { ...found, shard: this.shard.index } : found;
     this.rollbacks += 1;
     this.generation += 1;
     this.highest = 0;
     this.epoch = undefined;
     this.last = { ...rollback, at: Date.now() };
-    const message = rollback.reason === 'epoch'
+    const message = this.shard ? shardMessage(rollback, this.shard) : rollback.reason === 'epoch'
       ? `Redis store: THE STORE WAS RESET (its epoch key changed or vanished: a Redis restart without persistence, a FLUSHALL, another server); outbox seqs start again from ${rollback.seq} (this instance had seen ${rollback.seenSeq}); what was written before is gone; event streams are cut, and clients resuming past the new seq get 409 resume_point_ahead`
       : `Redis store: THE OUTBOX SEQ WENT BACKWARDS from ${rollback.seenSeq} to ${rollback.seq} (a failover to a replica that lagged?); the records after ${rollback.seq} were lost and their seqs will be reused; event streams are cut, and clients resuming past the new seq get 409 resume_point_ahead`;
     if (this.logger?.error) this.logger.error({ ...rollback, rollbacks: this.rollbacks }, message);
     else this.logger?.warn({ ...rollback, rollbacks: this.rollbacks }, message);
     return this.establish(client);
   }
+}
+
+/** A shard's keys hold its sessions' state and the records it committed and had not yet moved to the outbox. */
+function shardMessage(rollback: Rollback, shard: { index: number; of: number }): string {
+  const what = rollback.reason === 'epoch'
+    ? 'WAS RESET (its epoch key changed or vanished: a master restarted without persistence, a FLUSHALL)'
+    : `WENT BACK (its seq from ${rollback.seenSeq} to ${rollback.seq}: a failover to a replica that lagged?)`;
+  return `Redis store: SHARD ${shard.index} OF ${shard.of} ${what}; the claims, debounce buffers, correlation groups and turns of its sessions written before are gone, and so are the records it had committed and not yet moved to the outbox; what is admitted from now on comes out as usual`;
 }
 
 /** The highest seq seen, and the rollbacks found, when a command was sent. */

@@ -27,4 +27,7 @@ export interface RedisStoreOptions extends StoreOptions {
  */
 export interface ShardRole {
   recorded(id: string): Promise<OutboxRecord | undefined>;
+  /** Which shard it is, of how many: a reset found on it is reported as this shard's. */
+  index: number;
+  of: number;
 }

@@ -100,7 +100,7 @@ export class RedisStore implements Store {
     this.recorded = options.shard?.recorded ?? ((id) => this.outboxGet(id));
     this.ingest = connect(url, 'ingest', ingestOptions(this.commandTimeoutMs), options.logger, set);
     this.background = connect(url, 'background', backgroundOptions(this.commandTimeoutMs), options.logger, set);
-    this.identity = new StoreIdentity(this.prefix, options.logger);
+    this.identity = new StoreIdentity(this.prefix, options.logger, options.shard);
     this.tailer = new OutboxTail(url, this.prefix, this.identity, options.logger, options.tailCheckMs);
     this.watch = new ServerWatch(this.background, this.identity, options.logger);
     this.bus = new RedisBus(url, this.prefix, this.background, options.logger);

@@ -1,6 +1,6 @@
 import { ConfigError } from '../../errors.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, TurnCommit, TurnRule, TurnView,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, StoreHealth, TurnCommit, TurnRule, TurnView,
 } from '../../ports.js';
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { ShardAppender } from './appender.js';
@@ -73,7 +73,7 @@ export class ShardedRedisStore implements Store {
         const shard = await RedisStore.open(url, {
           ...options, keyPrefix: prefix.slice(1, -2),
           // A commit whose answer was lost: in the shard's outbox, or already moved to the global one.
-          shard: { recorded: async (id) => (await shards[index]?.outboxGet(id)) ?? global.outboxGet(id) },
+          shard: { recorded: async (id) => (await shards[index]?.outboxGet(id)) ?? global.outboxGet(id), index, of: count },
         });
         shards.push(shard);
         opened.push(shard);
@@ -273,7 +273,20 @@ export class ShardedRedisStore implements Store {
     return { groups: stats.reduce((sum, s) => sum + s.groups, 0), evicted: stats.reduce((sum, s) => sum + s.evicted, 0) };
   }
 
-  health: NonNullable<Store['health']> = () => this.global.health();
+  /**
+   * The global keys' health and every shard's, as one: rollbacks summed (a shard's reset names
+   * the shard in `lastRollback`), the last of them, and an evicting policy if any node has one.
+   */
+  async health(): Promise<StoreHealth> {
+    const all = await Promise.all([this.global, ...this.shards].map((store) => store.health()));
+    const health: StoreHealth = { rollbacks: all.reduce((sum, one) => sum + one.rollbacks, 0) };
+    for (const one of all) {
+      if (one.lastRollback && (!health.lastRollback || one.lastRollback.at >= health.lastRollback.at)) health.lastRollback = one.lastRollback;
+      if (one.evictionPolicy && !health.evictionPolicy) health.evictionPolicy = one.evictionPolicy;
+      if (one.evictedKeys !== undefined) health.evictedKeys = Math.max(health.evictedKeys ?? 0, one.evictedKeys);
+    }
+    return health;
+  }
 
   async ping(): Promise<void> {
     await Promise.all([this.global, ...this.shards].map((store) => store.ping()));

@@ -38,6 +38,10 @@ describe('the sharded store under attack', () => {
     const record = await flushOne(store, 's', 'c');
     expect(record?.seq).toBe(1);
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['c']);
+    // reported as the global keys' reset: no shard named
+    const health = await store.health!();
+    expect(health.rollbacks).toBe(1);
+    expect(health.lastRollback).not.toHaveProperty('shard');
   });
 
   it('keeps what a shard commits after its keys and the global keys were reset together (one master restarted empty)', async () => {
@@ -63,6 +67,8 @@ describe('the sharded store under attack', () => {
     await dropTag(shardPrefixes(keyPrefix, 3)[shardOf('s', 3)] as string);
     const record = await flushOne(store, 's', 'after');
     expect(record?.seq).toBe(4);
+    // reported (/v1/stats storeHealth, inbox_store_rollbacks_total), naming the shard
+    expect(await store.health!()).toMatchObject({ rollbacks: 1, lastRollback: { shard: shardOf('s', 3) } });
     const other = await fresh(keyPrefix); // and another instance sees the same, nothing twice
     await flushOne(other, 's', 'later');
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'after', 'later']);
