@@ -41,6 +41,9 @@ describe('the console under a path prefix of a host app', () => {
     const dir = tempDir().path;
     intake = await createIntake({ config: loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' } } }), logger: silent, cwd: dir });
     const app = new Koa();
+    // As docs/library.md advises a host app: a browser leaving the feed is no error.
+    const errors: Error[] = [];
+    app.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') errors.push(error); });
     app.use(mounted('/intake', intake.middleware()));
     app.use((ctx) => { ctx.status = 404; ctx.body = 'host app: nothing here'; });
     server = createServer(app.callback());
@@ -55,5 +58,6 @@ describe('the console under a path prefix of a host app', () => {
     await until(async () => (await page.evaluate(() => document.querySelector('#channels-table tr[data-channel="generic"] td[data-action="received"]')?.textContent ?? null)) === '1', 10_000);
     expect(failed).toEqual([]);
     await page.close();
+    expect(errors).toEqual([]);
   });
 });
