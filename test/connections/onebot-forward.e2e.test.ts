@@ -19,9 +19,9 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
     for (const server of servers.splice(0)) await server.close();
   });
 
-  const start = async (bot: Bot, channel: Record<string, unknown> = {}) => {
+  const start = async (bot: Bot, channel: Record<string, unknown> = {}, debounce = { windowMs: 100, maxWaitMs: 300 }) => {
     service = await startService({
-      debounce: { windowMs: 100, maxWaitMs: 300 },
+      debounce,
       channels: [
         { id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url: bot.url, accessToken: 'tok', namespace: 'qq', reconnectMinMs: 20, reconnectMaxMs: 100, actionTimeoutMs: 1000, ...channel },
         { id: 'qq-http', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
@@ -60,7 +60,8 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
   it('correlates a group message read from the forward socket with the same message from an HTTP bot', async () => {
     const bot = await forwardBot({ selfId: BOT, token: 'tok' });
     bots.push(bot);
-    const s = await start(bot);
+    // Both copies must land in one window on a real clock (the dialer's timers run on it): a wide one.
+    const s = await start(bot, {}, { windowMs: 1000, maxWaitMs: 3000 });
     await until(async () => (await connection(s))?.botId === String(BOT));
     const frames = readEvents(`${s.url}/v1/events`, 1, {
       onOpen: async () => {

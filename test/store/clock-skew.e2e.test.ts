@@ -21,7 +21,7 @@ const ahead: Clock = { ...systemClock, now: () => Date.now() + 45_000 };
 async function instance(clock?: Clock): Promise<Running> {
   const service = await startService({
     store: redis.url, redis: { keyPrefix: 'skew-e2e', commandTimeoutMs: 3000 },
-    debounce: { windowMs: 400, maxWaitMs: 10_000, maxMessages: 50 },
+    debounce: { windowMs: 1500, maxWaitMs: 10_000, maxMessages: 50 }, // fragments 100 ms apart, however slow the machine
   }, clock ? { clock } : {});
   services.push(service);
   return service;
