@@ -4,6 +4,7 @@ import type {
 } from '../../ports.js';
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { ShardAppender } from './appender.js';
+import { AwayShards } from './away.js';
 import { redacted, unavailable } from './codec.js';
 import { backgroundOptions, connect, type ScriptedRedis } from './connections.js';
 import type { RedisStoreOptions } from './options.js';
@@ -36,8 +37,9 @@ export class ShardedRedisStore implements Store {
   readonly durable = true;
   readonly shared = true;
   private rotor = 0;
-  private claimFailing = false;
   private readonly sweep: NodeJS.Timeout;
+  /** Shards whose master failed a claim or a deadline read: the flush loop passes them over until they answer. */
+  private readonly away: AwayShards;
 
   private constructor(
     private readonly global: RedisStore,
@@ -47,6 +49,7 @@ export class ShardedRedisStore implements Store {
     private readonly logger: RedisStoreOptions['logger'],
     private readonly globalPrefix: string,
   ) {
+    this.away = new AwayShards((shard) => (this.shards[shard] as RedisStore).ping(), logger);
     let failing = false;
     this.sweep = setInterval(() => {
       this.appender.drainAll().then(() => { failing = false; }, (error: unknown) => {
@@ -139,34 +142,44 @@ export class ShardedRedisStore implements Store {
    * Shard after shard, from a different one each time, until `limit` batches are taken. A shard
    * that fails (its master away) is passed over: a throw would strand the batches the shards
    * before it leased (due again only when their lease ran out) and stop every shard's flushes
-   * for one master's outage. It throws only when it took nothing.
+   * for one master's outage. Then it is passed over until it answers a ping (away.ts), so a
+   * hung master costs one command timeout, not one per claim. It throws only when it took
+   * nothing and a shard failed.
    */
   async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
     const taken: LeasedBatch[] = [];
     let failure: unknown;
     const start = this.rotor++ % this.shards.length;
     for (let n = 0; n < this.shards.length && taken.length < limit; n++) {
-      const shard = this.shards[(start + n) % this.shards.length] as RedisStore;
+      const index = (start + n) % this.shards.length;
+      if (this.away.passes(index)) continue;
       try {
-        taken.push(...(await shard.claimDue(now, leaseMs, limit - taken.length)));
+        taken.push(...(await (this.shards[index] as RedisStore).claimDue(now, leaseMs, limit - taken.length)));
+        this.away.answered(index);
       } catch (error) {
         failure ??= error;
+        this.away.failed(index, error);
       }
     }
-    if (failure === undefined) this.claimFailing = false;
-    else if (taken.length === 0) throw failure;
-    else if (!this.claimFailing) {
-      this.claimFailing = true; // once per outage
-      this.logger?.warn({ err: failure }, 'Redis store: a shard failed a claim of due buffers; the other shards\' are claimed meanwhile');
-    }
+    if (failure !== undefined && taken.length === 0) throw failure;
     return taken;
   }
 
   renewLease: Store['renewLease'] = (batch, now, leaseMs) => this.shardFor(batch.sessionKey).renewLease(batch, now, leaseMs);
   release: Store['release'] = (batch, retryAt) => this.shardFor(batch.sessionKey).release(batch, retryAt);
 
+  /** The earliest of the shards that answer (a shard passed over, or failing, is looked at by the shared store's polling). */
   async nextDeadline(): Promise<number | undefined> {
-    const deadlines = (await Promise.all(this.shards.map((shard) => shard.nextDeadline()))).filter((at) => at !== undefined);
+    const asked = await Promise.allSettled(this.shards.map((shard, index) => {
+      if (this.away.passes(index)) return Promise.resolve(undefined);
+      return shard.nextDeadline().catch((error: unknown) => {
+        this.away.failed(index, error);
+        throw error;
+      });
+    }));
+    const answered = asked.filter((answer) => answer.status === 'fulfilled');
+    if (answered.length === 0) throw (asked[0] as PromiseRejectedResult).reason;
+    const deadlines = answered.map((answer) => answer.value).filter((at) => at !== undefined);
     return deadlines.length === 0 ? undefined : Math.min(...deadlines);
   }
 

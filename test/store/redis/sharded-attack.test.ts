@@ -6,6 +6,7 @@ import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf, shardPrefixes } from '../../../src/store/redis/shard-map.js';
 import { delivery, draft, item, step } from '../../../src/testing/index.js';
+import { until } from '../../helpers.js';
 import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // Attacks on the sharded store (`redis-cluster://`) on a real 3-master Redis Cluster: resets of
@@ -203,7 +204,45 @@ describe('the sharded store under attack', () => {
       for (const batch of batches) await store.release(batch, 0);
     }
     away.claimDue = claim;
+    // passed over until it answers a ping (sent by the call that passes it over), then claimed
+    const claimed = new Set<string>();
+    await until(async () => {
+      for (const batch of await store.claimDue(50_000, 1000, 10)) claimed.add(batch.sessionKey);
+      return claimed.size === 3;
+    });
+  });
+
+  it('passes a failing shard over until it answers a ping: one failed claim per outage, not one per call, logged once', async () => {
+    const warnings: string[] = [];
+    const logger = { warn: (_fields: object, message: string) => { warnings.push(message); } };
+    const store = await openStore(cluster().url, undefined, { keyPrefix: `away${n++}`, shards: 3, commandTimeoutMs: 3000, clock: 'caller', logger });
+    opened.push(store);
+    const sessions = sessionsOnEachShard();
+    for (const session of sessions) await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
+    const away = shardsOf(store)[1] as RedisStore;
+    const real = { claimDue: away.claimDue.bind(away), ping: away.ping.bind(away), nextDeadline: away.nextDeadline.bind(away) };
+    let claims = 0;
+    let pings = 0;
+    away.claimDue = () => { claims++; return Promise.reject(new Error('master away')); };
+    away.nextDeadline = () => Promise.reject(new Error('master away'));
+    let answer: (() => void) | undefined;
+    away.ping = () => { pings++; return new Promise<void>((resolve, reject) => { answer = resolve; setImmediate(() => pings < 3 && reject(new Error('still away'))); }); };
+    for (let call = 0; call < 4; call++) {
+      const batches = await store.claimDue(1000 + call * 10_000, 1000, 10);
+      expect(batches.map((b) => b.sessionKey).sort()).toEqual([sessions[0], sessions[2]].sort());
+      for (const batch of batches) await store.release(batch, 0);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(claims).toBe(1); // the first call found it failing; the others passed it over and pinged it
+    expect(pings).toBe(3);
+    expect(await store.nextDeadline()).toBeTypeOf('number'); // the other shards' deadlines, while this one is away
+    // it answers the third ping: the next call claims its buffer again
+    Object.assign(away, real);
+    answer?.();
+    await new Promise((resolve) => setImmediate(resolve));
     expect((await store.claimDue(50_000, 1000, 10)).map((b) => b.sessionKey).sort()).toEqual([...sessions].sort());
+    expect(warnings.filter((w) => w.includes('shard 1 failed'))).toHaveLength(1);
+    expect(warnings.filter((w) => w.includes('shard 1 answers again'))).toHaveLength(1);
   });
 
   it('finds a correlation group on its session\'s shard while another shard\'s master fails', async () => {
