@@ -12,7 +12,9 @@ import { BOT_TOKEN, fakeGateway } from './fake-gateway.js';
 
 const instances = takeoverInstances();
 
-const channel = (url: string) => ({ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl: url, leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200 });
+// The victim child must keep the channel until it is killed (a holder that cannot renew for 2/3 of
+// its lease lets go): a lease that outlasts a 1 s stall on a loaded machine.
+const channel = (url: string) => ({ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl: url, leaseMs: 1500, reconnectMinMs: 20, reconnectMaxMs: 200 });
 
 describe('a Discord channel on several instances', () => {
   it('is taken over by a survivor when its holder is killed (kill -9), which resumes the session; nothing twice', async () => {

@@ -70,8 +70,9 @@ describe('a OneBot reverse socket at its edges', () => {
     let refused: Awaited<ReturnType<typeof postJson>> | undefined;
     for (let i = 0; i < 64 && !refused; i++) {
       const answer = postJson(`${service.url}/v1/channels/qq/actions/send_private_msg`, big);
-      // An action that was sent waits for an answer that never comes; a refused one answers at once.
-      const first = await Promise.race([answer, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50))]);
+      // An action that was sent waits for an answer that never comes; a refused one answers at once
+      // (a 1 MiB round trip: 150 ms leaves room on a loaded machine, and a late refusal only costs a turn).
+      const first = await Promise.race([answer, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 150))]);
       if (first) refused = first;
       else waiting.push(answer.catch(() => undefined));
     }

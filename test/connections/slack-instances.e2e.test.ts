@@ -12,7 +12,10 @@ import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 
 const instances = takeoverInstances();
 
-const channel = (api: string) => ({ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200 });
+// The test expects the victim to keep the socket until it is killed: a holder that cannot renew for
+// 2/3 of its lease lets go, so the lease outlasts a 1 s stall of the child on a loaded machine (the survivor
+// takes over within it after the kill).
+const channel = (api: string) => ({ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, leaseMs: 1500, reconnectMinMs: 20, reconnectMaxMs: 200 });
 const ts = (i: number) => `1700000010.0001${String(i).padStart(2, '0')}`;
 
 describe('a Slack Socket Mode channel on several instances', () => {

@@ -33,12 +33,16 @@ describe('Telegram long polling ("transport": "poll")', () => {
   it('polls getUpdates, emits the updates, and moves the offset past them only once they are recorded', async () => {
     const api = await fakeTelegram();
     cleanups.push(() => api.close());
-    const intake = await start(api);
+    // The two updates are recorded one after the other: on a manual clock they land in one window however slow the machine.
+    const clock = new ManualClock();
+    const intake = await start(api, { clock });
     const outputs: Output[] = [];
     intake.on('chat.processedMessage', (output) => { outputs.push(output); });
     await until(async () => (await intake.connections())[0]?.state === 'open');
     expect((await intake.connections())[0]).toMatchObject({ channel: 'tg', adapter: 'telegram', transport: 'poll', botId: '123456', state: 'open' });
     api.push(update(100, 'hello'), update(101, 'there'));
+    await until(() => intake.metrics.channelStats().tg?.received === 2);
+    await clock.advance(50);
     await until(() => outputs.length === 1);
     expect(outputs[0]).toMatchObject({ sessionKey: 'tg:42', content: 'hello there', merged: 2 });
     await until(() => api.offsets.includes('102'));

@@ -53,7 +53,7 @@ describe('the operator console in a real browser', () => {
   });
 
   const start = (extra: Record<string, unknown> = {}) => startService({
-    // Fragments are posted back to back; the window only has to outlast that, and maxMessages closes it.
+    // The fragments of one session are one delivery, and maxMessages closes their buffer.
     debounce: { windowMs: 1000, maxMessages: 3, maxWaitMs: 5000 },
     media: { allowHosts: [`127.0.0.1:${files.port}`], timeoutMs: 2000, retries: 1 },
     agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: AGENT_SECRET, retries: 2, minBackoffMs: 20, maxBackoffMs: 50, timeoutMs: 2000 },
@@ -90,10 +90,10 @@ describe('the operator console in a real browser', () => {
     await page.locator('#live-activity[data-state="on"]').waitFor();
 
     // A session typed in three fragments, a platform retry of the first, a forged signature,
-    // a message the agent refuses, a hostile one, and a photo.
-    for (const [id, content] of [['frag-1', '帮我查一下'], ['frag-2', '订单 ORD-123'], ['frag-3', '的状态']]) {
-      expect((await post({ id, sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content })).status).toBe(200);
-    }
+    // a message the agent refuses, a hostile one, and a photo. The fragments come in one delivery:
+    // admitted at one instant, no stall of the machine can let the window close between them.
+    const fragments = [['frag-1', '帮我查一下'], ['frag-2', '订单 ORD-123'], ['frag-3', '的状态']].map(([id, content]) => ({ id, sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content }));
+    expect((await post(fragments)).body).toMatchObject({ accepted: 3, duplicates: 0 });
     expect((await post({ id: 'frag-1', sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content: '帮我查一下' })).body).toMatchObject({ duplicates: 1 });
     const forged = JSON.stringify({ sessionKey: 'cli:eve', content: 'let me in' });
     const at = Math.floor(Date.now() / 1000);

@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, readEvents, startService, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 import { PNG, serve, type TestServer } from '../servers.js';
 
 describe('media on the real server', () => {
@@ -22,20 +23,18 @@ describe('media on the real server', () => {
   afterAll(() => host.close());
   afterEach(async () => service?.stop());
 
-  const start = (media: Record<string, unknown> = {}, debounce: Record<string, unknown> = { windowMs: 100, maxWaitMs: 400 }) =>
-    startService({ debounce, media: { allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 20_000, retries: 1, ...media } });
+  const start = (media: Record<string, unknown> = {}, debounce: Record<string, unknown> = { windowMs: 100, maxWaitMs: 400 }, clock?: ManualClock) =>
+    startService({ debounce, media: { allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 20_000, retries: 1, ...media } }, clock ? { clock } : {});
 
   it('downloads attachments into the session folder and lists them in the processed message', async () => {
-    // Two posts must land in one window: wide enough for a loaded machine.
-    service = await start({}, { windowMs: 600, maxWaitMs: 3000 });
+    // Time moves only when the test says so: both posts land in one window however slow the machine.
+    const clock = new ManualClock();
+    service = await start({}, { windowMs: 100, maxWaitMs: 400 }, clock);
     const url = `http://127.0.0.1:${host.port}`;
-    const frames = readEvents(`${service.url}/v1/events`, 1, {
-      onOpen: async () => {
-        await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'look', mediaUrl: `${url}/a.png?name=evil.exe` });
-        await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'and this', media: [{ url: `${url}/doc` }, { url: `${url}/missing.png` }] });
-      },
-    });
-    const [frame] = await frames;
+    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'look', mediaUrl: `${url}/a.png?name=evil.exe` })).status).toBe(200);
+    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'and this', media: [{ url: `${url}/doc` }, { url: `${url}/missing.png` }] })).status).toBe(200);
+    await clock.advance(100);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
     const message = frame?.data;
     expect(message.content).toBe('look and this');
     expect(message.media).toHaveLength(2);
@@ -73,15 +72,14 @@ describe('media on the real server', () => {
   });
 
   it('keeps only the first attachment of a batch in "first" mode', async () => {
-    service = await start({}, { windowMs: 100, maxWaitMs: 400, media: 'first' });
+    const clock = new ManualClock();
+    service = await start({}, { windowMs: 100, maxWaitMs: 400, media: 'first' }, clock);
     const url = `http://127.0.0.1:${host.port}`;
-    const frames = readEvents(`${service.url}/v1/events`, 1, {
-      onOpen: async () => {
-        await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/a.png` });
-        await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/doc`, content: 'two' });
-      },
-    });
-    const [frame] = await frames;
+    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/a.png` })).status).toBe(200);
+    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/doc`, content: 'two' })).status).toBe(200);
+    await clock.advance(100);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frame?.data.merged).toBe(2);
     expect(frame?.data.media.map((m: { type: string }) => m.type)).toEqual(['image']);
   });
 
