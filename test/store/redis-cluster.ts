@@ -68,7 +68,6 @@ export function clusterForTests(): () => RedisCluster {
   };
 }
 
-/** Slots split in thirds as `redis-cli --cluster create` splits them, distinct epochs, and every node meets the first. */
 /** The URLs of both shared store forms a file's tests run on, each started once for the file. */
 export interface SharedStores {
   /** One redis-server: `redis://…`. */
@@ -98,6 +97,7 @@ export function sharedStoresForTests(): SharedStores {
   return { redis, cluster: clusterUrl, forms: [['one Redis', redis], ['a 3-master Redis Cluster', clusterUrl]] };
 }
 
+/** Slots split in thirds as `redis-cli --cluster create` splits them, distinct epochs, and every node meets the first. */
 async function join(masters: readonly RedisServer[], busPorts: readonly number[]): Promise<void> {
   const clients = masters.map((m) => new Redis(m.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 }));
   try {

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigError } from '../../errors.js';
+import { redacted } from './codec.js';
 import { scripts, type ScriptName, type ScriptSet } from './scripts.js';
 
 export type { ScriptName, ScriptSet };
@@ -79,7 +80,7 @@ export function isClusterUrl(url: string): boolean {
 /** The seed nodes and password of a `redis-cluster://` URL; throws naming what is wrong. */
 export function clusterNodes(url: string): { nodes: Array<{ host: string; port: number }>; password?: string } {
   const match = /^redis-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/.exec(url);
-  if (!match) throw new ConfigError(`store: "${url.replace(/\/\/[^@/]*@/, '//***@')}" is not redis-cluster://[:password@]host:port[,host:port...]`);
+  if (!match) throw new ConfigError(`store: "${redacted(url)}" is not redis-cluster://[:password@]host:port[,host:port...]`);
   const nodes = (match[2] as string).split(',').map((node) => {
     const at = /^([^:,]+|\[[^\]]+\]):(\d{1,5})$/.exec(node.trim());
     if (!at || Number(at[2]) > 65535) throw new ConfigError(`store: "${node}" in the redis-cluster:// URL is not host:port`);
