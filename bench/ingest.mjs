@@ -1,12 +1,12 @@
 // Ingest throughput of the whole chain (verify, parse, normalize, dedup, debounce, outbox, emit)
-// against bare Koa + koa-router parsing the same JSON, and against the seed's naive sketches on
-// the same Koa (bench/seed-sketch.mjs), side by side in one run.
+// against bare Koa + koa-router parsing the same JSON, and against the naive baseline (the design documents' algorithm) on
+// the same Koa (bench/naive-baseline.mjs), side by side in one run.
 // Every request is a new session with a new id, so nothing is deduplicated or merged away.
 //
 // This VM's speed shifts in steps: bare Koa alone, under one unchanged load, reads ~10,000 req/s
 // for ten seconds and ~20,000 for the next ten. A server measured 20 s after bare Koa can be
 // measured in another regime, and one run of the earlier layout (each server started, warmed
-// 2 s and measured 5 s in turn) read the seed sketch at 1.40x of bare Koa. So every server is
+// 2 s and measured 5 s in turn) read the naive baseline at 1.40x of bare Koa. So every server is
 // started once and stays up, and the load moves between them in short slices, each server's
 // slice between two slices of bare Koa ("bare, A, bare, B, bare, C, bare", the order of A, B, C
 // rotated per round): a server's ratio in a round is its req/s over the mean of the two bare
