@@ -1,9 +1,9 @@
-// Baseline for the ingest benchmarks: the naive algorithm, i.e. the seed design's own sketches
-// (../shared/seeds/004_*.txt) on bare Koa + koa-router, reading and parsing the same JSON:
+// Baseline for the ingest benchmarks: the naive algorithm, as the design documents sketch it,
+// on bare Koa + koa-router, reading and parsing the same JSON:
 // exact dedup in a Set with a setTimeout per id, fuzzy dedup in a Map scanned on every message
-// (only for messages without an id, as the seed says), a debounce buffer per session with a
+// (only for messages without an id, as the sketch says), a debounce buffer per session with a
 // setTimeout re-armed on every message, a forced flush past 3 messages, text joined with spaces
-// and emitted in-process. Volatile, unvalidated, unmetered: what the seed does and nothing more.
+// and emitted in-process. Volatile, unvalidated, unmetered: what the sketch does and nothing more.
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import Koa from 'koa';
