@@ -45,6 +45,8 @@ const NEW_SESSION = new Set([4007, 4009]);
 const RESUME_CLOSE = 4900;
 /** At most one Identify per this, per bot (Discord's identify rate limit: 1 per 5 s per shard bucket). */
 const IDENTIFY_SPACING_MS = 5500;
+/** Resumes answered INVALID_SESSION in a row after which the session is given up, resumable or not. */
+const MAX_FAILED_RESUMES = 2;
 const CURSOR_TTL_MS = 7 * 24 * 3_600_000;
 
 const gatewayQuery = '?v=10&encoding=json';
@@ -56,6 +58,9 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
   const hide = (text: string) => text.replaceAll(botToken, '<token>');
   let cursor: Cursor | undefined;
   let lastIdentifyAt = -Infinity;
+  /** After an invalid session, no Identify before this (Discord: wait a random 1-5 s). */
+  let identifyNotBefore = -Infinity;
+  let failedResumes = 0;
   let writing: Promise<void> | undefined;
   let dirty = false;
 
@@ -118,6 +123,8 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
     /** The highest sequence received (heartbeats carry it); `cursor.seq` moves only once a dispatch is recorded. */
     let received: number | null = cursor?.seq ?? null;
     let identifyTimer: unknown;
+    /** A Resume was sent on this socket and not yet answered RESUMED. */
+    let resuming = false;
 
     const send = (op: number, d: unknown) => io.send(JSON.stringify({ op, d }));
     const beat = (): void => {
@@ -129,7 +136,7 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
       send(1, received);
     };
     const identify = (): void => {
-      const wait = lastIdentifyAt + IDENTIFY_SPACING_MS - io.now();
+      const wait = Math.max(lastIdentifyAt + IDENTIFY_SPACING_MS, identifyNotBefore) - io.now();
       if (wait > 0) {
         identifyTimer = io.setTimeout(identify, wait);
         return;
@@ -147,6 +154,7 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
     const forget = (): void => {
       cursor = undefined;
       received = null;
+      failedResumes = 0;
       save(io);
     };
 
@@ -165,8 +173,10 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
               heartbeat = io.setTimeout(every, interval);
             };
             heartbeat = io.setTimeout(every, interval * io.random());
-            if (cursor) send(6, { token: botToken, session_id: cursor.sessionId, seq: cursor.seq });
-            else identify();
+            if (cursor) {
+              resuming = true;
+              send(6, { token: botToken, session_id: cursor.sessionId, seq: cursor.seq });
+            } else identify();
             return { kind: 'meta', heartbeat: false, intervalMs: interval };
           }
           case 11:
@@ -179,7 +189,15 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
             io.close(RESUME_CLOSE, 'the Gateway asked us to reconnect');
             return { kind: 'meta', heartbeat: false };
           case 9:
-            if (d !== (true as unknown)) forget();
+            // d: whether the session may be resumed. A Gateway that refuses every resume anyway
+            // is not resumed forever: after two refused resumes, a new session.
+            if (resuming) failedResumes++;
+            resuming = false;
+            if (d !== (true as unknown) || failedResumes >= MAX_FAILED_RESUMES) {
+              forget();
+              // discord.com/developers/docs/events/gateway#resuming: wait a random 1-5 s, then Identify.
+              identifyNotBefore = io.now() + 1000 + Math.floor(io.random() * 4000);
+            }
             io.close(RESUME_CLOSE, 'invalid session');
             return { kind: 'meta', heartbeat: false };
           case 0:
@@ -189,6 +207,10 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
         }
         const seq = typeof message.s === 'number' ? message.s : undefined;
         if (seq !== undefined && (received === null || seq > received)) received = seq;
+        if (message.t === 'RESUMED' || message.t === 'READY') {
+          resuming = false;
+          failedResumes = 0;
+        }
         if (message.t === 'READY' && d) {
           const user = d.user as { id?: unknown } | undefined;
           const botId = typeof user?.id === 'string' ? user.id : undefined;

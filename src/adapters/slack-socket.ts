@@ -3,6 +3,8 @@ import type { SocketDial, SocketFrame } from '../events/connection.js';
 
 /** Frames larger than this are never control frames (hello, disconnect): they are envelopes. */
 const CONTROL_MAX = 16 * 1024;
+/** What a person must do when Slack turned Socket Mode off for the app. */
+const LINK_DISABLED = 'Slack turned Socket Mode off for this app (disconnect reason link_disabled): turn it on again at api.slack.com/apps > your app > Socket Mode, or use the Events API ("transport": "webhook")';
 
 export interface SlackSocketOptions {
   appToken: string;
@@ -18,8 +20,10 @@ export interface SlackSocketOptions {
  * retry_attempt}`; an `events_api` envelope's payload is what the Events API would POST, so it
  * goes through the same normalize (a retry is refused as a duplicate by its event's id). Every
  * envelope is answered `{envelope_id}` once recorded; one not answered within 3 s is sent again.
- * `disconnect` (`warning`, `refresh_requested`, ...) asks for the next socket, which is opened
- * before this one closes.
+ * `disconnect` (api.slack.com/apis/socket-mode: `warning` about 10 s before Slack refreshes the
+ * socket, `refresh_requested`) asks for the next socket, opened before this one closes (at once
+ * after a healthy socket, else after the backoff); `link_disabled` means Socket Mode was turned
+ * off for the app: said as an error, and asked again only after `reconnectMaxMs`.
  */
 export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; frame(frame: Buffer): SocketFrame | undefined } {
   const hide = (text: string) => text.replaceAll(options.appToken, '<token>');
@@ -52,7 +56,10 @@ export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; fr
       if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
       const message = body as Record<string, unknown>;
       if (frame.length <= CONTROL_MAX && message.type === 'hello') return { kind: 'meta', heartbeat: true };
-      if (frame.length <= CONTROL_MAX && message.type === 'disconnect') return { kind: 'refresh', reason: String(message.reason ?? 'disconnect') };
+      if (frame.length <= CONTROL_MAX && message.type === 'disconnect') {
+        const reason = String(message.reason ?? 'disconnect');
+        return { kind: 'refresh', reason, ...(reason === 'link_disabled' ? { disabled: LINK_DISABLED } : {}) };
+      }
       if (typeof message.envelope_id !== 'string') return undefined; // not Slack's: the pipeline refuses it
       const ack = JSON.stringify({ envelope_id: message.envelope_id });
       // Only events carry messages; slash commands and interactions are acknowledged and not kept.

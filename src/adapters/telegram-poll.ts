@@ -63,14 +63,21 @@ export function telegramPoll(options: TelegramPollOptions): PollSpec {
       }
       if (status === 401 || status === 404) throw new PollError(`getUpdates refused (${status}): ${description}`, 'the channel\'s botToken is wrong or revoked');
       if (status !== 200 || answer?.ok !== true || !Array.isArray(answer.result)) throw new PollError(`getUpdates answered ${status}: ${description}`);
+      // The offset confirms every update below it (core.telegram.org/bots/api#getupdates): an
+      // answer carrying some anyway (a server answering from behind) is not taken in again, and
+      // the offset only ever moves forward, so a restart never reads those updates again either.
+      const kept = Number(cursor);
+      const offset = cursor !== undefined && Number.isSafeInteger(kept) ? kept : undefined;
       const bodies: Buffer[] = [];
-      let last: number | undefined;
+      let next = offset;
       for (const update of answer.result as unknown[]) {
-        bodies.push(Buffer.from(JSON.stringify(update)));
         const id = (update as { update_id?: unknown } | null)?.update_id;
-        if (typeof id === 'number' && Number.isSafeInteger(id) && (last === undefined || id > last)) last = id;
+        const known = typeof id === 'number' && Number.isSafeInteger(id);
+        if (known && offset !== undefined && id < offset) continue;
+        bodies.push(Buffer.from(JSON.stringify(update)));
+        if (known && (next === undefined || id + 1 > next)) next = id + 1;
       }
-      return { bodies, cursor: last === undefined ? cursor : String(last + 1) };
+      return { bodies, cursor: next === undefined ? cursor : String(next) };
     },
   };
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
-import type { ConnectionEvent, ConnectionView, DialSession, LeaseFence, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { ConnectionEvent, ConnectionView, DialSession, LeaseFence, RefreshFrame, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 
 /** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
@@ -42,7 +42,7 @@ interface Pending {
 /** What a socket we dialled brings beside its frames. */
 export interface Dialled {
   /** The dialer's answer to a platform asking us to move to a new socket. */
-  refresh?: (reason: string) => void;
+  refresh?: (asked: RefreshFrame) => void;
   /** The protocol we drive on the socket (Discord Gateway): it reads every frame first. */
   session?: DialSession;
   /** The lease the socket is held under: no event is recorded or acknowledged once it changed hands. */
@@ -210,7 +210,7 @@ export class Links {
     }
     if (read?.kind === 'refresh') {
       this.options.logger.info({ channel: view.channel, reason: read.reason }, 'the platform asks for a new socket');
-      live.refresh?.(read.reason);
+      live.refresh?.(read);
       return;
     }
     if (read?.kind === 'envelope') {

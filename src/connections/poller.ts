@@ -4,6 +4,7 @@ import { isIntakeError } from '../errors.js';
 import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../ports.js';
+import { backoffMs } from './backoff.js';
 import type { LinkTarget } from './links.js';
 
 export interface PollerOptions {
@@ -152,10 +153,9 @@ export class Poller {
     return true;
   }
 
+  /** The wait after `failures` failed polls in a row: the first waits about `reconnectMinMs` (an answered poll is a healthy connection). */
   backoffMs(failures: number): number {
-    const { reconnectMinMs, reconnectMaxMs } = this.options.poll;
-    const ceiling = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** Math.min(Math.max(failures - 1, 0), 30));
-    return Math.round(ceiling * (0.5 + this.options.random() / 2));
+    return backoffMs(failures - 1, this.options.poll, this.options.random);
   }
 
   /** Wait on the injected clock, or until stopped. */

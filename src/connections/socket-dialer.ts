@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
-import { DialError, type DialSession, type LeaseFence, type SocketDial } from '../events/connection.js';
+import { DialError, type DialSession, type LeaseFence, type RefreshFrame, type SocketDial } from '../events/connection.js';
+import { backoffMs, wasHealthy } from './backoff.js';
 import type { LinkTarget, Links } from './links.js';
 
 export interface SocketDialerOptions {
@@ -23,15 +24,19 @@ export interface SocketDialerOptions {
 const HANDSHAKE_MS = 10_000;
 /** How long a stop waits for the bot to answer our close before it drops the socket. */
 const CLOSE_WAIT_MS = 2000;
+/** Failures past which every wait is the longest: a connection the platform turned off waits there until one is healthy. */
+const TOP = 30;
 
 /**
- * Dials a bot's WebSocket and keeps it open: reconnects after a failure or a close with a
- * backoff from `reconnectMinMs` doubling up to `reconnectMaxMs`, each wait jittered to between
- * half and all of it (so bots restarted together are not all dialled at once). An open socket
- * joins `links`, which reads its frames like those of a bot that dialled us.
+ * Dials a bot's WebSocket and keeps it open: reconnects after a failure or a close with the
+ * backoff every dialled or polled connection shares (from `reconnectMinMs` doubling up to
+ * `reconnectMaxMs`, jittered). A socket that ends before it was healthy (open 30 s, with frames) counts as a
+ * failure like one that never opened, so the backoff starts over only after a healthy one. An
+ * open socket joins `links`, which reads its frames like those of a bot that dialled us.
  */
 export class SocketDialer {
   private socket: WebSocket | undefined;
+  /** Connections in a row that failed or ended before they were healthy. */
   private failures = 0;
   private timer: unknown;
   private running = false;
@@ -51,9 +56,19 @@ export class SocketDialer {
 
   /** The wait before the next attempt after `failures` failed ones in a row. */
   backoffMs(failures: number): number {
-    const { reconnectMinMs, reconnectMaxMs } = this.options.dial;
-    const ceiling = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** Math.min(failures, 30));
-    return Math.round(ceiling * (0.5 + this.options.random() / 2));
+    return backoffMs(failures, this.options.dial, this.options.random);
+  }
+
+  /** A socket ended (closed, or asked to move): the backoff starts over only if it was healthy. */
+  private ended(openedAt: number | undefined, frames: number): void {
+    this.failures = wasHealthy(openedAt, frames, this.options.clock.now()) ? 0 : this.failures + 1;
+  }
+
+  /** Dial again in `waitMs`, on the injected clock. */
+  private later(waitMs: number): void {
+    this.timer = this.options.clock.setTimeout(() => {
+      if (this.running) this.dial();
+    }, waitMs);
   }
 
   private dial(): void {
@@ -76,9 +91,7 @@ export class SocketDialer {
       // The platform said when to ask again (Discord's session starts reset_after): not sooner.
       const waitMs = Math.max(this.backoffMs(this.failures), error instanceof DialError ? error.retryAfterMs ?? 0 : 0);
       logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
-      this.timer = this.options.clock.setTimeout(() => {
-        if (this.running) this.dial();
-      }, waitMs);
+      this.later(waitMs);
     });
   }
 
@@ -86,12 +99,13 @@ export class SocketDialer {
     const { key, target, dial, logger } = this.options;
     const socket = new WebSocket(url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
     this.socket = socket;
-    let opened = false;
+    const { clock } = this.options;
+    let openedAt: number | undefined;
+    let frames = 0;
     let session: DialSession | undefined;
+    socket.on('message', () => { frames++; });
     socket.once('open', () => {
-      opened = true;
-      this.failures = 0;
-      const { clock } = this.options;
+      openedAt = clock.now();
       session = dial.session?.({
         send: (text) => { if (socket.readyState === socket.OPEN) socket.send(text); },
         close: (code, reason) => socket.close(code, reason),
@@ -101,11 +115,22 @@ export class SocketDialer {
         random: () => this.options.random(),
         ...(this.fence ? { fence: this.fence } : {}),
       });
-      // The platform may ask us to move: dial the next socket, which replaces this one once open.
-      const refresh = (): void => {
+      // The platform may ask us to move: dial the next socket, which replaces this one once open;
+      // at once after a healthy socket, else after the backoff (a platform that asks after every
+      // hello is not dialled in a loop).
+      const refresh = (asked: RefreshFrame): void => {
         if (!this.running || this.socket !== socket) return;
         this.socket = undefined; // its close is no failure: the next socket is on its way
-        this.dial();
+        this.ended(openedAt, frames);
+        if (asked.disabled) {
+          // Turned off on the platform's side: only a person can fix it; ask again at the longest wait.
+          this.failures = Math.max(this.failures, TOP);
+          logger.error({ channel: target.channel, reason: asked.reason }, `${asked.disabled}; asking again in ${Math.round(dial.reconnectMaxMs / 1000)} s`);
+          socket.close(1000, 'turned off by the platform');
+          this.later(dial.reconnectMaxMs);
+          return;
+        }
+        this.later(this.failures === 0 ? 0 : this.backoffMs(this.failures));
       };
       this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), {
         refresh, ...(session ? { session } : {}), ...(this.fence ? { fence: this.fence } : {}),
@@ -113,7 +138,7 @@ export class SocketDialer {
       void this.identify();
     });
     socket.on('error', (error) => {
-      if (opened) return; // the links log errors of an open socket
+      if (openedAt !== undefined) return; // the links log errors of an open socket
       const refused = /Unexpected server response: (401|403)/.exec(error.message);
       logger.warn({ channel: target.channel, url: redacted(url), err: error },
         refused ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken` : `could not connect to the bot: ${error.message}`);
@@ -129,12 +154,10 @@ export class SocketDialer {
         logger.error({ channel: target.channel, code }, `${verdict.why}; not reconnecting (fix the channel's settings and restart)`);
         return;
       }
-      if (!opened) this.failures++;
+      this.ended(openedAt, frames);
       const waitMs = this.backoffMs(this.failures);
       logger.info({ channel: target.channel, waitMs }, 'bot socket closed; reconnecting');
-      this.timer = this.options.clock.setTimeout(() => {
-        if (this.running) this.dial();
-      }, waitMs);
+      this.later(waitMs);
     });
   }
 

@@ -32,7 +32,18 @@ export type SocketFrame =
    */
   | { kind: 'envelope'; ack?: string; body?: Buffer; recorded?: () => void }
   /** The platform asks us to move to a new socket (Slack `disconnect`): dial the next, then this one closes. */
-  | { kind: 'refresh'; reason: string };
+  | RefreshFrame;
+
+/**
+ * The platform asks us to move to a new socket. `disabled`: it turned the connection off (Slack
+ * `link_disabled`) and says what a person must do; the next socket is asked for only after
+ * `reconnectMaxMs`.
+ */
+export interface RefreshFrame {
+  kind: 'refresh';
+  reason: string;
+  disabled?: string;
+}
 
 /** Who opened a socket, as the adapter authenticated the upgrade. */
 export interface SocketPeer {
@@ -49,7 +60,7 @@ export interface SocketDial {
   readonly url: string;
   open?(signal: AbortSignal): Promise<string>;
   readonly headers: Readonly<Record<string, string>>;
-  /** Reconnect backoff: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered. */
+  /** Reconnect backoff: from `reconnectMinMs`, doubling up to `reconnectMaxMs`, jittered; it starts over after a healthy connection. */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
   /** The store lease that makes one instance the dialer; a survivor takes over within this. */

@@ -86,4 +86,27 @@ describe('the Discord Gateway under faults', () => {
     expect(metric(scrape, series('close'))).toBe(2);
     expect(metric(scrape, 'inbox_connections{channel="dc",transport="gateway"}')).toBe(0);
   });
+
+  describe('regression: a Gateway that answers every resume with INVALID_SESSION d=true', () => {
+    it('identifies anew after two failed resumes, 1 to 5 s after the second invalid session', async () => {
+      const gateway = await fakeGateway();
+      cleanups.push(() => gateway.close());
+      const clock = new ManualClock();
+      await start({ gatewayUrl: gateway.url }, clock);
+      await until(() => gateway.identifies() === 1 && gateway.open() === 1);
+      await clock.advance(6000); // past the identify spacing, so only the invalid session's wait is left
+      gateway.state.invalidResume = true;
+      gateway.closeNewest(4000, 'Unknown error');
+      let invalidAt = 0;
+      await until(async () => {
+        await clock.advance(50);
+        if (!invalidAt && gateway.resumes().length === 2) invalidAt = clock.now();
+        return gateway.identifies() === 2;
+      }, 10_000);
+      expect(gateway.received.filter((frame) => frame.op === 2 || frame.op === 6).map((frame) => frame.op)).toEqual([2, 6, 6, 2]);
+      // Discord: after an invalid session, wait a random 1-5 s before a fresh Identify.
+      expect(clock.now() - invalidAt).toBeGreaterThanOrEqual(900);
+      expect(clock.now() - invalidAt).toBeLessThanOrEqual(5500);
+    });
+  });
 });

@@ -9,7 +9,8 @@ interface Frame { op: number; d: any; s?: number | null; t?: string | null }
 /**
  * The Discord Gateway on 127.0.0.1: Hello on each socket, READY for an Identify with our token
  * (4004 otherwise), a Resume replays every dispatch after its seq then RESUMED, heartbeats are
- * ACKed unless `ack` is off. `dispatch` sends a MESSAGE_CREATE on the newest socket.
+ * ACKed unless `ack` is off; with `invalidResume` every Resume is answered INVALID_SESSION
+ * d=true (resumable). `dispatch` sends a MESSAGE_CREATE on the newest socket.
  */
 export async function fakeGateway(options: { heartbeatMs?: number; hello?: boolean } = {}) {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
@@ -18,7 +19,7 @@ export async function fakeGateway(options: { heartbeatMs?: number; hello?: boole
   const sockets: WebSocket[] = [];
   const received: Frame[] = [];
   const sent: Frame[] = [];
-  const state = { ack: true, hello: options.hello ?? true, sessions: 0, paths: [] as string[], replayAll: false };
+  const state = { ack: true, hello: options.hello ?? true, sessions: 0, paths: [] as string[], replayAll: false, invalidResume: false };
   let seq = 0;
   const send = (socket: WebSocket, frame: Frame) => socket.send(JSON.stringify(frame));
   wss.on('connection', (socket, request) => {
@@ -40,6 +41,7 @@ export async function fakeGateway(options: { heartbeatMs?: number; hello?: boole
         send(socket, { op: 0, s: ++seq, t: 'READY', d: { v: 10, user: { id: BOT_USER, username: 'intake', bot: true }, session_id: `session-${state.sessions}`, resume_gateway_url: `${url}/resume`, guilds: [] } });
       }
       if (frame.op === 6) {
+        if (state.invalidResume) { send(socket, { op: 9, d: true }); return; }
         if (frame.d?.session_id !== `session-${state.sessions}`) { send(socket, { op: 9, d: false }); return; }
         for (const old of sent.filter((f) => state.replayAll || (f.s ?? 0) > (frame.d.seq ?? 0))) send(socket, old);
         send(socket, { op: 0, s: ++seq, t: 'RESUMED', d: {} });

@@ -8,7 +8,8 @@ export const APP_TOKEN = 'xapp-1-A1-test';
  * Slack's Socket Mode on 127.0.0.1: `apps.connections.open` (app token checked) hands out a
  * WebSocket URL; each socket gets `hello`; `envelope()` sends an events_api envelope on the
  * newest socket (or the `on`th opened); acknowledgements are collected, all of them and by
- * socket; `disconnect()` sends a refresh warning (or the `reason` given).
+ * socket; `disconnect()` sends a refresh warning (or the `reason` given); with `state.afterHello`
+ * set, every hello is followed at once by a disconnect of that reason.
  */
 export async function fakeSlack() {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
@@ -16,7 +17,7 @@ export async function fakeSlack() {
   const sockets: WebSocket[] = [];
   const acks: string[] = [];
   const acksBySocket: string[][] = [];
-  const state = { opened: 0, mostAtOnce: 0, open: 0, urls: 0 };
+  const state = { opened: 0, mostAtOnce: 0, open: 0, urls: 0, afterHello: undefined as string | undefined };
   wss.on('connection', (socket) => {
     sockets.push(socket);
     const mine: string[] = [];
@@ -31,6 +32,7 @@ export async function fakeSlack() {
       mine.push(id);
     });
     socket.send(JSON.stringify({ type: 'hello', num_connections: 1, connection_info: { app_id: 'A1' } }));
+    if (state.afterHello) socket.send(JSON.stringify({ type: 'disconnect', reason: state.afterHello, debug_info: { host: 'x' } }));
   });
   const wsPort = (wss.address() as AddressInfo).port;
   const http: Server = createServer((req, res) => {

@@ -7,7 +7,8 @@ export const TOKEN = '123456:ABC-test-token';
  * A Bot API server on 127.0.0.1 serving getUpdates as Telegram does: the updates with
  * update_id >= offset, at once when there are any, else after the poll's timeout (here the
  * test's short one). `conflict` answers 409 as Telegram does while a webhook is set; `stall`
- * leaves polls unanswered.
+ * leaves polls unanswered; `stale(...)` makes the next answer carry those updates whatever its
+ * offset (a server answering from behind).
  */
 export async function fakeTelegram() {
   const updates: Array<Record<string, unknown>> = [];
@@ -15,6 +16,7 @@ export async function fakeTelegram() {
   const state = { conflict: false, failWith: [] as number[], stall: false };
   const queries: URLSearchParams[] = [];
   let waiting: Array<() => void> = [];
+  const behind: Array<Record<string, unknown>> = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname !== `/bot${TOKEN}/getUpdates`) {
@@ -42,8 +44,8 @@ export async function fakeTelegram() {
       return;
     }
     const offset = Number(url.searchParams.get('offset') ?? 0);
-    const answer = () => res.end(JSON.stringify({ ok: true, result: updates.filter((u) => (u.update_id as number) >= offset) }));
-    if (updates.some((u) => (u.update_id as number) >= offset)) return answer();
+    const answer = () => res.end(JSON.stringify({ ok: true, result: [...behind.splice(0), ...updates.filter((u) => (u.update_id as number) >= offset)] }));
+    if (behind.length > 0 || updates.some((u) => (u.update_id as number) >= offset)) return answer();
     const timer = setTimeout(() => { waiting = waiting.filter((w) => w !== wake); answer(); }, Number(url.searchParams.get('timeout') ?? 0) * 1000);
     const wake = () => { clearTimeout(timer); answer(); };
     waiting.push(wake);
@@ -54,6 +56,11 @@ export async function fakeTelegram() {
     offsets, state, queries,
     push(...more: Array<Record<string, unknown>>) {
       updates.push(...more);
+      for (const wake of waiting.splice(0)) wake();
+    },
+    /** The next answer carries these updates too, whatever offset it was asked from. */
+    stale(...old: Array<Record<string, unknown>>) {
+      behind.push(...old);
       for (const wake of waiting.splice(0)) wake();
     },
     close: () => new Promise<void>((resolve) => { for (const wake of waiting.splice(0)) wake(); server.closeAllConnections(); server.close(() => resolve()); }),

@@ -1,7 +1,10 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../src/events/output.js';
 import { createIntake, type Intake } from '../../src/intake.js';
 import { silent, until } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 import { metric } from './scrape.js';
 
@@ -10,12 +13,13 @@ describe('Slack Socket Mode under faults', () => {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  const start = async (api: string): Promise<{ intake: Intake; outputs: Output[] }> => {
+  const start = async (api: string, options: { clock?: ManualClock; logger?: pino.Logger; reconnect?: [number, number] } = {}): Promise<{ intake: Intake; outputs: Output[] }> => {
+    const [reconnectMinMs, reconnectMaxMs] = options.reconnect ?? [20, 100];
     const intake = await createIntake({
-      logger: silent,
+      logger: options.logger ?? silent, ...(options.clock ? { clock: options.clock } : {}),
       configFile: {
         store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, reconnectMinMs: 20, reconnectMaxMs: 100 }],
+        channels: [{ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, reconnectMinMs, reconnectMaxMs }],
       },
     });
     cleanups.push(() => intake.close());
@@ -71,5 +75,43 @@ describe('Slack Socket Mode under faults', () => {
     expect(metric(scrape, 'inbox_connections{channel="slack",transport="socket"}')).toBe(1);
     await intake.close();
     expect(metric(await intake.metrics.scrape(), 'inbox_connections{channel="slack",transport="socket"}')).toBe(0);
+  });
+
+  describe('regression: a Slack that asks for a new socket after every hello', () => {
+    /** Move the manual clock `ms` in steps, letting the dials it starts run in between. */
+    const run = async (clock: ManualClock, ms: number) => {
+      for (let spent = 0; spent < ms; spent += 250) await clock.advance(250);
+    };
+
+    it.each(['warning', 'refresh_requested'])('asks apps.connections.open no faster than the backoff allows (disconnect reason %s)', async (reason) => {
+      const slack = await fakeSlack();
+      cleanups.push(() => slack.close());
+      slack.state.afterHello = reason;
+      const clock = new ManualClock();
+      await start(slack.api, { clock, reconnect: [1000, 30_000] });
+      await until(() => slack.state.urls >= 1);
+      await run(clock, 60_000);
+      // From 1 s doubling to 30 s, each wait at least half its ceiling: the dial at 0 and at most
+      // 7 more by 60 s (0.5 + 1 + 2 + 4 + 7.5 + 15 + 15 ... s apart), not one per round trip.
+      expect(slack.state.urls).toBeLessThanOrEqual(8);
+      expect(slack.state.urls).toBeGreaterThanOrEqual(3);
+    });
+
+    it('says Socket Mode was turned off on link_disabled, closes the socket and asks again only after reconnectMaxMs', async () => {
+      const slack = await fakeSlack();
+      cleanups.push(() => slack.close());
+      slack.state.afterHello = 'link_disabled';
+      const lines: Array<{ msg: string; level: number }> = [];
+      const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
+      const clock = new ManualClock();
+      await start(slack.api, { clock, logger, reconnect: [1000, 30_000] });
+      await until(() => lines.some((line) => line.level === 50 && /turned Socket Mode off/.test(line.msg)));
+      expect(lines.find((line) => line.level === 50)?.msg).toMatch(/api\.slack\.com\/apps/);
+      await until(() => slack.state.open === 0);
+      await run(clock, 29_500);
+      expect(slack.state.urls).toBe(1);
+      await run(clock, 1000);
+      await until(() => slack.state.urls === 2);
+    });
   });
 });

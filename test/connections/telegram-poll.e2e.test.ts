@@ -121,6 +121,33 @@ describe('Telegram long polling ("transport": "poll")', () => {
     expect(outputs[0]?.content).toBe('after the flood control');
   });
 
+  describe('regression: an answer from behind the offset', () => {
+    it('never moves the stored offset backwards and does not take the stale updates in again', async () => {
+      const api = await fakeTelegram();
+      cleanups.push(() => api.close());
+      const clock = new ManualClock();
+      const intake = await start(api, { clock });
+      const outputs: Output[] = [];
+      intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+      const stored = async () => Number(await intake.store.sharedGet('cursor:tg', clock.now()));
+      api.push(update(700, 'first'), update(701, 'second'));
+      await until(async () => (await stored()) === 702);
+      await until(async () => { await clock.advance(250); return outputs.length === 1; });
+      // The next answer carries only an update the offset is already past (update_id 700 < 702).
+      const asked = api.offsets.length;
+      api.stale(update(700, 'first'));
+      await until(() => api.offsets.length >= asked + 2);
+      api.push(update(702, 'third'));
+      await until(async () => (await stored()) === 703);
+      const polled = api.offsets.filter((offset) => offset !== null).map(Number);
+      expect(polled).toEqual([...polled].sort((a, b) => a - b));
+      await until(async () => { await clock.advance(250); return outputs.length === 2; });
+      expect(outputs.map((output) => output.content)).toEqual(['first second', 'third']);
+      expect(intake.metrics.channelStats().tg).toMatchObject({ received: 3 });
+      expect(intake.metrics.channelStats().tg?.deduped).toBeUndefined();
+    });
+  });
+
   it('fails at start, naming the setting, for "transport": "poll" without a botToken', async () => {
     await expect(createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll' }] } }))
       .rejects.toThrow(/channels\[0\]\.botToken \(channel "tg"\): is required/);
