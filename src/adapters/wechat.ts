@@ -8,7 +8,7 @@ import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normaliz
 import type { AdapterContext } from './access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
-import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
+import { freshTimestamp, openOrRefuse, queryOf, wxEvents, wxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
@@ -56,7 +56,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
   const token = verifiedSecret(channel, options.token);
   const crypto = encodingAESKey ? new WxCrypto(encodingAESKey, appId) : undefined;
   const fail = (problem: string) => shapeError(channel, 'a WeChat callback', problem);
-  const check: WxQueryCheck = { channel, toleranceSec: options.timestampToleranceSec, platform: 'WeChat' };
+  const check = wxQueryCheck(channel, options.timestampToleranceSec, 'WeChat');
   const where = `channels[${channel.index}]`;
   const source: WxSource = {
     buildEvent: eventBuilder({ channel: channel.id, adapter: 'wechat', namespace: channel.namespace, idPrefix: 'wx' }),

@@ -9,7 +9,7 @@ import { own } from './shape.js';
 import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
-import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
+import { freshTimestamp, openOrRefuse, queryOf, wxEvents, wxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { idValue } from './reply.js';
@@ -59,7 +59,7 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
   const token = verifiedSecret(channel, options.token);
   const crypto = new WxCrypto(options.encodingAESKey, corpId);
   const fail = (problem: string) => shapeError(channel, 'a WeCom callback', problem);
-  const check: WxQueryCheck = { channel, toleranceSec: options.timestampToleranceSec, platform: 'WeCom' };
+  const check = wxQueryCheck(channel, options.timestampToleranceSec, 'WeCom');
   const where = `channels[${channel.index}]`;
   const keys = `${where}.encodingAESKey and ${where}.corpId`;
   const mismatch = `(sha1 of token, timestamp, nonce and the ciphertext) does not match: is ${where}.token the Token of the app's API 接收 settings?`;

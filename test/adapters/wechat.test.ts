@@ -67,7 +67,12 @@ describe('WeChat adapter: signatures and encryption', () => {
   it('refuses a wrong signature, a stale timestamp, a plaintext callback of a safe-mode channel: 401', () => {
     const clear = adapterFor();
     expect(thrown(() => ingest(clear, plain(xml('text.xml'), TS, 'other-token')))).toMatchObject({ status: 401, code: 'bad_signature' });
-    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1717999000')))).toMatchObject({ status: 401, message: expect.stringContaining('timestamp query parameter is 1010 s from now, over channels[0].timestampToleranceSec (300)') });
+    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1717999000')))).toMatchObject({
+      status: 401, code: 'stale_timestamp',
+      message: 'Stale timestamp on channel "wx": the timestamp query parameter is 1010 s old, more than the 300 s of channels[0].timestampToleranceSec (a replayed request, or this host\'s clock is off)',
+    });
+    expect(thrown(() => ingest(adapterFor({ encodingAESKey: KEY }), { ...safe(xml('text.xml')), now: NOW + 600_000 }))).toMatchObject({ status: 401, code: 'stale_timestamp' });
+    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1718000009.5')))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('the timestamp query parameter must be seconds since 1970') });
     expect(thrown(() => ingest(clear, delivery(xml('text.xml'), new URLSearchParams())))).toMatchObject({ status: 401, message: expect.stringContaining('the timestamp query parameter is required') });
     expect(thrown(() => ingest(adapterFor({ encodingAESKey: KEY }), plain(xml('text.xml'))))).toMatchObject({ status: 401, message: expect.stringContaining('channels[0].encodingAESKey is set, so WeChat must send safe-mode') });
     expect(thrown(() => ingest(clear, safe(xml('text.xml'))))).toMatchObject({ status: 400, code: 'no_key' });
