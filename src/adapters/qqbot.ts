@@ -6,7 +6,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { optionalText, requiredText } from './settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from './shape.js';
-import { headerOf, shapeError, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import { checkFreshness, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply } from './types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { quoteOf } from './reply.js';
 
@@ -54,6 +54,12 @@ const scenes = new Map<string, { type: ConversationType; guild: boolean; mention
 ]);
 
 const ACK: PlatformReply = { status: 200, body: { op: 12, d: 0 } };
+/**
+ * How far `X-Signature-Timestamp` may be from our clock. QQ documents none (sign.md); QQ signs
+ * each push when it sends it. 2 min either way keeps a replay inside the 5 min exact-id window
+ * (`retryHorizonMs`) even from a sender whose clock runs 2 min ahead: past it, refused.
+ */
+const FRESHNESS: Freshness = { field: 'X-Signature-Timestamp', unit: 's', toleranceMs: 120_000, limit: 'the 2 min allowed' };
 const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 /** `<@!id>` (and `<@id>`), the mention markup of guild messages. */
 const mentionMarkup = /<@!?([^<>\s]+)>( ?)/g;
@@ -66,7 +72,7 @@ function mediaKindOf(contentType: string | undefined): MediaType {
 
 /**
  * QQ official bot webhooks: every request is signed with Ed25519 over `X-Signature-Timestamp`
- * + the raw body, by the key pair derived from the Bot Secret. op 13 validates the callback
+ * + the raw body, by the key pair derived from the Bot Secret, and refused 2 min off our clock. op 13 validates the callback
  * URL (answered with our own signature), op 0 carries events (answered `{"op":12,"d":0}` once
  * recorded), op 1 is a heartbeat. QQ pushes one message more than once by design: `d.id` is
  * the platform id.
@@ -217,6 +223,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
       if (!bytes || ((bytes[63] as number) & 224) !== 0) {
         throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 is not a 64-byte Ed25519 signature in hex`, context);
       }
+      checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
       if (!verify(null, Buffer.concat([Buffer.from(timestamp), delivery.body]), verifyKey, bytes)) {
         throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 does not match X-Signature-Timestamp and the body (is channels[${channel.index}].secret this bot's Bot Secret?)`, context);
       }

@@ -43,9 +43,11 @@ describe('a QQ bot channel on the real server', () => {
     service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
     return messages;
   };
-  const post = (body: string, signature = qqSign('1725442341', body)) => postJson(`${service.url}/webhooks/qq`, body, {
+  /** Now on the service's clock, as QQ stamps a push: whole seconds. */
+  const stamp = () => String(Math.floor(clock.now() / 1000));
+  const post = (body: string, signature?: string, timestamp = stamp()) => postJson(`${service.url}/webhooks/qq`, body, {
     'user-agent': 'QQBot-Callback', 'x-bot-appid': APP_ID, 'x-signature-method': 'Ed25519',
-    'x-signature-timestamp': '1725442341', 'x-signature-ed25519': signature,
+    'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature ?? qqSign(timestamp, body),
   });
   const stats = () => service.intake.metrics.channelStats().qq ?? {};
   const outbox = () => service.intake.store.outboxAfter(0, 10);
@@ -106,16 +108,40 @@ describe('a QQ bot channel on the real server', () => {
   it('refuses a wrong, malformed or missing signature with 401 and records nothing', async () => {
     await start();
     const body = fixtureBytes('qqbot', 'c2c.json').toString();
-    for (const signature of [qqSign('1725442341', body, 'another-bot-secret'), 'abc', '']) {
+    for (const signature of [qqSign(stamp(), body, 'another-bot-secret'), 'abc', '']) {
       const response = await post(body, signature);
       expect(response.status).toBe(401);
       expect(response.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature (mismatch|missing) on channel "qq": X-Signature-Ed25519/) });
     }
     const validation = fixtureBytes('qqbot', 'validation.json').toString();
-    expect((await post(validation, qqSign('1725442341', validation, 'another-bot-secret'))).status).toBe(401);
+    expect((await post(validation, qqSign(stamp(), validation, 'another-bot-secret'))).status).toBe(401);
     await quiet();
     expect(await outbox()).toEqual([]);
     expect(stats()).toEqual({ rejected: 4 });
+  });
+
+  it('refuses a signed push replayed after the exact-id window as stale_timestamp: one message, nothing recorded twice', async () => {
+    const messages = await start();
+    const body = fixtureBytes('qqbot', 'c2c.json').toString();
+    const captured = stamp();
+    const signature = qqSign(captured, body);
+    expect(await post(body, signature, captured)).toMatchObject({ status: 200, body: ACK });
+    await quiet();
+    await until(() => messages.length === 1);
+    // Within 2 min the same signed bytes verify, and d.id makes them a duplicate.
+    await clock.advance(119_000);
+    expect(await post(body, signature, captured)).toMatchObject({ status: 200, body: ACK });
+    // After the 5 min window the id is forgotten: only the timestamp tells the replay.
+    await clock.advance(5 * 60_000);
+    const replay = await post(body, signature, captured);
+    expect(replay.status).toBe(401);
+    expect(replay.body.error).toEqual({ code: 'stale_timestamp', message: 'Stale timestamp on channel "qq": X-Signature-Timestamp is 419 s old, more than the 2 min allowed (a replayed request, or this host\'s clock is off)' });
+    // Nor does a push stamped 2001 (or in the future) pass.
+    for (const timestamp of ['978307200', String(Number(stamp()) + 121)]) expect((await post(body, qqSign(timestamp, body), timestamp)).body.error.code).toBe('stale_timestamp');
+    await quiet();
+    expect(messages).toHaveLength(1);
+    expect(await outbox()).toHaveLength(1);
+    expect(stats()).toMatchObject({ received: 2, deduped: 1, rejected: 3 });
   });
 
   it('downloads attachments, reaching a scheme-less url over https', async () => {

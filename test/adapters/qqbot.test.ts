@@ -9,8 +9,8 @@ import { fixture, fixtureBytes } from '../fixtures/index.js';
 const NOW = 1_725_442_400_000;
 const adapterFor = (settings: Record<string, unknown>): Adapter =>
   createAdapter(loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'qqbot', appId: '102000001', ...settings }] } }).channels[0]!);
-const delivery = (body: Buffer | string, headers: Record<string, string> = {}): RawDelivery =>
-  ({ headers, body: Buffer.from(body), query: new URLSearchParams(), now: NOW });
+const delivery = (body: Buffer | string, headers: Record<string, string> = {}, now = NOW): RawDelivery =>
+  ({ headers, body: Buffer.from(body), query: new URLSearchParams(), now });
 
 /** The signature QQ sends, computed here the way the Go SDK does (seed doubled until 32 bytes). */
 function qqSign(secret: string, timestamp: string, body: Buffer | string): string {
@@ -58,7 +58,26 @@ describe('QQ bot adapter: signatures', () => {
   it('verifies the signature vector of the Go SDK (a secret shorter than 32 bytes, a UTF-8 body)', () => {
     const body = '{"id":"ROBOT1.0_veoihSEXDc8Q.g-6eLpNIa11bH8MisOjn-m-LKxCPntMk6exUXgcWCGpVO7L2QKTNZzjZzFFDSbiOFcqAPWyVA!!","content":"哦一下","timestamp":"2024-10-15T16:33:15+08:00","author":{"id":"675860273","user_openid":"675860273"}}';
     const sig = 'e949b5b94ef4103df903fb031d1d16e358db3db83e79e117edd404c8508be3ce8a76d7bad1bed353194c126a1a5915b4ad8b5288c1191cc53a12acffccd82004';
-    expect(() => adapterFor({ secret: '123456abcdef' }).verify(delivery(body, { 'x-signature-timestamp': '1728981195', 'x-signature-ed25519': sig }))).not.toThrow();
+    expect(() => adapterFor({ secret: '123456abcdef' }).verify(delivery(body, { 'x-signature-timestamp': '1728981195', 'x-signature-ed25519': sig }, 1_728_981_196_000))).not.toThrow();
+  });
+
+  it('takes a signed timestamp up to 2 min from now either way, and refuses one further off (2001, or ahead) as stale_timestamp', () => {
+    const secret = 'naOC0ocQE3shWLAfffVLB1rhYPG7';
+    const adapter = adapterFor({ secret });
+    const body = fixtureBytes('qqbot', 'c2c.json');
+    const at = (seconds: number) => String(NOW / 1000 + seconds);
+    for (const skew of [0, -120, 120]) expect(() => adapter.verify(signed(secret, body, at(skew)))).not.toThrow();
+    const cases: Array<[string, string]> = [
+      [at(-121), '121 s old'], [at(121), '121 s ahead of this host\'s clock'], ['978307200', '747135200 s old'],
+    ];
+    for (const [timestamp, off] of cases) {
+      const error = thrown(() => adapter.verify(signed(secret, body, timestamp)));
+      expect(isSignatureError(error)).toBe(true);
+      expect(error).toMatchObject({ status: 401, code: 'stale_timestamp' });
+      expect(error.message).toBe(`Stale timestamp on channel "qq": X-Signature-Timestamp is ${off}, more than the 2 min allowed (a replayed request, or this host's clock is off)`);
+    }
+    // Not whole seconds: a malformed signature, not a stale one.
+    expect(thrown(() => adapter.verify(signed(secret, body, `${at(0)}.5`)))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('X-Signature-Timestamp must be seconds since 1970') });
   });
 
   it('refuses a missing, short, non-hex or non-canonical signature with a 401 that says which', () => {
