@@ -32,12 +32,12 @@ describe('a QQ bot channel on the real server', () => {
   afterAll(() => files.close());
   afterEach(async () => service?.stop());
 
-  const start = async () => {
+  const start = async (more: Array<Record<string, unknown>> = []) => {
     clock = new ManualClock();
     service = await startService({
       debounce: { windowMs: 100, maxWaitMs: 400 },
       media: { allowHosts: [`127.0.0.1:${files.port}`], retries: 0 },
-      channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }],
+      channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }, ...more],
     }, { clock });
     const messages: ProcessedMessage[] = [];
     service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
@@ -45,7 +45,7 @@ describe('a QQ bot channel on the real server', () => {
   };
   /** Now on the service's clock, as QQ stamps a push: whole seconds. */
   const stamp = () => String(Math.floor(clock.now() / 1000));
-  const post = (body: string, signature?: string, timestamp = stamp()) => postJson(`${service.url}/webhooks/qq`, body, {
+  const post = (body: string, signature?: string, timestamp = stamp(), channel = 'qq') => postJson(`${service.url}/webhooks/${channel}`, body, {
     'user-agent': 'QQBot-Callback', 'x-bot-appid': APP_ID, 'x-signature-method': 'Ed25519',
     'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature ?? qqSign(timestamp, body),
   });
@@ -142,6 +142,25 @@ describe('a QQ bot channel on the real server', () => {
     expect(messages).toHaveLength(1);
     expect(await outbox()).toHaveLength(1);
     expect(stats()).toMatchObject({ received: 2, deduped: 1, rejected: 3 });
+  });
+
+  it('answers no unsigned validation on a "verify": false channel, so its answer cannot sign a webhook for a channel of the same secret', async () => {
+    const messages = await start([{ id: 'open', adapter: 'qqbot', appId: APP_ID, secret: SECRET, verify: false }]);
+    // The attack: a validation whose event_ts + plain_token are a webhook's timestamp + body.
+    const timestamp = stamp();
+    const c2c = fixture('qqbot', 'c2c.json');
+    const forged = JSON.stringify({ ...c2c, d: { ...c2c.d, id: 'forged-1', content: 'forged: wire the money' } });
+    const oracle = await postJson(`${service.url}/webhooks/open`, JSON.stringify({ op: 13, d: { plain_token: forged, event_ts: timestamp } }));
+    const webhook = await post(forged, typeof oracle.body.signature === 'string' ? oracle.body.signature : '', timestamp);
+    expect(webhook.status).toBe(401);
+    expect(oracle.status).toBe(401);
+    expect(oracle.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature missing on channel "open": the callback URL validation \(op 13\) is answered with a signature by the Bot Secret, so it is verified even with "verify": false/) });
+    // QQ's own, signed validation is still answered there.
+    const validation = fixtureBytes('qqbot', 'validation.json').toString();
+    expect(await post(validation, undefined, stamp(), 'open')).toMatchObject({ status: 200, body: { plain_token: 'Arq0D5A61EgUu4OxUvOp', signature: expect.stringMatching(/^87befc99/) } });
+    await quiet();
+    expect(messages).toEqual([]);
+    expect(await outbox()).toEqual([]);
   });
 
   it('downloads attachments, reaching a scheme-less url over https', async () => {

@@ -120,9 +120,17 @@ describe('QQ bot adapter: signatures', () => {
     });
   });
 
-  it('signs the validation answer with "verify": false too, and says why it cannot without a secret', () => {
+  it('answers a signed validation with "verify": false too, refuses an unsigned one (401), and says why it cannot without a secret', () => {
+    const secret = 'DG5g3B4j9X2KOErG';
     const body = fixture('qqbot', 'validation.json');
-    expect(adapterFor({ secret: 'DG5g3B4j9X2KOErG', verify: false }).normalize(body, delivery('')).reply?.body).toMatchObject({ signature: expect.stringMatching(/^87befc99/) });
+    const open = adapterFor({ secret, verify: false });
+    expect(open.normalize(body, signed(secret, fixtureBytes('qqbot', 'validation.json'))).reply?.body).toMatchObject({ signature: expect.stringMatching(/^87befc99/) });
+    expect(thrown(() => open.normalize(body, delivery('')))).toMatchObject({
+      status: 401, code: 'bad_signature',
+      message: 'Signature missing on channel "qq": the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; X-Signature-Ed25519 and X-Signature-Timestamp headers are required',
+    });
+    expect(thrown(() => open.normalize(body, signed('another-bot-secret', fixtureBytes('qqbot', 'validation.json'))))).toMatchObject({ status: 401, message: expect.stringContaining('X-Signature-Ed25519 does not match') });
+    expect(thrown(() => open.normalize(body, signed(secret, fixtureBytes('qqbot', 'validation.json'), '978307200')))).toMatchObject({ status: 401, code: 'stale_timestamp' });
     expect(thrown(() => adapterFor({ verify: false }).normalize(body, delivery('')))).toMatchObject({
       status: 400, code: 'no_secret', message: 'Cannot answer the QQ callback URL validation on channel "qq": channels[0].secret (the Bot Secret) signs the answer and is not set',
     });
@@ -131,6 +139,28 @@ describe('QQ bot adapter: signatures', () => {
   it('refuses to start without its appId', () => {
     expect(() => adapterFor({ appId: undefined, secret: 's' })).toThrow(/channels\[0\]\.appId \(channel "qq"\): is required \(the bot's AppID from q\.qq\.com\)/);
     expect(() => adapterFor({ appId: '', secret: 's' })).toThrow(/channels\[0\]\.appId \(channel "qq"\): is required/);
+  });
+});
+
+describe('regression: a "verify": false channel with the Bot Secret is no signing oracle', () => {
+  it('refuses to sign an unsigned validation whose event_ts + plain_token spell a forged webhook, so no verifying channel of the secret takes one', () => {
+    const secret = 'shared-bot-secret';
+    const open = adapterFor({ secret, verify: false });
+    const verifying = adapterFor({ secret });
+    // QQ signs a webhook over X-Signature-Timestamp + body; the validation answer signs event_ts + plain_token.
+    const timestamp = String(NOW / 1000);
+    const forged = JSON.stringify({ ...fixture('qqbot', 'c2c.json'), d: { ...fixture('qqbot', 'c2c.json').d, id: 'forged-1', content: 'forged: wire the money' } });
+    const validation = { op: 13, d: { plain_token: forged, event_ts: timestamp } };
+    let signature = '';
+    let refused: unknown;
+    try {
+      signature = (open.normalize(validation, delivery(JSON.stringify(validation))).reply?.body as { signature: string }).signature;
+    } catch (error) {
+      refused = error;
+    }
+    const webhook = delivery(forged, { 'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature });
+    expect(thrown(() => verifying.verify(webhook))).toMatchObject({ status: 401, code: 'bad_signature' });
+    expect(refused).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('verified even with "verify": false') });
   });
 });
 
