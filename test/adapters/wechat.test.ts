@@ -27,12 +27,17 @@ const safe = (message: string, options: { receiveId?: string; token?: string; en
 const xml = (name: string) => fixtureBytes('wechat', name).toString();
 
 describe('WeChat adapter: signatures and encryption', () => {
-  it('answers the URL check of the docs vector with echostr as text/plain', () => {
+  it('answers the URL check of the docs vector with echostr as text/plain, until its timestamp is stale', () => {
     const adapter = adapterFor({ token: 'AAAAA' });
     const query = new URLSearchParams({ signature: 'f464b24fc39322e44b38aa78f5edd27bd1441696', timestamp: '1714036504', nonce: '1514711492', echostr: '7312683513437158720' });
-    expect(adapter.handshake!(delivery('', query))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain' });
+    const at = 1_714_036_505_000;
+    expect(adapter.handshake!(delivery('', query, at))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain' });
+    // The signature does not cover echostr: a captured check, replayed later with an echostr of
+    // the caller's choosing, is refused by its timestamp.
+    query.set('echostr', '<script>alert(1)</script>');
+    expect(thrown(() => adapter.handshake!(delivery('', query, at + 301_000)))).toMatchObject({ status: 401, code: 'stale_timestamp', message: expect.stringContaining('the timestamp query parameter is 302 s old') });
     query.set('nonce', '1514711493');
-    expect(thrown(() => adapter.handshake!(delivery('', query)))).toMatchObject({ status: 401, message: expect.stringMatching(/^Signature mismatch on channel "wx": signature \(sha1 of token, timestamp and nonce\) does not match: is channels\[0\]\.token/) });
+    expect(thrown(() => adapter.handshake!(delivery('', query, at)))).toMatchObject({ status: 401, message: expect.stringMatching(/^Signature mismatch on channel "wx": signature \(sha1 of token, timestamp and nonce\) does not match: is channels\[0\]\.token/) });
     expect(thrown(() => adapter.handshake!(delivery('', new URLSearchParams())))).toMatchObject({ status: 400, code: 'bad_handshake' });
   });
 
