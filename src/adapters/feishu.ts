@@ -9,7 +9,7 @@ import { feishuTenantToken, resourceDownload } from './feishu-api.js';
 import { feishuContent } from './feishu-message.js';
 import { baseUrl, optionalText } from './settings.js';
 import { own, PayloadReader, type Json } from './shape.js';
-import { checkFreshness, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 import { quoteOf } from './reply.js';
 
@@ -182,7 +182,7 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       const body = read.object(envelope, 'the body', 'an event {schema: "2.0", header, event} or a url_verification');
       if (own(body, 'type') === 'url_verification') {
         checkToken(own(body, 'token'), 'the url_verification token');
-        return { events: [], reply: { status: 200, body: { challenge: read.text(own(body, 'challenge'), 'challenge') } } };
+        return { events: [], reply: echoReply({ challenge: read.text(own(body, 'challenge'), 'challenge') }) };
       }
       if (unsigned.has(delivery)) {
         throw new SignatureError(`Signature missing on channel "${channel.id}": with an encryptKey every event carries X-Lark-Signature`, errorContext);

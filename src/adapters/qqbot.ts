@@ -6,7 +6,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { optionalText, requiredText } from './settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from './shape.js';
-import { checkFreshness, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { quoteOf } from './reply.js';
 
@@ -119,7 +119,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     const eventTs = read.text(own(d, 'event_ts'), 'd.event_ts');
     if (!keys) throw new RequestError('no_secret', 400, `Cannot answer the QQ callback URL validation on channel "${channel.id}": channels[${channel.index}].secret (the Bot Secret) signs the answer and is not set`, context);
     if (!verifyKey) authenticate(delivery, keys.publicKey, 'the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; ');
-    return { status: 200, body: { plain_token: plainToken, signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex') } };
+    return echoReply({ plain_token: plainToken, signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex') });
   }
 
   /** Text of a guild message: our bot's mention removed, other mentions as `@name`. */

@@ -9,7 +9,7 @@ import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { slackSocket } from './slack-socket.js';
 import { kindOf, own, PayloadReader } from './shape.js';
-import { checkFreshness, checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+import { checkFreshness, checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -97,7 +97,7 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       const payload = read.object(body, 'the body', 'an Events API payload {type, ...}');
       const type = own(payload, 'type');
       if (typeof type !== 'string') throw fail(type === undefined ? 'type is required (a string)' : `type must be a string, got ${kindOf(type)}`);
-      if (type === 'url_verification') return { events: [], reply: { status: 200, body: { challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' } } };
+      if (type === 'url_verification') return { events: [], reply: echoReply({ challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' }) };
       if (type !== 'event_callback') return { events: [], ignored: 1 };
       const event = read.object(own(payload, 'event'), 'event', 'an event object {type, ...}');
       const authorization = read.optObject(read.optArray(own(payload, 'authorizations'), 'authorizations')[0], 'authorizations[0]') ?? {};

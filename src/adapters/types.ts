@@ -74,6 +74,17 @@ export interface Adapter {
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }
 
+const ECHO_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff' });
+
+/**
+ * The answer that echoes a value the caller chose (a URL check's echostr, a challenge): text/plain,
+ * or JSON for an object, and `X-Content-Type-Options: nosniff`, so a browser sent to the webhook
+ * URL with a crafted value shows text and never renders a page from it.
+ */
+export function echoReply(body: string | Readonly<Record<string, unknown>>): PlatformReply {
+  return typeof body === 'string' ? { status: 200, body, contentType: 'text/plain', headers: ECHO_HEADERS } : { status: 200, body, headers: ECHO_HEADERS };
+}
+
 /** One header's value (the first, when repeated). */
 export function headerOf(delivery: RawDelivery, name: string): string | undefined {
   const value = delivery.headers[name];

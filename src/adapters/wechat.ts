@@ -4,7 +4,7 @@ import { AccessToken } from './access-token.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText, requiredText } from './settings.js';
-import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import { checkSignature, echoReply, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
 import type { AdapterContext } from './access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
@@ -123,7 +123,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
         const expected = wxSignature(token, freshTimestamp(delivery, check), queryOf(delivery, 'nonce', check));
         checkSignature(channel, 'signature', delivery.query.get('signature') ?? undefined, expected, `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`);
       }
-      return { status: 200, body: echostr, contentType: 'text/plain' };
+      return echoReply(echostr);
     },
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.appSecret (the AppSecret) is needed to download WeChat media`),

@@ -6,7 +6,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText, requiredText } from './settings.js';
 import { own } from './shape.js';
-import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import { checkSignature, echoReply, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
 import { freshTimestamp, openOrRefuse, queryOf, wxEvents, wxQueryCheck, type WxSource } from './wx-message.js';
@@ -135,7 +135,7 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
       if (echo.length > MAX_ECHO || echo.includes(LT)) {
         throw new RequestError('bad_handshake', 400, `GET on channel "${channel.id}": the echostr decrypts to ${echo.includes(LT) ? 'XML' : `${echo.length} bytes`}, not the short random string of a WeCom URL check (a message's Encrypt sent as echostr?); it is not answered`, { channel: channel.id, stage: 'adapter' });
       }
-      return { status: 200, body: echo.toString('utf8'), contentType: 'text/plain' };
+      return echoReply(echo.toString('utf8'));
     },
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.secret (the app's Secret) is needed to download WeCom media`),

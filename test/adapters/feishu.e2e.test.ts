@@ -76,6 +76,7 @@ describe('a Feishu channel on the real server', () => {
     const messages = await start();
     const verification = await post(push({ challenge: 'c-123', token: TOKEN, type: 'url_verification' }));
     expect(verification).toMatchObject({ status: 200, body: { challenge: 'c-123' } });
+    expect([verification.headers.get('content-type'), verification.headers.get('x-content-type-options')]).toEqual(['application/json; charset=utf-8', 'nosniff']);
     const event = textEvent('text-p2p.json', 'ev-1', 'om_1', '帮我查一下');
     expect(await post(push(event))).toMatchObject({ status: 200, body: {} });
     expect(await post(push(textEvent('text-p2p.json', 'ev-2', 'om_2', '订单 ORD-123')))).toMatchObject({ status: 200, body: {} });

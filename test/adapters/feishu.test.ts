@@ -101,9 +101,9 @@ describe('Feishu adapter: crypto and signatures', () => {
 
   it('answers the URL verification, plain and encrypted (unsigned, as Feishu sends it), only with our token', () => {
     const challenge = (token: string) => JSON.stringify({ challenge: 'ajls384kdjx98XX', token, type: 'url_verification' });
-    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' } });
+    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
     const withKey = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
-    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' } });
+    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
     expect(thrown(() => ingest(withKey, delivery(encrypted(challenge('wrong'))))).status).toBe(401);
     expect(thrown(() => ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge('wrong')))).status).toBe(401);
   });

@@ -59,6 +59,8 @@ describe('a QQ bot channel on the real server', () => {
     const response = await post(fixtureBytes('qqbot', 'validation.json').toString());
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    // plain_token is the caller's: never sniffed as a page.
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.body).toEqual({
       plain_token: 'Arq0D5A61EgUu4OxUvOp',
       signature: '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',

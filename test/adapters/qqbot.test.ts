@@ -116,6 +116,7 @@ describe('QQ bot adapter: signatures', () => {
           plain_token: 'Arq0D5A61EgUu4OxUvOp',
           signature: '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',
         },
+        headers: { 'x-content-type-options': 'nosniff' },
       },
     });
   });

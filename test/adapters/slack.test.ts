@@ -40,6 +40,8 @@ describe('Slack Events channel', () => {
     const response = await post('url_verification.json');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' });
+    // The challenge is the caller's: JSON, never sniffed as a page.
+    expect([response.headers.get('content-type'), response.headers.get('x-content-type-options')]).toEqual(['application/json; charset=utf-8', 'nosniff']);
   });
 
   it('refuses a timestamp more than 5 min off either way as stale_timestamp, and bad, short or missing signatures as bad_signature: 401, nothing recorded', async () => {

@@ -71,6 +71,8 @@ describe('WeChat and WeCom channels on the real server', () => {
     const response = await fetch(`${service.url}/webhooks/wx?${query}`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    // echostr is the caller's (the signature does not cover it): never sniffed as a page.
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await response.text()).toBe('7312683513437158720');
     await clock.advance(301_000);
     const replayed = await fetch(`${service.url}/webhooks/wx?${query}`);

@@ -31,7 +31,7 @@ describe('WeChat adapter: signatures and encryption', () => {
     const adapter = adapterFor({ token: 'AAAAA' });
     const query = new URLSearchParams({ signature: 'f464b24fc39322e44b38aa78f5edd27bd1441696', timestamp: '1714036504', nonce: '1514711492', echostr: '7312683513437158720' });
     const at = 1_714_036_505_000;
-    expect(adapter.handshake!(delivery('', query, at))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain' });
+    expect(adapter.handshake!(delivery('', query, at))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain', headers: { 'x-content-type-options': 'nosniff' } });
     // The signature does not cover echostr: a captured check, replayed later with an echostr of
     // the caller's choosing, is refused by its timestamp.
     query.set('echostr', '<script>alert(1)</script>');

@@ -30,7 +30,7 @@ describe('WeCom adapter: the URL check', () => {
   const check = (query: URLSearchParams, on = adapter) => on.handshake!(delivery('', query, 1_411_443_781_000));
 
   it('answers the decrypted echostr bare, from the URL-decoded query', () => {
-    expect(check(new URLSearchParams(vector))).toEqual({ status: 200, body: '5927782489442352469', contentType: 'text/plain' });
+    expect(check(new URLSearchParams(vector))).toEqual({ status: 200, body: '5927782489442352469', contentType: 'text/plain', headers: { 'x-content-type-options': 'nosniff' } });
     // A "+" sent unescaped reads back as a space.
     const raw = new URLSearchParams(`msg_signature=${vector.msg_signature}&timestamp=${vector.timestamp}&nonce=${vector.nonce}&echostr=${vector.echostr.replace(/=/g, '%3D')}`);
     expect(check(raw).body).toBe('5927782489442352469');
