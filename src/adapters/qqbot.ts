@@ -72,10 +72,10 @@ function mediaKindOf(contentType: string | undefined): MediaType {
 
 /**
  * QQ official bot webhooks: every request is signed with Ed25519 over `X-Signature-Timestamp`
- * + the raw body, by the key pair derived from the Bot Secret, and refused 2 min off our clock. op 13 validates the callback
- * URL (answered with our own signature), op 0 carries events (answered `{"op":12,"d":0}` once
- * recorded), op 1 is a heartbeat. QQ pushes one message more than once by design: `d.id` is
- * the platform id.
+ * + the raw body, by the key pair derived from the Bot Secret, and refused 2 min off our
+ * clock. op 13 validates the callback URL (answered with our own signature), op 0 carries
+ * events (answered `{"op":12,"d":0}` once recorded), op 1 is a heartbeat. QQ pushes one message
+ * more than once by design: `d.id` is the platform id.
  */
 export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const { appId } = options;
@@ -83,7 +83,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   if (channel.namespace !== 'qqbot') {
     throw new ConfigError(`channels[${channel.index}].namespace (channel "${channel.id}"): a qqbot channel's namespace is always "qqbot" (openids are per bot, never QQ numbers, so they must not share sessions or correlate with another channel); remove the setting`, { channel: channel.id });
   }
-  // Derived once per channel. The validation is answered (and its request verified) even with `"verify": false`.
+  // Derived once per channel. The validation is answered, its request verified, even with `"verify": false`.
   const keys = options.secret ? qqbotKeys(options.secret) : undefined;
   const verifyKey = channel.verify ? keys?.publicKey : undefined;
   const namespace = channel.namespace;
