@@ -39,11 +39,22 @@ export class RequestError extends IntakeError {
   override name = 'RequestError';
 }
 
-/** Missing, malformed, mismatching or stale signature (always 401, never 500). */
+/** Missing, malformed or mismatching signature (always 401, never 500). */
 export class SignatureError extends IntakeError {
   override name = 'SignatureError';
+  constructor(message: string, context: ErrorContext = {}, code = 'bad_signature') {
+    super(code, 401, message, context);
+  }
+}
+
+/**
+ * A signed timestamp too far from this host's clock (`stale_timestamp`, 401): a replay of an old
+ * delivery, or a clock that is off. A SignatureError, so it is refused and counted as one.
+ */
+export class StaleTimestampError extends SignatureError {
+  override name = 'StaleTimestampError';
   constructor(message: string, context: ErrorContext = {}) {
-    super('bad_signature', 401, message, context);
+    super(message, context, 'stale_timestamp');
   }
 }
 

@@ -8,7 +8,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
-import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import { checkFreshness, checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Freshness, type Normalized, type PlatformReply } from './types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 
 const settings = z.strictObject({
@@ -44,7 +44,7 @@ export const dingtalk = defineAdapter({
 });
 
 /** How far the `timestamp` header may be from our clock (DingTalk's callback docs: 1 hour). */
-const TOLERANCE_MS = 3_600_000;
+const FRESHNESS: Freshness = { field: 'the timestamp header', unit: 'ms', toleranceMs: 3_600_000, limit: 'the 1 h DingTalk allows' };
 /** What DingTalk expects back from a callback. */
 const ACK: PlatformReply = { status: 200, body: {} };
 const conversationTypes = new Map<string, ConversationType>([['1', 'private'], ['2', 'group']]);
@@ -135,10 +135,7 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
       const timestamp = headerOf(delivery, 'timestamp');
       const sign = headerOf(delivery, 'sign');
       if (!timestamp || !sign) throw new SignatureError(`Signature missing on channel "${channel.id}": the timestamp and sign headers are required (DingTalk signs every robot callback)`, errorContext);
-      if (!/^\d{1,16}$/.test(timestamp)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": the timestamp header must be milliseconds since 1970, got "${timestamp.slice(0, 32)}"`, errorContext);
-      if (Math.abs(delivery.now - Number(timestamp)) > TOLERANCE_MS) {
-        throw new SignatureError(`Stale request on channel "${channel.id}": the timestamp header is more than 1 h from now (a replayed request, or this host's clock is off)`, errorContext);
-      }
+      checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
       checkSignature(channel, 'sign', sign, dingtalkSign(signingSecret, timestamp), `does not match the timestamp (is ${where}.appSecret this app's AppSecret?)`);
     },
 

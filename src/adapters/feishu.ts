@@ -9,7 +9,7 @@ import { feishuTenantToken, resourceDownload } from './feishu-api.js';
 import { feishuContent } from './feishu-message.js';
 import { baseUrl, optionalText } from './settings.js';
 import { own, PayloadReader, type Json } from './shape.js';
-import { headerOf, shapeError, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 import { quoteOf } from './reply.js';
 
@@ -42,6 +42,13 @@ export const feishu = defineAdapter({
 
 /** What Feishu expects back from an event. */
 const ACK: PlatformReply = { status: 200, body: {} };
+/**
+ * How far `X-Lark-Request-Timestamp` (seconds) may be from our clock; Feishu documents none.
+ * 1 h takes the retries after 15 s and 5 min even if a retry kept its first signature, and a
+ * clock that is off by minutes; a replay inside it is a duplicate by `header.event_id` (claimed
+ * 7.1 h, more than twice the hour), and past it the signature no longer counts.
+ */
+const FRESHNESS: Freshness = { field: 'X-Lark-Request-Timestamp', unit: 's', toleranceMs: 3_600_000, limit: 'the 1 h allowed' };
 
 /**
  * Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7.
@@ -83,8 +90,9 @@ export function feishuSignature(timestamp: string, nonce: string, encryptKey: st
 
 /**
  * Feishu / Lark event subscriptions (schema 2.0). With an Encrypt Key, bodies are
- * `{"encrypt"}` and signed over the raw bytes (`X-Lark-Signature`); the URL verification is
- * never signed, so an unsigned delivery is taken only as that. The Verification Token is
+ * `{"encrypt"}` and signed over the raw bytes (`X-Lark-Signature`), refused when
+ * `X-Lark-Request-Timestamp` is 1 h off our clock; the URL verification is never signed, so an
+ * unsigned delivery is taken only as that. The Verification Token is
  * checked on the verification and on every event (`header.token`). `header.event_id` is the
  * platform id: Feishu's retries for ~7 h are duplicates. Answered `200 {}`.
  */
@@ -147,8 +155,7 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       if (!timestamp || nonce === undefined || !signature) {
         throw new SignatureError(`Signature missing on channel "${channel.id}": X-Lark-Request-Timestamp, X-Lark-Request-Nonce and X-Lark-Signature go together`, errorContext);
       }
-      // No freshness check on the timestamp: Feishu re-sends one event for ~7 h, and the
-      // event_id claim (kept that long) is what refuses a replay.
+      checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
       if (!safeEqual(signature.toLowerCase(), feishuSignature(timestamp, nonce, encryptKey, delivery.body))) {
         throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Lark-Signature does not match the body (is ${where}.encryptKey the app's Encrypt Key?)`, errorContext);
       }
@@ -175,7 +182,7 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       const body = read.object(envelope, 'the body', 'an event {schema: "2.0", header, event} or a url_verification');
       if (own(body, 'type') === 'url_verification') {
         checkToken(own(body, 'token'), 'the url_verification token');
-        return { events: [], reply: { status: 200, body: { challenge: read.text(own(body, 'challenge'), 'challenge') } } };
+        return { events: [], reply: echoReply({ challenge: read.text(own(body, 'challenge'), 'challenge') }) };
       }
       if (unsigned.has(delivery)) {
         throw new SignatureError(`Signature missing on channel "${channel.id}": with an encryptKey every event carries X-Lark-Signature`, errorContext);

@@ -6,7 +6,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { explainGenericBody, genericMessagesOf } from './generic-message.js';
 import { optionalText } from './settings.js';
-import { headerOf, shapeError, type Adapter, type RawDelivery } from './types.js';
+import { checkFreshness, headerOf, shapeError, type Adapter, type Freshness, type RawDelivery } from './types.js';
 import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
 const settings = z.strictObject({
@@ -24,6 +24,9 @@ export const generic = defineAdapter({
   retryHorizonMs: 300_000,
   create: genericAdapter,
 });
+
+/** Standard Webhooks' tolerance, as `standardWebhooks.verify` applies it. */
+const FRESHNESS: Freshness = { field: 'webhook-timestamp', unit: 's', toleranceMs: 300_000, limit: 'the 5 min Standard Webhooks allows' };
 
 function mediaRef(url: string, mimeType: string | undefined): MediaRef {
   return mimeType ? { url, mimeType } : { url };
@@ -46,6 +49,9 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
 
     verify(delivery: RawDelivery): void {
       if (!secret) return;
+      // A stale timestamp is told apart (`stale_timestamp`); the signature check repeats it.
+      const timestamp = headerOf(delivery, 'webhook-timestamp');
+      if (timestamp) checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
       const problem = standardWebhooks.verify(secret, {
         id: headerOf(delivery, 'webhook-id'), timestamp: headerOf(delivery, 'webhook-timestamp'), signature: headerOf(delivery, 'webhook-signature'),
       }, delivery.body, Math.floor(delivery.now / 1000));

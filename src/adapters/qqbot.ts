@@ -6,7 +6,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { optionalText, requiredText } from './settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from './shape.js';
-import { headerOf, shapeError, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { quoteOf } from './reply.js';
 
@@ -54,6 +54,12 @@ const scenes = new Map<string, { type: ConversationType; guild: boolean; mention
 ]);
 
 const ACK: PlatformReply = { status: 200, body: { op: 12, d: 0 } };
+/**
+ * How far `X-Signature-Timestamp` may be from our clock. QQ documents none (sign.md); QQ signs
+ * each push when it sends it. 2 min either way keeps a replay inside the 5 min exact-id window
+ * (`retryHorizonMs`) even from a sender whose clock runs 2 min ahead: past it, refused.
+ */
+const FRESHNESS: Freshness = { field: 'X-Signature-Timestamp', unit: 's', toleranceMs: 120_000, limit: 'the 2 min allowed' };
 const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 /** `<@!id>` (and `<@id>`), the mention markup of guild messages. */
 const mentionMarkup = /<@!?([^<>\s]+)>( ?)/g;
@@ -66,10 +72,10 @@ function mediaKindOf(contentType: string | undefined): MediaType {
 
 /**
  * QQ official bot webhooks: every request is signed with Ed25519 over `X-Signature-Timestamp`
- * + the raw body, by the key pair derived from the Bot Secret. op 13 validates the callback
- * URL (answered with our own signature), op 0 carries events (answered `{"op":12,"d":0}` once
- * recorded), op 1 is a heartbeat. QQ pushes one message more than once by design: `d.id` is
- * the platform id.
+ * + the raw body, by the key pair derived from the Bot Secret, and refused 2 min off our
+ * clock. op 13 validates the callback URL (answered with our own signature), op 0 carries
+ * events (answered `{"op":12,"d":0}` once recorded), op 1 is a heartbeat. QQ pushes one message
+ * more than once by design: `d.id` is the platform id.
  */
 export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const { appId } = options;
@@ -77,7 +83,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   if (channel.namespace !== 'qqbot') {
     throw new ConfigError(`channels[${channel.index}].namespace (channel "${channel.id}"): a qqbot channel's namespace is always "qqbot" (openids are per bot, never QQ numbers, so they must not share sessions or correlate with another channel); remove the setting`, { channel: channel.id });
   }
-  // Derived once per channel. The validation answer is signed even with `"verify": false`.
+  // Derived once per channel. The validation is answered, its request verified, even with `"verify": false`.
   const keys = options.secret ? qqbotKeys(options.secret) : undefined;
   const verifyKey = channel.verify ? keys?.publicKey : undefined;
   const namespace = channel.namespace;
@@ -85,13 +91,35 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   const fail = (problem: string) => shapeError(channel, 'a QQ bot webhook', problem);
   const context = { channel: channel.id, stage: 'adapter' };
 
-  /** op 13: `{plain_token, signature}`, the signature over `event_ts + plain_token`. */
-  function validation(read: PayloadReader, payload: Json): PlatformReply {
+  /** Throw the 401 that says why, unless QQ signed the delivery with the key pair of `publicKey`, within FRESHNESS. */
+  function authenticate(delivery: RawDelivery, publicKey: KeyObject, missing = ''): void {
+    const signature = headerOf(delivery, 'x-signature-ed25519');
+    const timestamp = headerOf(delivery, 'x-signature-timestamp');
+    if (!signature || !timestamp) throw new SignatureError(`Signature missing on channel "${channel.id}": ${missing}X-Signature-Ed25519 and X-Signature-Timestamp headers are required`, context);
+    const bytes = /^[0-9a-f]{128}$/i.test(signature) ? Buffer.from(signature, 'hex') : undefined;
+    // A canonical Ed25519 signature has the top three bits of its last byte clear (sign.md).
+    if (!bytes || ((bytes[63] as number) & 224) !== 0) {
+      throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 is not a 64-byte Ed25519 signature in hex`, context);
+    }
+    checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
+    if (!verify(null, Buffer.concat([Buffer.from(timestamp), delivery.body]), publicKey, bytes)) {
+      throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 does not match X-Signature-Timestamp and the body (is channels[${channel.index}].secret this bot's Bot Secret?)`, context);
+    }
+  }
+
+  /**
+   * op 13: `{plain_token, signature}`, the signature over `event_ts + plain_token`. The answer is
+   * a signature by the Bot Secret, and QQ signs webhooks with the same key over timestamp + body:
+   * signing what an unsigned request chose would make a valid signature for any webhook. So the
+   * request is verified even with `"verify": false` (QQ signs it too; botgo checks it).
+   */
+  function validation(read: PayloadReader, payload: Json, delivery: RawDelivery): PlatformReply {
     const d = read.object(own(payload, 'd'), 'd', 'an object {plain_token, event_ts}');
     const plainToken = read.text(own(d, 'plain_token'), 'd.plain_token');
     const eventTs = read.text(own(d, 'event_ts'), 'd.event_ts');
     if (!keys) throw new RequestError('no_secret', 400, `Cannot answer the QQ callback URL validation on channel "${channel.id}": channels[${channel.index}].secret (the Bot Secret) signs the answer and is not set`, context);
-    return { status: 200, body: { plain_token: plainToken, signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex') } };
+    if (!verifyKey) authenticate(delivery, keys.publicKey, 'the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; ');
+    return echoReply({ plain_token: plainToken, signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex') });
   }
 
   /** Text of a guild message: our bot's mention removed, other mentions as `@name`. */
@@ -208,18 +236,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     botIds: [appId],
 
     verify(delivery) {
-      if (!verifyKey) return;
-      const signature = headerOf(delivery, 'x-signature-ed25519');
-      const timestamp = headerOf(delivery, 'x-signature-timestamp');
-      if (!signature || !timestamp) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Signature-Ed25519 and X-Signature-Timestamp headers are required`, context);
-      const bytes = /^[0-9a-f]{128}$/i.test(signature) ? Buffer.from(signature, 'hex') : undefined;
-      // A canonical Ed25519 signature has the top three bits of its last byte clear (sign.md).
-      if (!bytes || ((bytes[63] as number) & 224) !== 0) {
-        throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 is not a 64-byte Ed25519 signature in hex`, context);
-      }
-      if (!verify(null, Buffer.concat([Buffer.from(timestamp), delivery.body]), verifyKey, bytes)) {
-        throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 does not match X-Signature-Timestamp and the body (is channels[${channel.index}].secret this bot's Bot Secret?)`, context);
-      }
+      if (verifyKey) authenticate(delivery, verifyKey);
     },
 
     normalize(body, delivery): Normalized {
@@ -228,7 +245,7 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
       const op = own(payload, 'op');
       switch (op) {
         case 0: return dispatch(read, payload, delivery.now);
-        case 13: return { events: [], reply: validation(read, payload) };
+        case 13: return { events: [], reply: validation(read, payload, delivery) };
         case 1: {
           // A heartbeat carries the last seq (botgo answers it even on the webhook).
           const seq = own(payload, 'd') ?? 0;

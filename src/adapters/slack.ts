@@ -9,7 +9,7 @@ import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { slackSocket } from './slack-socket.js';
 import { kindOf, own, PayloadReader } from './shape.js';
-import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+import { checkFreshness, checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -88,9 +88,7 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       const timestamp = headerOf(delivery, 'x-slack-request-timestamp');
       const signature = headerOf(delivery, 'x-slack-signature');
       if (!timestamp || !signature) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Slack-Signature and X-Slack-Request-Timestamp are required`, { channel: channel.id });
-      if (!/^\d{1,12}$/.test(timestamp) || Math.abs(delivery.now / 1000 - Number(timestamp)) > TOLERANCE_S) {
-        throw new SignatureError(`Stale request on channel "${channel.id}": X-Slack-Request-Timestamp is more than ${TOLERANCE_S} s from now`, { channel: channel.id });
-      }
+      checkFreshness(channel, timestamp, delivery.now, { field: 'X-Slack-Request-Timestamp', unit: 's', toleranceMs: TOLERANCE_S * 1000, limit: 'the 5 min Slack allows' });
       checkSignature(channel, 'X-Slack-Signature', signature, `v0=${hmac('sha256', signingSecret, `v0:${timestamp}:`, delivery.body).toString('hex')}`);
     },
 
@@ -99,7 +97,7 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       const payload = read.object(body, 'the body', 'an Events API payload {type, ...}');
       const type = own(payload, 'type');
       if (typeof type !== 'string') throw fail(type === undefined ? 'type is required (a string)' : `type must be a string, got ${kindOf(type)}`);
-      if (type === 'url_verification') return { events: [], reply: { status: 200, body: { challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' } } };
+      if (type === 'url_verification') return { events: [], reply: echoReply({ challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' }) };
       if (type !== 'event_callback') return { events: [], ignored: 1 };
       const event = read.object(own(payload, 'event'), 'event', 'an event object {type, ...}');
       const authorization = read.optObject(read.optArray(own(payload, 'authorizations'), 'authorizations')[0], 'authorizations[0]') ?? {};

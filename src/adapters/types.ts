@@ -1,5 +1,5 @@
 import type { ChannelConfig } from '../config/schema.js';
-import { RequestError, SignatureError } from '../errors.js';
+import { RequestError, SignatureError, StaleTimestampError } from '../errors.js';
 import { safeEqual } from '../signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../events/inbound.js';
 import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../events/connection.js';
@@ -74,6 +74,17 @@ export interface Adapter {
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }
 
+const ECHO_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff' });
+
+/**
+ * The answer that echoes a value the caller chose (a URL check's echostr, a challenge): text/plain,
+ * or JSON for an object, and `X-Content-Type-Options: nosniff`, so a browser sent to the webhook
+ * URL with a crafted value shows text and never renders a page from it.
+ */
+export function echoReply(body: string | Readonly<Record<string, unknown>>): PlatformReply {
+  return typeof body === 'string' ? { status: 200, body, contentType: 'text/plain', headers: ECHO_HEADERS } : { status: 200, body, headers: ECHO_HEADERS };
+}
+
 /** One header's value (the first, when repeated). */
 export function headerOf(delivery: RawDelivery, name: string): string | undefined {
   const value = delivery.headers[name];
@@ -97,4 +108,36 @@ export function shapeError(channel: ChannelConfig, what: string, problem: string
 export function checkSignature(channel: ChannelConfig, header: string, received: string | undefined, expected: string, mismatch = 'does not match the body'): void {
   if (!received) throw new SignatureError(`Signature missing on channel "${channel.id}": ${header} header is required`, { channel: channel.id, stage: 'adapter' });
   if (!safeEqual(received, expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${header} ${mismatch}`, { channel: channel.id, stage: 'adapter' });
+}
+
+const SECONDS = /^\d{1,12}$/;
+const MILLIS = /^\d{1,16}$/;
+
+/** How a platform's signed timestamp is checked against the receive time. */
+export interface Freshness {
+  /** Where the timestamp is, as a message names it: `X-Slack-Request-Timestamp`, `the timestamp query parameter`. */
+  field: string;
+  /** Whole seconds or milliseconds since 1970. */
+  unit: 's' | 'ms';
+  toleranceMs: number;
+  /** The tolerance as a message names it: `the 5 min Slack allows`. @default `the <n> s allowed` */
+  limit?: string;
+}
+
+/**
+ * Refuse a signed timestamp that is not whole `unit`s (401 `bad_signature`) or is more than
+ * `toleranceMs` from `now`, the delivery's receive time, either way (401 `stale_timestamp`).
+ * The signature covers the timestamp, so a captured delivery stops verifying once it ages out;
+ * inside the tolerance, its platform id is still claimed (a tolerance under half the channel's
+ * exact-id window leaves no gap), so a replay is a duplicate.
+ */
+export function checkFreshness(channel: ChannelConfig, raw: string, now: number, rule: Freshness): void {
+  const context = { channel: channel.id, stage: 'adapter' };
+  if (!(rule.unit === 's' ? SECONDS : MILLIS).test(raw)) {
+    throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${rule.field} must be ${rule.unit === 's' ? 'seconds' : 'milliseconds'} since 1970, got "${raw.slice(0, 32)}"`, context);
+  }
+  const drift = now - Number(raw) * (rule.unit === 's' ? 1000 : 1);
+  if (Math.abs(drift) <= rule.toleranceMs) return;
+  const off = `${Math.round(Math.abs(drift) / 1000)} s ${drift > 0 ? 'old' : 'ahead of this host\'s clock'}`;
+  throw new StaleTimestampError(`Stale timestamp on channel "${channel.id}": ${rule.field} is ${off}, more than ${rule.limit ?? `the ${rule.toleranceMs / 1000} s allowed`} (a replayed request, or this host's clock is off)`, context);
 }

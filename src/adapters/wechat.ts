@@ -4,11 +4,11 @@ import { AccessToken } from './access-token.js';
 import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText, requiredText } from './settings.js';
-import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
+import { checkSignature, echoReply, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from './types.js';
 import type { AdapterContext } from './access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
-import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
+import { freshTimestamp, openOrRefuse, queryOf, wxEvents, wxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 import type { ReplyParts, ReplyTarget } from '../events/reply.js';
 
@@ -56,7 +56,7 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
   const token = verifiedSecret(channel, options.token);
   const crypto = encodingAESKey ? new WxCrypto(encodingAESKey, appId) : undefined;
   const fail = (problem: string) => shapeError(channel, 'a WeChat callback', problem);
-  const check: WxQueryCheck = { channel, toleranceSec: options.timestampToleranceSec, platform: 'WeChat' };
+  const check = wxQueryCheck(channel, options.timestampToleranceSec, 'WeChat');
   const where = `channels[${channel.index}]`;
   const source: WxSource = {
     buildEvent: eventBuilder({ channel: channel.id, adapter: 'wechat', namespace: channel.namespace, idPrefix: 'wx' }),
@@ -117,11 +117,13 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
     handshake(delivery) {
       const echostr = delivery.query.get('echostr');
       if (!echostr) throw new RequestError('bad_handshake', 400, `GET on channel "${channel.id}" is the WeChat URL check and needs signature, timestamp, nonce and echostr query parameters`, { channel: channel.id, stage: 'adapter' });
+      // The signature does not cover echostr (in safe mode too: it is echoed, never decrypted),
+      // so a captured check answers whatever echostr a caller sets: held to the tolerance, as POSTs.
       if (token) {
-        const expected = wxSignature(token, queryOf(delivery, 'timestamp', check), queryOf(delivery, 'nonce', check));
+        const expected = wxSignature(token, freshTimestamp(delivery, check), queryOf(delivery, 'nonce', check));
         checkSignature(channel, 'signature', delivery.query.get('signature') ?? undefined, expected, `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`);
       }
-      return { status: 200, body: echostr, contentType: 'text/plain' };
+      return echoReply(echostr);
     },
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.appSecret (the AppSecret) is needed to download WeChat media`),

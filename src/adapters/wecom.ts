@@ -6,10 +6,10 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText, requiredText } from './settings.js';
 import { own } from './shape.js';
-import { checkSignature, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
+import { checkSignature, echoReply, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply, type RawDelivery } from './types.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from './wx-crypto.js';
 import { issueToken, wxMediaResolver } from './wx-media.js';
-import { freshTimestamp, openOrRefuse, queryOf, wxEvents, type WxQueryCheck, type WxSource } from './wx-message.js';
+import { freshTimestamp, openOrRefuse, queryOf, wxEvents, wxQueryCheck, type WxSource } from './wx-message.js';
 import { envelopeEncrypt, parseXml, XML_BODIES, type XmlLimits } from './wx-xml.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { idValue } from './reply.js';
@@ -45,21 +45,26 @@ export const wecom = defineAdapter({
 });
 
 const RECEIVED: PlatformReply = { status: 200, body: '' };
+/** The longest plaintext answered to a URL check: WeCom's echostr is a random string of some 20 characters. */
+const MAX_ECHO = 128;
+const LT = 0x3c;
 /** The envelope is `<xml><ToUserName/><AgentID/><Encrypt/></xml>`. */
 const ENVELOPE: XmlLimits = { maxDepth: 4, maxKeys: 16 };
 
 /**
  * WeCom app callbacks, always encrypted. GET: the URL check, `msg_signature` over [token,
- * timestamp, nonce, echostr], answered with the decrypted echostr, bare. POST: the envelope's
+ * timestamp, nonce, echostr], answered with the decrypted echostr, bare, when it is one (short,
+ * not XML). POST: the envelope's
  * `Encrypt`, `msg_signature` over [token, timestamp, nonce, Encrypt], decrypted for our CorpID.
  * Answered 200 with an empty body once recorded. A `ChatId` puts a message in its group chat.
+ * The signed `timestamp` is held to `timestampToleranceSec` on both.
  */
 export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof settings>, context: AdapterContext): Adapter {
   const { corpId, agentId, secret, apiBaseUrl } = options;
   const token = verifiedSecret(channel, options.token);
   const crypto = new WxCrypto(options.encodingAESKey, corpId);
   const fail = (problem: string) => shapeError(channel, 'a WeCom callback', problem);
-  const check: WxQueryCheck = { channel, toleranceSec: options.timestampToleranceSec, platform: 'WeCom' };
+  const check = wxQueryCheck(channel, options.timestampToleranceSec, 'WeCom');
   const where = `channels[${channel.index}]`;
   const keys = `${where}.encodingAESKey and ${where}.corpId`;
   const mismatch = `(sha1 of token, timestamp, nonce and the ciphertext) does not match: is ${where}.token the Token of the app's API 接收 settings?`;
@@ -75,10 +80,10 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
     : undefined;
   const opened = new WeakMap<Buffer, Buffer>();
 
-  /** Check `msg_signature` over the ciphertext (unless `"verify": false`) and decrypt it. */
-  function open(delivery: RawDelivery, encrypt: string, stale: boolean): Buffer {
+  /** Check `msg_signature` over the ciphertext and its timestamp (unless `"verify": false`) and decrypt it. */
+  function open(delivery: RawDelivery, encrypt: string): Buffer {
     if (token) {
-      const timestamp = stale ? freshTimestamp(delivery, check) : queryOf(delivery, 'timestamp', check);
+      const timestamp = freshTimestamp(delivery, check);
       const expected = wxSignature(token, timestamp, queryOf(delivery, 'nonce', check), encrypt);
       checkSignature(channel, 'msg_signature', delivery.query.get('msg_signature') ?? undefined, expected, mismatch);
     }
@@ -96,7 +101,7 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
       const text = delivery.body.toString('utf8');
       const encrypt = envelopeEncrypt(text, ENVELOPE, fail);
       if (!encrypt) throw fail('a WeCom callback needs <Encrypt>');
-      opened.set(delivery.body, open(delivery, encrypt, true));
+      opened.set(delivery.body, open(delivery, encrypt));
     },
 
     bodyTypes: XML_BODIES,
@@ -122,8 +127,15 @@ export function wecomAdapter(channel: AdapterChannel, options: z.output<typeof s
       const raw = delivery.query.get('echostr');
       if (!raw) throw new RequestError('bad_handshake', 400, `GET on channel "${channel.id}" is the WeCom URL check and needs msg_signature, timestamp, nonce and echostr query parameters`, { channel: channel.id, stage: 'adapter' });
       // The query is URL-decoded; a "+" of the base64 that came unescaped reads as a space.
-      const echostr = raw.replaceAll(' ', '+');
-      return { status: 200, body: open(delivery, echostr, false).toString('utf8'), contentType: 'text/plain' };
+      const echo = open(delivery, raw.replaceAll(' ', '+'));
+      // Any ciphertext of this channel opens here, a message callback's <Encrypt> as well as an
+      // echostr, and both are signed the same way: answer only what a URL check's echostr is
+      // (WeCom 96466, 验证URL有效性: an encrypted random string, digits in its samples), never a
+      // message (an <xml> document) replayed as echostr to read it in clear text.
+      if (echo.length > MAX_ECHO || echo.includes(LT)) {
+        throw new RequestError('bad_handshake', 400, `GET on channel "${channel.id}": the echostr decrypts to ${echo.includes(LT) ? 'XML' : `${echo.length} bytes`}, not the short random string of a WeCom URL check (a message's Encrypt sent as echostr?); it is not answered`, { channel: channel.id, stage: 'adapter' });
+      }
+      return echoReply(echo.toString('utf8'));
     },
 
     resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.secret (the app's Secret) is needed to download WeCom media`),

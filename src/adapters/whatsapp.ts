@@ -10,7 +10,7 @@ import { eventBuilder } from './event.js';
 import { platformJson } from './platform-api.js';
 import { baseUrl, optionalText } from './settings.js';
 import { kindOf, own, PayloadReader, type Json } from './shape.js';
-import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
+import { checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
 const settings = z.strictObject({
   /** Signs `X-Hub-Signature-256`. */
@@ -134,7 +134,7 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       const mode = delivery.query.get('hub.mode');
       const token = delivery.query.get('hub.verify_token') ?? '';
       const challenge = delivery.query.get('hub.challenge') ?? '';
-      if (mode === 'subscribe' && verifyToken && safeEqual(token, verifyToken)) return { status: 200, body: challenge, contentType: 'text/plain' };
+      if (mode === 'subscribe' && verifyToken && safeEqual(token, verifyToken)) return echoReply(challenge);
       return { status: 403, body: { error: { code: 'bad_verify_token', message: `hub.verify_token does not match channels[${channel.index}].verifyToken of channel "${channel.id}"` } } };
     },
 

@@ -2,6 +2,7 @@ import { SignatureError, type RequestError } from '../errors.js';
 import type { InboundEvent, MediaRef, Segment } from '../events/inbound.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { AdapterChannel } from './descriptor.js';
+import { checkFreshness, type Freshness } from './types.js';
 import type { EventParts } from './event.js';
 import { own, PayloadReader, type Json } from './shape.js';
 import { WxCryptoError, type WxCrypto } from './wx-crypto.js';
@@ -123,9 +124,20 @@ export function wxEvents(xml: Json, source: WxSource, now: number): { events: In
 /** What the query checks of a channel need. */
 export interface WxQueryCheck {
   channel: AdapterChannel;
-  /** `timestampToleranceSec`; 0: any timestamp. */
-  toleranceSec: number;
+  /** How the signed `timestamp` is held to the clock (`timestampToleranceSec`; 0: any timestamp). */
+  freshness: Freshness;
   platform: string;
+}
+
+/** The query checks of a channel whose `timestampToleranceSec` is `toleranceSec`. */
+export function wxQueryCheck(channel: AdapterChannel, toleranceSec: number, platform: string): WxQueryCheck {
+  const freshness: Freshness = {
+    field: 'the timestamp query parameter', unit: 's',
+    // 0 accepts any time: past every timestamp of whole seconds (12 digits).
+    toleranceMs: toleranceSec === 0 ? Infinity : toleranceSec * 1000,
+    limit: `the ${toleranceSec} s of channels[${channel.index}].timestampToleranceSec`,
+  };
+  return { channel, freshness, platform };
 }
 
 /** The query parameter `name`, or the 401 that names it. */
@@ -138,12 +150,7 @@ export function queryOf(delivery: RawDelivery, name: string, check: WxQueryCheck
 /** The `timestamp` parameter, refused when stale: the signature covers it, so a replay ages out. */
 export function freshTimestamp(delivery: RawDelivery, check: WxQueryCheck): string {
   const timestamp = queryOf(delivery, 'timestamp', check);
-  const seconds = /^\d{1,12}$/.test(timestamp) ? Number(timestamp) : Number.NaN;
-  const drift = Math.abs(delivery.now / 1000 - seconds);
-  if (!(drift <= (check.toleranceSec || Infinity))) {
-    const why = Number.isNaN(seconds) ? 'is not whole seconds' : `is ${Math.round(drift)} s from now, over channels[${check.channel.index}].timestampToleranceSec (${check.toleranceSec})`;
-    throw new SignatureError(`Signature mismatch on channel "${check.channel.id}": the timestamp query parameter ${why}`, { channel: check.channel.id, stage: 'adapter' });
-  }
+  checkFreshness(check.channel, timestamp, delivery.now, check.freshness);
   return timestamp;
 }
 

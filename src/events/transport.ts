@@ -21,4 +21,6 @@ export interface PlatformReply {
   status: number;
   body?: unknown;
   contentType?: string;
+  /** Headers of the answer besides its type (`X-Content-Type-Options` on an echo). */
+  headers?: Readonly<Record<string, string>>;
 }

@@ -82,6 +82,7 @@ class WebhookDelivery implements RawDelivery {
 /** Send what the pipeline or a platform convention answered. */
 function answer(ctx: Koa.Context, result: PlatformReply): void {
   ctx.status = result.status;
+  if (result.headers) ctx.set(result.headers);
   if (result.contentType) ctx.type = result.contentType;
   else if (result.body !== null && typeof result.body === 'object' && !Buffer.isBuffer(result.body)) {
     // A JSON answer goes out as its text, with its type named here. Given the object, Koa would

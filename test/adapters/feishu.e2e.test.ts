@@ -15,7 +15,7 @@ const APP = 'cli_a1b2c3';
 const HOUR = 3_600_000;
 
 /** A body as Feishu sends it with an Encrypt Key: `{"encrypt"}`, and its signed headers. */
-function sealed(event: unknown, timestamp = '1718000000', nonce = 'abc'): { body: string; headers: Record<string, string> } {
+function sealed(event: unknown, timestamp: string, nonce = 'abc'): { body: string; headers: Record<string, string> } {
   const iv = randomBytes(16);
   const cipher = createCipheriv('aes-256-cbc', createHash('sha256').update(KEY).digest(), iv);
   const body = JSON.stringify({ encrypt: Buffer.concat([iv, cipher.update(JSON.stringify(event), 'utf8'), cipher.final()]).toString('base64') });
@@ -60,6 +60,8 @@ describe('a Feishu channel on the real server', () => {
     return messages;
   };
   const post = (delivery: { body: string; headers: Record<string, string> }) => postJson(`${service.url}/webhooks/fs`, delivery.body, delivery.headers);
+  /** An event as Feishu pushes it now: encrypted, signed at the service clock's second. */
+  const push = (event: unknown) => sealed(event, String(Math.floor(clock.now() / 1000)));
   const quiet = () => clock.advance(200);
   const outbox = () => service.intake.store.outboxAfter(0, 10);
   /** A fixture event with this event id, message and text, stamped now. */
@@ -72,20 +74,21 @@ describe('a Feishu channel on the real server', () => {
 
   it('answers the encrypted URL verification, merges fragments, and emits a retry 7 hours later once', async () => {
     const messages = await start();
-    const verification = await post(sealed({ challenge: 'c-123', token: TOKEN, type: 'url_verification' }));
+    const verification = await post(push({ challenge: 'c-123', token: TOKEN, type: 'url_verification' }));
     expect(verification).toMatchObject({ status: 200, body: { challenge: 'c-123' } });
-    const first = sealed(textEvent('text-p2p.json', 'ev-1', 'om_1', '帮我查一下'));
-    expect(await post(first)).toMatchObject({ status: 200, body: {} });
-    expect(await post(sealed(textEvent('text-p2p.json', 'ev-2', 'om_2', '订单 ORD-123')))).toMatchObject({ status: 200, body: {} });
+    expect([verification.headers.get('content-type'), verification.headers.get('x-content-type-options')]).toEqual(['application/json; charset=utf-8', 'nosniff']);
+    const event = textEvent('text-p2p.json', 'ev-1', 'om_1', '帮我查一下');
+    expect(await post(push(event))).toMatchObject({ status: 200, body: {} });
+    expect(await post(push(textEvent('text-p2p.json', 'ev-2', 'om_2', '订单 ORD-123')))).toMatchObject({ status: 200, body: {} });
     await quiet();
     await until(() => messages.length === 1);
     expect(messages[0]).toMatchObject({
       sessionKey: 'feishu:oc_p2p1', content: '帮我查一下订单 ORD-123', merged: 2, messageIds: ['ev-1', 'ev-2'],
       sourceChannel: 'feishu', channel: 'fs', sender: { id: 'ou_ana' }, replyBot: { channel: 'fs', botId: APP },
     });
-    // Feishu's last retry comes ~7.1 h after the first delivery: the channel's window holds it.
+    // Feishu's last retry comes ~7.1 h after the first delivery, signed anew: the channel's window holds it.
     await clock.advance(7 * HOUR);
-    expect(await post(first)).toMatchObject({ status: 200, body: {} });
+    expect(await post(push(event))).toMatchObject({ status: 200, body: {} });
     await quiet();
     expect(messages).toHaveLength(1);
     const trace = (await (await fetch(`${service.url}/v1/trace/ev-1`)).json()) as any;
@@ -96,11 +99,11 @@ describe('a Feishu channel on the real server', () => {
   it('puts a group @ message in the group session with our bot mentioned, and downloads an image with the tenant token', async () => {
     const messages = await start();
     const group = textEvent('text-group-mention.json', 'ev-g', 'om_g', '@_user_1 status?');
-    expect((await post(sealed(group))).status).toBe(200);
+    expect((await post(push(group))).status).toBe(200);
     const image = fixture('feishu', 'image.json') as any;
     image.header.token = TOKEN;
     image.event.message.create_time = String(clock.now());
-    expect((await post(sealed(image))).status).toBe(200);
+    expect((await post(push(image))).status).toBe(200);
     await quiet();
     await until(() => messages.length === 2);
     const byKey = new Map(messages.map((m) => [m.sessionKey, m]));
@@ -113,15 +116,37 @@ describe('a Feishu channel on the real server', () => {
     expect(api.hits.get('/open-apis/auth/v3/tenant_access_token/internal')).toBe(1);
   });
 
+  it('refuses a signed delivery replayed after its event_id window as stale_timestamp: one message, nothing recorded twice', async () => {
+    const messages = await start();
+    const captured = push(textEvent('text-p2p.json', 'ev-r', 'om_r', '帮我查一下'));
+    expect(await post(captured)).toMatchObject({ status: 200, body: {} });
+    await quiet();
+    await until(() => messages.length === 1);
+    // Inside the hour the captured bytes verify, and event_id makes them a duplicate.
+    await clock.advance(HOUR - 1000);
+    expect(await post(captured)).toMatchObject({ status: 200, body: {} });
+    // Past the 7.1 h window the event_id is forgotten: only the timestamp tells the replay.
+    await clock.advance(7.2 * HOUR);
+    const replay = await post(captured);
+    expect(replay.status).toBe(401);
+    expect(replay.body.error).toMatchObject({ code: 'stale_timestamp', message: expect.stringMatching(/^Stale timestamp on channel "fs": X-Lark-Request-Timestamp is 2\d{4} s old, more than the 1 h allowed/) });
+    await quiet();
+    expect(messages).toHaveLength(1);
+    expect(await outbox()).toHaveLength(1);
+    expect(service.intake.metrics.channelStats().fs).toMatchObject({ received: 2, deduped: 1, rejected: 1 });
+  });
+
   it('refuses forged, re-serialised, unsigned and undecryptable deliveries, recording nothing', async () => {
     await start();
-    const good = sealed(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'));
+    const good = push(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'));
     const refusals: Array<[{ body: string; headers: Record<string, string> }, number]> = [
       [{ body: JSON.stringify(JSON.parse(good.body), null, 2), headers: good.headers }, 401],
       [{ body: good.body, headers: { ...good.headers, 'x-lark-signature': '0'.repeat(64) } }, 401],
       [{ body: good.body, headers: {} }, 401],
       [{ body: JSON.stringify(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi')), headers: {} }, 401],
-      [sealed({ ...textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'), header: { event_id: 'ev-bad', event_type: 'im.message.receive_v1', token: 'wrong' } }), 401],
+      [push({ ...textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'), header: { event_id: 'ev-bad', event_type: 'im.message.receive_v1', token: 'wrong' } }), 401],
+      // Signed in 2001.
+      [sealed(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'), '978307200'), 401],
       [{ body: '{"encrypt": "AAAA"}', headers: {} }, 401],
       [{ body: '{"encrypt": ', headers: {} }, 400],
     ];

@@ -43,12 +43,31 @@ describe('Feishu adapter: crypto and signatures', () => {
     expect(feishuSignature('1718000000', 'n0nce', KEY, Buffer.from('{"x":1}'))).toBe(expected);
   });
 
-  it('takes an encrypted, signed event, however old its timestamp (Feishu retries for hours)', () => {
+  it('takes an encrypted, signed event whose timestamp is up to 1 h from now either way', () => {
     const adapter = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
-    const result = ingest(adapter, signed(encrypted(fixtureBytes('feishu', 'text-p2p.json').toString()), KEY, '1600000000'));
-    expect(result.events).toHaveLength(1);
-    expect(result.events[0]).toMatchObject({ platformId: '5e3702a84e847582be8db7fb73283c02', sessionKey: 'feishu:oc_p2p1', text: '帮我查一下', botId: 'cli_a1b2c3' });
-    expect(result.reply).toEqual({ status: 200, body: {} });
+    const body = encrypted(fixtureBytes('feishu', 'text-p2p.json').toString());
+    for (const timestamp of ['1718000000', '1717996400', '1718003600']) {
+      const result = ingest(adapter, signed(body, KEY, timestamp));
+      expect(result.events).toHaveLength(1);
+      expect(result.events[0]).toMatchObject({ platformId: '5e3702a84e847582be8db7fb73283c02', sessionKey: 'feishu:oc_p2p1', text: '帮我查一下', botId: 'cli_a1b2c3' });
+      expect(result.reply).toEqual({ status: 200, body: {} });
+    }
+  });
+
+  it('refuses a signed timestamp more than 1 h off (2001, a replay, a clock ahead) as stale_timestamp, 401', () => {
+    const adapter = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
+    const body = encrypted(fixtureBytes('feishu', 'text-p2p.json').toString());
+    const cases: Array<[string, string]> = [['978307200', '739692800 s old'], ['1717996399', '3601 s old'], ['1718003601', '3601 s ahead of this host\'s clock']];
+    for (const [timestamp, off] of cases) {
+      expect(thrown(() => ingest(adapter, signed(body, KEY, timestamp)))).toMatchObject({
+        status: 401, code: 'stale_timestamp',
+        message: `Stale timestamp on channel "fs": X-Lark-Request-Timestamp is ${off}, more than the 1 h allowed (a replayed request, or this host's clock is off)`,
+      });
+    }
+    // Not whole seconds (milliseconds, words): a malformed signature, not a stale one.
+    for (const timestamp of ['1718000000000', 'soon']) {
+      expect(thrown(() => ingest(adapter, signed(body, KEY, timestamp)))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining(`X-Lark-Request-Timestamp must be seconds since 1970, got "${timestamp}"`) });
+    }
   });
 
   it('refuses a re-serialised body, a wrong or missing signature, a bad ciphertext and an unencrypted event (401)', () => {
@@ -82,9 +101,9 @@ describe('Feishu adapter: crypto and signatures', () => {
 
   it('answers the URL verification, plain and encrypted (unsigned, as Feishu sends it), only with our token', () => {
     const challenge = (token: string) => JSON.stringify({ challenge: 'ajls384kdjx98XX', token, type: 'url_verification' });
-    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' } });
+    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
     const withKey = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
-    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' } });
+    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
     expect(thrown(() => ingest(withKey, delivery(encrypted(challenge('wrong'))))).status).toBe(401);
     expect(thrown(() => ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge('wrong')))).status).toBe(401);
   });

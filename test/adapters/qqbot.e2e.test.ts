@@ -32,20 +32,22 @@ describe('a QQ bot channel on the real server', () => {
   afterAll(() => files.close());
   afterEach(async () => service?.stop());
 
-  const start = async () => {
+  const start = async (more: Array<Record<string, unknown>> = []) => {
     clock = new ManualClock();
     service = await startService({
       debounce: { windowMs: 100, maxWaitMs: 400 },
       media: { allowHosts: [`127.0.0.1:${files.port}`], retries: 0 },
-      channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }],
+      channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }, ...more],
     }, { clock });
     const messages: ProcessedMessage[] = [];
     service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
     return messages;
   };
-  const post = (body: string, signature = qqSign('1725442341', body)) => postJson(`${service.url}/webhooks/qq`, body, {
+  /** Now on the service's clock, as QQ stamps a push: whole seconds. */
+  const stamp = () => String(Math.floor(clock.now() / 1000));
+  const post = (body: string, signature?: string, timestamp = stamp(), channel = 'qq') => postJson(`${service.url}/webhooks/${channel}`, body, {
     'user-agent': 'QQBot-Callback', 'x-bot-appid': APP_ID, 'x-signature-method': 'Ed25519',
-    'x-signature-timestamp': '1725442341', 'x-signature-ed25519': signature,
+    'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature ?? qqSign(timestamp, body),
   });
   const stats = () => service.intake.metrics.channelStats().qq ?? {};
   const outbox = () => service.intake.store.outboxAfter(0, 10);
@@ -57,6 +59,8 @@ describe('a QQ bot channel on the real server', () => {
     const response = await post(fixtureBytes('qqbot', 'validation.json').toString());
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    // plain_token is the caller's: never sniffed as a page.
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.body).toEqual({
       plain_token: 'Arq0D5A61EgUu4OxUvOp',
       signature: '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',
@@ -106,16 +110,59 @@ describe('a QQ bot channel on the real server', () => {
   it('refuses a wrong, malformed or missing signature with 401 and records nothing', async () => {
     await start();
     const body = fixtureBytes('qqbot', 'c2c.json').toString();
-    for (const signature of [qqSign('1725442341', body, 'another-bot-secret'), 'abc', '']) {
+    for (const signature of [qqSign(stamp(), body, 'another-bot-secret'), 'abc', '']) {
       const response = await post(body, signature);
       expect(response.status).toBe(401);
       expect(response.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature (mismatch|missing) on channel "qq": X-Signature-Ed25519/) });
     }
     const validation = fixtureBytes('qqbot', 'validation.json').toString();
-    expect((await post(validation, qqSign('1725442341', validation, 'another-bot-secret'))).status).toBe(401);
+    expect((await post(validation, qqSign(stamp(), validation, 'another-bot-secret'))).status).toBe(401);
     await quiet();
     expect(await outbox()).toEqual([]);
     expect(stats()).toEqual({ rejected: 4 });
+  });
+
+  it('refuses a signed push replayed after the exact-id window as stale_timestamp: one message, nothing recorded twice', async () => {
+    const messages = await start();
+    const body = fixtureBytes('qqbot', 'c2c.json').toString();
+    const captured = stamp();
+    const signature = qqSign(captured, body);
+    expect(await post(body, signature, captured)).toMatchObject({ status: 200, body: ACK });
+    await quiet();
+    await until(() => messages.length === 1);
+    // Within 2 min the same signed bytes verify, and d.id makes them a duplicate.
+    await clock.advance(119_000);
+    expect(await post(body, signature, captured)).toMatchObject({ status: 200, body: ACK });
+    // After the 5 min window the id is forgotten: only the timestamp tells the replay.
+    await clock.advance(5 * 60_000);
+    const replay = await post(body, signature, captured);
+    expect(replay.status).toBe(401);
+    expect(replay.body.error).toEqual({ code: 'stale_timestamp', message: 'Stale timestamp on channel "qq": X-Signature-Timestamp is 419 s old, more than the 2 min allowed (a replayed request, or this host\'s clock is off)' });
+    // Nor does a push stamped 2001 (or in the future) pass.
+    for (const timestamp of ['978307200', String(Number(stamp()) + 121)]) expect((await post(body, qqSign(timestamp, body), timestamp)).body.error.code).toBe('stale_timestamp');
+    await quiet();
+    expect(messages).toHaveLength(1);
+    expect(await outbox()).toHaveLength(1);
+    expect(stats()).toMatchObject({ received: 2, deduped: 1, rejected: 3 });
+  });
+
+  it('answers no unsigned validation on a "verify": false channel, so its answer cannot sign a webhook for a channel of the same secret', async () => {
+    const messages = await start([{ id: 'open', adapter: 'qqbot', appId: APP_ID, secret: SECRET, verify: false }]);
+    // The attack: a validation whose event_ts + plain_token are a webhook's timestamp + body.
+    const timestamp = stamp();
+    const c2c = fixture('qqbot', 'c2c.json');
+    const forged = JSON.stringify({ ...c2c, d: { ...c2c.d, id: 'forged-1', content: 'forged: wire the money' } });
+    const oracle = await postJson(`${service.url}/webhooks/open`, JSON.stringify({ op: 13, d: { plain_token: forged, event_ts: timestamp } }));
+    const webhook = await post(forged, typeof oracle.body.signature === 'string' ? oracle.body.signature : '', timestamp);
+    expect(webhook.status).toBe(401);
+    expect(oracle.status).toBe(401);
+    expect(oracle.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature missing on channel "open": the callback URL validation \(op 13\) is answered with a signature by the Bot Secret, so it is verified even with "verify": false/) });
+    // QQ's own, signed validation is still answered there.
+    const validation = fixtureBytes('qqbot', 'validation.json').toString();
+    expect(await post(validation, undefined, stamp(), 'open')).toMatchObject({ status: 200, body: { plain_token: 'Arq0D5A61EgUu4OxUvOp', signature: expect.stringMatching(/^87befc99/) } });
+    await quiet();
+    expect(messages).toEqual([]);
+    expect(await outbox()).toEqual([]);
   });
 
   it('downloads attachments, reaching a scheme-less url over https', async () => {

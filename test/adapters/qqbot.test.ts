@@ -9,8 +9,8 @@ import { fixture, fixtureBytes } from '../fixtures/index.js';
 const NOW = 1_725_442_400_000;
 const adapterFor = (settings: Record<string, unknown>): Adapter =>
   createAdapter(loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'qqbot', appId: '102000001', ...settings }] } }).channels[0]!);
-const delivery = (body: Buffer | string, headers: Record<string, string> = {}): RawDelivery =>
-  ({ headers, body: Buffer.from(body), query: new URLSearchParams(), now: NOW });
+const delivery = (body: Buffer | string, headers: Record<string, string> = {}, now = NOW): RawDelivery =>
+  ({ headers, body: Buffer.from(body), query: new URLSearchParams(), now });
 
 /** The signature QQ sends, computed here the way the Go SDK does (seed doubled until 32 bytes). */
 function qqSign(secret: string, timestamp: string, body: Buffer | string): string {
@@ -58,7 +58,26 @@ describe('QQ bot adapter: signatures', () => {
   it('verifies the signature vector of the Go SDK (a secret shorter than 32 bytes, a UTF-8 body)', () => {
     const body = '{"id":"ROBOT1.0_veoihSEXDc8Q.g-6eLpNIa11bH8MisOjn-m-LKxCPntMk6exUXgcWCGpVO7L2QKTNZzjZzFFDSbiOFcqAPWyVA!!","content":"哦一下","timestamp":"2024-10-15T16:33:15+08:00","author":{"id":"675860273","user_openid":"675860273"}}';
     const sig = 'e949b5b94ef4103df903fb031d1d16e358db3db83e79e117edd404c8508be3ce8a76d7bad1bed353194c126a1a5915b4ad8b5288c1191cc53a12acffccd82004';
-    expect(() => adapterFor({ secret: '123456abcdef' }).verify(delivery(body, { 'x-signature-timestamp': '1728981195', 'x-signature-ed25519': sig }))).not.toThrow();
+    expect(() => adapterFor({ secret: '123456abcdef' }).verify(delivery(body, { 'x-signature-timestamp': '1728981195', 'x-signature-ed25519': sig }, 1_728_981_196_000))).not.toThrow();
+  });
+
+  it('takes a signed timestamp up to 2 min from now either way, and refuses one further off (2001, or ahead) as stale_timestamp', () => {
+    const secret = 'naOC0ocQE3shWLAfffVLB1rhYPG7';
+    const adapter = adapterFor({ secret });
+    const body = fixtureBytes('qqbot', 'c2c.json');
+    const at = (seconds: number) => String(NOW / 1000 + seconds);
+    for (const skew of [0, -120, 120]) expect(() => adapter.verify(signed(secret, body, at(skew)))).not.toThrow();
+    const cases: Array<[string, string]> = [
+      [at(-121), '121 s old'], [at(121), '121 s ahead of this host\'s clock'], ['978307200', '747135200 s old'],
+    ];
+    for (const [timestamp, off] of cases) {
+      const error = thrown(() => adapter.verify(signed(secret, body, timestamp)));
+      expect(isSignatureError(error)).toBe(true);
+      expect(error).toMatchObject({ status: 401, code: 'stale_timestamp' });
+      expect(error.message).toBe(`Stale timestamp on channel "qq": X-Signature-Timestamp is ${off}, more than the 2 min allowed (a replayed request, or this host's clock is off)`);
+    }
+    // Not whole seconds: a malformed signature, not a stale one.
+    expect(thrown(() => adapter.verify(signed(secret, body, `${at(0)}.5`)))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('X-Signature-Timestamp must be seconds since 1970') });
   });
 
   it('refuses a missing, short, non-hex or non-canonical signature with a 401 that says which', () => {
@@ -97,13 +116,22 @@ describe('QQ bot adapter: signatures', () => {
           plain_token: 'Arq0D5A61EgUu4OxUvOp',
           signature: '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',
         },
+        headers: { 'x-content-type-options': 'nosniff' },
       },
     });
   });
 
-  it('signs the validation answer with "verify": false too, and says why it cannot without a secret', () => {
+  it('answers a signed validation with "verify": false too, refuses an unsigned one (401), and says why it cannot without a secret', () => {
+    const secret = 'DG5g3B4j9X2KOErG';
     const body = fixture('qqbot', 'validation.json');
-    expect(adapterFor({ secret: 'DG5g3B4j9X2KOErG', verify: false }).normalize(body, delivery('')).reply?.body).toMatchObject({ signature: expect.stringMatching(/^87befc99/) });
+    const open = adapterFor({ secret, verify: false });
+    expect(open.normalize(body, signed(secret, fixtureBytes('qqbot', 'validation.json'))).reply?.body).toMatchObject({ signature: expect.stringMatching(/^87befc99/) });
+    expect(thrown(() => open.normalize(body, delivery('')))).toMatchObject({
+      status: 401, code: 'bad_signature',
+      message: 'Signature missing on channel "qq": the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; X-Signature-Ed25519 and X-Signature-Timestamp headers are required',
+    });
+    expect(thrown(() => open.normalize(body, signed('another-bot-secret', fixtureBytes('qqbot', 'validation.json'))))).toMatchObject({ status: 401, message: expect.stringContaining('X-Signature-Ed25519 does not match') });
+    expect(thrown(() => open.normalize(body, signed(secret, fixtureBytes('qqbot', 'validation.json'), '978307200')))).toMatchObject({ status: 401, code: 'stale_timestamp' });
     expect(thrown(() => adapterFor({ verify: false }).normalize(body, delivery('')))).toMatchObject({
       status: 400, code: 'no_secret', message: 'Cannot answer the QQ callback URL validation on channel "qq": channels[0].secret (the Bot Secret) signs the answer and is not set',
     });
@@ -112,6 +140,28 @@ describe('QQ bot adapter: signatures', () => {
   it('refuses to start without its appId', () => {
     expect(() => adapterFor({ appId: undefined, secret: 's' })).toThrow(/channels\[0\]\.appId \(channel "qq"\): is required \(the bot's AppID from q\.qq\.com\)/);
     expect(() => adapterFor({ appId: '', secret: 's' })).toThrow(/channels\[0\]\.appId \(channel "qq"\): is required/);
+  });
+});
+
+describe('regression: a "verify": false channel with the Bot Secret is no signing oracle', () => {
+  it('refuses to sign an unsigned validation whose event_ts + plain_token spell a forged webhook, so no verifying channel of the secret takes one', () => {
+    const secret = 'shared-bot-secret';
+    const open = adapterFor({ secret, verify: false });
+    const verifying = adapterFor({ secret });
+    // QQ signs a webhook over X-Signature-Timestamp + body; the validation answer signs event_ts + plain_token.
+    const timestamp = String(NOW / 1000);
+    const forged = JSON.stringify({ ...fixture('qqbot', 'c2c.json'), d: { ...fixture('qqbot', 'c2c.json').d, id: 'forged-1', content: 'forged: wire the money' } });
+    const validation = { op: 13, d: { plain_token: forged, event_ts: timestamp } };
+    let signature = '';
+    let refused: unknown;
+    try {
+      signature = (open.normalize(validation, delivery(JSON.stringify(validation))).reply?.body as { signature: string }).signature;
+    } catch (error) {
+      refused = error;
+    }
+    const webhook = delivery(forged, { 'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature });
+    expect(thrown(() => verifying.verify(webhook))).toMatchObject({ status: 401, code: 'bad_signature' });
+    expect(refused).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('verified even with "verify": false') });
   });
 });
 

@@ -64,14 +64,20 @@ describe('WeChat and WeCom channels on the real server', () => {
   const outbox = () => service.intake.store.outboxAfter(0, 10);
   const quiet = () => clock.advance(200);
 
-  it('answers the URL check with echostr, as text/plain', async () => {
+  it('answers the URL check with echostr, as text/plain, and not a captured one replayed past the tolerance', async () => {
     await start();
-    const timestamp = '1714036504';
+    const timestamp = String(Math.floor(clock.now() / 1000));
     const query = new URLSearchParams({ signature: getSignature(TOKEN, timestamp, '7', ''), timestamp, nonce: '7', echostr: '7312683513437158720' });
     const response = await fetch(`${service.url}/webhooks/wx?${query}`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    // echostr is the caller's (the signature does not cover it): never sniffed as a page.
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await response.text()).toBe('7312683513437158720');
+    await clock.advance(301_000);
+    const replayed = await fetch(`${service.url}/webhooks/wx?${query}`);
+    expect(replayed.status).toBe(401);
+    expect(((await replayed.json()) as any).error.code).toBe('stale_timestamp');
     query.set('signature', '0'.repeat(40));
     expect((await fetch(`${service.url}/webhooks/wx?${query}`)).status).toBe(401);
   });

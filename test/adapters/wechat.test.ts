@@ -27,12 +27,17 @@ const safe = (message: string, options: { receiveId?: string; token?: string; en
 const xml = (name: string) => fixtureBytes('wechat', name).toString();
 
 describe('WeChat adapter: signatures and encryption', () => {
-  it('answers the URL check of the docs vector with echostr as text/plain', () => {
+  it('answers the URL check of the docs vector with echostr as text/plain, until its timestamp is stale', () => {
     const adapter = adapterFor({ token: 'AAAAA' });
     const query = new URLSearchParams({ signature: 'f464b24fc39322e44b38aa78f5edd27bd1441696', timestamp: '1714036504', nonce: '1514711492', echostr: '7312683513437158720' });
-    expect(adapter.handshake!(delivery('', query))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain' });
+    const at = 1_714_036_505_000;
+    expect(adapter.handshake!(delivery('', query, at))).toEqual({ status: 200, body: '7312683513437158720', contentType: 'text/plain', headers: { 'x-content-type-options': 'nosniff' } });
+    // The signature does not cover echostr: a captured check, replayed later with an echostr of
+    // the caller's choosing, is refused by its timestamp.
+    query.set('echostr', '<script>alert(1)</script>');
+    expect(thrown(() => adapter.handshake!(delivery('', query, at + 301_000)))).toMatchObject({ status: 401, code: 'stale_timestamp', message: expect.stringContaining('the timestamp query parameter is 302 s old') });
     query.set('nonce', '1514711493');
-    expect(thrown(() => adapter.handshake!(delivery('', query)))).toMatchObject({ status: 401, message: expect.stringMatching(/^Signature mismatch on channel "wx": signature \(sha1 of token, timestamp and nonce\) does not match: is channels\[0\]\.token/) });
+    expect(thrown(() => adapter.handshake!(delivery('', query, at)))).toMatchObject({ status: 401, message: expect.stringMatching(/^Signature mismatch on channel "wx": signature \(sha1 of token, timestamp and nonce\) does not match: is channels\[0\]\.token/) });
     expect(thrown(() => adapter.handshake!(delivery('', new URLSearchParams())))).toMatchObject({ status: 400, code: 'bad_handshake' });
   });
 
@@ -67,7 +72,12 @@ describe('WeChat adapter: signatures and encryption', () => {
   it('refuses a wrong signature, a stale timestamp, a plaintext callback of a safe-mode channel: 401', () => {
     const clear = adapterFor();
     expect(thrown(() => ingest(clear, plain(xml('text.xml'), TS, 'other-token')))).toMatchObject({ status: 401, code: 'bad_signature' });
-    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1717999000')))).toMatchObject({ status: 401, message: expect.stringContaining('timestamp query parameter is 1010 s from now, over channels[0].timestampToleranceSec (300)') });
+    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1717999000')))).toMatchObject({
+      status: 401, code: 'stale_timestamp',
+      message: 'Stale timestamp on channel "wx": the timestamp query parameter is 1010 s old, more than the 300 s of channels[0].timestampToleranceSec (a replayed request, or this host\'s clock is off)',
+    });
+    expect(thrown(() => ingest(adapterFor({ encodingAESKey: KEY }), { ...safe(xml('text.xml')), now: NOW + 600_000 }))).toMatchObject({ status: 401, code: 'stale_timestamp' });
+    expect(thrown(() => ingest(clear, plain(xml('text.xml'), '1718000009.5')))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining('the timestamp query parameter must be seconds since 1970') });
     expect(thrown(() => ingest(clear, delivery(xml('text.xml'), new URLSearchParams())))).toMatchObject({ status: 401, message: expect.stringContaining('the timestamp query parameter is required') });
     expect(thrown(() => ingest(adapterFor({ encodingAESKey: KEY }), plain(xml('text.xml'))))).toMatchObject({ status: 401, message: expect.stringContaining('channels[0].encodingAESKey is set, so WeChat must send safe-mode') });
     expect(thrown(() => ingest(clear, safe(xml('text.xml'))))).toMatchObject({ status: 400, code: 'no_key' });

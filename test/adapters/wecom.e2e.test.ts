@@ -63,6 +63,25 @@ describe('a WeCom channel on the real server', () => {
     });
     return { status: response.status, text: await response.text() };
   };
+  /** The URL check as WeCom sends it: echostr encrypted for our CorpID, signed with the timestamp. */
+  const check = (echostr: string, timestamp = String(Math.floor(clock.now() / 1000)), nonce = '437374425') =>
+    fetch(`${service.url}/webhooks/wecom?${new URLSearchParams({ msg_signature: getSignature(TOKEN, timestamp, nonce, echostr), timestamp, nonce, echostr })}`);
+
+  it('answers the URL check with the bare echostr as text/plain, nosniff; never a message sent as echostr, nor a stale check', async () => {
+    await start();
+    const echo = await check(encrypt(KEY, '5927782489442352469', CORP_ID));
+    expect([echo.status, echo.headers.get('content-type'), echo.headers.get('x-content-type-options'), await echo.text()]).toEqual([200, 'text/plain; charset=utf-8', 'nosniff', '5927782489442352469']);
+    // A captured callback's Encrypt, with its own signed query, sent back as the URL check.
+    const captured = encrypt(KEY, message(Math.floor(clock.now() / 1000), '<MsgType><![CDATA[text]]></MsgType><Content><![CDATA[工资单密码 1234]]></Content><MsgId>1</MsgId>'), CORP_ID);
+    const replayed = await check(captured);
+    const body = await replayed.text();
+    expect(replayed.status).toBe(400);
+    expect(JSON.parse(body).error.code).toBe('bad_handshake');
+    expect(body).not.toContain('工资单');
+    await clock.advance(3 * 86_400_000);
+    const stale = await check(captured, String(Math.floor(clock.now() / 1000) - 3 * 86_400));
+    expect([stale.status, ((await stale.json()) as any).error.code]).toEqual([401, 'stale_timestamp']);
+  });
 
   it('merges fragments of one user into one output, emits a retried callback once, downloads the image into the sandbox, and traces the channel', async () => {
     const messages = await start();

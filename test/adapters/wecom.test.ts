@@ -15,7 +15,7 @@ const KEY = 'kWxPEV2UEDyxWpmPdKC3F4dgPDmOvfKX1HGnEUDS1aR';
 
 const adapterFor = (settings: Record<string, unknown> = {}): Adapter =>
   createAdapter(loadConfig({ env: {}, file: { channels: [{ id: 'wc', adapter: 'wecom', token: TOKEN, corpId: CORP_ID, encodingAESKey: KEY, agentId: 1000002, ...settings }] } }).channels[0]!);
-const delivery = (body: Buffer | string, query: URLSearchParams): RawDelivery => ({ headers: { 'content-type': 'text/xml' }, body: Buffer.from(body), query, now: NOW });
+const delivery = (body: Buffer | string, query: URLSearchParams, now = NOW): RawDelivery => ({ headers: { 'content-type': 'text/xml' }, body: Buffer.from(body), query, now });
 const post = (message: string, options: { receiveId?: string; token?: string; encrypt?: string } = {}) => {
   const sealed = seal({ token: options.token ?? TOKEN, key: KEY, receiveId: options.receiveId ?? CORP_ID, message, timestamp: TS, toUser: CORP_ID, agentId: '1000002', ...(options.encrypt ? { encrypt: options.encrypt } : {}) });
   return delivery(sealed.body, sealed.query);
@@ -26,20 +26,45 @@ describe('WeCom adapter: the URL check', () => {
   // The vector of WeCom's callback sample (as the SDKs' tests carry it): the echostr decrypts to 5927782489442352469.
   const vector = { msg_signature: 'dd6b9c95b495b3f7e2901bfbc76c664930ffdb96', timestamp: '1411443780', nonce: '437374425', echostr: '4ByGGj+sVCYcvGeQYhaKIk1o0pQRNbRjxybjTGblXrBaXlTXeOo1+bXFXDQQb1o6co6Yh9Bv41n7hOchLF6p+Q==' };
   const adapter = adapterFor({ token: '123456', corpId: 'wx49f0ab532d5d035a' });
+  /** The URL check as WeCom sends it: at the vector's time. */
+  const check = (query: URLSearchParams, on = adapter) => on.handshake!(delivery('', query, 1_411_443_781_000));
 
   it('answers the decrypted echostr bare, from the URL-decoded query', () => {
-    expect(adapter.handshake!(delivery('', new URLSearchParams(vector)))).toEqual({ status: 200, body: '5927782489442352469', contentType: 'text/plain' });
+    expect(check(new URLSearchParams(vector))).toEqual({ status: 200, body: '5927782489442352469', contentType: 'text/plain', headers: { 'x-content-type-options': 'nosniff' } });
     // A "+" sent unescaped reads back as a space.
     const raw = new URLSearchParams(`msg_signature=${vector.msg_signature}&timestamp=${vector.timestamp}&nonce=${vector.nonce}&echostr=${vector.echostr.replace(/=/g, '%3D')}`);
-    expect(adapter.handshake!(delivery('', raw)).body).toBe('5927782489442352469');
+    expect(check(raw).body).toBe('5927782489442352469');
     expect(decrypt(KEY, vector.echostr)).toMatchObject({ message: '5927782489442352469', id: 'wx49f0ab532d5d035a' });
   });
 
-  it('refuses the vector with another nonce, token or CorpID', () => {
-    expect(thrown(() => adapter.handshake!(delivery('', new URLSearchParams({ ...vector, nonce: '437374424' }))))).toMatchObject({ status: 401, message: expect.stringContaining('msg_signature (sha1 of token, timestamp, nonce and the ciphertext) does not match') });
-    expect(thrown(() => adapterFor({ corpId: 'wx49f0ab532d5d035a' }).handshake!(delivery('', new URLSearchParams(vector))))).toMatchObject({ status: 401 });
-    expect(thrown(() => adapterFor({ token: '123456' }).handshake!(delivery('', new URLSearchParams(vector))))).toMatchObject({ status: 401, message: expect.stringContaining('addressed to another receive id, not ww1234567890abcdef') });
+  it('refuses the vector with another nonce, token or CorpID, or long after its timestamp', () => {
+    expect(thrown(() => check(new URLSearchParams({ ...vector, nonce: '437374424' })))).toMatchObject({ status: 401, message: expect.stringContaining('msg_signature (sha1 of token, timestamp, nonce and the ciphertext) does not match') });
+    expect(thrown(() => check(new URLSearchParams(vector), adapterFor({ corpId: 'wx49f0ab532d5d035a' })))).toMatchObject({ status: 401 });
+    expect(thrown(() => check(new URLSearchParams(vector), adapterFor({ token: '123456' })))).toMatchObject({ status: 401, message: expect.stringContaining('addressed to another receive id, not ww1234567890abcdef') });
+    expect(thrown(() => adapter.handshake!(delivery('', new URLSearchParams(vector))))).toMatchObject({ status: 401, code: 'stale_timestamp' });
     expect(thrown(() => adapter.handshake!(delivery('', new URLSearchParams())))).toMatchObject({ status: 400, code: 'bad_handshake' });
+  });
+});
+
+describe('regression: a message callback replayed as the URL check is never answered in clear text', () => {
+  const adapter = adapterFor();
+  /** A captured callback's query and Encrypt, sent back as a GET with echostr=<Encrypt>. */
+  const replayed = (message: string, now: number) => {
+    const sealed = seal({ token: TOKEN, key: KEY, receiveId: CORP_ID, message, timestamp: TS, toUser: CORP_ID, agentId: '1000002' });
+    sealed.query.set('echostr', sealed.encrypt);
+    return delivery('', sealed.query, now);
+  };
+
+  it('refuses it while its timestamp is fresh: the echostr decrypts to XML, not a random string (400, nothing echoed)', () => {
+    const error = thrown(() => adapter.handshake!(replayed(xml('text.xml'), NOW)));
+    expect(error).toMatchObject({ status: 400, code: 'bad_handshake', message: 'GET on channel "wc": the echostr decrypts to XML, not the short random string of a WeCom URL check (a message\'s Encrypt sent as echostr?); it is not answered' });
+    expect(error.message).not.toContain('报销单');
+    expect(thrown(() => adapter.handshake!(replayed('x'.repeat(129), NOW)))).toMatchObject({ status: 400, code: 'bad_handshake', message: expect.stringContaining('decrypts to 129 bytes') });
+    expect(adapter.handshake!(replayed('x'.repeat(128), NOW))).toMatchObject({ status: 200, body: 'x'.repeat(128) });
+  });
+
+  it('refuses it 3 days later as stale_timestamp (401)', () => {
+    expect(thrown(() => adapter.handshake!(replayed(xml('text.xml'), NOW + 3 * 86_400_000)))).toMatchObject({ status: 401, code: 'stale_timestamp', message: expect.stringMatching(/^Stale timestamp on channel "wc": the timestamp query parameter is 259201 s old/) });
   });
 });
 
@@ -76,7 +101,7 @@ describe('WeCom adapter: callbacks', () => {
       post('', { encrypt: badlyPadded(KEY, xml('text.xml'), CORP_ID, 0) }),
       post(xml('text.xml'), { receiveId: '' }),
     ];
-    for (const [i, bad] of cases.entries()) expect(thrown(() => ingest(adapter, bad)), `case ${i}`).toMatchObject({ status: 401, code: 'bad_signature' });
+    for (const [i, bad] of cases.entries()) expect(thrown(() => ingest(adapter, bad)), `case ${i}`).toMatchObject({ status: 401, code: i === 1 ? 'stale_timestamp' : 'bad_signature' });
   });
 
   it('refuses a DOCTYPE or entities inside or outside the ciphertext, and an envelope without Encrypt: 400', () => {

@@ -41,6 +41,13 @@ describe('WhatsApp Cloud API channel', () => {
     expect(bad.status).toBe(403);
   });
 
+  it('echoes hub.challenge as text/plain with X-Content-Type-Options: nosniff, so a browser never renders it', async () => {
+    service = await start();
+    const page = '<html><script>alert(document.domain)</script></html>';
+    const echo = await fetch(`${service.url}/webhooks/wa?${new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.verify_token': 'hub-token', 'hub.challenge': page })}`);
+    expect([echo.status, echo.headers.get('content-type'), echo.headers.get('x-content-type-options'), await echo.text()]).toEqual([200, 'text/plain; charset=utf-8', 'nosniff', page]);
+  });
+
   it('refuses bad, short and missing signatures with 401', async () => {
     service = await start();
     for (const signature of ['sha256=' + 'a'.repeat(64), 'sha256=ab', '']) {
