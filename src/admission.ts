@@ -12,8 +12,8 @@ const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
 /**
  * Admission policy: how one event enters the store, decided from the stages' rules. Its dedup
- * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (shared
- * namespaces only), the buffer it joins and the rule that closes that buffer.
+ * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (only in
+ * namespaces where several bots deliver), the buffer it joins and the rule that closes that buffer.
  */
 export function admissionPlanner(config: Config, channels: Channels, bots: Bots, counts: { observed: number }) {
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
