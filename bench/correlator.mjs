@@ -9,7 +9,7 @@ import { CorrelationGroups } from '../dist/store/local/correlations.js';
 /** What memory and SQLite stores do per correlated item inside admit (without the row writes). */
 class StoreCorrelation {
   constructor(maxGroups) {
-    this.bots = new Bots({ crossAdapter: true, messageWindowMs: 15 * 60_000, eventWindowMs: 60_000, sharedNamespaces: new Set(['qq']) });
+    this.bots = new Bots({ crossAdapter: true, messageWindowMs: 15 * 60_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']) });
     this.groups = new CorrelationGroups(maxGroups);
   }
   observe(event) {

@@ -1,7 +1,7 @@
 import type { Channels } from './channels.js';
 import type { Config } from './config/schema.js';
 import type { Bots } from './correlate/bots.js';
-import { isCommand } from './debounce/command.js';
+import { flushWordTest, isCommand } from './debounce/command.js';
 import { claimKey, dedupPlan } from './dedup/claims.js';
 import type { InboundEvent } from './events/inbound.js';
 import type { Plan } from './ingest/admit.js';
@@ -12,8 +12,8 @@ const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
 /**
  * Admission policy: how one event enters the store, decided from the stages' rules. Its dedup
- * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (shared
- * namespaces only), the buffer it joins and the rule that closes that buffer.
+ * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (only in
+ * namespaces where several bots deliver), the buffer it joins and the rule that closes that buffer.
  */
 export function admissionPlanner(config: Config, channels: Channels, bots: Bots, counts: { observed: number }) {
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
@@ -21,6 +21,9 @@ export function admissionPlanner(config: Config, channels: Channels, bots: Bots,
   // One shared, frozen empty array for the buffered copy's empty lists: an empty array per
   // message is more for the young-generation collector to copy while the message waits.
   const none = Object.freeze([]) as unknown as never[];
+  // Each channel's `debounce.flushWords`, as a test built once.
+  const globalFlushWord = flushWordTest(config.debounce.flushWords);
+  const flushWords = new Map(channels.ids().map((id) => [id, flushWordTest(channels.debounceOf(id).flushWords)]));
 
   return function plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan {
     const channel = channels.get(event.channel)?.config;
@@ -52,7 +55,7 @@ export function admissionPlanner(config: Config, channels: Channels, bots: Bots,
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },
       rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,
-      closeNow: message && debounce.flushCommands && isCommand(event.text),
+      closeNow: message && ((debounce.flushCommands && isCommand(event.text)) || (flushWords.get(event.channel) ?? globalFlushWord)(event.text)),
       ...(correlation ? { correlation } : {}),
       ...(event.fields?.media_group_id === undefined ? {} : { unit: `album:${event.fields.media_group_id}` }),
     };

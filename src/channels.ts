@@ -80,10 +80,20 @@ export class Channels {
     return [this.config.debounce, ...[...this.byId.values()].map(({ config }) => config.debounce)];
   }
 
-  /** Namespaces several channels serve: only there can two adapters deliver one message. */
-  sharedNamespaces(): Set<string> {
-    const perNamespace = new Map<string, number>();
-    for (const { adapter } of this.byId.values()) perNamespace.set(adapter.namespace, (perNamespace.get(adapter.namespace) ?? 0) + 1);
-    return new Set([...perNamespace].filter(([, count]) => count > 1).map(([namespace]) => namespace));
+  /**
+   * Namespaces where more than one bot account can deliver the same message: those several
+   * channels serve, and those of a channel that carries several bots (OneBot over HTTP or a
+   * reverse WebSocket). Only there are deliveries correlated; a namespace one single-bot
+   * channel serves (Telegram, Slack alone) costs nothing. Decided from the configuration, so
+   * every instance agrees from the first message on.
+   */
+  correlatedNamespaces(): Set<string> {
+    const correlated = new Set<string>();
+    const served = new Set<string>();
+    for (const { adapter } of this.byId.values()) {
+      if (adapter.severalBots || served.has(adapter.namespace)) correlated.add(adapter.namespace);
+      served.add(adapter.namespace);
+    }
+    return correlated;
   }
 }

@@ -56,7 +56,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Channels and their adapters; the bots configuration names.
   const channels = new Channels(config, { shared: store, now: () => clock.now(), logger });
-  const bots = new Bots({ ...config.correlation, sharedNamespaces: channels.sharedNamespaces() });
+  const bots = new Bots({ ...config.correlation, correlatedNamespaces: channels.correlatedNamespaces() });
   for (const { config: channel, adapter } of channels.values()) {
     for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);
   }
@@ -98,7 +98,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
     turnRule: (channel) => channels.turnsOf(channel),
     keepMedia: (batch, collected) => media.keep(batch.parts, collected),
-    correlation: (key, now) => store.correlation(key, now),
+    correlation: async (key, now) => {
+      const group = await store.correlation(key, now);
+      if (group) bots.learn(group, (channel) => channels.get(channel)?.adapter.namespace);
+      return group;
+    },
     collectMedia: (batch) => media.collect(batch.parts),
     mediaMode: (channel) => channels.debounceOf(channel).media,
     mentionedBots: (event) => bots.mentionedBots(event),

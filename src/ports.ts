@@ -238,7 +238,7 @@ export interface BufferRule {
   maxMessages: number;
 }
 
-/** The correlation step of one event (only in namespaces several channels serve). */
+/** The correlation step of one event (only in namespaces where several bots deliver: several channels, or one that carries several bots). */
 export interface CorrelationStep {
   key: string;
   kind: EventKind;

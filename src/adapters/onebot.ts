@@ -131,6 +131,9 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     channel: channel.id,
     namespace,
     botIds,
+    // Any number of bots may POST to one URL (each names itself in X-Self-ID and `self_id`) or
+    // connect to one reverse-WebSocket URL; a forward socket is one bot's (one `url`).
+    severalBots: options.transport !== 'ws',
 
     actionTimeoutMs: options.actionTimeoutMs,
     ...(options.transport === 'ws-reverse' ? {

@@ -55,6 +55,12 @@ export interface Adapter {
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
   /**
+   * One channel of this adapter can carry several bot accounts (each OneBot delivery names its
+   * bot): their copies of one group message are then correlated even with no other channel in
+   * the namespace. @default false: one account per channel
+   */
+  readonly severalBots?: boolean;
+  /**
    * The channel's events come over WebSockets: this name goes in `transport` of
    * `/v1/connections`. With `acceptSocket` bots connect at the webhook URL (OneBot
    * `ws-reverse`); with `socketDial` we connect to the bot (OneBot `ws`).

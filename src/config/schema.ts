@@ -56,6 +56,12 @@ export const debounceSchema = z.object({
   maxWaitMs: ms,
   media: z.enum(['all', 'first']),
   flushCommands: z.boolean(),
+  /**
+   * Words that, as a whole message (trimmed, in any case), flush its buffer at once as a
+   * command does: `["stop", "停", "等等"]`. @default none
+   */
+  flushWords: z.array(z.string().trim().min(1, 'a word, not empty or spaces').max(64, 'a word of at most 64 characters'), { error: 'must be an array of words' })
+    .max(100, 'at most 100 words').optional(),
   /** Open buffers (every channel's; on Redis every instance's) past which deliveries get 503 + Retry-After. Global only. */
   maxOpenBuffers: positive,
 }).strict();

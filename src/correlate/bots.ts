@@ -7,10 +7,11 @@ export interface CorrelationOptions {
   messageWindowMs: number;
   eventWindowMs: number;
   /**
-   * Namespaces served by more than one channel. Only there can another adapter deliver the
-   * same message, so only there are deliveries correlated; elsewhere it costs nothing.
+   * Namespaces where more than one bot account can deliver (several channels, or one channel
+   * that carries several bots). Only there can another bot deliver the same message, so only
+   * there are deliveries correlated; elsewhere it costs nothing.
    */
-  sharedNamespaces: ReadonlySet<string>;
+  correlatedNamespaces: ReadonlySet<string>;
 }
 
 /** Notices from two implementations may be stamped a second apart; a wider gap is a new event. */
@@ -35,9 +36,21 @@ export class Bots {
     if (!bots.has(botId)) bots.set(botId, channel);
   }
 
-  /** Whether deliveries of a namespace are correlated (several channels serve it). */
+  /**
+   * Note every bot a correlation group names. The group is store state: it lists the bots whose
+   * copies other instances admitted, which this one never heard from, and a mention of them
+   * must still pick them to reply.
+   */
+  learn(group: CorrelationRecord, namespaceOf: (channel: string) => string | undefined): void {
+    for (const delivery of group.deliveries) {
+      const namespace = namespaceOf(delivery.channel);
+      if (delivery.botId !== undefined && namespace !== undefined) this.connect(namespace, delivery.botId, delivery.channel);
+    }
+  }
+
+  /** Whether deliveries of a namespace are correlated (more than one bot can deliver there). */
   correlates(namespace: string): boolean {
-    return this.options.crossAdapter && this.options.sharedNamespaces.has(namespace);
+    return this.options.crossAdapter && this.options.correlatedNamespaces.has(namespace);
   }
 
   /** Whether an id is one of this runtime's bots in a namespace (bot-loop guard). */

@@ -24,8 +24,16 @@ export interface TraceEntry {
   verdict?: Verdict;
   /** Why: the duplicated id, the correlated bot, the error code and message. */
   reason?: string;
-  /** batch: the ids merged into `id`, and its seq; a correlated verdict: the platform id of the delivery it joined. */
+  /**
+   * batch: the ids merged into `id`, and its seq; a correlated verdict: the platform id of the
+   * delivery it joined; a fuzzy duplicate, as a trace answers it: the id of the message it repeats.
+   */
   messageIds?: string[];
+  /**
+   * verdict: the key of its sender and content in the fuzzy window (`dedup.fuzzy`), on the
+   * message that took it and on a fuzzy duplicate, whose trace finds by it the message it repeats.
+   */
+  fuzzyKey?: string;
   seq?: number;
   /** delivery: state after an attempt, with attempts and the last error. */
   state?: DeliveryState;

@@ -123,7 +123,9 @@ export function createAdmit(options: AdmitOptions) {
       if (answer === 'accepted') admitted.summary.accepted++;
       else if (answer !== 'ignored') admitted.summary.duplicates++;
       admitted.summary.events.push({ id: event.id, verdict: answer });
-      options.trail(trailEntry(event, verdict, now, reason, joined));
+      // The message that took the fuzzy key, and a double send of it, carry it in the trail.
+      const fuzzy = plan && (verdict === 'accepted' || verdict === 'fuzzy_duplicate') ? plan.item.claims[plan.kinds.indexOf('fuzzy_deduped')]?.key : undefined;
+      options.trail(trailEntry(event, verdict, now, reason, joined, fuzzy));
       if (debug) options.logger?.debug({ channel: event.channel, id: event.id, platformId: event.platformId, sessionKey: event.sessionKey, verdict, reason }, `${verdict}: ${reason ?? 'buffered for its session'}`);
     }
     return admitted;
@@ -132,7 +134,7 @@ export function createAdmit(options: AdmitOptions) {
 
 const PREVIEW = 120;
 
-function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined, joined: string | undefined): Omit<TraceEntry, 'n'> {
+function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined, joined: string | undefined, fuzzyKey: string | undefined): Omit<TraceEntry, 'n'> {
   const entry: Omit<TraceEntry, 'n'> = {
     at, channel: event.channel, kind: 'verdict', id: event.id, sessionKey: event.sessionKey, sender: event.sender,
     preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text, verdict,
@@ -142,5 +144,6 @@ function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: s
   if (reason !== undefined) entry.reason = reason;
   // The trace of a correlated copy follows the first delivery into its output.
   if (joined !== undefined && joined !== event.platformId) entry.messageIds = [joined];
+  if (fuzzyKey !== undefined) entry.fuzzyKey = fuzzyKey;
   return entry;
 }

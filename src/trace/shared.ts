@@ -1,11 +1,12 @@
 import type { TraceEntry, TraceTrail } from '../events/trace.js';
 import type { TrailLog } from '../ports.js';
-import { Trail } from './trail.js';
+import { repeatedBy, Trail } from './trail.js';
 
 /**
  * Rounds of fetching by name: the id's own entries; then what they name (an ingest id's
  * platform id, the delivery a correlated copy joined, the output a batch made); then what
- * those name (the output's push attempts and the other arrivals merged into it).
+ * those name (the output's push attempts and the other arrivals merged into it). The message a
+ * fuzzy duplicate repeats is fetched in the round that found the duplicate.
  */
 const ROUNDS = 3;
 
@@ -34,10 +35,19 @@ export function sharedTrail(log: TrailLog): TraceTrail {
         for (const name of names) asked.add(name);
         const entries = await log.naming(names);
         const next = new Set<string>();
-        for (const entry of entries) {
-          if (found.has(entry.n)) continue;
+        const take = (entry: TraceEntry): void => {
+          if (found.has(entry.n)) return;
           found.set(entry.n, entry);
           for (const name of namesOf(entry)) if (name !== '' && !asked.has(name)) next.add(name);
+        };
+        for (const entry of entries) take(entry);
+        // Every message of the same words from the same sender has the key: only the one the
+        // duplicate repeats is taken, and followed into its output.
+        for (const entry of entries) {
+          if (entry.verdict !== 'fuzzy_duplicate' || entry.fuzzyKey === undefined || asked.has(entry.fuzzyKey)) continue;
+          asked.add(entry.fuzzyKey);
+          const original = repeatedBy(entry, await log.naming([entry.fuzzyKey]));
+          if (original) take(original);
         }
         names = [...next];
       }

@@ -21,6 +21,8 @@ const STATES: ReadonlyArray<DeliveryState | undefined> = [undefined, 'none', 'pe
 const VERDICT = 0;
 const TURN = 3;
 const codeOf = <T>(values: ReadonlyArray<T>, value: T): number => Math.max(0, values.indexOf(value));
+const ACCEPTED = codeOf(VERDICTS, 'accepted');
+const FUZZY_DUPLICATE = codeOf(VERDICTS, 'fuzzy_duplicate');
 
 /**
  * The verdict trail: every admitted, duplicate, correlated, ignored, looped and rejected
@@ -62,6 +64,7 @@ export class Trail {
   private readonly preview: Array<string | undefined>;
   private readonly reason: Array<string | undefined>;
   private readonly messageIds: Array<string[] | undefined>;
+  private readonly fuzzyKey: Array<string | undefined>;
   private readonly lastError: Array<string | undefined>;
   private readonly listeners = new Set<(entry: TraceEntry) => void>();
 
@@ -87,6 +90,7 @@ export class Trail {
     this.preview = column();
     this.reason = column();
     this.messageIds = column();
+    this.fuzzyKey = column();
     this.lastError = column();
   }
 
@@ -136,6 +140,7 @@ export class Trail {
     this.preview[slot] = entry.preview;
     this.reason[slot] = entry.reason;
     this.messageIds[slot] = entry.messageIds;
+    this.fuzzyKey[slot] = entry.fuzzyKey;
     this.lastError[slot] = entry.lastError;
     return slot;
   }
@@ -175,6 +180,16 @@ export class Trail {
       if (this.kindOf(slot) !== VERDICT || !this.messageIds[slot] || ![...aliases].some((alias) => this.names(slot, alias))) continue;
       for (const joined of this.messageIds[slot] ?? []) aliases.add(joined);
     }
+    // A fuzzy duplicate repeats the message that took its key: its trace follows that one too.
+    const repeats = new Map<number, number>();
+    for (const slot of slots) {
+      if (this.verdictOf(slot) !== FUZZY_DUPLICATE || ![...aliases].some((alias) => this.names(slot, alias))) continue;
+      const original = this.repeated(slot, slots);
+      if (original === undefined) continue;
+      repeats.set(slot, original);
+      aliases.add(this.id[original] as string);
+      if (this.platformId[original] !== undefined) aliases.add(this.platformId[original]);
+    }
     const names = [...aliases];
     const found = new Set(slots.filter((slot) => names.some((alias) => this.names(slot, alias))));
     const outputs = new Set<string>();
@@ -190,7 +205,13 @@ export class Trail {
         }
       }
     }
-    const entries = [...found].sort((a, b) => (this.ns[a] as number) - (this.ns[b] as number)).map((slot) => this.entry(slot));
+    const entries = [...found].sort((a, b) => (this.ns[a] as number) - (this.ns[b] as number)).map((slot) => {
+      const entry = this.entry(slot);
+      const original = repeats.get(slot);
+      // Named as the output names its parts: by platform id, else by ingest id.
+      if (original !== undefined) entry.messageIds = [this.platformId[original] ?? this.id[original] as string];
+      return entry;
+    });
     return { entries, outputs: [...outputs] };
   }
 
@@ -199,8 +220,20 @@ export class Trail {
     return () => this.listeners.delete(listener);
   }
 
+  /** The message a fuzzy duplicate repeats (see `repeatedOf`), among the slots kept. */
+  private repeated(duplicate: number, slots: readonly number[]): number | undefined {
+    const key = this.fuzzyKey[duplicate];
+    if (key === undefined) return undefined;
+    const taken = slots.filter((slot) => this.kindOf(slot) === VERDICT && this.verdictOf(slot) === ACCEPTED && this.fuzzyKey[slot] === key);
+    return repeatedOf(this.ns[duplicate] as number, taken, (slot) => this.ns[slot] as number);
+  }
+
   private kindOf(slot: number): number {
     return (this.codes[slot] as number) & 3;
+  }
+
+  private verdictOf(slot: number): number {
+    return ((this.codes[slot] as number) >> 2) & 7;
   }
 
   private names(slot: number, wanted: string): boolean {
@@ -217,13 +250,35 @@ export class Trail {
     };
     const optional = {
       platformId: this.platformId[slot], bot: this.bot[slot], sessionKey: this.sessionKey[slot], sender: this.sender[slot], preview: this.preview[slot],
-      verdict: VERDICTS[(code >> 2) & 7], reason: this.reason[slot], messageIds: this.messageIds[slot],
+      verdict: VERDICTS[(code >> 2) & 7], reason: this.reason[slot], messageIds: this.messageIds[slot], fuzzyKey: this.fuzzyKey[slot],
       seq: Number.isNaN(this.seq[slot]) ? undefined : this.seq[slot], state: STATES[code >> 5],
       attempts: Number.isNaN(this.attempts[slot]) ? undefined : this.attempts[slot], lastError: this.lastError[slot],
     };
     for (const [key, value] of Object.entries(optional)) if (value !== undefined) (entry as unknown as Record<string, unknown>)[key] = value;
     return entry;
   }
+}
+
+/**
+ * The message a fuzzy duplicate numbered `n` repeats, among the messages accepted with its key
+ * (oldest first): the last one before it (an earlier one of the same words was outside the
+ * window, or it would have been the duplicate's), else the first after it, whose entry another
+ * instance wrote late.
+ */
+function repeatedOf<T>(n: number, taken: readonly T[], nOf: (candidate: T) => number): T | undefined {
+  let before: T | undefined;
+  for (const candidate of taken) {
+    if (nOf(candidate) >= n) return before ?? candidate;
+    before = candidate;
+  }
+  return before;
+}
+
+/** The message a fuzzy duplicate's entry repeats, among entries a shared trail found by its key. */
+export function repeatedBy(duplicate: TraceEntry, entries: readonly TraceEntry[]): TraceEntry | undefined {
+  if (duplicate.fuzzyKey === undefined) return undefined;
+  const taken = entries.filter((entry) => entry.kind === 'verdict' && entry.verdict === 'accepted' && entry.fuzzyKey === duplicate.fuzzyKey).sort((a, b) => a.n - b.n);
+  return repeatedOf(duplicate.n, taken, (entry) => entry.n);
 }
 
 /** The ring as the service reads it (`TraceTrail`): this process is the whole deployment. */

@@ -182,3 +182,36 @@ describe('two OneBot channels on the real server', () => {
     }
   });
 });
+
+describe('regression: two bots posting to one OneBot HTTP channel', () => {
+  let service: Running;
+  let clock: ManualClock;
+  afterEach(async () => service?.stop());
+
+  // Both bots report to one URL with one secret, each naming itself in X-Self-ID: no other channel in the namespace.
+  const start = () => startService({
+    debounce: { windowMs: 100, maxWaitMs: 300 },
+    channels: [{ id: 'qq', adapter: 'onebot', secret: 'shared-secret' }],
+  }, { clock: (clock = new ManualClock()) });
+  const deliver = (selfId: string, body: Buffer) =>
+    postJson(`${service.url}/webhooks/qq`, body.toString(), { 'x-signature': sign('shared-secret', body), 'x-self-id': selfId });
+
+  it('turns the group message both bots post, the very first after start, into one output that replies through the bot it @-mentions', async () => {
+    service = await start();
+    // The fixtures @-mention bot B (20002000); A's copy comes first.
+    expect((await deliver('10001000', fixtureBytes('onebot', 'napcat-group.json'))).status).toBe(204);
+    await clock.advance(50);
+    expect((await deliver('20002000', fixtureBytes('onebot', 'gocqhttp-group.json'))).status).toBe(204);
+    await clock.advance(100);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frame?.data).toMatchObject({
+      sessionKey: 'qq:group:123456789', content: '看这个', merged: 1, channel: 'qq',
+      bots: [{ channel: 'qq', botId: '10001000' }, { channel: 'qq', botId: '20002000' }],
+      replyBot: { channel: 'qq', botId: '20002000' },
+      reply: { channel: 'qq', botId: '20002000', params: { message_id: 884213 } },
+    });
+    await clock.advance(1000);
+    expect(await service.intake.store.outboxAfter(0, 10)).toHaveLength(1);
+    expect(service.intake.metrics.channelStats().qq).toMatchObject({ received: 2, correlated: 1 });
+  });
+});

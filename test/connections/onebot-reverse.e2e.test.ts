@@ -183,3 +183,73 @@ describe('OneBot over a reverse WebSocket', () => {
     again.close();
   });
 });
+
+describe('regression: two bots on one reverse-WebSocket channel', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  // The README's multi-bot recipe: one `ws-reverse` channel, each bot a socket of its own, no other channel in the namespace.
+  const start = (clock: ManualClock) => startService({
+    debounce: { windowMs: 100, maxWaitMs: 300 },
+    channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }],
+  }, { clock });
+  const admitted = (...platformIds: string[]) => until(async () => {
+    for (const id of platformIds) if ((await fetch(`${service.url}/v1/trace/${encodeURIComponent(id)}`)).status !== 200) return false;
+    return true;
+  }, 10_000);
+  const groupMessage = (selfId: number, id: number, text: string) => JSON.stringify({
+    time: 1718000001, self_id: selfId, post_type: 'message', message_type: 'group', sub_type: 'normal', message_id: id, group_id: 123456789,
+    user_id: 12345678, sender: { user_id: 12345678, nickname: 'u', card: '' }, message: [{ type: 'text', data: { text } }], raw_message: text,
+  });
+
+  it('turns the group message both bots deliver, the very first after start, into one output listing both bots', async () => {
+    const clock = new ManualClock();
+    service = await start(clock);
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const a = await connect(service, napcat('10001000'), '/webhooks/qq');
+    const b = await connect(service, napcat('20002000'), '/webhooks/qq');
+    a.send(groupMessage(10001000, -2147480001, '今天天气怎么样'));
+    await admitted('10001000:-2147480001');
+    b.send(groupMessage(20002000, 884213, '今天天气怎么样'));
+    await admitted('20002000:884213');
+    await clock.advance(100);
+    await until(() => outputs.length === 1);
+    await clock.advance(1000);
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({
+      sessionKey: 'qq:group:123456789', content: '今天天气怎么样', merged: 1, channel: 'qq',
+      bots: [{ channel: 'qq', botId: '10001000' }, { channel: 'qq', botId: '20002000' }],
+      replyBot: { channel: 'qq', botId: '10001000' },
+    });
+    expect(service.intake.metrics.channelStats().qq).toMatchObject({ received: 2, correlated: 1 });
+    a.close();
+    b.close();
+  });
+
+  it('replies through the bot a message @-mentions even when the other bot delivered it first', async () => {
+    const clock = new ManualClock();
+    service = await start(clock);
+    const outputs: Output[] = [];
+    service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    const a = await connect(service, napcat('10001000'), '/webhooks/qq');
+    const b = await connect(service, napcat('20002000'), '/webhooks/qq');
+    // The fixtures @-mention bot B (20002000); A's copy comes first.
+    a.send(fixtureBytes('onebot', 'napcat-group.json').toString());
+    await admitted('10001000:-2147480001');
+    b.send(fixtureBytes('onebot', 'gocqhttp-group.json').toString());
+    await admitted('20002000:884213');
+    await clock.advance(100);
+    await until(() => outputs.length === 1);
+    expect(outputs[0]).toMatchObject({
+      content: '看这个', merged: 1,
+      bots: [{ channel: 'qq', botId: '10001000' }, { channel: 'qq', botId: '20002000' }],
+      mentionedBots: [{ channel: 'qq', botId: '20002000' }],
+      replyBot: { channel: 'qq', botId: '20002000' },
+      reply: { channel: 'qq', botId: '20002000', params: { message_id: 884213 } },
+    });
+    expect(service.intake.metrics.channelStats().qq).toMatchObject({ received: 2, correlated: 1 });
+    a.close();
+    b.close();
+  });
+});

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/configure.js';
+import { Channels } from '../../src/channels.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
 import type { CorrelationRecord, InboundEvent } from '../../src/events/inbound.js';
@@ -29,7 +30,7 @@ interface Observation {
  */
 function harness(overrides: Partial<CorrelationOptions> & { maxGroups?: number } = {}) {
   const { maxGroups, ...rest } = overrides;
-  const bots = new Bots({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, sharedNamespaces: new Set(['qq']), ...rest });
+  const bots = new Bots({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']), ...rest });
   const store = new MemoryStore({ maxCorrelationGroups: maxGroups ?? 4096 });
   const groups = new Map<InboundEvent, CorrelationRecord>();
   return {
@@ -154,8 +155,8 @@ describe('cross-adapter correlation', () => {
     expect((await correlator.observe(deliver('qq-b', load('gocqhttp-group.json')))).duplicate).toBe(false);
   });
 
-  it('does not correlate in a namespace that only one channel serves, yet still answers the views', async () => {
-    correlator = make({ sharedNamespaces: new Set() });
+  it('does not correlate in a namespace where no other bot can deliver, yet still answers the views', async () => {
+    correlator = make({ correlatedNamespaces: new Set() });
     const first = deliver('qq-a', load('napcat-group.json'));
     expect((await correlator.observe(first)).duplicate).toBe(false);
     expect((await correlator.observe(deliver('qq-b', load('gocqhttp-group.json')))).duplicate).toBe(false);
@@ -167,6 +168,35 @@ describe('cross-adapter correlation', () => {
   it('keeps namespaces apart', async () => {
     const qq = deliver('qq-a', load('private-vector.json'));
     expect(correlationKey({ ...qq, namespace: 'qqguild' })).not.toBe(correlationKey(qq));
+  });
+});
+
+describe('regression: namespaces where several bots deliver through one channel', () => {
+  const namespacesOf = (list: Array<Record<string, unknown>>) =>
+    [...new Channels(loadConfig({ env: {}, file: { channels: list } })).correlatedNamespaces()].sort();
+
+  it('correlates a namespace one OneBot channel serves over HTTP or a reverse WebSocket (any number of bots post or connect there)', () => {
+    expect(namespacesOf([{ id: 'qq', adapter: 'onebot', verify: false }])).toEqual(['qq']);
+    expect(namespacesOf([{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', verify: false }])).toEqual(['qq']);
+  });
+
+  it('keeps correlation off where one single-bot channel serves a namespace alone, and on where several channels share one', () => {
+    const telegram = { id: 'tg', adapter: 'telegram', secretToken: 'tg-secret' };
+    const slack = { id: 'sl', adapter: 'slack', signingSecret: 'sl-secret' };
+    const forward = { id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url: 'ws://127.0.0.1:3001' };
+    expect(namespacesOf([telegram, slack, forward])).toEqual([]);
+    expect(namespacesOf([telegram, { ...telegram, id: 'tg-2' }, forward, { ...forward, id: 'qq-fwd-2' }])).toEqual(['qq', 'tg']);
+  });
+
+  it('picks a mentioned bot to reply once a correlation group names it, though this process never heard from it', () => {
+    const bots = new Bots({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']) });
+    // Bot A's copy, which @-mentions bot B (20002000); B's copy reached another instance.
+    const event = deliver('qq-a', load('napcat-group.json'));
+    expect(bots.mentionedBots(event)).toEqual([]);
+    const group = soloRecord(event);
+    group.deliveries.push({ channel: 'qq-a', adapter: 'onebot', botId: '20002000', ids: {}, at: 0 });
+    bots.learn(group, (channel) => (channel === 'qq-a' ? 'qq' : undefined));
+    expect(bots.mentionedBots(event)).toEqual([{ channel: 'qq-a', botId: '20002000' }]);
   });
 });
 

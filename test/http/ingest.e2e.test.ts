@@ -119,6 +119,31 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     expect(merged[0]).toBe(5);
   });
 
+  it('flushes at once on a flush word (trimmed, in any case) as on a command, not on a message that only contains one, and not on a channel that sets none', async () => {
+    const clock = new ManualClock();
+    service = await startService({
+      ...quick, debounce: { ...quick.debounce, flushWords: ['stop', '停', '等等'] },
+      channels: [{ id: 'generic', adapter: 'generic' }, { id: 'quiet', adapter: 'generic', debounce: { flushWords: [] } }],
+    }, { clock });
+    const seen: Array<{ sessionKey: string; content: string; merged: number }> = [];
+    service.intake.on('chat.processedMessage', (m) => { seen.push({ sessionKey: m.sessionKey, content: m.content, merged: m.merged }); });
+    await post({ sessionKey: 'cli:h', content: '帮我查一下' });
+    await post({ sessionKey: 'cli:h', content: '  STOP ' });
+    await post({ sessionKey: 'cli:w', content: '等等' });
+    await post({ sessionKey: 'cli:n', content: 'stop it' });
+    await post({ sessionKey: 'quiet:q', content: 'stop' }, '/webhooks/quiet');
+    // Well inside the 150 ms window: only the flush words' buffers closed.
+    await clock.advance(10);
+    await until(() => seen.length === 2);
+    expect(seen.sort((a, b) => a.sessionKey.localeCompare(b.sessionKey))).toEqual([
+      { sessionKey: 'cli:h', content: '帮我查一下 STOP', merged: 2 },
+      { sessionKey: 'cli:w', content: '等等', merged: 1 },
+    ]);
+    await clock.advance(150);
+    await until(() => seen.length === 4);
+    expect(seen.slice(2).map((m) => m.content).sort()).toEqual(['stop', 'stop it']);
+  });
+
   it('keeps two people of one group apart', async () => {
     service = await startService(quick);
     const got: Array<{ sender: string; content: string }> = [];

@@ -123,6 +123,29 @@ function describeInstances(name: string, store: () => string): void {
       expect(stats.map((s) => (s['qq-a']?.correlated ?? 0) + (s['qq-b']?.correlated ?? 0)).sort()).toEqual([0, 1]);
     });
 
+    it('replies through the bot a message @-mentions when that bot\'s copy, on one OneBot channel, reached another instance than the one that flushes', async () => {
+      const prefix = newPrefix();
+      // One HTTP channel both bots post to; B's instance runs on a clock that never moves, so A's flushes.
+      const onebot = { debounce: { windowMs: 1000, maxWaitMs: 3000 }, channels: [{ id: 'qq', adapter: 'onebot', secret: 'secret-a' }] };
+      const a = await on(prefix, onebot);
+      const b = await on(prefix, onebot, { clock: new ManualClock(Date.now()) });
+      // The fixtures @-mention bot B (20002000); A's copy comes first, to instance A, which never hears from B.
+      const napcat = fixtureBytes('onebot', 'napcat-group.json');
+      const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
+      expect((await postJson(`${a.url}/webhooks/qq`, napcat.toString(), { 'x-signature': sign('secret-a', napcat), 'x-self-id': '10001000' })).status).toBe(204);
+      expect((await postJson(`${b.url}/webhooks/qq`, gocqhttp.toString(), { 'x-signature': sign('secret-a', gocqhttp), 'x-self-id': '20002000' })).status).toBe(204);
+      await drained(a);
+      const [frame, ...more] = await readEvents(`${a.url}/v1/events?after=0`, 1);
+      expect(more).toEqual([]);
+      expect(frame?.data).toMatchObject({
+        content: '看这个', merged: 1,
+        bots: [{ channel: 'qq', botId: '10001000' }, { channel: 'qq', botId: '20002000' }],
+        mentionedBots: [{ channel: 'qq', botId: '20002000' }],
+        replyBot: { channel: 'qq', botId: '20002000' },
+      });
+      expect(b.intake.metrics.channelStats().qq).toMatchObject({ received: 1, correlated: 1 });
+    });
+
     it('shows an SSE client on A the output that B admitted and B flushed', async () => {
       const prefix = newPrefix();
       // A runs on a clock that never moves: its timers never fire, so it cannot flush anything.

@@ -21,6 +21,8 @@ function missed(covered: ReadonlyMap<TurnCovered, number>, wanted: readonly Turn
 }
 
 const everyRun: TurnCovered[] = ['held', 'released', 'done', 'done-again', 'expired', 'max-held', 'stale-commit', 'during', 'interrupts'];
+/** The scripted interleaving runs once per mode that holds (collect, followup). */
+const scripted = (covered: ReadonlyMap<TurnCovered, number>) => covered.get('late-arrival');
 
 describe('agent turns model check', () => {
   const cleanup: Array<() => unknown> = [];
@@ -28,14 +30,15 @@ describe('agent turns model check', () => {
     for (const fn of cleanup.splice(0).reverse()) await fn();
   });
 
-  it('memory: 200 random sequences emit every message once, in order', async () => {
+  it('memory: a message arriving while the held messages\' release is in flight, and 200 random sequences, emit every message once, in order', async () => {
     const covered = new Map<TurnCovered, number>();
     const violations = await turnModelCheck({ open: async () => new MemoryStore() }, 200, 40, covered);
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, everyRun)).toEqual([]);
+    expect(scripted(covered)).toBe(2);
   }, 60_000);
 
-  it('sqlite: 40 random sequences with restarts (and modes changed by them) emit every message once, in order', async () => {
+  it('sqlite: a message arriving while the held messages\' release is in flight, and 40 random sequences with restarts (and modes changed by them) emit every message once, in order', async () => {
     const covered = new Map<TurnCovered, number>();
     const open = (path: string, now: number): SqliteStore => {
       const store = new SqliteStore(path, { now });
@@ -55,6 +58,7 @@ describe('agent turns model check', () => {
     }, 40, 40, covered);
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
+    expect(scripted(covered)).toBe(2);
   }, 60_000);
 
   describe('on a real redis-server', () => {
@@ -66,7 +70,7 @@ describe('agent turns model check', () => {
       await server.stop();
     });
 
-    it('redis: 100 random sequences with restarts (the store reopened, modes changed by them) emit every message once, in order', async () => {
+    it('redis: a message arriving while the held messages\' release is in flight, and 100 random sequences with restarts (the store reopened, modes changed by them) emit every message once, in order', async () => {
       const covered = new Map<TurnCovered, number>();
       let opened = 0;
       const prefixes = new WeakMap<Store, string>();
@@ -84,6 +88,7 @@ describe('agent turns model check', () => {
       }, 100, 40, covered);
       expect(violations.length, report(violations)).toBe(0);
       expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
+      expect(scripted(covered)).toBe(2);
     }, 60_000);
   });
 });

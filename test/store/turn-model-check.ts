@@ -7,8 +7,9 @@ import { seeded } from '../adapters/fuzz.js';
  * seeded sequences of arrivals, flushes (some leases kept across other steps, some run out and
  * taken over), dones (the open turn's, a closed one's, an unknown id, two at once), time jumps
  * past maxMs and, for durable stores, restarts that may change the mode; then every turn is
- * done and time runs out. Checked: every message emitted exactly once, each session's messages
- * in arrival order, a link naming an earlier output of the same session, nothing held at the end.
+ * done and time runs out. Before them, one scripted interleaving per mode that holds
+ * (`lateArrival`). Checked: every message emitted exactly once, each session's messages in
+ * arrival order, a link naming an earlier output of the same session, nothing held at the end.
  */
 export interface TurnSubject {
   open(): Promise<Store>;
@@ -17,7 +18,7 @@ export interface TurnSubject {
 
 export interface TurnViolation { seed: number; kind: string; message: string; log: string[] }
 /** What the sequences reached (zero violations mean something only if they reached these). */
-export type TurnCovered = 'held' | 'released' | 'done' | 'done-again' | 'expired' | 'max-held' | 'stale-commit' | 'restart' | 'mode-change' | 'during' | 'interrupts' | 'held-while-off';
+export type TurnCovered = 'held' | 'released' | 'done' | 'done-again' | 'expired' | 'max-held' | 'stale-commit' | 'restart' | 'mode-change' | 'during' | 'interrupts' | 'held-while-off' | 'late-arrival';
 
 const MODES: TurnMode[] = ['off', 'collect', 'followup', 'steer', 'interrupt'];
 const SESSIONS = ['s1', 's2'];
@@ -50,8 +51,7 @@ class TurnRun {
     return { mode: this.pick(MODES), maxMs: this.pick([300, 1000, 3000]), maxHeld: this.pick([2, 3, 20]) };
   }
 
-  async arrive(): Promise<void> {
-    const session = this.pick(SESSIONS);
+  async arrive(session = this.pick(SESSIONS)): Promise<void> {
     const text = `m${++this.n}`;
     this.arrivals.set(session, [...(this.arrivals.get(session) ?? []), text]);
     this.log.push(`t=${this.t} arrive ${session} ${text}`);
@@ -138,7 +138,52 @@ class TurnRun {
         await this.restart();
       }
     }
-    // The end: every lease kept runs out, every turn closes, until nothing is left.
+    await this.finish();
+  }
+
+  /**
+   * The interleaving of vercel/chat#928, scripted: a message arrives after the flush that
+   * releases a session's held messages took them (the holder's last dequeue) and before that
+   * flush commits (its release). It must wait for the turn the release opens and go out as soon
+   * as that turn is done: never stranded until maxMs, emitted twice, or ahead of the release.
+   */
+  async lateArrival(mode: 'collect' | 'followup'): Promise<void> {
+    this.store = await this.subject.open();
+    await this.arriveLate(mode);
+    await this.finish();
+  }
+
+  private async arriveLate(mode: 'collect' | 'followup'): Promise<void> {
+    this.rule = { mode, maxMs: 60_000, maxHeld: 20 };
+    this.log.push(`late arrival, rule ${JSON.stringify(this.rule)}`);
+    await this.arrive('s1');
+    await this.flush(false);
+    await this.arrive('s1');
+    await this.flush(false);
+    const opened = this.emitted[0];
+    if (!opened || (await this.store.turnDone(opened.id, this.t)).result !== 'closed') return this.viol('late-arrival', 'the first output opened no turn to close');
+    // The last dequeue: the held batch is taken, and its commit waits.
+    const release = await this.store.claimDue(this.t, 500, 10);
+    this.log.push(`t=${this.t} took [${release.map((batch) => batch.debounceKey).join(' ')}]`);
+    if (release.length !== 1 || !isTurnBuffer(release[0]!.debounceKey)) return this.viol('late-arrival', `the done made ${release.length} batch(es) due, not the held one alone`);
+    await this.arrive('s1');
+    await this.flush(false);
+    await this.commit(release[0]!);
+    await this.flush(false);
+    const releasedAs = this.emitted[1];
+    if (!releasedAs || releasedAs.texts.join(' ') !== 'm2') return this.viol('late-arrival', `the release emitted [${releasedAs?.texts.join(' ') ?? ''}], not [m2] alone`);
+    const late = (await this.store.turnOf('s1', this.t)).held;
+    if (late !== 1) this.viol('stranded', `the late message is not held for the turn the release opened (held: ${late})`);
+    if ((await this.store.turnDone(releasedAs.id, this.t)).result !== 'closed') this.viol('late-arrival', `the release's output ${releasedAs.id} opened no turn to close`);
+    // Done at this instant: the late message goes out now, not when some later message or maxMs comes.
+    await this.flush(false);
+    const out = this.emitted[2];
+    if (!out || out.texts.join(' ') !== 'm3') this.viol('stranded', `once the turn it waited for was done, the late message was not emitted (emitted: ${this.emitted.map((e) => `[${e.texts.join(' ')}]`).join(' ')})`);
+    else this.cover('late-arrival');
+  }
+
+  /** The end: every lease kept runs out, every turn closes, until nothing is left; then the checks. */
+  async finish(): Promise<void> {
     this.kept.length = 0;
     for (let round = 0; round < 40 && (await this.store.openBuffers()) > 0; round++) {
       this.t += 3600;
@@ -176,6 +221,15 @@ class TurnRun {
 /** Run `sequences` seeded sequences of `steps` ops; the violations found, each with its op log. */
 export async function turnModelCheck(subject: TurnSubject, sequences: number, steps: number, covered = new Map<TurnCovered, number>()): Promise<TurnViolation[]> {
   const out: TurnViolation[] = [];
+  for (const [seed, mode] of [[-1, 'collect'], [-2, 'followup']] as const) {
+    const run = new TurnRun(subject, seed, covered);
+    try {
+      await run.lateArrival(mode);
+    } catch (error) {
+      run.viol('threw', (error as Error).stack ?? String(error));
+    }
+    for (const found of run.found) out.push({ seed, ...found, log: run.log });
+  }
   for (let seed = 1; seed <= sequences; seed++) {
     const run = new TurnRun(subject, seed, covered);
     try {

@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { TraceEntry, TrailLog } from '../../src/events/trace.js';
 import { sharedTrail } from '../../src/trace/shared.js';
 
-/** A store's trail in an array: `naming` finds entries by id, platform id or merged ids, and counts the calls. */
+/** A store's trail in an array: `naming` finds entries by id, platform id, merged ids or fuzzy key, and counts the calls. */
 function arrayLog(entries: TraceEntry[]): TrailLog & { calls: string[][] } {
   const calls: string[][] = [];
-  const names = (entry: TraceEntry) => [entry.id, entry.platformId, ...(entry.messageIds ?? [])];
+  const names = (entry: TraceEntry) => [entry.id, entry.platformId, ...(entry.messageIds ?? []), entry.fuzzyKey];
   return {
     calls,
     publish: () => undefined,
@@ -37,6 +37,24 @@ describe('the shared trail', () => {
     expect(trace.entries.map((entry) => entry.n)).toEqual([10, 20, 30, 40, 50]);
     expect(log.calls).toHaveLength(3);
     expect(log.calls[0]).toEqual(['in-2']);
+  });
+
+  it('follows a fuzzy duplicate to the message it repeats and that message\'s output, not to an earlier one of the same words', async () => {
+    const key = 'fz-key';
+    const log = arrayLog([
+      { n: 1, at, channel: 'generic', kind: 'verdict', id: 'in-old', verdict: 'accepted', fuzzyKey: key },
+      { n: 2, at, channel: 'generic', kind: 'batch', id: 'out-old', seq: 1, messageIds: ['in-old'] },
+      { n: 3, at, channel: 'generic', kind: 'verdict', id: 'in-new', verdict: 'accepted', fuzzyKey: key },
+      { n: 4, at, channel: 'generic', kind: 'verdict', id: 'in-double', verdict: 'fuzzy_duplicate', fuzzyKey: key },
+      { n: 5, at, channel: 'generic', kind: 'batch', id: 'out-new', seq: 2, messageIds: ['in-new'] },
+      { n: 6, at, channel: 'generic', kind: 'delivery', id: 'out-new', seq: 2, state: 'delivered', attempts: 1 },
+    ]);
+    const trace = await sharedTrail(log).lookup('in-double');
+    expect(trace.outputs).toEqual(['out-new']);
+    expect(trace.entries.map((entry) => entry.n)).toEqual([3, 4, 5, 6]);
+    expect(trace.entries[1]).toMatchObject({ id: 'in-double', messageIds: ['in-new'] });
+    // The duplicate's own read and its key's in the first round, then the message it repeats, then its output.
+    expect(log.calls).toEqual([['in-double'], [key], ['in-new'], ['out-new']]);
   });
 
   it('finds nothing for an id no entry names, in one read', async () => {

@@ -108,6 +108,27 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
     }
   });
 
+  it('traces on A a double send that B took for a fuzzy duplicate to the message it repeats, which A admitted, and its output', async () => {
+    const prefix = `tr${process.pid}-${++tests}`;
+    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    const message = { sessionKey: 'cli:fz', sender: { id: 'u' }, content: 'send it twice' };
+    const first = (await postJson(`${a.url}/webhooks/generic`, message)).body.events[0];
+    const double = (await postJson(`${b.url}/webhooks/generic`, message)).body.events[0];
+    expect([first.verdict, double.verdict]).toEqual(['accepted', 'fuzzy_duplicate']);
+    await drained(a);
+    const [output] = await a.intake.store.outboxAfter(0, 10);
+    await until(async () => (await getJson(`${a.url}/v1/trace/${double.id}`)).body.outputs?.length === 1, 10_000);
+    for (const service of [a, b]) {
+      const { body } = await getJson(`${service.url}/v1/trace/${double.id}`);
+      expect(body.arrivals.map((arrival: any) => [arrival.instance, arrival.id, arrival.verdict])).toEqual([
+        [a.intake.instance, first.id, 'accepted'],
+        [b.intake.instance, double.id, 'fuzzy_duplicate'],
+      ]);
+      expect(body.arrivals[1].messageIds).toEqual([first.id]);
+      expect(body.outputs.map((o: any) => o.id)).toEqual([output!.id]);
+    }
+  });
+
   it('streams every instance\'s activity on each, each entry naming its instance', async () => {
     const prefix = `tr${process.pid}-${++tests}`;
     const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);

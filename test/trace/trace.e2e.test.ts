@@ -31,6 +31,29 @@ describe('the verdict trail', () => {
     expect((await fetch(`${service.url}/v1/trace/never-seen`)).status).toBe(404);
   });
 
+  it('names the message a fuzzy duplicate repeats and the output that message went into, not an earlier one of the same words', async () => {
+    const clock = new ManualClock();
+    service = await startService({ debounce: { windowMs: 100, maxMessages: 5, maxWaitMs: 1000 }, dedup: { fuzzyWindowMs: 2000 } }, { clock });
+    const send = async () => (await post({ sessionKey: 'cli:f', sender: { id: 'u' }, content: 'ok' })).body.events[0] as { id: string; verdict: string };
+    const outputs = async () => service.intake.store.outboxAfter(0, 10);
+    const earlier = await send();
+    await clock.advance(110);
+    await until(async () => (await outputs()).length === 1);
+    // Past the fuzzy window: the same words are a new message, and the double send repeats that one.
+    await clock.advance(3000);
+    const repeated = await send();
+    await clock.advance(500);
+    const double = await send();
+    expect([earlier.verdict, repeated.verdict, double.verdict]).toEqual(['accepted', 'accepted', 'fuzzy_duplicate']);
+    await clock.advance(110);
+    await until(async () => (await outputs()).length === 2);
+    const output = (await outputs())[1]!;
+    const trace = (await (await fetch(`${service.url}/v1/trace/${double.id}`)).json()) as any;
+    expect(trace.arrivals.map((a: any) => [a.id, a.verdict])).toEqual([[repeated.id, 'accepted'], [double.id, 'fuzzy_duplicate']]);
+    expect(trace.arrivals[1]).toMatchObject({ messageIds: [repeated.id], reason: expect.stringMatching(/same content/) });
+    expect(trace.outputs.map((o: any) => [o.id, o.messageIds])).toEqual([[output.id, [repeated.id]]]);
+  });
+
   it('streams verdicts as deliveries arrive, resumable by sequence', async () => {
     service = await startService({ channels: [{ id: 'generic', adapter: 'generic' }, { id: 'signed', adapter: 'generic', secret: SECRET }] });
     const frames = readEvents(`${service.url}/v1/activity`, 3, {

@@ -9,7 +9,7 @@ describe('Trail', () => {
   it('gives every entry back with exactly the fields it was published with', () => {
     const trail = new Trail();
     const published: Array<Omit<TraceEntry, 'n'>> = [
-      verdict('m1', 0, { platformId: 'p1' }),
+      verdict('m1', 0, { platformId: 'p1', fuzzyKey: 'fz1' }),
       { ...verdict('m2', 1), verdict: 'duplicate', reason: 'platform id m2 was already taken' },
       { at: 2, channel: 'generic', kind: 'verdict', id: '', verdict: 'rejected', reason: 'bad_json: Body is not valid JSON' },
       { at: 3, channel: 'generic', kind: 'batch', id: 'out_1', seq: 7, sessionKey: 'cli:a', messageIds: ['p1', 'm2'], reason: 'window', state: 'none' },

@@ -15,12 +15,14 @@ export const seqOfId = (id: string): number => {
 /** The stream id of a sequence number. */
 export const idOfSeq = (seq: number): string => `${Math.floor(seq / 1000)}-${seq % 1000}`;
 
-/** The names an entry is found by: its id, platform id and merged ids (each once). */
+/** The names an entry is found by: its id, platform id, merged ids and fuzzy key (each once). */
 function namesOf(entry: Omit<TraceEntry, 'n'>): string[] {
   const names = new Set<string>();
   if (entry.id !== '') names.add(entry.id);
   if (entry.platformId !== undefined && entry.platformId !== '') names.add(entry.platformId);
   for (const id of entry.messageIds ?? []) if (id !== '') names.add(id);
+  // A fuzzy duplicate's trace finds the message it repeats by the key both carry.
+  if (entry.fuzzyKey !== undefined) names.add(entry.fuzzyKey);
   return [...names];
 }
 
