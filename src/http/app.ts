@@ -12,6 +12,7 @@ import { type TraceTrail } from '../events/trace.js';
 import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
 import { apiGuard } from './guard.js';
+import { numericParam } from './query.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
 
@@ -100,11 +101,12 @@ const MAX_LIST = 1000;
 
 /** `?limit=`: a positive integer up to 1000, else a 400 naming what is allowed. */
 function limitOf(ctx: Koa.Context, fallback: number): number {
-  const raw = ctx.query.limit;
+  const expected = `an integer from 1 to ${MAX_LIST}`;
+  const raw = numericParam(ctx, 'limit', 'bad_limit', expected);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 1 || value > MAX_LIST) {
-    throw new RequestError('bad_limit', 400, `limit must be an integer from 1 to ${MAX_LIST} (got "${String(raw)}")`);
+  if (!/^\d{1,4}$/.test(raw) || value < 1 || value > MAX_LIST) {
+    throw new RequestError('bad_limit', 400, `limit must be ${expected} (got "${raw.slice(0, 40)}")`);
   }
   return value;
 }

@@ -6,6 +6,7 @@ import { outputJson } from '../events/output.js';
 import { type OutboxRecord } from '../ports.js';
 import { type TraceEntry, type TraceTrail } from '../events/trace.js';
 import type { OutboxReader } from '../ports.js';
+import { numericParam } from './query.js';
 
 const REPLAY_PAGE = 500;
 const HEARTBEAT_MS = 15_000;
@@ -25,7 +26,8 @@ export interface StreamOptions {
 
 /** `Last-Event-ID` wins over `?after=`; neither means live only. */
 function resumePoint(ctx: Koa.Context): number | undefined {
-  const raw = ctx.get('last-event-id') || (typeof ctx.query.after === 'string' ? ctx.query.after : '');
+  const after = numericParam(ctx, 'after', 'bad_resume_point', 'the id of the last event you have');
+  const raw = ctx.get('last-event-id') || (after ?? '');
   if (raw === '') return undefined;
   // Up to 16 digits: the trail on Redis numbers entries by time (`<ms> * 1000 + n`).
   if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new RequestError('bad_resume_point', 400, `Last-Event-ID / after must be a sequence number (got "${raw}")`);

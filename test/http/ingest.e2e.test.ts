@@ -220,6 +220,24 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     expect((await fetch(`${service.url}/v1/events/nope`)).status).toBe(404);
   });
 
+  it('answers 400 to a numeric query parameter given twice or empty, naming it, and opens no stream', async () => {
+    service = await startService({ store: 'memory' });
+    const cases: Array<[string, string, RegExp]> = [
+      ['/v1/events?after=1&after=2', 'bad_resume_point', /after is given 2 times \(after=1&after=2\); give it once/],
+      ['/v1/events?after=', 'bad_resume_point', /after is empty/],
+      ['/v1/activity?after=0&after=0', 'bad_resume_point', /after is given 2 times/],
+      ['/v1/deadletters?limit=', 'bad_limit', /limit is empty; give an integer from 1 to 1000/],
+      ['/v1/deadletters?limit=5&limit=7', 'bad_limit', /limit is given 2 times/],
+    ];
+    for (const [path, code, message] of cases) {
+      const response = await fetch(`${service.url}${path}`);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect([response.status, body.error.code], path).toEqual([400, code]);
+      expect(body.error.message, path).toMatch(message);
+    }
+    expect(((await (await fetch(`${service.url}/v1/stats`)).json()) as { streams: number }).streams).toBe(0);
+  });
+
   it('needs the bearer token on /v1 and /metrics when apiToken is set, and not on health', async () => {
     service = await startService({ server: { apiToken: 'sesame' } });
     expect((await fetch(`${service.url}/v1/stats`)).status).toBe(401);
