@@ -3,9 +3,9 @@ import type { DeliveryState, OutputType } from './events/output.js';
 import type { InstanceBus } from './events/bus.js';
 export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
-import type { StoreHealth, TailEvents } from './events/store.js';
+import type { OutboxLife, StoreHealth, TailEvents } from './events/store.js';
 import type { TrailLog, TrailLogOptions } from './events/trace.js';
-export type { StoreHealth, TailEvents, TrailLog, TrailLogOptions };
+export type { OutboxLife, StoreHealth, TailEvents, TrailLog, TrailLogOptions };
 
 /**
  * Admission: what one webhook delivery records, in one atomic step, and the correlation group
@@ -76,6 +76,12 @@ export interface OutboxReader {
   outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
   /** The highest seq ever assigned (0 when none): a resume point past it is from another store. */
   lastSeq(): Promise<number>;
+  /**
+   * The life of this outbox's seqs, carried in event stream ids so that a consumer's position
+   * from before the store lost data is told from one in the seqs assigned since. A store that
+   * cannot assign a seq twice may leave it out (its stream ids are plain seqs).
+   */
+  life?(): Promise<OutboxLife>;
   /**
    * Every record committed from now on, in seq order, from any instance. Returns the
    * unsubscribe function. Memory and SQLite call back synchronously inside `commit`; a shared

@@ -125,6 +125,40 @@ describe('Redis store reset under live event streams', () => {
       expect(await store.health()).toMatchObject({ rollbacks: 1, lastRollback: { reason: 'seq', seenSeq: 5, seq: 3 } });
     });
 
+    it('begins a new life of the outbox seqs once, after the seq it was found at, which the other instances take', async () => {
+      const prefix = newPrefix();
+      const a = await open(prefix, capture().logger);
+      const b = await open(prefix, capture().logger);
+      const resets: unknown[] = [];
+      cleanups.push(a.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
+      for (const id of ['a', 'b', 'c']) await commitOne(a, id);
+      for (const id of ['d', 'e']) await commitOne(b, id);
+      const before = await a.life();
+      expect(await b.life()).toEqual(before);
+      await failOverToLaggingReplica(prefix, 2);
+      await until(() => resets.length === 1, 5000);
+      const after = await a.life();
+      expect(after).toEqual({ tag: expect.not.stringMatching(`^${before.tag}$`), since: 3 });
+      // b finds it at its next commit (seq 4 again, b had seen 5): it takes a's life, begins none of its own.
+      expect(await commitOne(b, 'f')).toBe(4);
+      await until(async () => (await b.health()).rollbacks === 1);
+      expect(await b.life()).toEqual(after);
+      // An instance opened now knows the same life.
+      expect(await (await open(prefix, capture().logger)).life()).toEqual(after);
+    });
+
+    it('begins a new life after seq 0 when the store lost its keys (FLUSHALL)', async () => {
+      const prefix = newPrefix();
+      const store = await open(prefix, capture().logger);
+      const resets: unknown[] = [];
+      cleanups.push(store.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
+      for (const id of ['a', 'b', 'c']) await commitOne(store, id);
+      const before = await store.life();
+      await admin.flushall();
+      await until(() => resets.length === 1, 5000);
+      expect(await store.life()).toEqual({ tag: expect.not.stringMatching(`^${before.tag}$`), since: 0 });
+    });
+
     it('finds the rollback at the next commit of an instance without a tail', async () => {
       const prefix = newPrefix();
       const { logger, lines } = capture();
@@ -136,6 +170,8 @@ describe('Redis store reset under live event streams', () => {
       expect((await store.health()).rollbacks).toBe(1);
       expect(await commitOne(store, 'e')).toBe(4);
       expect((await store.health()).rollbacks).toBe(1);
+      // The commit's own record (seq 3 again) is the new life's first.
+      expect((await store.life()).since).toBe(2);
     });
   });
 });
