@@ -43,7 +43,7 @@ export interface HttpPorts {
   /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
   action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
   /** The verdict trail (`/v1/activity`): this process's, or every instance's on a shared store. */
-  trail: Pick<TraceTrail, 'shared' | 'last' | 'after' | 'subscribe'>;
+  trail: Pick<TraceTrail, 'shared' | 'life' | 'last' | 'after' | 'subscribe'>;
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
   /** Dead letters, when push to the agent is configured. */
