@@ -5,19 +5,20 @@ import { api } from './api.js';
 /**
  * Read an SSE endpoint from `after=0`, calling `onFrame(event, data)` per frame, and reconnect
  * with `after=<last id>` when the connection ends. `indicator.dataset.state` is `on` while the
- * stream is open, `off` otherwise.
+ * stream is open, `off` otherwise. An id is `<seq>` or `<seq>@<life>` and goes back as it came:
+ * the life tells the service whether the seq is still the store's.
  */
 export async function follow(path, indicator, onFrame) {
-  let last = 0;
+  let last = '0';
   let retryMs = 2000;
   for (;;) {
     let response;
     try {
-      response = await api(`${path}?after=${last}`, { headers: { Accept: 'text/event-stream' } });
+      response = await api(`${path}?after=${encodeURIComponent(last)}`, { headers: { Accept: 'text/event-stream' } });
     } catch {
       response = undefined;
     }
-    if (response?.status === 409) last = 0; // resume point ahead of the store: it was reset
+    if (response?.status === 409) last = '0'; // resume point ahead of the store: it was reset
     if (response?.ok && response.body) {
       indicator.dataset.state = 'on';
       try {
@@ -33,7 +34,7 @@ export async function follow(path, indicator, onFrame) {
             buffer = buffer.slice(end + (buffer[end] === '\r' ? 4 : 2));
             const frame = parseFrame(block);
             if (frame.retry) retryMs = frame.retry;
-            if (frame.id !== undefined && /^\d+$/.test(frame.id)) last = Number(frame.id);
+            if (frame.id !== undefined && /^\d+(@[\w-]+)?$/.test(frame.id)) last = frame.id;
             if (frame.data !== undefined) {
               try {
                 onFrame(frame.event, JSON.parse(frame.data));

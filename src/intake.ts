@@ -118,6 +118,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       onAttempt: pushAttempts(clock, metrics, record),
       // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
       ...(channels.turnsOn() ? { onAnswer: (pushed, body) => pipeline.pushAnswered(pushed, body) } : {}),
+      turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
     })
     : undefined;
   const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });

@@ -1,11 +1,11 @@
 import type { BufferedPart, CorrelationRecord, Delivery, EventKind } from './events/inbound.js';
-import type { DeliveryState, OutputType } from './events/output.js';
+import type { OutboxDraft, OutboxRecord } from './events/outbox-record.js';
 import type { InstanceBus } from './events/bus.js';
 export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './events/bus.js';
 import type { TurnLink, TurnRule, Turns } from './events/turn.js';
-import type { StoreHealth, TailEvents } from './events/store.js';
+import type { OutboxLife, StoreHealth, TailEvents } from './events/store.js';
 import type { TrailLog, TrailLogOptions } from './events/trace.js';
-export type { StoreHealth, TailEvents, TrailLog, TrailLogOptions };
+export type { OutboxLife, StoreHealth, TailEvents, TrailLog, TrailLogOptions };
 
 /**
  * Admission: what one webhook delivery records, in one atomic step, and the correlation group
@@ -76,6 +76,12 @@ export interface OutboxReader {
   outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
   /** The highest seq ever assigned (0 when none): a resume point past it is from another store. */
   lastSeq(): Promise<number>;
+  /**
+   * The life of this outbox's seqs, carried in event stream ids so that a consumer's position
+   * from before the store lost data is told from one in the seqs assigned since. A store that
+   * cannot assign a seq twice may leave it out (its stream ids are plain seqs).
+   */
+  life?(): Promise<OutboxLife>;
   /**
    * Every record committed from now on, in seq order, from any instance. Returns the
    * unsubscribe function. Memory and SQLite call back synchronously inside `commit`; a shared
@@ -300,45 +306,6 @@ export type PushOutcome =
   | { state: 'retry'; attempts: number; at: number; lastError: string }
   | { state: 'dead'; attempts: number; lastError: string };
 
-// --- the outbox record: the store's shape of an output ------------------------------------
-
-export type { DeliveryState };
-
-/** An output on its way into the outbox (the store assigns `seq`). */
-export interface OutboxDraft {
-  id: string;
-  type: OutputType;
-  sessionKey: string;
-  channel: string;
-  createdAt: number;
-  /** The output event as JSON, without `seq`. */
-  body: string;
-  /** `pending` when it must be pushed to the agent, else `none`. */
-  state: DeliveryState;
-  /** Platform ids (or ingest-answer ids) merged into it, for the trace. */
-  messageIds?: string[];
-}
-
-export interface OutboxRecord extends OutboxDraft {
-  seq: number;
-  attempts: number;
-  lastError?: string;
-  updatedAt: number;
-  /** When a pending record's next push attempt is due. */
-  nextAttemptAt?: number;
-}
-
-/**
- * The outbox record of a draft, as one object literal of a fixed shape. Not `{ ...draft, seq }`:
- * spreading a draft and adding fields makes V8 build a slow object, and the memory store keeps
- * thousands of these (`bench/pipeline.mjs` shows the difference).
- */
-export function outboxRecord(draft: OutboxDraft, seq: number, attempts: number, updatedAt: number, nextAttemptAt?: number): OutboxRecord {
-  const record: OutboxRecord = {
-    id: draft.id, type: draft.type, sessionKey: draft.sessionKey, channel: draft.channel, createdAt: draft.createdAt,
-    body: draft.body, state: draft.state, seq, attempts, updatedAt,
-  };
-  if (draft.messageIds !== undefined) record.messageIds = draft.messageIds;
-  if (nextAttemptAt !== undefined) record.nextAttemptAt = nextAttemptAt;
-  return record;
-}
+// The outbox record, the store's shape of an output: events/outbox-record.ts.
+export type { DeliveryState, OutboxDraft, OutboxRecord } from './events/outbox-record.js';
+export { outboxRecord } from './events/outbox-record.js';

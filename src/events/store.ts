@@ -8,6 +8,22 @@ export interface TailEvents {
   reset?(rollback: { from: number; to: number }): void;
 }
 
+/**
+ * The life of an outbox's seqs: the span over which a seq names one record. A store that lost
+ * data and assigns seqs again that it had assigned before (a Redis failover to a replica that
+ * lagged, a `FLUSHALL`, an in-memory store restarted) begins a new life; a consumer's position
+ * from an earlier life is then no position in this one (src/http/resume.ts).
+ */
+export interface OutboxLife {
+  /** Names this life (letters, digits, `_`, `-`): another value is another life. */
+  tag: string;
+  /**
+   * Records with a greater seq were committed in this life; those up to it may be of an earlier
+   * one (0: every record is this life's).
+   */
+  since: number;
+}
+
 /** What a store found wrong with itself since start (see `StoreOperations.health`). */
 export interface StoreHealth {
   /** Times the store was found reset (the outbox seq went backwards: data lost on the server). */

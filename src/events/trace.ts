@@ -56,6 +56,11 @@ export interface Trace {
 export interface TraceTrail {
   /** True when the trail is the store's, every instance's (Redis); false for this process's ring. */
   readonly shared: boolean;
+  /**
+   * Names this trail's numbering when it starts again from 1 (this process's ring: each process
+   * is a life of its own, as `/v1/activity` ids say); absent when its numbers are never reused.
+   */
+  readonly life?: string;
   /** Record an entry; never waits for a store (a shared trail writes it in the background). */
   publish(entry: Omit<TraceEntry, 'n'>): void;
   /** Sequence number of the newest entry (0: none yet). */

@@ -12,6 +12,7 @@ import { type TraceTrail } from '../events/trace.js';
 import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
 import { apiGuard } from './guard.js';
+import { numericParam } from './query.js';
 import type { Outbox } from '../ports.js';
 import type { StreamHub } from './event-stream.js';
 
@@ -42,7 +43,7 @@ export interface HttpPorts {
   /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
   action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
   /** The verdict trail (`/v1/activity`): this process's, or every instance's on a shared store. */
-  trail: Pick<TraceTrail, 'shared' | 'last' | 'after' | 'subscribe'>;
+  trail: Pick<TraceTrail, 'shared' | 'life' | 'last' | 'after' | 'subscribe'>;
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
   /** Dead letters, when push to the agent is configured. */
@@ -101,11 +102,12 @@ const MAX_LIST = 1000;
 
 /** `?limit=`: a positive integer up to 1000, else a 400 naming what is allowed. */
 function limitOf(ctx: Koa.Context, fallback: number): number {
-  const raw = ctx.query.limit;
+  const expected = `an integer from 1 to ${MAX_LIST}`;
+  const raw = numericParam(ctx, 'limit', 'bad_limit', expected);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 1 || value > MAX_LIST) {
-    throw new RequestError('bad_limit', 400, `limit must be an integer from 1 to ${MAX_LIST} (got "${String(raw)}")`);
+  if (!/^\d{1,4}$/.test(raw) || value < 1 || value > MAX_LIST) {
+    throw new RequestError('bad_limit', 400, `limit must be ${expected} (got "${raw.slice(0, 40)}")`);
   }
   return value;
 }

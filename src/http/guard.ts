@@ -7,7 +7,10 @@ import { safeEqual } from '../signing.js';
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** The body types a page on another site may send without a CORS preflight (Fetch standard, CORS-safelisted). */
 const SIMPLE_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
-/** `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 7235 §2.1). */
+/**
+ * `Authorization: Bearer <token>`: the scheme in any case and one or more spaces before one
+ * token (RFC 7235 §2.1: `auth-scheme 1*SP token68`, schemes case-insensitive; RFC 6750 §2.1).
+ */
 const BEARER = /^bearer +(\S+) *$/i;
 
 /**
@@ -44,13 +47,8 @@ export function apiGuard(server: Config['server']): Koa.Middleware {
     if (checkHost && host !== '' && !hostAllowed(hostName(host))) {
       throw new RequestError('host_not_allowed', 403, `Host "${host.slice(0, 100)}" is not a name ${ctx.method} ${ctx.path} is answered for: ${token ? '' : 'without server.apiToken, '}only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach the API through a DNS name of its own. If you reach the service by this name (a proxy, a tunnel), add "${hostName(host).slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`);
     }
-    if (token) {
-      const match = BEARER.exec(ctx.get('authorization'));
-      if (!match || !safeEqual(match[1] as string, token)) {
-        ctx.set('WWW-Authenticate', 'Bearer');
-        throw new RequestError('unauthorized', 401, 'This endpoint needs Authorization: Bearer <server.apiToken>');
-      }
-    } else if (!READS.has(ctx.method)) {
+    if (token) checkToken(ctx, token);
+    else if (!READS.has(ctx.method)) {
       const origin = ctx.get('origin');
       if (origin !== '' && !sameSite(origin, host, allowed)) {
         throw new RequestError('cross_origin', 403, `${ctx.method} ${ctx.path} came from a page on ${origin.slice(0, 100)}, another origin than this service's: refused, so a web page cannot change anything here through your browser. Call it from the console or a program, or set server.apiToken and send it as a bearer token${origin === 'null' ? '' : `; or, if that page is yours, add its name to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`}`);
@@ -61,6 +59,27 @@ export function apiGuard(server: Config['server']): Koa.Middleware {
     }
     await next();
   };
+}
+
+/**
+ * The bearer token, or a 401 that says which of the two went wrong: no token sent (`missing_token`:
+ * a client not set up for the token) or one that is not the token (`bad_token`: a stale or mistyped
+ * one, or another scheme). `WWW-Authenticate` names the scheme, with RFC 6750's error code when a
+ * token was sent (§3.1: none when the request carried no credentials).
+ */
+function checkToken(ctx: Koa.Context, token: string): void {
+  const header = ctx.get('authorization');
+  if (header.trim() === '') {
+    ctx.set('WWW-Authenticate', 'Bearer');
+    throw new RequestError('missing_token', 401, `${ctx.method} ${ctx.path} needs the API token: send Authorization: Bearer <server.apiToken>`);
+  }
+  const match = BEARER.exec(header);
+  if (match && safeEqual(match[1] as string, token)) return;
+  ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+  // The header is not echoed: it may hold most of a token.
+  throw new RequestError('bad_token', 401, match
+    ? `${ctx.method} ${ctx.path}: the bearer token is not server.apiToken (INTAKE_API_TOKEN); send the token the service is configured with`
+    : `${ctx.method} ${ctx.path}: Authorization must be "Bearer <server.apiToken>": the scheme Bearer (any case), a space, then the token alone`);
 }
 
 /**

@@ -39,6 +39,8 @@ export interface AgentPushOptions {
    * recorded: `{"turn":"done"}` closes the output's agent turn. Without it the body is not read.
    */
   onAnswer?(record: OutboxRecord, body: string): Promise<void>;
+  /** Whether a channel keeps agent turns: its pushes that time out say how to close a turn instead. */
+  turnsOn?(channel: string): boolean;
 }
 
 /**
@@ -184,9 +186,10 @@ export class AgentPush {
     } catch (error) {
       if (this.stop.signal.aborted) return; // shutting down: the lease runs out, the record stays queued
       const failure = error instanceof PushError ? error : new PushError((error as Error).message, true);
-      logger.warn({ channel: record.channel, id: record.id, seq: record.seq, attempt: attempts, reason: failure.message }, 'push to agent failed');
       if (!failure.retryable || attempts >= config.retries) outcome = { state: 'dead', attempts, lastError: failure.message };
       else outcome = { state: 'retry', attempts, lastError: failure.message, at: clock.now() + this.backoff(attempts, failure.retryAfterMs) };
+      const then = outcome.state === 'retry' ? '; it is sent again (the same webhook-id) after a backoff' : '';
+      logger.warn({ channel: record.channel, id: record.id, seq: record.seq, attempt: attempts, reason: failure.message }, `push to agent failed: ${failure.message}${then}`);
     }
     const acked = await this.ack(lease, outcome);
     if (!acked) return;
@@ -232,11 +235,12 @@ export class AgentPush {
     const body = outputJson(record);
     const timestamp = Math.floor(clock.now() / 1000);
     let response;
+    const timeout = AbortSignal.timeout(config.timeoutMs);
     try {
       response = await request(this.url, {
         method: 'POST',
         dispatcher: this.dispatcher,
-        signal: AbortSignal.any([AbortSignal.timeout(config.timeoutMs), this.stop.signal]),
+        signal: AbortSignal.any([timeout, this.stop.signal]),
         headers: {
           'content-type': 'application/json',
           'webhook-id': record.id,
@@ -247,6 +251,7 @@ export class AgentPush {
         body,
       });
     } catch (error) {
+      if (timeout.aborted && !this.stop.signal.aborted) throw new PushError(this.timedOut(record), true);
       throw new PushError(`network: ${(error as Error).message}`, true);
     }
     // Read a few KB of the answer at most (keeping the connection when it is short), never an
@@ -258,6 +263,17 @@ export class AgentPush {
     if (answered) return undefined;
     const retryable = status === 408 || status === 429 || status >= 500;
     throw new PushError(`agent answered HTTP ${status}`, retryable, retryAfterMs(response.headers['retry-after'], clock.now(), config.maxBackoffMs));
+  }
+
+  /**
+   * What a push that outran `agent.timeoutMs` means, and what to do: an agent that answers only
+   * once it has run (a turn's `{"turn":"done"}` after the model thought) is sent the message
+   * again. With turns on its channel, the way out is to answer at once and close the turn later.
+   */
+  private timedOut(record: OutboxRecord): string {
+    const waited = `push to ${displayUrl(this.url)} timed out after ${this.options.config.timeoutMs} ms (agent.timeoutMs)`;
+    if (this.options.turnsOn?.(record.channel)) return `${waited}; answer the push at once (2xx) and close the turn with POST /v1/turns/${record.id}/done when the agent is done`;
+    return `${waited}; answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`;
   }
 
   /** Send dead letters again: one by id, or up to `limit` oldest. Returns how many were re-queued. */
@@ -276,6 +292,12 @@ export class AgentPush {
     await Promise.allSettled([...this.inflight]);
     if (this.ownsDispatcher) await this.dispatcher.close().catch(() => undefined);
   }
+}
+
+/** `agent.url` for a log line: without the credentials or query a URL may carry. */
+function displayUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
 }
 
 /** Bytes of an agent's answer read (a turn's `{"turn":"done"}` fits many times). */

@@ -1,3 +1,4 @@
+import { nanoid } from 'nanoid';
 import type { DeliveryState } from '../ports.js';
 import type { Party } from '../events/inbound.js';
 import type { Trace, TraceEntry, TraceTrail, Verdict } from '../events/trace.js';
@@ -67,6 +68,8 @@ export class Trail {
   private readonly fuzzyKey: Array<string | undefined>;
   private readonly lastError: Array<string | undefined>;
   private readonly listeners = new Set<(entry: TraceEntry) => void>();
+  /** Entries are numbered from 1 in each ring: names this one's numbering. */
+  readonly life = nanoid(8);
 
   constructor(options: TrailOptions = {}) {
     const capacity = options.capacity ?? 20_000;
@@ -285,6 +288,7 @@ export function repeatedBy(duplicate: TraceEntry, entries: readonly TraceEntry[]
 export function inProcessTrail(trail: Trail): TraceTrail {
   return {
     shared: false,
+    life: trail.life,
     publish: (entry) => void trail.publish(entry),
     last: async () => trail.last,
     after: async (n, limit) => trail.after(n, limit),

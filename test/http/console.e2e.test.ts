@@ -4,7 +4,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
-import { postJson, startService, until, type Running } from '../helpers.js';
+import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { PNG, serve, type TestServer } from '../servers.js';
 
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');
@@ -185,6 +185,23 @@ describe('the operator console in a real browser', () => {
     await page.locator('#dead-count', { hasText: '0' }).waitFor();
     await page.locator('#outputs .output', { hasText: 'poison' }).locator('.delivery[data-state="delivered"]').waitFor();
     expect(dialogs).toEqual([]);
+    await page.context().close();
+  });
+
+  it('resumes a stream that ended after the id it last got, as the service sent it (<seq>@<life>)', async () => {
+    const running = await start({ debounce: { windowMs: 50, maxWaitMs: 500 } });
+    service = running;
+    const { page } = await open(running.url);
+    await page.locator('#live-events[data-state="on"]').waitFor();
+    await postJson(`${running.url}/webhooks/generic`, { id: 'cut-1', sessionKey: 'cli:erin', content: 'before the cut' });
+    await page.locator('#outputs .output', { hasText: 'before the cut' }).waitFor();
+    const [sent] = await readEvents(`${running.url}/v1/events?after=0`, 1);
+    // Every stream ends (a proxy's idle cut, a restart): the console reconnects after `retry`.
+    running.server.closeAllConnections();
+    await page.locator('#live-events[data-state="off"]').waitFor();
+    const again = page.waitForRequest((request) => request.url().includes('/v1/events?'));
+    await page.clock.runFor(2500);
+    expect(new URL((await again).url()).searchParams.get('after')).toBe(sent!.id);
     await page.context().close();
   });
 

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../src/ports.js';
+import type { OutboxLife, OutboxRecord } from '../../src/ports.js';
 import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
@@ -34,6 +34,21 @@ class FakeOutbox implements OutboxReader {
   tail(listener: (record: OutboxRecord) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+}
+
+/** An outbox whose seqs have a life, as every store of ours names it. */
+class LivedOutbox extends FakeOutbox {
+  current: OutboxLife = { tag: 'before', since: 0 };
+
+  async life(): Promise<OutboxLife> {
+    return this.current;
+  }
+
+  /** What a failover to a replica that lagged leaves: the records after `kept` gone, their seqs assigned again in a new life. */
+  rollBack(kept: number): void {
+    this.records = this.records.filter((record) => record.seq <= kept);
+    this.current = { tag: 'after', since: kept };
   }
 }
 
@@ -221,5 +236,57 @@ describe('event stream', () => {
       outbox.add(1);
     } });
     expect((await first).map((f) => f.id)).toEqual(['1']);
+  });
+});
+
+describe('regression: a resume past a seq the store assigned again', () => {
+  // A store that lost data (a failover to a replica that lagged) assigns its seqs again: a
+  // client that resumed once they had passed its Last-Event-ID got 200 and skipped the records
+  // written under the reused seqs.
+  let close: (() => void) | undefined;
+  afterEach(() => close?.());
+
+  async function rolledBack(): Promise<{ url: string; ids: string[] }> {
+    const outbox = new LivedOutbox();
+    for (let seq = 1; seq <= 5; seq++) outbox.add(seq);
+    const served = await serveHub(new StreamHub({ logger: silent, now: () => 0 }), outbox);
+    close = served.close;
+    const ids = (await readEvents(`${served.url}?after=0`, 5)).map((f) => f.id);
+    outbox.rollBack(2);
+    for (let seq = 3; seq <= 8; seq++) outbox.add(seq);
+    return { url: served.url, ids };
+  }
+
+  it('tells a client whose id is of the earlier life of the reset, then replays the new life\'s records from where it began', async () => {
+    const { url, ids } = await rolledBack();
+    expect(ids).toEqual(['1@before', '2@before', '3@before', '4@before', '5@before']);
+    const frames = await readEvents(url, 7, { headers: { 'last-event-id': '5@before' } });
+    expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 5, next: 3, reset: true } });
+    expect(frames.slice(1).map((f) => f.id)).toEqual(['3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
+  });
+
+  it('replays an earlier life\'s id ahead of the store from the new life too, where a plain seq ahead gets 409', async () => {
+    const { url } = await rolledBack();
+    const frames = await readEvents(url, 2, { headers: { 'last-event-id': '50@before' } });
+    expect(frames.map((f) => [f.event, f.id])).toEqual([['gap', ''], ['chat.processedMessage', '3@after']]);
+    expect(frames[0]?.data).toEqual({ after: 50, next: 3, reset: true });
+    const ahead = await fetch(url, { headers: { 'last-event-id': '50' } });
+    expect(ahead.status).toBe(409);
+    expect(((await ahead.json()) as any).error.message).toMatch(/reconnect with after=8@after/);
+  });
+
+  it('resumes a plain seq, and an id of this life, after its seq with no reset (ids sent before lives still work)', async () => {
+    const { url } = await rolledBack();
+    for (const lastEventId of ['5', '5@after']) {
+      const frames = await readEvents(url, 3, { headers: { 'last-event-id': lastEventId } });
+      expect(frames.map((f) => f.id), lastEventId).toEqual(['6@after', '7@after', '8@after']);
+    }
+  });
+
+  it('resumes an earlier life\'s id below where the new life began after that id', async () => {
+    const { url } = await rolledBack();
+    const frames = await readEvents(url, 8, { headers: { 'last-event-id': '1@before' } });
+    expect(frames[0]?.data).toEqual({ after: 1, next: 2, reset: true });
+    expect(frames.slice(1).map((f) => f.id)).toEqual(['2@after', '3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
   });
 });

@@ -101,9 +101,27 @@ describe('the operator API with a token', () => {
     for (const authorization of ['Bearer sesame', 'bearer sesame', 'BEARER sesame', 'Bearer  sesame']) {
       expect((await send(service.url, 'GET', '/v1/stats', { authorization })).status, authorization).toBe(200);
     }
-    for (const authorization of ['Bearer sesam', 'Basic sesame', 'sesame', 'Bearer sesame x', 'Bearersesame']) {
+    for (const authorization of ['Bearer sesam', 'Basic sesame', 'sesame', 'Bearer sesame x', 'Bearersesame', 'BEARERsesame', 'Bearer\tsesame', 'Bearer', 'Bearer ']) {
       expect((await send(service.url, 'GET', '/v1/stats', { authorization })).status, authorization).toBe(401);
     }
+  });
+
+  it('tells a request without a token from one with a wrong or malformed token, both 401 with WWW-Authenticate', async () => {
+    service = await startService({ store: 'memory', server: { apiToken: 'sesame' } });
+    const answer = async (headers: Record<string, string>) => {
+      const response = await fetch(`${service!.url}/v1/stats`, { headers });
+      return { status: response.status, scheme: response.headers.get('www-authenticate'), error: ((await response.json()) as any).error };
+    };
+    const missing = await answer({});
+    expect(missing).toMatchObject({ status: 401, scheme: 'Bearer', error: { code: 'missing_token' } });
+    expect(missing.error.message).toMatch(/send Authorization: Bearer <server\.apiToken>/);
+    const wrong = await answer({ authorization: 'Bearer sesam' });
+    expect(wrong).toMatchObject({ status: 401, scheme: 'Bearer error="invalid_token"', error: { code: 'bad_token' } });
+    expect(wrong.error.message).toMatch(/is not server\.apiToken/);
+    const glued = await answer({ authorization: 'Bearersesame' });
+    expect(glued).toMatchObject({ status: 401, error: { code: 'bad_token' } });
+    expect(glued.error.message).toMatch(/a space, then the token alone/);
+    expect(glued.error.message).not.toContain('sesame');
   });
 
   it('lets the token protect: any Host, any Origin, no extra header, unless server.allowedHosts is set', async () => {

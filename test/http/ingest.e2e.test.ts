@@ -1,7 +1,9 @@
+import { readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/signing.js';
-import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { postJson, readEvents, startService, tempDir, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
 
 const quick = { debounce: { windowMs: 150, maxMessages: 3, maxWaitMs: 600 }, dedup: { fuzzyWindowMs: 400 } };
@@ -30,7 +32,8 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
       type: 'chat.processedMessage', seq: 1, sessionKey: 'cli:alice', content: '帮我查一下订单 ORD-123 的状态',
       merged: 3, messageIds: ['m-帮我查一下', 'm-订单 ORD-123', 'm-的状态'], channel: 'generic', sourceChannel: 'generic', timestamp: 1710234567,
     });
-    expect(frame?.id).toBe('1');
+    // The seq, and the life of the store's seqs it was read in (docs/output.md#consuming-it).
+    expect(frame?.id).toMatch(/^1@[\w-]{8}$/);
   });
 
   it('answers JSON with its type and its length in bytes, not characters', async () => {
@@ -236,13 +239,31 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     });
     expect(resumed.map((f) => f.data.content)).toEqual(['n3', 'n4', 'n5', 'n6']);
     const viaQuery = await readEvents(`${service.url}/v1/events?after=4`, 2);
-    expect(viaQuery.map((f) => Number(f.id))).toEqual([5, 6]);
+    expect(viaQuery.map((f) => f.data.seq)).toEqual([5, 6]);
     const bad = await fetch(`${service.url}/v1/events?after=abc`);
     expect(bad.status).toBe(400);
 
     const one = await fetch(`${service.url}/v1/events/${resumed[0]!.data.id}`);
     expect(await one.json()).toMatchObject({ event: { content: 'n3', seq: 3 }, delivery: { state: 'none' } });
     expect((await fetch(`${service.url}/v1/events/nope`)).status).toBe(404);
+  });
+
+  it('answers 400 to a numeric query parameter given twice or empty, naming it, and opens no stream', async () => {
+    service = await startService({ store: 'memory' });
+    const cases: Array<[string, string, RegExp]> = [
+      ['/v1/events?after=1&after=2', 'bad_resume_point', /after is given 2 times \(after=1&after=2\); give it once/],
+      ['/v1/events?after=', 'bad_resume_point', /after is empty/],
+      ['/v1/activity?after=0&after=0', 'bad_resume_point', /after is given 2 times/],
+      ['/v1/deadletters?limit=', 'bad_limit', /limit is empty; give an integer from 1 to 1000/],
+      ['/v1/deadletters?limit=5&limit=7', 'bad_limit', /limit is given 2 times/],
+    ];
+    for (const [path, code, message] of cases) {
+      const response = await fetch(`${service.url}${path}`);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect([response.status, body.error.code], path).toEqual([400, code]);
+      expect(body.error.message, path).toMatch(message);
+    }
+    expect(((await (await fetch(`${service.url}/v1/stats`)).json()) as { streams: number }).streams).toBe(0);
   });
 
   it('needs the bearer token on /v1 and /metrics when apiToken is set, and not on health', async () => {
@@ -292,4 +313,33 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     const frames = await readEvents(`${service.url}/v1/events?after=0`, 1);
     expect(frames[0]?.data).toMatchObject({ content: 'before restart', messageIds: ['keep-1', 'keep-2'] });
   });
+});
+
+describe('regression: a resume from before the store started its seqs over', () => {
+  // A store that starts its seqs over (the memory store at a restart, a SQLite file deleted)
+  // answered a resume whose seq the new store had passed with 200 and only the records after
+  // it: those before it were never sent, and nothing said so.
+  let service: Running | undefined;
+  afterEach(async () => service?.stop());
+
+  for (const kind of ['memory', 'sqlite'] as const) {
+    it(`tells a client resuming with an id of the earlier ${kind} store of the reset, then replays the new one whole`, async () => {
+      const dir = tempDir().path;
+      const file = { ...(kind === 'memory' ? { store: 'memory' } : {}), debounce: { windowMs: 20, maxMessages: 1 } };
+      const emit = async (ids: string[]) => {
+        for (const id of ids) expect((await postJson(`${service!.url}/webhooks/generic`, { id, sessionKey: `cli:${id}`, content: id })).status).toBe(200);
+        await until(async () => (await service!.intake.store.lastSeq()) === ids.length);
+      };
+      service = await startService(file, { dir });
+      await emit(['a1', 'a2', 'a3']);
+      const [, , last] = await readEvents(`${service.url}/v1/events?after=0`, 3);
+      await service.stop();
+      if (kind === 'sqlite') for (const name of readdirSync(dir)) if (name.startsWith('intake.db')) rmSync(join(dir, name));
+      service = await startService(file, { dir });
+      await emit(['b1', 'b2', 'b3', 'b4', 'b5']);
+      const frames = await readEvents(`${service.url}/v1/events?after=${encodeURIComponent(last!.id)}`, 6);
+      expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 3, next: 1, reset: true } });
+      expect(frames.slice(1).map((frame) => frame.data.content)).toEqual(['b1', 'b2', 'b3', 'b4', 'b5']);
+    });
+  }
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
 import type { OutboxDraft } from '../../src/ports.js';
 import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
 import { defaults } from '../../src/config/schema.js';
@@ -131,4 +132,59 @@ describe('AgentPush with the default schedule', () => {
     expect(agent.hits.get('/inbox')).toBe(retries);
     await push.close();
   }, 60_000);
+});
+
+describe('regression: an agent that answers only after agent.timeoutMs', () => {
+  let agent: TestServer | undefined;
+  afterEach(async () => agent?.close());
+
+  /** An agent that holds its first push until the pusher gives up on it, then answers the next at once. */
+  async function slowFirstAnswer(): Promise<{ ids: string[] }> {
+    const ids: string[] = [];
+    agent = await serve((req, res, n) => {
+      ids.push(String(req.headers['webhook-id']));
+      req.resume();
+      if (n === 1) return; // still thinking: answered never, the pusher's timeout closes the socket
+      res.setHeader('content-type', 'application/json');
+      res.end('{"turn":"done"}');
+    });
+    return { ids };
+  }
+
+  async function run(turnsOn: boolean): Promise<{ lines: string[]; ids: string[]; store: MemoryStore }> {
+    const { ids } = await slowFirstAnswer();
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const store = new MemoryStore();
+    const clock = new ManualClock();
+    await enqueue(store, 'o1', 's', clock.now());
+    const push = new AgentPush({
+      config: { url: `http://127.0.0.1:${agent!.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 100, concurrency: 4, maxPending: 100, minBackoffMs: 1000, maxBackoffMs: 1000 },
+      queue: store, clock, logger, random: () => 0, onAttempt: () => undefined, onAnswer: async () => undefined,
+      turnsOn: (channel) => turnsOn && channel === 'c',
+    });
+    await push.start();
+    await until(async () => (await store.outboxGet('o1'))?.attempts === 1, 5000);
+    expect(await store.outboxGet('o1')).toMatchObject({ state: 'pending' });
+    await clock.advance(1000);
+    await until(async () => (await store.outboxGet('o1'))?.state === 'delivered', 5000);
+    await push.close();
+    return { lines: lines.map((line) => JSON.parse(line).msg as string), ids, store };
+  }
+
+  it('logs the timeout with its setting and how to close the turn instead, then sends the message again with the same webhook-id', async () => {
+    const { lines, ids, store } = await run(true);
+    expect(ids).toEqual(['o1', 'o1']);
+    expect(lines).toEqual([
+      `push to agent failed: push to http://127.0.0.1:${agent!.port}/inbox timed out after 100 ms (agent.timeoutMs); answer the push at once (2xx) and close the turn with POST /v1/turns/o1/done when the agent is done; it is sent again (the same webhook-id) after a backoff`,
+    ]);
+    expect(await store.outboxGet('o1')).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
+  it('says to answer at once or raise agent.timeoutMs, without a turn hint, where the channel keeps no turns', async () => {
+    const { lines } = await run(false);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`timed out after 100 ms (agent.timeoutMs); answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`);
+    expect(lines[0]).not.toContain('/v1/turns/');
+  });
 });

@@ -2,7 +2,7 @@ import type { CorrelationRecord } from '../../events/inbound.js';
 import { fenceHolds, leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, PushLease, PushOutcome, Store,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxLife, OutboxRecord, PushLease, PushOutcome, Store,
   TurnCommit, TurnDone, TurnRule, TurnView,
 } from '../../ports.js';
 
@@ -206,6 +206,7 @@ export abstract class LocalStore implements Store {
   abstract outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]>;
   abstract outboxGet(id: string): Promise<OutboxRecord | undefined>;
   abstract lastSeq(): Promise<number>;
+  abstract life(): Promise<OutboxLife>;
   abstract trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number>;
   abstract deadLetters(limit: number): Promise<OutboxRecord[]>;
   abstract ping(): Promise<void>;

@@ -1,9 +1,10 @@
+import { nanoid } from 'nanoid';
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
 import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import { committedRecord, LocalStore, type WriteKind } from './local-store.js';
-import type { LeasedBatch, StoreOptions } from '../../ports.js';
+import type { LeasedBatch, OutboxLife, StoreOptions } from '../../ports.js';
 
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS
@@ -130,6 +131,8 @@ export class MemoryStore extends LocalStore {
   readonly kind = 'memory';
   readonly durable = false;
   private readonly rows = new MemoryRows();
+  /** Seqs start again from 1 in each new store (each process): each is a life of its own. */
+  private readonly lifeTag = nanoid(8);
 
   constructor(options: StoreOptions = {}) {
     super();
@@ -172,6 +175,10 @@ export class MemoryStore extends LocalStore {
 
   async lastSeq(): Promise<number> {
     return this.rows.seq;
+  }
+
+  async life(): Promise<OutboxLife> {
+    return { tag: this.lifeTag, since: 0 };
   }
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {

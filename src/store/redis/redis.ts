@@ -1,7 +1,7 @@
 import { nanoid } from 'nanoid';
-import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnRule } from '../../ports.js';
+import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxLife, type OutboxRecord, type TurnCommit, type TurnRule } from '../../ports.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
-import { admitArgs, clock, correlationOf, type EntryReply, numberOrUndefined, recordOf, redacted, unavailable, verdictsOf } from './codec.js';
+import { admitArgs, clock, correlationOf, numberOrUndefined, redacted, unavailable, verdictsOf } from './codec.js';
 import {
   backgroundOptions, connect, type ConnectionLogger, ingestOptions, isClusterUrl, type ScriptedRedis,
 } from './connections.js';
@@ -10,17 +10,17 @@ import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { RedisPushQueue } from './push.js';
+import { RedisOutbox } from './outbox.js';
 import { StoreIdentity } from './identity.js';
 import { claimedBatches, type ClaimReply } from './evicted.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
 import { RedisTrail } from './trail.js';
 import { RedisTurns } from './turns.js';
-import { trimOutbox } from './trim.js';
 import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, Store, StoreHealth, TailEvents, TrailLog, TrailLogOptions,
+  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, Store, StoreHealth, TrailLog, TrailLogOptions,
 } from '../../ports.js';
 
 export type { RedisStoreOptions } from './options.js';
@@ -77,8 +77,6 @@ export class RedisStore implements Store {
   /** Claim tokens: this store's own prefix and a count. */
   private readonly claimPrefix = `${nanoid(10)}:`;
   private claims = 0;
-  /** Holds of `keepUnread` this store asked for (their names: the claim prefix and this count). */
-  private holds = 0;
   /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
   private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
@@ -87,6 +85,7 @@ export class RedisStore implements Store {
   /** Where a commit whose answer was lost is looked for (this outbox, or a shard's and the global one). */
   private readonly recorded: (id: string) => Promise<OutboxRecord | undefined>;
   private readonly push: RedisPushQueue;
+  private readonly outbox: RedisOutbox;
 
   private constructor(private readonly url: string, options: RedisStoreOptions) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
@@ -107,6 +106,7 @@ export class RedisStore implements Store {
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
+    this.outbox = new RedisOutbox(this.background, this.prefix, this.tailer, this.identity, this.callerClock, this.claimPrefix);
     this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.recorded(id), () => this.replicas.held(this.background));
   }
 
@@ -252,41 +252,17 @@ export class RedisStore implements Store {
     return Number(due) + (life === after.life ? (past as unknown[]).length : Number(all));
   }
 
-  // --- outbox ----------------------------------------------------------------------------
-
-  async outboxAfter(seq: number, limit: number): Promise<OutboxRecord[]> {
-    if (limit <= 0) return [];
-    // A stream replays from here and then goes live: a tail starting meanwhile must not start past it.
-    await this.tailer.ready;
-    return this.records(await this.background.aiRead(this.prefix, 'after', Math.floor(seq), limit));
-  }
-
-  async outboxGet(id: string): Promise<OutboxRecord | undefined> {
-    return this.records(await this.background.aiRead(this.prefix, 'id', id))[0];
-  }
-
-  async lastSeq(): Promise<number> {
-    // A live stream starts here: a tail starting meanwhile must not start past it.
-    await this.tailer.ready;
-    return Number((await this.background.get(`${this.prefix}seq`)) ?? 0);
-  }
+  // --- outbox: what event streams read (outbox.ts) ---------------------------------------
+  outboxAfter: Store['outboxAfter'] = (seq, limit) => this.outbox.outboxAfter(seq, limit);
+  outboxGet: Store['outboxGet'] = (id) => this.outbox.outboxGet(id);
+  lastSeq: Store['lastSeq'] = () => this.outbox.lastSeq();
+  life = (): Promise<OutboxLife> => this.outbox.life();
+  tail: Store['tail'] = (listener, events) => this.outbox.tail(listener, events);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) => this.outbox.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
+  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> => this.outbox.keepUnread(afterSeq, forMs, now);
 
   /** Resolves once the live tail listens (a commit must not overtake its start). */
   whenTailing = (): Promise<void> => this.tailer.ready;
-
-  /** Records from every instance, through one `XREAD BLOCK` connection while anyone listens. */
-  tail(listener: (record: OutboxRecord) => void, events?: TailEvents): () => void {
-    return this.tailer.subscribe(listener, events);
-  }
-
-  /** Trimmed only past every live hold of `keepUnread`, whichever instance asked for it. */
-  trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number, now = Date.now()): Promise<number> {
-    return trimOutbox(this.background, this.prefix, olderThan, keepCount, keepAfterSeq, this.callerClock ? clock(now) : '');
-  }
-
-  async keepUnread(afterSeq: number, forMs: number, now: number): Promise<void> {
-    await this.background.aiKeepUnread(this.prefix, `${this.claimPrefix}${++this.holds}`, Math.floor(afterSeq), Math.ceil(forMs), this.callerClock ? clock(now) : '');
-  }
 
   // --- push queue: one script per step (push.ts) ------------------------------------------
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.push.claimPush(now, leaseMs, limit);
@@ -340,10 +316,6 @@ export class RedisStore implements Store {
     this.tailer.stop();
     this.bus.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
-  }
-
-  private records(reply: unknown): OutboxRecord[] {
-    return (reply as EntryReply[]).map(recordOf);
   }
 
 }

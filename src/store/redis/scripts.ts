@@ -39,6 +39,7 @@ const FILES = {
   aiTrailFind: 'trail-find',
   aiShardPending: 'shard-pending',
   aiAppendDrained: 'append-drained',
+  aiRenewLife: 'renew-life',
 } as const;
 
 export type ScriptName = keyof typeof FILES;

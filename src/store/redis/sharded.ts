@@ -247,6 +247,7 @@ export class ShardedRedisStore implements Store {
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.global.outboxAfter(seq, limit);
   outboxGet: Store['outboxGet'] = (id) => this.global.outboxGet(id);
   lastSeq: Store['lastSeq'] = () => this.global.lastSeq();
+  life = (): ReturnType<RedisStore['life']> => this.global.life();
   tail: Store['tail'] = (listener, events) => this.global.tail(listener, events);
   trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) => this.global.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
   keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> => this.global.keepUnread(afterSeq, forMs, now);

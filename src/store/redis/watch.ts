@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { StoreHealth } from '../../ports.js';
-import type { ConnectionLogger } from './connections.js';
+import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import type { StoreIdentity } from './identity.js';
 
 /**
@@ -15,7 +14,7 @@ export class ServerWatch {
   private evictedKeys: number | undefined;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: ScriptedRedis,
     private readonly identity: StoreIdentity,
     private readonly logger: ConnectionLogger | undefined,
   ) {}

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { nanoid } from 'nanoid';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../errors.js';
@@ -12,7 +13,7 @@ import { openOwned, type OwnedFile } from './open.js';
 import { loadState, loadStateInChunks, migrate } from './load.js';
 import { SqliteRows, schema, toRecord } from './rows.js';
 import { committedRecord, LocalStore, type WriteKind } from '../local/local-store.js';
-import type { LeasedBatch, StoreOptions } from '../../ports.js';
+import type { LeasedBatch, OutboxLife, StoreOptions } from '../../ports.js';
 
 /** Outbox records deleted per write of a trim (see `trimOutbox`). */
 const TRIM_CHUNK = 128;
@@ -49,6 +50,8 @@ export class SqliteStore extends LocalStore {
 
   /** Fences and push tokens of this run start here (see the constructor). */
   private readonly tokenBase: number;
+  /** The life of the file's seqs: written with the file, so a new file (the old one deleted) is a new life. */
+  private readonly lifeTag: string;
 
   /**
    * Open a store file, loading its rows in chunks between turns of the event loop (the
@@ -84,6 +87,9 @@ export class SqliteStore extends LocalStore {
       // (2^21 restarts of 2^32 tokens each stay below 2^53).
       const epoch = db.prepare(`INSERT INTO meta (name, value) VALUES ('epoch', 1)
         ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).pluck().get() as number;
+      // (String: the column's INTEGER affinity turns an all-digit tag into a number, read back the same every time.)
+      this.lifeTag = String(db.prepare(`INSERT INTO meta (name, value) VALUES ('outlife', ?)
+        ON CONFLICT (name) DO UPDATE SET value = value RETURNING value`).pluck().get(nanoid(8)));
       this.rows = new SqliteRows(db);
       this.tokenBase = epoch * 2 ** 32;
       this.state = loadLater
@@ -222,6 +228,10 @@ export class SqliteStore extends LocalStore {
   async lastSeq(): Promise<number> {
     this.use();
     return (this.statements.lastSeq.get() as number | undefined) ?? 0;
+  }
+
+  async life(): Promise<OutboxLife> {
+    return { tag: this.lifeTag, since: 0 };
   }
 
   async trimOutbox(olderThan: number, keepCount: number, keepAfterSeq: number): Promise<number> {

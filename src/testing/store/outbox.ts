@@ -26,6 +26,17 @@ export function describeOutbox(h: StoreHarness): void {
       expect(seen).toHaveLength(3);
     });
 
+    it('names the life of its seqs, the same on every call, another in another store', async () => {
+      const store = await h.fresh();
+      const life = await store.life?.();
+      if (life === undefined) return; // a store that never assigns a seq twice: its stream ids are plain seqs
+      expect(life.tag).toMatch(/^[\w-]{1,64}$/);
+      expect(life.since).toBe(0);
+      await commitAll(store, [draft('o1')], 10);
+      expect(await store.life?.()).toEqual(life);
+      expect((await (await h.fresh()).life?.())?.tag).not.toBe(life.tag);
+    });
+
     it('trims old records but never pending, dead, or ones a stream has not read', async () => {
       const store = await h.fresh();
       const ids = await commitAll(store, [draft('pending', 'pending', 'p'), draft('dead', 'pending', 'd'), draft('done1'), draft('done2'), draft('unread')]);

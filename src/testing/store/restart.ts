@@ -33,6 +33,14 @@ export function describeRestart(h: StoreHarness): void {
       expect(await again.lastSeq()).toBe(2);
     });
 
+    it('keeps the life of its seqs across a restart (they go on from where they were)', async () => {
+      const store = await h.fresh();
+      const life = await store.life?.();
+      await commitAll(store, [draft('o1')], 10);
+      const again = await h.restart(store);
+      expect(await again.life?.()).toEqual(life);
+    });
+
     it('keeps shared values (a poller\'s cursor, a platform token) until their time is up', async () => {
       const store = await h.fresh();
       await store.sharedPut('cursor:tg', '1001', 60_000, 0);

@@ -34,6 +34,7 @@ describe('the sharded store under attack', () => {
     const store = await fresh(keyPrefix);
     await flushOne(store, 's', 'a');
     await flushOne(store, 's', 'b');
+    const life = await store.life!();
     // the master of the global keys restarted empty (its shard's keys kept: another tag)
     await dropTag(`{${keyPrefix}}:`);
     const record = await flushOne(store, 's', 'c');
@@ -43,6 +44,8 @@ describe('the sharded store under attack', () => {
     const health = await store.health!();
     expect(health.rollbacks).toBe(1);
     expect(health.lastRollback).not.toHaveProperty('shard');
+    // the outbox's seqs begin a new life (event stream ids name it)
+    expect(await store.life!()).toEqual({ tag: expect.not.stringMatching(`^${life.tag}$`), since: 0 });
   });
 
   it('keeps what a shard commits after its keys and the global keys were reset together (one master restarted empty)', async () => {
@@ -65,11 +68,14 @@ describe('the sharded store under attack', () => {
     await flushOne(store, 's', 'a');
     await flushOne(store, 's', 'b');
     await flushOne(store, 's', 'c');
+    const life = await store.life!();
     await dropTag(shardPrefixes(keyPrefix, 3)[shardOf('s', 3)] as string);
     const record = await flushOne(store, 's', 'after');
     expect(record?.seq).toBe(4);
     // reported (/v1/stats storeHealth, inbox_store_rollbacks_total), naming the shard
     expect(await store.health!()).toMatchObject({ rollbacks: 1, lastRollback: { shard: shardOf('s', 3) } });
+    // the global seqs went on: the same life of them
+    expect(await store.life!()).toEqual(life);
     const other = await fresh(keyPrefix); // and another instance sees the same, nothing twice
     await flushOne(other, 's', 'later');
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'after', 'later']);

@@ -19,7 +19,8 @@
 --   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour),
 --   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
 --   val:<name> STRING PX (shared values: access tokens), epoch STRING (random, written when absent:
---   the store's identity), holds HASH holder -> `<afterSeq> <until>` (records a cut stream had not read).
+--   the store's identity), outlife STRING `<tag> <since>` (the life of the outbox's seqs: identity.ts),
+--   holds HASH holder -> `<afterSeq> <until>` (records a cut stream had not read).
 --   turn:<session> HASH id / at / until PX
 --   (agent turns) and turns ZSET session -> until; a session's held messages are the buffer
 --   `~turn:<session>` (include/held.lua).
