@@ -12,7 +12,7 @@ describe('loadConfig', () => {
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576 });
     expect(config.store).toBe('sqlite:./data/intake.db');
     expect(config.dedup).toMatchObject({ idTtlMs: 300000, fuzzyWindowMs: 2000, fuzzy: 'no-id' });
-    expect(config.debounce).toEqual({ windowMs: 1500, maxMessages: 3, maxWaitMs: 7500, media: 'all', flushCommands: true, maxOpenBuffers: 50000 });
+    expect(config.debounce).toEqual({ windowMs: 1500, maxMessages: 10, maxWaitMs: 7500, media: 'all', flushCommands: true, maxOpenBuffers: 50000 });
     expect(config.media).toMatchObject({ dir: './media', maxBytes: 20971520, timeoutMs: 30000, retries: 3, ttlMs: 604800000 });
     expect(config.channels.map((c) => [c.id, c.adapter])).toEqual([['generic', 'generic']]);
   });
