@@ -99,8 +99,9 @@ function startupError(error: unknown, config: Config): unknown {
 
 /** Process entry: config -> listen -> store and intake -> serve -> graceful stop. */
 async function main(): Promise<void> {
-  // A .env beside .env.example fills in what the environment does not set.
-  const config = loadConfig({ env: withDotEnv(process.cwd()) });
+  // The process's environment (the library reads none unless handed it); a .env beside
+  // .env.example fills in what the environment does not set.
+  const config = loadConfig({ env: withDotEnv(process.cwd(), process.env) });
   const log = processLog(config.logLevel);
   const { logger } = log;
   // Listen first: opening a store with a large backlog takes seconds, and meanwhile the process

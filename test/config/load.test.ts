@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/configure.js';
+import { createIntake } from '../../src/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
-import { tempDir } from '../helpers.js';
+import { silent, tempDir } from '../helpers.js';
 
 describe('loadConfig', () => {
   it('gives the contract defaults and the generic channel with no file and no environment', () => {
@@ -96,5 +97,34 @@ describe('channel settings, from the adapter registry', () => {
       .toThrow('channels[0].secretToken (channel "tg"): must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires');
     const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'onebot', secret: '', verify: false, botIds: [10001, '10002'] }] } }).channels;
     expect(channel!.settings).toEqual({ transport: 'http', actionTimeoutMs: 10_000, leaseMs: 15_000, reconnectMinMs: 1000, reconnectMaxMs: 30_000, secret: undefined, botIds: ['10001', '10002'] });
+  });
+});
+
+describe('regression: the library reads no environment unless given env', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('starts createIntake with HOST=0.0.0.0 in the process environment and no env option, on its own defaults', async () => {
+    vi.stubEnv('HOST', '0.0.0.0');
+    vi.stubEnv('INTAKE_DEBOUNCE_WINDOW_MS', 'soon');
+    const dir = tempDir();
+    const intake = await createIntake({ configFile: { store: 'memory', media: { dir: join(dir.path, 'media') } }, cwd: dir.path, logger: silent });
+    try {
+      expect(intake.config.server.host).toBe('127.0.0.1');
+      expect(intake.config.debounce.windowMs).toBe(1500);
+    } finally {
+      await intake.close();
+    }
+  });
+
+  it('reads the variables of the env it is given', () => {
+    expect(loadConfig({ env: { PORT: '9100' }, cwd: tempDir().path }).server.port).toBe(9100);
+  });
+
+  it("says how to hand the environment over when the file refers to a variable it was not given", () => {
+    vi.stubEnv('TOKEN', 't0k');
+    expect(() => loadConfig({ file: { server: { apiToken: '${TOKEN}' } } }))
+      .toThrow('Setting server.apiToken refers to ${TOKEN}, which is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)');
   });
 });
