@@ -137,7 +137,9 @@ async function main(): Promise<void> {
     if (config.server.drainMs > 0) {
       // Readiness fails first, so a load balancer stops sending; deliveries are still taken meanwhile.
       intake.drain();
-      logger.info({ signal, drainMs: config.server.drainMs }, 'draining: /readyz answers 503, deliveries still taken until the listener closes');
+      // Ctrl-C in a terminal is SIGINT: whoever pressed it waits out the drain unless told how not to.
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : signal;
+      logger.info({ signal, drainMs: config.server.drainMs }, `draining: /readyz answers 503, deliveries still taken until the listener closes in ${config.server.drainMs / 1000} s (server.drainMs); ${again} again to stop now`);
       await new Promise<void>((resolve) => {
         drained = resolve;
         setTimeout(resolve, config.server.drainMs).unref();
