@@ -78,6 +78,11 @@ function redactedStore(store: string): string {
   return store.replace(/^(rediss?:\/\/)[^@/]*@/, '$1***@');
 }
 
+/** `EACCES: permission denied, mkdir '…'`: Node's file errors name their code first already, SQLite's do not. */
+function withCode(code: string | undefined, message: string): string {
+  return code === undefined || message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
+}
+
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
   if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
@@ -88,11 +93,11 @@ function startupError(error: unknown, config: Config): unknown {
   const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
   const fileFailure = code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST';
   if (storePath && (sqliteFailure || (fileFailure && path !== undefined && storePath.startsWith(resolve(path))))) {
-    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${code}: ${message}`, { cause: error });
+    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${withCode(code, message)}`, { cause: error });
   }
   const mediaDir = resolve(config.media.dir);
   if (fileFailure && path !== undefined && (resolve(path).startsWith(mediaDir) || mediaDir.startsWith(resolve(path)))) {
-    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${code}: ${message}`, { cause: error });
+    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${withCode(code, message)}`, { cause: error });
   }
   return error;
 }
