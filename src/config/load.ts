@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { describeIssue } from './issues.js';
 import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
@@ -146,23 +146,6 @@ function mergeDefaults(file: JsonObject): JsonObject {
   return base;
 }
 
-/** `channels[1].apSecret (channel "wa"): unknown setting; ...`, one line per key for unknown keys. */
-function describeIssue(issue: z.core.$ZodIssue, source: Map<string, string>, input: JsonObject): string[] {
-  const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
-  return keys.map((parts) => {
-    const path = parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
-    const from = source.get(path);
-    const channel = parts[0] === 'channels' && typeof parts[1] === 'number' ? channelIdAt(input, parts[1]) : undefined;
-    return `${path || '(root)'}${from ? ` (from ${from})` : ''}${channel === undefined ? '' : ` (channel "${channel}")`}: ${issue.message}`;
-  });
-}
-
-function channelIdAt(input: JsonObject, index: number): string | undefined {
-  const channels = input.channels;
-  const channel = Array.isArray(channels) ? channels[index] : undefined;
-  return isObject(channel) && typeof channel.id === 'string' ? channel.id : undefined;
-}
-
 function readFile(path: string): JsonObject {
   let text: string;
   try {
@@ -251,9 +234,10 @@ export function loadConfigWith(options: LoadOptions): Config {
   if (merged.channels === undefined) merged.channels = [{ id: 'generic', adapter: 'generic' }];
   if (merged.logLevel === undefined) merged.logLevel = 'info';
 
-  const result = schemaFor(options.adapters).safeParse(merged);
+  const schema = schemaFor(options.adapters);
+  const result = schema.safeParse(merged);
   if (!result.success) {
-    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, source, merged)).map((line) => `  - ${line}`);
+    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, schema, source, merged)).map((line) => `  - ${line}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const raw = result.data;

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
+import { closest, editDistance } from '../../src/config/issues.js';
 import { loadConfig } from '../../src/configure.js';
 import { createIntake } from '../../src/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
@@ -66,6 +67,33 @@ describe('loadConfig', () => {
 
   it('fails when INTAKE_CONFIG names a missing file', () => {
     expect(() => loadConfig({ env: { INTAKE_CONFIG: '/nonexistent/x.json' } })).toThrow(/Cannot read config file/);
+  });
+});
+
+describe('an unknown setting', () => {
+  it('names the setting a misspelt top-level key was likely meant to be', () => {
+    expect(() => loadConfig({ env: {}, file: { chanels: [{ id: 'g', adapter: 'generic' }] } }))
+      .toThrow('Invalid configuration:\n  - unknown setting "chanels": did you mean "channels"?');
+    expect(() => loadConfig({ env: {}, file: { LogLevel: 'debug' } })).toThrow('unknown setting "LogLevel": did you mean "logLevel"?');
+  });
+
+  it('names the nested setting it was likely meant to be, in a channel too', () => {
+    expect(() => loadConfig({ env: {}, file: { debounce: { windowMS: 500 } } })).toThrow('unknown setting "debounce.windowMS": did you mean "debounce.windowMs"?');
+    expect(() => loadConfig({ env: {}, file: { server: { hots: '127.0.0.1' } } })).toThrow('unknown setting "server.hots": did you mean "server.host"?');
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'g', adapter: 'generic', debounce: { maxMesages: 5 } }] } }))
+      .toThrow('unknown setting "channels[0].debounce.maxMesages" (channel "g"): did you mean "channels[0].debounce.maxMessages"?');
+  });
+
+  it('lists the settings there when none is close', () => {
+    expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } }))
+      .toThrow('unknown setting "unknownKey"; the settings are server, store, dedup, debounce, media, turns, correlation, events, trace, redis, agent, logLevel, channels');
+    expect(() => loadConfig({ env: {}, file: { redis: { cluster: true } } })).toThrow('unknown setting "redis.cluster"; redis takes commandTimeoutMs, waitReplicas, keyPrefix, shards');
+  });
+
+  it('counts a swap of two neighbouring letters as one edit', () => {
+    expect([editDistance('chanels', 'channels'), editDistance('hots', 'host'), editDistance('', 'abc'), editDistance('store', 'store')]).toEqual([1, 1, 3, 0]);
+    expect(closest('stroe', ['server', 'store'])).toBe('store');
+    expect(closest('queue', ['server', 'store'])).toBe(undefined);
   });
 });
 
