@@ -2,7 +2,7 @@
 // Retry (POST /v1/deadletters/:id/retry) and Retry all (POST /v1/deadletters/retry).
 
 import { apiJson } from './api.js';
-import { $, el, short, time } from './dom.js';
+import { $, counted, el, short, time } from './dom.js';
 
 /**
  * Wire the panel; `trace(id)` is called when a letter's id is clicked. Returns `refresh()`,
@@ -35,7 +35,7 @@ export function createDeadLetters({ trace }) {
         el('span', { class: 'channel' }, letter.channel ?? ''),
         el('span', { class: 'session' }, letter.sessionKey ?? ''),
         el('button', { type: 'button', class: 'id', on: { click: () => trace(letter.id) } }, short(letter.id)),
-        el('span', {}, `${letter.attempts} attempt${letter.attempts === 1 ? '' : 's'}`)),
+        el('span', {}, counted(letter.attempts, 'attempt'))),
       el('p', { class: 'error' }, letter.lastError ?? 'no error recorded'),
       el('button', { type: 'button', class: 'retry', on: { click: (event) => retry(event.currentTarget, `v1/deadletters/${encodeURIComponent(letter.id)}/retry`) } }, 'Retry'))));
   }

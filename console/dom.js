@@ -24,5 +24,8 @@ export function append(node, children) {
   }
 }
 
+/** `1 attempt`, `2 attempts`: a count and its noun, agreeing. */
+export const counted = (count, noun) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
 export const time = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
 export const short = (id) => (id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id);

@@ -4,7 +4,7 @@
 // into and how each output's delivery went.
 
 import { apiJson } from './api.js';
-import { $, append, el, short, time } from './dom.js';
+import { $, append, counted, el, short, time } from './dom.js';
 import { mediaItem } from './media.js';
 
 const MAX_FEED = 300;
@@ -127,7 +127,7 @@ export function createLists({ trace, refreshDeadLetters }) {
     const slot = row.querySelector('.delivery');
     slot.dataset.state = delivery?.state ?? 'unknown';
     slot.textContent = delivery
-      ? `delivery: ${delivery.state}${delivery.attempts ? `, ${delivery.attempts} attempt${delivery.attempts === 1 ? '' : 's'}` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`
+      ? `delivery: ${delivery.state}${delivery.attempts ? `, ${counted(delivery.attempts, 'attempt')}` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`
       : 'delivery: …';
     return row;
   }

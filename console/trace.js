@@ -2,7 +2,7 @@
 // anything else is taken for a session key and filters the lists in this page.
 
 import { apiJson } from './api.js';
-import { $, el, short, time } from './dom.js';
+import { $, counted, el, short, time } from './dom.js';
 import { VERDICT_LABEL } from './lists.js';
 
 /**
@@ -66,16 +66,16 @@ function renderTrace(trace) {
     ? el('ul', { class: 'rows' }, trace.outputs.map((output) => el('li', { class: 'trace-output', data: { id: output.id } },
       el('div', { class: 'meta' }, el('span', { class: 'seq' }, output.seq === null ? '' : `#${output.seq}`), el('span', { class: 'type' }, output.type ?? ''),
         el('span', { class: 'session' }, output.sessionKey ?? ''), el('span', { class: 'id-text' }, output.id)),
-      el('div', { class: 'parts' }, el('span', { class: 'label' }, `${output.messageIds.length} part${output.messageIds.length === 1 ? '' : 's'}:`),
+      el('div', { class: 'parts' }, el('span', { class: 'label' }, `${counted(output.messageIds.length, 'part')}:`),
         output.messageIds.map((id) => el('span', { class: 'id-text part' }, id))),
       el('p', { class: 'delivery' }, output.delivery
-        ? `delivery: ${output.delivery.state}, ${output.delivery.attempts} attempts${output.delivery.lastError ? ` (${output.delivery.lastError})` : ''}`
+        ? `delivery: ${output.delivery.state}, ${counted(output.delivery.attempts, 'attempt')}${output.delivery.lastError ? ` (${output.delivery.lastError})` : ''}`
         : output.retained ? 'delivery: unknown' : 'no longer retained (events.retentionMs / retentionCount)'))))
     : el('p', { class: 'hint' }, 'Not in an output yet (still in its debounce window, or a duplicate).'));
   if (trace.attempts.length) {
     section.append(el('h3', {}, 'Push attempts'));
     section.append(el('ul', { class: 'rows' }, trace.attempts.map((entry) => el('li', {},
-      `${time(entry.at)} ${short(entry.id)}${entry.instance ? ` @${entry.instance}` : ''}: ${entry.state} after ${entry.attempts} attempt${entry.attempts === 1 ? '' : 's'}${entry.lastError ? ` (${entry.lastError})` : ''}`))));
+      `${time(entry.at)} ${short(entry.id)}${entry.instance ? ` @${entry.instance}` : ''}: ${entry.state} after ${counted(entry.attempts, 'attempt')}${entry.lastError ? ` (${entry.lastError})` : ''}`))));
   }
   return section;
 }

@@ -6,8 +6,8 @@ import type { Config } from './config/schema.js';
 export type LoadConfigOptions = Omit<LoadOptions, 'adapters'> & Partial<Pick<LoadOptions, 'adapters'>>;
 
 /**
- * Build the one validated, frozen Config (defaults, then the JSON file, then the environment)
- * against the built-in adapter registry. Here, above the stages, because the registry is
+ * Build the one validated, frozen Config (defaults, then the JSON file, then the variables of
+ * `env`: none of the process's unless given `env: process.env`) against the built-in adapter registry. Here, above the stages, because the registry is
  * adapter code and config/ imports no stage.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {

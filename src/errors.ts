@@ -69,6 +69,11 @@ export class UnavailableError extends IntakeError {
   }
 }
 
+/** `1 replica`, `3 replicas`: a count in a message, its noun agreeing (every noun here takes an `s`). */
+export function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 export function isIntakeError(error: unknown): error is IntakeError {
   return error instanceof IntakeError;
 }

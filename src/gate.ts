@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
-import { UnavailableError } from './errors.js';
+import { counted, UnavailableError } from './errors.js';
 import type { Metrics } from './metrics/index.js';
 import type { AgentPush } from './push/agent-push.js';
 
@@ -55,7 +55,7 @@ export class Gate {
     if (this.closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel });
     const { push } = this.options;
     if (push?.saturated) {
-      throw new UnavailableError('outbox_full', `${push.pending} messages are waiting for the agent (agent.maxPending ${this.options.maxPending}); retry later`, 30, { channel });
+      throw new UnavailableError('outbox_full', `${counted(push.pending, 'message')} waiting for the agent (agent.maxPending ${this.options.maxPending}); retry later`, 30, { channel });
     }
   }
 

@@ -20,10 +20,15 @@ export interface CreateIntakeOptions {
   config?: Config;
   /** Raw config object (the shape of the config file), validated like the file. */
   configFile?: Record<string, unknown>;
+  /**
+   * Environment variables to load the config with (`HOST`, `INTAKE_STORE`, ...), as `npm start`
+   * reads them: `process.env` to read the host process's. @default none: no variable is read
+   */
   env?: LoadOptions['env'];
   /** Defaults to the store named by `config.store`. */
   store?: Store;
   clock?: Clock;
+  /** Where the intake logs (a child of your app's pino logger). @default pino at `config.logLevel`, to stdout */
   logger?: Logger;
   metrics?: Metrics;
   /** HTTP client for pushes to the agent. @default an undici Agent */

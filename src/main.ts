@@ -78,6 +78,11 @@ function redactedStore(store: string): string {
   return store.replace(/^(rediss?:\/\/)[^@/]*@/, '$1***@');
 }
 
+/** `EACCES: permission denied, mkdir '…'`: Node's file errors name their code first already, SQLite's do not. */
+function withCode(code: string | undefined, message: string): string {
+  return code === undefined || message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
+}
+
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
   if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
@@ -88,19 +93,20 @@ function startupError(error: unknown, config: Config): unknown {
   const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
   const fileFailure = code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST';
   if (storePath && (sqliteFailure || (fileFailure && path !== undefined && storePath.startsWith(resolve(path))))) {
-    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${code}: ${message}`, { cause: error });
+    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${withCode(code, message)}`, { cause: error });
   }
   const mediaDir = resolve(config.media.dir);
   if (fileFailure && path !== undefined && (resolve(path).startsWith(mediaDir) || mediaDir.startsWith(resolve(path)))) {
-    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${code}: ${message}`, { cause: error });
+    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${withCode(code, message)}`, { cause: error });
   }
   return error;
 }
 
 /** Process entry: config -> listen -> store and intake -> serve -> graceful stop. */
 async function main(): Promise<void> {
-  // A .env beside .env.example fills in what the environment does not set.
-  const config = loadConfig({ env: withDotEnv(process.cwd()) });
+  // The process's environment (the library reads none unless handed it); a .env beside
+  // .env.example fills in what the environment does not set.
+  const config = loadConfig({ env: withDotEnv(process.cwd(), process.env) });
   const log = processLog(config.logLevel);
   const { logger } = log;
   // Listen first: opening a store with a large backlog takes seconds, and meanwhile the process
@@ -136,7 +142,9 @@ async function main(): Promise<void> {
     if (config.server.drainMs > 0) {
       // Readiness fails first, so a load balancer stops sending; deliveries are still taken meanwhile.
       intake.drain();
-      logger.info({ signal, drainMs: config.server.drainMs }, 'draining: /readyz answers 503, deliveries still taken until the listener closes');
+      // Ctrl-C in a terminal is SIGINT: whoever pressed it waits out the drain unless told how not to.
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : signal;
+      logger.info({ signal, drainMs: config.server.drainMs }, `draining: /readyz answers 503, deliveries still taken until the listener closes in ${config.server.drainMs / 1000} s (server.drainMs); ${again} again to stop now`);
       await new Promise<void>((resolve) => {
         drained = resolve;
         setTimeout(resolve, config.server.drainMs).unref();

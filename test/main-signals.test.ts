@@ -80,6 +80,20 @@ describe('the process: its bin, signals and drain period', () => {
     expect(service.stdout()).toContain('"msg":"stopped cleanly"');
   });
 
+  it('says during the drain after Ctrl-C that a second one stops now, and stops on it', async () => {
+    const port = await freePort();
+    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_DRAIN_MS: '600000', LOG_LEVEL: 'info' });
+    children.push(service.child);
+    await until(async () => (await readyz(port))?.status === 200, 10_000);
+    service.child.kill('SIGINT');
+    await until(() => service.stdout().includes('"msg":"draining:'), 10_000);
+    expect(service.stdout()).toMatch(/"msg":"draining: [^"]* in 600 s \(server\.drainMs\); Ctrl-C again to stop now"/);
+    // Ten minutes of drain left: only the second SIGINT can end it within the test.
+    service.child.kill('SIGINT');
+    expect(await service.exited).toBe(0);
+    expect(service.stdout()).toContain('"msg":"stopped cleanly"');
+  });
+
   it('stops node when `npm start` gets SIGTERM (the script execs node: nothing is left serving)', async () => {
     const port = await freePort();
     const media = tempDir().path;

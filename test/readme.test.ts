@@ -1,8 +1,10 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/configure.js';
-import { tempDir } from './helpers.js';
+import type { ProcessedMessage } from '../src/events/output.js';
+import { postJson, readEvents, startService, tempDir, type Running } from './helpers.js';
+import { ManualClock } from './manual-clock.js';
 
 const README = readFileSync('README.md', 'utf8');
 const DOCS = readdirSync('docs').filter((name) => name.endsWith('.md')).map((name) => join('docs', name));
@@ -39,5 +41,40 @@ describe('the README, as a newcomer reads it', () => {
         expect(existsSync(join(dirname(path), target as string)), `${path} links to ${target}`).toBe(true);
       }
     }
+  });
+});
+
+describe('the quick start, run as written on the defaults', () => {
+  const quickStart = README.slice(README.indexOf('## Quick start'), README.indexOf('## Recipes'));
+  let service: Running | undefined;
+  afterEach(async () => service?.stop());
+
+  it('merges its three fragments into one message about 1.5 s after the last one', async () => {
+    const parts = [...(/for part in ((?:'[^']*' ?)+); do/.exec(quickStart)?.[1] ?? '').matchAll(/'([^']*)'/g)].map((match) => match[1] as string);
+    const sessionKey = /\\"sessionKey\\":\\"([^\\]+)\\"/.exec(quickStart)?.[1];
+    const shown = /^data: (\{.*\})$/m.exec(quickStart)?.[1] ?? '';
+    const shownId = /^id: (\S+)$/m.exec(quickStart)?.[1] ?? '';
+    expect(parts).toHaveLength(3);
+    expect(sessionKey).toBe('cli:alice');
+    const clock = new ManualClock();
+    service = await startService({}, { clock });
+    const outputs: ProcessedMessage[] = [];
+    service.intake.on('chat.processedMessage', (message) => outputs.push(message));
+    for (const content of parts) expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey, content })).status).toBe(200);
+
+    await clock.advance(1_450);
+    expect(outputs).toEqual([]);
+    await clock.advance(100);
+    await service.intake.settle();
+    expect(outputs).toHaveLength(1);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frame).toMatchObject({ event: 'chat.processedMessage', data: { type: 'chat.processedMessage', seq: 1, sessionKey } });
+    // The seq the README shows; what may follow it (the life of the store's seqs) differs per store.
+    expect(frame?.id.split('@')[0]).toBe(shownId.split('@')[0]);
+    expect(shownId.split('@')[0]).toBe('1');
+    // What the README shows of the frame, field by field.
+    const fields = [...shown.matchAll(/"(\w+)":("[^"…]*"|\d+)/g)].map(([, key, value]) => [key as string, JSON.parse(value as string) as unknown] as const);
+    expect(fields.map(([key]) => key)).toEqual(expect.arrayContaining(['sessionKey', 'content', 'merged']));
+    for (const [key, value] of fields) expect(frame?.data[key], key).toEqual(value);
   });
 });

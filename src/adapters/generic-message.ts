@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { counted } from '../errors.js';
 import { kindOf, MAX_TIMESTAMP_S } from './shape.js';
 
 /** One raw message of the generic channel, as accepted. */
@@ -53,8 +54,8 @@ export function genericMessagesOf(body: unknown): GenericMessage[] | undefined {
 
 /** What came instead, for a message: `a string`, `the number 5`, `a string of 600 characters`. */
 function got(input: unknown): string {
-  if (typeof input === 'string' && input !== '') return `a string of ${input.length} characters`;
-  if (Array.isArray(input) && input.length > 0) return `an array of ${input.length} items`;
+  if (typeof input === 'string' && input !== '') return `a string of ${counted(input.length, 'character')}`;
+  if (Array.isArray(input) && input.length > 0) return `an array of ${counted(input.length, 'item')}`;
   return kindOf(input);
 }
 

@@ -1,4 +1,5 @@
 import { createDecipheriv, createHash } from 'node:crypto';
+import { counted } from '../errors.js';
 import { safeEqual } from '../signing.js';
 
 // WXBizMsgCrypt, the message encryption of WeChat Official Accounts (safe mode) and WeCom app
@@ -76,7 +77,7 @@ export class WxCrypto {
   open(encrypt: string): Buffer {
     if (!isBase64(encrypt)) throw new WxCryptoError('it is not base64');
     const data = Buffer.from(encrypt, 'base64');
-    if (data.length === 0 || data.length % BLOCK !== 0) throw new WxCryptoError(`it is ${data.length} bytes, not a whole number of ${BLOCK}-byte blocks`);
+    if (data.length === 0 || data.length % BLOCK !== 0) throw new WxCryptoError(`it is ${counted(data.length, 'byte')}, not a whole number of ${BLOCK}-byte blocks`);
     const plain = this.cbc(data);
     const pad = plain[plain.length - 1] as number;
     if (pad < 1 || pad > BLOCK) throw new WxCryptoError('its padding is not PKCS#7 (wrong EncodingAESKey?)');

@@ -1,5 +1,5 @@
 import { XMLParser } from 'fast-xml-parser';
-import type { RequestError } from '../errors.js';
+import { counted, type RequestError } from '../errors.js';
 import type { Json } from './shape.js';
 
 // The XML of WeChat and WeCom callbacks (`<xml><ToUserName><![CDATA[...]]></ToUserName>...</xml>`):
@@ -69,7 +69,7 @@ export function scanXml(text: string, limits: XmlLimits, fail: (problem: string)
       const selfClosing = text.charCodeAt(end - 1) === 0x2f;
       const name = tagName.exec(text.slice(at + 1, selfClosing ? end - 1 : end))?.[0];
       if (!name) throw fail('a tag has no name');
-      if (++elements > limits.maxKeys) throw fail(`more than ${limits.maxKeys} elements (server.maxKeys)`);
+      if (++elements > limits.maxKeys) throw fail(`more than ${counted(limits.maxKeys, 'element')} (server.maxKeys)`);
       if (!selfClosing) {
         if (open.length === 0 && elements > 1) throw fail('more than one root element');
         open.push(name);

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { describeIssue } from './issues.js';
 import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
@@ -101,19 +101,26 @@ function parseEnvValue(name: string, raw: string, kind: EnvKind): Json {
   }
 }
 
-/** Replace `${NAME}` in every string of the file with the environment's value (empty when unset). */
-function expand(value: Json, env: NodeJS.ProcessEnv, path: string): Json {
+/** Where `${NAME}` is looked up, as an error names it. */
+interface Variables {
+  env: NodeJS.ProcessEnv;
+  /** Ends the message of a name it lacks: the environment, or the library's `env` option. */
+  unset: string;
+}
+
+/** Replace `${NAME}` in every string of the file with the environment's value; an unset name is an error. */
+function expand(value: Json, vars: Variables, path: string): Json {
   if (typeof value === 'string') {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => {
-      const found = env[name];
-      if (found === undefined) throw new ConfigError(`Setting ${path} refers to \${${name}}, which is not set in the environment`);
+      const found = vars.env[name];
+      if (found === undefined) throw new ConfigError(`Setting ${path} refers to \${${name}}, which ${vars.unset}`);
       return found;
     });
   }
-  if (Array.isArray(value)) return value.map((item, index) => expand(item, env, `${path}[${index}]`));
+  if (Array.isArray(value)) return value.map((item, index) => expand(item, vars, `${path}[${index}]`));
   if (isObject(value)) {
     const out: JsonObject = {};
-    for (const [key, item] of Object.entries(value)) out[key] = expand(item, env, path ? `${path}.${key}` : key);
+    for (const [key, item] of Object.entries(value)) out[key] = expand(item, vars, path ? `${path}.${key}` : key);
     return out;
   }
   return value;
@@ -139,23 +146,6 @@ function mergeDefaults(file: JsonObject): JsonObject {
   return base;
 }
 
-/** `channels[1].apSecret (channel "wa"): unknown setting; ...`, one line per key for unknown keys. */
-function describeIssue(issue: z.core.$ZodIssue, source: Map<string, string>, input: JsonObject): string[] {
-  const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
-  return keys.map((parts) => {
-    const path = parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
-    const from = source.get(path);
-    const channel = parts[0] === 'channels' && typeof parts[1] === 'number' ? channelIdAt(input, parts[1]) : undefined;
-    return `${path || '(root)'}${from ? ` (from ${from})` : ''}${channel === undefined ? '' : ` (channel "${channel}")`}: ${issue.message}`;
-  });
-}
-
-function channelIdAt(input: JsonObject, index: number): string | undefined {
-  const channels = input.channels;
-  const channel = Array.isArray(channels) ? channels[index] : undefined;
-  return isObject(channel) && typeof channel.id === 'string' ? channel.id : undefined;
-}
-
 function readFile(path: string): JsonObject {
   let text: string;
   try {
@@ -177,7 +167,7 @@ function readFile(path: string): JsonObject {
  * The environment with a `.env` file in `cwd` (beside `.env.example`) filled in underneath:
  * a variable set in the real environment always wins over the file. No file, no change.
  */
-export function withDotEnv(cwd: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function withDotEnv(cwd: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const path = resolve(cwd, '.env');
   let text: string;
   try {
@@ -201,6 +191,11 @@ function schemaFor(kinds: readonly ChannelKind[]): ReturnType<typeof configSchem
 }
 
 export interface LoadOptions {
+  /**
+   * The environment variables to read (`INTAKE_*`, `HOST`, `PORT`, ..., `INTAKE_CONFIG` and the
+   * file's `${NAME}`). A library reads none of its host's unless told: pass `process.env` to
+   * read them as `npm start` does. @default {}
+   */
   env?: NodeJS.ProcessEnv;
   /** An already-parsed config object used instead of the file (library use and tests). */
   file?: Record<string, unknown>;
@@ -214,15 +209,18 @@ export interface LoadOptions {
  * Throws ConfigError naming the setting when anything is off.
  */
 export function loadConfigWith(options: LoadOptions): Config {
-  const env = options.env ?? process.env;
+  // The host's environment is not ours to read (a container's HOST=0.0.0.0 would move the
+  // listener of a library that never listens): only what the caller hands over.
+  const env = options.env ?? {};
+  const vars: Variables = { env, unset: options.env ? 'is not set in the environment' : 'is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)' };
   const cwd = options.cwd ?? process.cwd();
   let file: JsonObject = {};
   if (options.file) {
-    file = expand(options.file as JsonObject, env, '') as JsonObject;
+    file = expand(options.file as JsonObject, vars, '') as JsonObject;
   } else {
     const explicit = env.INTAKE_CONFIG;
     const path = resolve(cwd, explicit ?? './intake.config.json');
-    if (explicit !== undefined || existsSync(path)) file = expand(readFile(path), env, '') as JsonObject;
+    if (explicit !== undefined || existsSync(path)) file = expand(readFile(path), vars, '') as JsonObject;
   }
 
   const merged = mergeDefaults(file);
@@ -236,9 +234,10 @@ export function loadConfigWith(options: LoadOptions): Config {
   if (merged.channels === undefined) merged.channels = [{ id: 'generic', adapter: 'generic' }];
   if (merged.logLevel === undefined) merged.logLevel = 'info';
 
-  const result = schemaFor(options.adapters).safeParse(merged);
+  const schema = schemaFor(options.adapters);
+  const result = schema.safeParse(merged);
   if (!result.success) {
-    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, source, merged)).map((line) => `  - ${line}`);
+    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, schema, source, merged)).map((line) => `  - ${line}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const raw = result.data;

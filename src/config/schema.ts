@@ -11,8 +11,10 @@ export const defaults = {
   dedup: { idTtlMs: 300_000, fuzzyWindowMs: 2_000, fuzzy: 'no-id', maxKeys: 1_000_000 },
   // maxOpenBuffers: a buffer holds about a kilobyte a message (bench/buffer-memory.mjs), so 50,000
   // is ~50 MB of heap; a healthy service has about (new sessions a second) x windowMs open, under
-  // 20,000 at the ~12k deliveries/s one SQLite instance takes.
-  debounce: { windowMs: 1_500, maxMessages: 3, maxWaitMs: 7_500, media: 'all', flushCommands: true, maxOpenBuffers: 50_000 },
+  // 20,000 at the ~12k deliveries/s one SQLite instance takes. maxWaitMs already bounds how
+  // long a chatty session waits, so maxMessages only bounds how much one merged message holds:
+  // 10 keeps a thought typed in several lines (or a long paste a platform split) whole.
+  debounce: { windowMs: 1_500, maxMessages: 10, maxWaitMs: 7_500, media: 'all', flushCommands: true, maxOpenBuffers: 50_000 },
   media: {
     dir: './media', maxBytes: 20_971_520, timeoutMs: 30_000, retries: 3, ttlMs: 604_800_000,
     sweepIntervalMs: 3_600_000, allowHosts: [] as string[], allowPorts: [] as number[], maxPerMessage: 10, concurrency: 8,

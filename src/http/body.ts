@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { defaults } from '../config/schema.js';
-import { RequestError } from '../errors.js';
+import { counted, RequestError } from '../errors.js';
 
 /**
  * Read the request body as raw bytes, refusing (413) anything over `limit` rather than
@@ -64,7 +64,7 @@ function isClientGone(error: unknown): boolean {
  * wrong with the service or the (unread) delivery. 499 is nginx's "client closed request".
  */
 function clientClosed(received: number, cause?: unknown): RequestError {
-  return new RequestError('client_closed', 499, `The client closed the connection after ${received} bytes, before the body ended`, { stage: 'body', ...(cause === undefined ? {} : { cause }) });
+  return new RequestError('client_closed', 499, `The client closed the connection after ${counted(received, 'byte')}, before the body ended`, { stage: 'body', ...(cause === undefined ? {} : { cause }) });
 }
 
 export function tooLarge(limit: number): RequestError {
@@ -180,7 +180,7 @@ function stringEnd(raw: Buffer, start: number): number {
 }
 
 function tooDeep(maxDepth: number): RequestError {
-  return new RequestError('too_deep', 400, `JSON body nests deeper than ${maxDepth} levels (server.maxDepth)`);
+  return new RequestError('too_deep', 400, `JSON body nests deeper than ${counted(maxDepth, 'level')} (server.maxDepth)`);
 }
 
 function tooManyKeys(maxKeys: number): RequestError {

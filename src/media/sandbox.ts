@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readdir, rm, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { MediaError } from '../errors.js';
+import { counted, MediaError } from '../errors.js';
 
 /** Temporary files carry this suffix until they are complete. */
 export const TEMP_SUFFIX = '.part';
@@ -84,7 +84,7 @@ export async function writeProblem(dir: string, maxBytes: number): Promise<strin
     return `"${existing}" is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
   }
   const room = await statfs(existing).then((fs) => fs.bavail * fs.bsize, () => undefined);
-  if (room !== undefined && room < maxBytes) return `${room} bytes free on its file system, less than one download of media.maxBytes (${maxBytes})`;
+  if (room !== undefined && room < maxBytes) return `${counted(room, 'byte')} free on its file system, less than one download of media.maxBytes (${maxBytes})`;
   return undefined;
 }
 

@@ -59,6 +59,11 @@ describe('a refused generic body', () => {
     expect(refusal(null)).toMatch(/got null$/);
   });
 
+  it('counts what came instead in the singular when there is one', () => {
+    expect(refusal({ sessionKey: 'cli:a', content: 'hi', sender: 'b' })).toMatch(/: sender must be an object \{id, name\?\}, got a string of 1 character$/);
+    expect(refusal({ sessionKey: 'cli:a', content: 'hi', sender: ['bob'] })).toMatch(/: sender must be an object \{id, name\?\}, got an array of 1 item$/);
+  });
+
   it('refuses absurd timestamps, naming the field; seconds pass as they are', () => {
     expect(refusal({ sessionKey: 'a', content: 'b', timestamp: -1 })).toMatch(/: timestamp must be seconds since 1970, not negative, got the number -1$/);
     expect(refusal({ sessionKey: 'a', content: 'b', timestamp: 1710234567000 })).toMatch(/: timestamp must be seconds since 1970 before the year 3000, got the number 1710234567000 \(milliseconds where seconds belong\?\)$/);

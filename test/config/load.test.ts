@@ -1,10 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
+import { closest, editDistance } from '../../src/config/issues.js';
 import { loadConfig } from '../../src/configure.js';
+import { createIntake } from '../../src/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
-import { tempDir } from '../helpers.js';
+import { silent, tempDir } from '../helpers.js';
 
 describe('loadConfig', () => {
   it('gives the contract defaults and the generic channel with no file and no environment', () => {
@@ -12,7 +14,7 @@ describe('loadConfig', () => {
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576 });
     expect(config.store).toBe('sqlite:./data/intake.db');
     expect(config.dedup).toMatchObject({ idTtlMs: 300000, fuzzyWindowMs: 2000, fuzzy: 'no-id' });
-    expect(config.debounce).toEqual({ windowMs: 1500, maxMessages: 3, maxWaitMs: 7500, media: 'all', flushCommands: true, maxOpenBuffers: 50000 });
+    expect(config.debounce).toEqual({ windowMs: 1500, maxMessages: 10, maxWaitMs: 7500, media: 'all', flushCommands: true, maxOpenBuffers: 50000 });
     expect(config.media).toMatchObject({ dir: './media', maxBytes: 20971520, timeoutMs: 30000, retries: 3, ttlMs: 604800000 });
     expect(config.channels.map((c) => [c.id, c.adapter])).toEqual([['generic', 'generic']]);
   });
@@ -68,6 +70,33 @@ describe('loadConfig', () => {
   });
 });
 
+describe('an unknown setting', () => {
+  it('names the setting a misspelt top-level key was likely meant to be', () => {
+    expect(() => loadConfig({ env: {}, file: { chanels: [{ id: 'g', adapter: 'generic' }] } }))
+      .toThrow('Invalid configuration:\n  - unknown setting "chanels": did you mean "channels"?');
+    expect(() => loadConfig({ env: {}, file: { LogLevel: 'debug' } })).toThrow('unknown setting "LogLevel": did you mean "logLevel"?');
+  });
+
+  it('names the nested setting it was likely meant to be, in a channel too', () => {
+    expect(() => loadConfig({ env: {}, file: { debounce: { windowMS: 500 } } })).toThrow('unknown setting "debounce.windowMS": did you mean "debounce.windowMs"?');
+    expect(() => loadConfig({ env: {}, file: { server: { hots: '127.0.0.1' } } })).toThrow('unknown setting "server.hots": did you mean "server.host"?');
+    expect(() => loadConfig({ env: {}, file: { channels: [{ id: 'g', adapter: 'generic', debounce: { maxMesages: 5 } }] } }))
+      .toThrow('unknown setting "channels[0].debounce.maxMesages" (channel "g"): did you mean "channels[0].debounce.maxMessages"?');
+  });
+
+  it('lists the settings there when none is close', () => {
+    expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } }))
+      .toThrow('unknown setting "unknownKey"; the settings are server, store, dedup, debounce, media, turns, correlation, events, trace, redis, agent, logLevel, channels');
+    expect(() => loadConfig({ env: {}, file: { redis: { cluster: true } } })).toThrow('unknown setting "redis.cluster"; redis takes commandTimeoutMs, waitReplicas, keyPrefix, shards');
+  });
+
+  it('counts a swap of two neighbouring letters as one edit', () => {
+    expect([editDistance('chanels', 'channels'), editDistance('hots', 'host'), editDistance('', 'abc'), editDistance('store', 'store')]).toEqual([1, 1, 3, 0]);
+    expect(closest('stroe', ['server', 'store'])).toBe('store');
+    expect(closest('queue', ['server', 'store'])).toBe(undefined);
+  });
+});
+
 describe('channel settings, from the adapter registry', () => {
   // With the other settings of a working channel (an adapter may require more than its secret).
   it.each(adapters.filter((d) => d.secret?.required).map((d) => [d.name, d.secret!.setting, adapterFixtures.get(d.name)?.settings ?? {}, d.secret!.why ?? 'verifies signatures'] as const))(
@@ -96,5 +125,34 @@ describe('channel settings, from the adapter registry', () => {
       .toThrow('channels[0].secretToken (channel "tg"): must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires');
     const [channel] = loadConfig({ env: {}, file: { channels: [{ id: 'qq', adapter: 'onebot', secret: '', verify: false, botIds: [10001, '10002'] }] } }).channels;
     expect(channel!.settings).toEqual({ transport: 'http', actionTimeoutMs: 10_000, leaseMs: 15_000, reconnectMinMs: 1000, reconnectMaxMs: 30_000, secret: undefined, botIds: ['10001', '10002'] });
+  });
+});
+
+describe('regression: the library reads no environment unless given env', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('starts createIntake with HOST=0.0.0.0 in the process environment and no env option, on its own defaults', async () => {
+    vi.stubEnv('HOST', '0.0.0.0');
+    vi.stubEnv('INTAKE_DEBOUNCE_WINDOW_MS', 'soon');
+    const dir = tempDir();
+    const intake = await createIntake({ configFile: { store: 'memory', media: { dir: join(dir.path, 'media') } }, cwd: dir.path, logger: silent });
+    try {
+      expect(intake.config.server.host).toBe('127.0.0.1');
+      expect(intake.config.debounce.windowMs).toBe(1500);
+    } finally {
+      await intake.close();
+    }
+  });
+
+  it('reads the variables of the env it is given', () => {
+    expect(loadConfig({ env: { PORT: '9100' }, cwd: tempDir().path }).server.port).toBe(9100);
+  });
+
+  it("says how to hand the environment over when the file refers to a variable it was not given", () => {
+    vi.stubEnv('TOKEN', 't0k');
+    expect(() => loadConfig({ file: { server: { apiToken: '${TOKEN}' } } }))
+      .toThrow('Setting server.apiToken refers to ${TOKEN}, which is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)');
   });
 });

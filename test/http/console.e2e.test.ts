@@ -156,6 +156,7 @@ describe('the operator console in a real browser', () => {
     const traced = page.locator('#trace .trace-output');
     await traced.waitFor();
     expect(await traced.locator('.part').allTextContents()).toEqual(['frag-1', 'frag-2', 'frag-3']);
+    expect(await traced.locator('.delivery').textContent()).toBe('delivery: delivered, 1 attempt');
     await page.fill('#search-input', 'cli:mallory');
     await page.press('#search-input', 'Enter');
     await page.locator('#feed-filter', { hasText: 'session cli:mallory' }).waitFor();

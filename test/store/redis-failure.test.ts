@@ -170,7 +170,7 @@ describe('Redis store when Redis fails', () => {
   it('fails an admit that fewer replicas than waitReplicas acknowledged', async () => {
     // WAIT gives up after half the command timeout: the other half is the margin for its answer.
     const store = await RedisStore.open(server.url, { waitReplicas: 1, commandTimeoutMs: 1000 });
-    await expect(store.admit([item()], 0)).rejects.toThrow(/only 0 of 1 replicas/);
+    await expect(store.admit([item()], 0)).rejects.toThrow(/only 0 of 1 replica acknowledged/);
     await store.close();
   });
 

@@ -1,3 +1,4 @@
+import { counted } from '../../errors.js';
 import type { ScriptedRedis } from './connections.js';
 
 /**
@@ -19,7 +20,7 @@ export class ReplicaWaits {
         // WAIT answers within its own timeout; leave the command timeout room to carry the answer.
         const waitMs = Math.max(1, Math.floor(this.commandTimeoutMs / 2));
         const acked = await client.wait(this.count, waitMs);
-        if (acked < this.count) throw new Error(`only ${acked} of ${this.count} replicas acknowledged within ${waitMs} ms`);
+        if (acked < this.count) throw new Error(`only ${acked} of ${counted(this.count, 'replica')} acknowledged within ${waitMs} ms`);
       });
       this.waits.set(client, wait);
     }

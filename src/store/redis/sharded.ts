@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.js';
+import { ConfigError, counted } from '../../errors.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, StoreHealth, TurnCommit, TurnRule, TurnView,
 } from '../../ports.js';
@@ -95,7 +95,7 @@ export class ShardedRedisStore implements Store {
   private static async checkShardCount(global: RedisStore, key: string, count: number): Promise<void> {
     const recorded = await global.setOnce(key, String(count));
     if (recorded !== String(count)) {
-      throw new ConfigError(`redis.shards: this store was created with ${recorded} shards, not ${count}; a session's keys live on the shard its count gives`);
+      throw new ConfigError(`redis.shards: this store was created with ${counted(Number(recorded), 'shard')}, not ${count}; a session's keys live on the shard its count gives`);
     }
   }
 

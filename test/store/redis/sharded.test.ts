@@ -119,6 +119,8 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
   it('refuses to open with another shard count than the store was made with, naming redis.shards', async () => {
     await fresh('count', 3);
     await expect(open('count', 4)).rejects.toThrow(/redis\.shards: this store was created with 3 shards, not 4/);
+    await fresh('count-one', 1);
+    await expect(open('count-one', 3)).rejects.toThrow(/redis\.shards: this store was created with 1 shard, not 3/);
   });
 
   it('closes the turn an output opened, on the output\'s shard', async () => {
