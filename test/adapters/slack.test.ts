@@ -1,8 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { slackText } from '../../src/adapters/slack-text.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { PNG, serve, type TestServer } from '../servers.js';
+import { seeded } from './fuzz.js';
 
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 const sign = (timestamp: number, body: string) => `v0=${createHmac('sha256', SECRET).update(`v0:${timestamp}:${body}`).digest('hex')}`;
@@ -79,5 +81,49 @@ describe('Slack Events channel', () => {
     const [frame] = await frames;
     expect(frame?.data).toMatchObject({ sessionKey: 'slack:D1', conversation: { type: 'private' }, content: 'screenshot' });
     expect(frame?.data.media).toMatchObject([{ type: 'image', bytes: PNG.length }]);
+  });
+});
+
+/** Slack's markup as the regexes it used to be read with: right, but quadratic on a `<@U|` or `<http:` whose `>` never comes. */
+function slackTextByRegex(raw: string): { text: string; mentions: string[] } {
+  const mentions = [...raw.matchAll(/<@([A-Z0-9]+)(?:\|[^>]*)?>/g)].map((m) => m[1] as string);
+  const text = raw.replace(/<@([A-Z0-9]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) => `@${label ?? id}`)
+    .replace(/<(https?:[^|>]+)(?:\|[^>]*)?>/g, '$1').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return { text, mentions };
+}
+
+describe('Slack message text', () => {
+  it('reads mentions as @name, links as their URL and entities as their characters', () => {
+    expect(slackText('<@U1> and <@U2|ann>: see <https://a.io/x?b=1&amp;c=2|the doc> &lt;b&gt; <#C1|general> <!here>')).toEqual({
+      text: '@U1 and @ann: see https://a.io/x?b=1&c=2 <b> <#C1|general> <!here>',
+      mentions: ['U1', 'U2'],
+    });
+  });
+
+  it('reads 5,000 strings rich in angle brackets, pipes and entities as the mention and link markup does', () => {
+    const pieces = ['<', '<', '>', '>', '|', '@', '<@', '<@U1', 'U', 'B2', 'a', '<http:', '<https:', 'http', 's:', '//x.io', '&lt;', '&gt;', '&amp;', '&', '<#C1|general>', '<!here>', ' ', '\n', 'é'];
+    let marked = 0;
+    for (let seed = 1; seed <= 5_000; seed++) {
+      const next = seeded(seed);
+      let raw = '';
+      for (let n = Math.floor(next() * 25); n > 0; n--) raw += pieces[Math.floor(next() * pieces.length)];
+      const expected = slackTextByRegex(raw);
+      expect(slackText(raw), `seed ${seed}: ${JSON.stringify(raw)}`).toEqual(expected);
+      if (expected.text !== raw.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')) marked++;
+    }
+    // The strings must hold markup often enough for the comparison to mean something.
+    expect(marked).toBeGreaterThan(500);
+  });
+
+  describe('regression: markup whose ">" never comes is read once, not once per "<"', () => {
+    // The regexes this replaced read on to the end of the text from every "<@U|" or "<http:"
+    // (160 KB took seconds, 1 MiB minutes), so a timeout of a few seconds fails them; it is the
+    // only bound on time here.
+    it('reads 1 MiB of each unclosed markup as the text it is', { timeout: 5_000 }, () => {
+      for (const unit of ['<', '<@', '<@U1|', '<a|', '<http:a', '<https:a|', '<http:|']) {
+        const raw = unit.repeat(Math.ceil(1_048_576 / unit.length));
+        expect(slackText(raw), unit).toEqual({ text: raw, mentions: [] });
+      }
+    });
   });
 });
