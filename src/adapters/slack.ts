@@ -136,6 +136,9 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         conversation,
         sender: { id: user },
         platformId: `${channelId}:${ts}`,
+        // Slack can deliver one message as two events with two `ts`, tens of seconds apart; both
+        // carry the client_msg_id the sender's client gave it (absent on some messages).
+        clientMessageId: read.optText(own(event, 'client_msg_id'), 'event.client_msg_id') || undefined,
         text, media, mentions,
         fields: { ts, ...(threadTs ? { thread_ts: threadTs } : {}), team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
         // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { slackText } from '../../src/adapters/slack-text.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
+import { ManualClock } from '../manual-clock.js';
 import { PNG, serve, type TestServer } from '../servers.js';
 import { seeded } from './fuzz.js';
 
@@ -21,14 +22,19 @@ describe('Slack Events channel', () => {
   afterAll(() => files.close());
   afterEach(async () => service?.stop());
 
-  const start = () => startService({
+  const start = (options: { clock?: ManualClock; dedup?: Record<string, unknown> } = {}) => startService({
     debounce: { windowMs: 100, maxWaitMs: 400 },
     media: { allowHosts: [`127.0.0.1:${files.port}`] },
     channels: [{ id: 'slack', adapter: 'slack', signingSecret: SECRET, botToken: 'xoxb-test' }],
-  });
-  const post = (name: string, options: { timestamp?: number; signature?: string; retry?: string; replace?: [string, string] } = {}) => {
+    ...(options.dedup ? { dedup: options.dedup } : {}),
+  }, options.clock ? { clock: options.clock } : {});
+  const post = (name: string, options: { timestamp?: number; signature?: string; retry?: string; replace?: [string, string]; event?: Record<string, unknown> } = {}) => {
     let body = fixtureBytes('slack', name).toString();
     if (options.replace) body = body.replace(options.replace[0], options.replace[1]);
+    if (options.event) {
+      const payload = JSON.parse(body);
+      body = JSON.stringify({ ...payload, ...options.event, event: { ...payload.event, ...(options.event.event as object) } });
+    }
     const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
     return postJson(`${service.url}/webhooks/slack`, body, {
       'x-slack-request-timestamp': String(timestamp), 'x-slack-signature': options.signature ?? sign(timestamp, body),
@@ -62,6 +68,34 @@ describe('Slack Events channel', () => {
     await until(() => got.length === 1);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(got).toEqual([{ content: '@UBOT deploy & check https://example.com', key: 'slack:group:C1' }]);
+  });
+
+  it('takes a copy Slack delivers again under another ts and event_id as a duplicate of its client_msg_id', async () => {
+    const clock = new ManualClock();
+    service = await start({ clock });
+    expect((await post('message.json')).body.accepted).toBe(1);
+    // Seen in production tens of seconds apart: well past the fuzzy window, inside the id window.
+    await clock.advance(30_000);
+    const copy = await post('message.json', { event: { event_id: 'Ev08MFMKH9', event: { ts: '1700000030.000200' } } });
+    expect(copy.body.events).toEqual([{ id: 'Ev08MFMKH9', verdict: 'duplicate' }]);
+    await clock.advance(1_000);
+    expect((await service.intake.store.outboxAfter(0, 10)).map((record) => JSON.parse(record.body).content)).toEqual(['@UBOT deploy & check https://example.com']);
+    const trace = (await (await fetch(`${service.url}/v1/trace/Ev08MFMKH9`)).json()) as any;
+    expect(trace.arrivals.map((a: any) => [a.verdict, a.reason])).toEqual([['duplicate', 'client message id c0ffee was already taken']]);
+  });
+
+  it('leaves two messages with the same text and their own client_msg_ids to the fuzzy policy, as without them', async () => {
+    for (const [fuzzy, verdict, outputs] of [['no-id', 'accepted', 2], ['always', 'fuzzy_duplicate', 1]] as const) {
+      if (fuzzy === 'always') await service.stop();
+      const clock = new ManualClock();
+      service = await start({ clock, dedup: { fuzzy } });
+      expect((await post('message.json')).body.accepted).toBe(1);
+      await clock.advance(1_000);
+      const second = await post('message.json', { event: { event_id: 'Ev08MFMKH9', event: { ts: '1700000001.000200', client_msg_id: 'beef' } } });
+      expect([fuzzy, second.body.events]).toEqual([fuzzy, [{ id: 'Ev08MFMKH9', verdict }]]);
+      await clock.advance(1_000);
+      expect([fuzzy, (await service.intake.store.outboxAfter(0, 10)).length]).toEqual([fuzzy, outputs]);
+    }
   });
 
   it('never turns bot messages, our own messages or edits into user messages', async () => {
