@@ -14,6 +14,7 @@ export interface EventParts {
   sessionKey?: string | undefined;
   sender: Party;
   platformId?: string | undefined;
+  clientMessageId?: string | undefined;
   text: string;
   /** @default one text segment holding `text`, none when it is empty */
   segments?: Segment[] | undefined;
@@ -62,6 +63,7 @@ export function eventBuilder(source: EventSource): (parts: EventParts) => Inboun
       sessionKey: parts.sessionKey ?? sessionKeyOf(namespace, conversation),
       sender: parts.sender,
       platformId: parts.platformId,
+      clientMessageId: parts.clientMessageId,
       segments: parts.segments ?? (text ? [{ type: 'text', data: { text } }] : []),
       text,
       media: parts.media ?? [],

@@ -8,6 +8,7 @@ import { defineAdapter, type AdapterChannel } from './descriptor.js';
 import { eventBuilder } from './event.js';
 import { baseUrl, optionalText } from './settings.js';
 import { slackSocket } from './slack-socket.js';
+import { slackText } from './slack-text.js';
 import { kindOf, own, PayloadReader } from './shape.js';
 import { checkFreshness, checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from './types.js';
 
@@ -113,9 +114,7 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       const direct = own(event, 'channel_type') === 'im' || channelId.startsWith('D');
       const conversation = direct ? { type: 'private' as const, id: channelId } : { type: 'group' as const, id: channelId };
       const raw = read.optText(own(event, 'text'), 'event.text') ?? '';
-      const mentions = [...raw.matchAll(/<@([A-Z0-9]+)(?:\|[^>]*)?>/g)].map((m) => m[1] as string);
-      const text = raw.replace(/<@([A-Z0-9]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) => `@${label ?? id}`)
-        .replace(/<(https?:[^|>]+)(?:\|[^>]*)?>/g, '$1').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+      const { text, mentions } = slackText(raw);
       const media: MediaRef[] = read.optArray(own(event, 'files'), 'event.files').flatMap((item, i) => {
         const at = `event.files[${i}]`;
         const file = read.object(item, at, 'a file object {url_private, mimetype, ...}');
@@ -135,6 +134,9 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         conversation,
         sender: { id: user },
         platformId: `${channelId}:${ts}`,
+        // Slack can deliver one message as two events with two `ts`, tens of seconds apart; both
+        // carry the client_msg_id the sender's client gave it (absent on some messages).
+        clientMessageId: read.optText(own(event, 'client_msg_id'), 'event.client_msg_id') || undefined,
         text, media, mentions,
         fields: { ts, ...(threadTs ? { thread_ts: threadTs } : {}), team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
         // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.

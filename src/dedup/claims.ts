@@ -4,7 +4,7 @@ import type { InboundEvent } from '../events/inbound.js';
 import type { ClaimSpec } from '../ports.js';
 
 /** Why an admission was refused, by the index of the claim that was taken. */
-export type DuplicateKind = 'deduped' | 'fuzzy_deduped';
+export type DuplicateKind = 'deduped' | 'client_deduped' | 'fuzzy_deduped';
 
 export interface DedupPlan {
   claims: ClaimSpec[];
@@ -25,9 +25,11 @@ export function fuzzyContent(event: InboundEvent): string {
 }
 
 /**
- * The claims an event must win to be admitted: its platform id (retries of one delivery),
+ * The claims an event must win to be admitted: its platform id (retries of one delivery), its
+ * client message id (one message the platform delivered twice under two ids) for as long,
  * then its content inside the fuzzy window (double sends), per the channel's `fuzzy` policy.
- * Fuzzy keys include the sender, so two people in a group who both say "ok" are not merged.
+ * Fuzzy and client-id keys include the sender, so two people in a group who both say "ok" are
+ * not merged.
  */
 export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan {
   const claims: ClaimSpec[] = [];
@@ -36,6 +38,10 @@ export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan
   if (event.platformId !== undefined) {
     claims.push({ key: claimKey('id', event.channel, event.platformId), space: spaces.id, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
     kinds.push('deduped');
+  }
+  if (event.clientMessageId !== undefined) {
+    claims.push({ key: claimKey('cm', event.channel, event.sessionKey, event.sender.id, event.clientMessageId), space: spaces.id, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
+    kinds.push('client_deduped');
   }
   const fuzzy = event.kind === 'message' && options.fuzzyWindowMs > 0 &&
     (options.fuzzy === 'always' || (options.fuzzy === 'no-id' && event.platformId === undefined));

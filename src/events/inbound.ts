@@ -57,6 +57,12 @@ export interface InboundEvent {
   sender: Party;
   /** Platform message / event id, when the platform gives one (exact dedup key). */
   platformId?: string;
+  /**
+   * The id the sender's client gave the message, when the platform passes it on (Slack's
+   * `client_msg_id`): the same on a copy the platform delivers under another platform id, so
+   * that copy is a duplicate too.
+   */
+  clientMessageId?: string;
   segments: Segment[];
   /** Plain-text rendering of the content, what the agent reads. */
   text: string;

@@ -4,7 +4,7 @@ import type { TraceEntry, Verdict } from '../events/trace.js';
 import type { AdmitItem, AdmitVerdict } from '../ports.js';
 
 /** What a taken claim means, by its index in the item's claims. */
-export type DuplicateKind = 'deduped' | 'fuzzy_deduped';
+export type DuplicateKind = 'deduped' | 'client_deduped' | 'fuzzy_deduped';
 
 /** The answer to a webhook delivery (docs/http.md). */
 export interface IngestSummary {
@@ -53,7 +53,7 @@ export interface AdmitOptions {
   logger?: Logger;
 }
 
-const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
+const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', client_deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
 
 /**
  * The per-delivery decision: every event of one webhook delivery is checked against our own
@@ -106,8 +106,10 @@ export function createAdmit(options: AdmitOptions) {
         } else if (result.verdict === 'claimed') {
           const kind = plan.kinds[result.claim] ?? 'deduped';
           verdict = duplicateVerdict[kind];
-          reason = kind === 'deduped' ? `platform id ${event.platformId ?? event.id} was already taken` : 'the same sender sent the same content within dedup.fuzzyWindowMs';
-          options.count(event.channel, event.adapter, kind);
+          reason = kind === 'deduped' ? `platform id ${event.platformId ?? event.id} was already taken`
+            : kind === 'client_deduped' ? `client message id ${event.clientMessageId ?? ''} was already taken`
+              : 'the same sender sent the same content within dedup.fuzzyWindowMs';
+          options.count(event.channel, event.adapter, kind === 'fuzzy_deduped' ? kind : 'deduped');
           admitted.repeats.push(event);
         } else {
           const first = result.correlation.deliveries[0];

@@ -172,6 +172,23 @@ describe('two OneBot channels on the real server', () => {
     expect(service.intake.metrics.channelStats()['qq-b']).toMatchObject({ looped: 2 });
   });
 
+  // The CQ-code regex this replaced read on to the end of the message from every "[CQ:": about
+  // two minutes on this body, with every other request waiting, so the timeout fails it.
+  it('answers a signed 1 MiB message of CQ codes that never close and emits it as its text', { timeout: 20_000 }, async () => {
+    service = await start();
+    const event = { ...JSON.parse(fixtureBytes('onebot', 'private-vector.json').toString()), raw_message: '' };
+    const room = 1_048_576 - JSON.stringify({ ...event, message: '' }).length;
+    const message = '[CQ:a,b=c'.repeat(Math.floor(room / 9));
+    const body = JSON.stringify({ ...event, message });
+    expect(body.length).toBeGreaterThan(1_048_576 - 9);
+    expect((await deliver('qq-a', 'secret-a', body)).status).toBe(204);
+    expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+    await clock.advance(300);
+    const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(frame?.data.content.length).toBe(message.length);
+    expect(frame?.data.content === message).toBe(true);
+  });
+
   it('answers a bad, short or missing signature 401 with the JSON error, never 500', async () => {
     service = await start();
     const body = fixtureBytes('onebot', 'private-vector.json').toString();

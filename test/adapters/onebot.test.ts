@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createAdapter } from '../../src/adapters/index.js';
-import { parseCqString } from '../../src/adapters/onebot-cq.js';
+import { parseCqString, segmentOf } from '../../src/adapters/onebot-cq.js';
 import type { RawDelivery } from '../../src/adapters/types.js';
 import { loadConfig } from '../../src/configure.js';
 import { isSignatureError } from '../../src/errors.js';
+import type { Segment } from '../../src/events/inbound.js';
 import { fixture, fixtureBytes } from '../fixtures/index.js';
+import { seeded } from './fuzz.js';
 
 const channel = (settings: Record<string, unknown> = { secret: 'test-secret' }) =>
   loadConfig({ env: {}, file: { channels: [{ id: 'qq-a', adapter: 'onebot', ...settings }] } }).channels[0]!;
@@ -82,5 +84,111 @@ describe('OneBot adapter', () => {
     const adapter = createAdapter(channel());
     expect(() => adapter.normalize([], delivery(Buffer.alloc(0)))).toThrow(/not a OneBot v11 event/);
     expect(() => adapter.normalize({ post_type: 'message', message_type: 'channel' }, delivery(Buffer.alloc(0)))).toThrow(/message_type/);
+  });
+});
+
+describe('OneBot reverse-socket handshake', () => {
+  const adapter = createAdapter(channel({ transport: 'ws-reverse', accessToken: 'tok' }));
+  const handshake = (authorization: string) => delivery(Buffer.alloc(0), { authorization, 'x-self-id': '10001000' });
+  const codeOf = (authorization: string): string => {
+    try {
+      adapter.acceptSocket?.(handshake(authorization));
+      return 'accepted';
+    } catch (error) {
+      return (error as { code: string }).code;
+    }
+  };
+  /** The pattern the token used to be read with: right, but quadratic on white space inside the header. */
+  const byRegex = (authorization: string) => {
+    const token = /^\s*(?:Bearer|Token)\s*(.*?)\s*$/i.exec(authorization)?.[1] || undefined;
+    return token === undefined ? 'token_missing' : token === 'tok' ? 'accepted' : 'token_mismatch';
+  };
+
+  it('takes the token of "Bearer" or "Token" in any case, with white space around it', () => {
+    for (const value of ['Bearer tok', 'bearer  tok ', ' TOKEN\ttok', 'Bearertok']) expect([value, codeOf(value)]).toEqual([value, 'accepted']);
+    expect(codeOf('Bearer nope')).toBe('token_mismatch');
+    expect(codeOf('Basic tok')).toBe('token_missing');
+    expect(codeOf('Bearer to\nk')).toBe('token_missing');
+  });
+
+  it('reads 3,000 generated Authorization values as the pattern did', () => {
+    const pieces = ['Bearer', 'bearer', 'Token', 'TOKEN', 'tok', 't', 'ok', ' ', ' ', '\t', '\n', '\u2028', '\u00a0', 'x'];
+    for (let seed = 1; seed <= 3_000; seed++) {
+      const value = generated(pieces, seed, 8);
+      expect(codeOf(value), `seed ${seed}: ${JSON.stringify(value)}`).toBe(byRegex(value));
+    }
+  });
+
+  describe('regression: white space inside the Authorization header is read once', () => {
+    // The pattern this replaced took about 0.2 s on a 16 KiB header and grows with its square:
+    // minutes on this one, so a timeout of a few seconds fails it; it is the only bound on time here.
+    it('refuses a 1 MiB header of spaces between two words as a wrong token', { timeout: 5_000 }, () => {
+      expect(codeOf(`Bearer x${' '.repeat(1_048_576)}y`)).toBe('token_mismatch');
+    });
+  });
+});
+
+/** The CQ-code grammar as the one regex it used to be read with: right, but quadratic on codes that never close. */
+function cqByRegex(message: string): Segment[] {
+  const unescape = (text: string) => text.replace(/&#91;/g, '[').replace(/&#93;/g, ']').replace(/&#44;/g, ',').replace(/&amp;/g, '&');
+  const segments: Segment[] = [];
+  const code = /\[CQ:([A-Za-z0-9_.-]+)((?:,[^,\]=]+=[^,\]]*)*)\]/g;
+  let at = 0;
+  for (let match = code.exec(message); match; match = code.exec(message)) {
+    if (match.index > at) segments.push({ type: 'text', data: { text: unescape(message.slice(at, match.index)) } });
+    const data: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').split(',').slice(1)) {
+      const eq = pair.indexOf('=');
+      data[pair.slice(0, eq)] = unescape(pair.slice(eq + 1));
+    }
+    segments.push(segmentOf(match[1] as string, data));
+    at = match.index + match[0].length;
+  }
+  if (at < message.length) segments.push({ type: 'text', data: { text: unescape(message.slice(at)) } });
+  return segments;
+}
+
+/** Up to `length` pieces drawn from `pieces` by a generator seeded with `seed`. */
+function generated(pieces: readonly string[], seed: number, length: number): string {
+  const next = seeded(seed);
+  let text = '';
+  for (let n = Math.floor(next() * (length + 1)); n > 0; n--) text += pieces[Math.floor(next() * pieces.length)];
+  return text;
+}
+
+describe('regression: a CQ code that never closes is read once, not once per "[CQ:"', () => {
+  const MiB = 1_048_576;
+  const repeated = (unit: string) => unit.repeat(Math.ceil(MiB / unit.length));
+
+  // The regex this replaced took about two minutes on each of these (it read on to the end of
+  // the message from every "[CQ:"), so a timeout of a few seconds fails it; it is the only
+  // bound on time here.
+  it('reads 1 MiB of "[CQ:a,b=c" as the text it is', { timeout: 5_000 }, () => {
+    const message = repeated('[CQ:a,b=c');
+    expect(parseCqString(message)).toEqual([{ type: 'text', data: { text: message } }]);
+  });
+
+  it('finds the code after 1 MiB of codes that all close on a bad pair', { timeout: 5_000 }, () => {
+    const hostile = repeated('[CQ:a,b=c') + ',]';
+    expect(parseCqString(`${hostile}&#91;[CQ:at,qq=10001]`)).toEqual([
+      { type: 'text', data: { text: `${hostile}[` } },
+      { type: 'at', data: { qq: '10001' } },
+    ]);
+  });
+});
+
+describe('CQ-code parsing on generated strings', () => {
+  const pieces = ['[', ']', ']', 'CQ:', '[CQ:', '[CQ:a', '[CQ:at', ',', ',b=c', ',qq=1', '=', '&#91;', '&#93;', '&#44;', '&amp;', '&', 'a', 'b', '1', '_', '.-', ' ', '\n', ':', 'é'];
+
+  it('reads 4,000 strings rich in brackets, commas and escapes as the CQ-code grammar does', () => {
+    let withCodes = 0;
+    for (let seed = 1; seed <= 4_000; seed++) {
+      const message = generated(pieces, seed, 24);
+      const expected = cqByRegex(message);
+      expect(parseCqString(message), `seed ${seed}: ${JSON.stringify(message)}`).toEqual(expected);
+      if (expected.some((segment) => segment.data.text === undefined)) withCodes++;
+    }
+    // The strings must hold codes often enough for the comparison to mean something.
+    expect(withCodes).toBeGreaterThan(400);
   });
 });
