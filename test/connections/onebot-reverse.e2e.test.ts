@@ -183,3 +183,40 @@ describe('OneBot over a reverse WebSocket', () => {
     again.close();
   });
 });
+
+describe('regression: a reverse socket posting as another bot', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  it('refuses a frame whose self_id is not the socket\'s X-Self-ID (counted, trailed, nothing recorded), keeps the socket, and takes the named bot\'s own copy', async () => {
+    const clock = new ManualClock();
+    service = await startService({
+      debounce: { windowMs: 100, maxWaitMs: 300 },
+      channels: [{ id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok', namespace: 'qq' }],
+    }, { clock });
+    const a = await connect(service, napcat('10001000'));
+    const b = await connect(service, napcat('20002000'));
+    // Bot A sends an event naming bot B: credited to B, it would take B's message id and B's own copy would be a duplicate.
+    const verdicts = await readEvents(`${service.url}/v1/activity`, 2, {
+      onOpen: async () => {
+        a.send(message(5, 'forged', 20002000));
+        await until(async () => (await (await fetch(`${service.url}/v1/stats`)).json() as any).channels['qq-ws']?.rejected === 1);
+        b.send(message(5, 'real', 20002000));
+      },
+    });
+    expect(verdicts.map((frame) => frame.data.verdict)).toEqual(['rejected', 'accepted']);
+    expect(verdicts[0]?.data.reason).toMatch(/^self_id_mismatch: Event on channel "qq-ws" names bot 20002000 \(self_id\) but came from bot 10001000 \(X-Self-ID\)/);
+    await clock.advance(100);
+    const [output] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(output?.data).toMatchObject({ content: 'real', merged: 1, messageIds: ['20002000:5'], replyBot: { channel: 'qq-ws', botId: '20002000' } });
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.channels['qq-ws']).toMatchObject({ received: 1, rejected: 1 });
+    expect(stats.channels['qq-ws'].deduped ?? 0).toBe(0);
+    // The socket stays open: A's own events still come in.
+    expect(a.readyState).toBe(WebSocket.OPEN);
+    a.send(message(6, 'mine', 10001000));
+    await until(async () => (await fetch(`${service.url}/v1/trace/${encodeURIComponent('10001000:6')}`)).status === 200);
+    a.close();
+    b.close();
+  });
+});
