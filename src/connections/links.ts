@@ -4,6 +4,7 @@ import type { WebSocket } from 'ws';
 import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
 import type { ConnectionEvent, ConnectionView, DialSession, LeaseFence, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
+import { Roster } from './roster.js';
 
 /** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
 export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tryAgain: 1013 } as const;
@@ -64,8 +65,6 @@ interface Live extends Dialled {
 
 /** Bytes queued on a socket past which no action is sent on it: the bot stopped reading. */
 const MAX_BUFFERED = 1 << 20;
-/** Bots remembered for their reconnect count, past which the oldest are forgotten. */
-const MAX_REMEMBERED = 10_000;
 
 /**
  * The bot sockets this instance holds, whoever opened them (the socket server for bots that
@@ -76,16 +75,18 @@ const MAX_REMEMBERED = 10_000;
 export class Links {
   private readonly live = new Map<string, Live>();
   /** Each bot+role's latest connection, and how many times it connected. */
-  private readonly latest = new Map<string, { view: ConnectionView; opened: number }>();
+  private readonly roster: Roster;
   private readonly idle = new Set<() => void>();
   private readonly pending = new Map<string, Pending>();
   private echoes = 0;
 
-  constructor(private readonly options: LinksOptions) {}
+  constructor(private readonly options: LinksOptions) {
+    this.roster = new Roster(options.now);
+  }
 
-  /** Every connection this instance holds or held (the latest of each bot and role), newest first. */
+  /** Every connection this instance holds or held lately (the latest of each bot and role), newest first. */
   list(): ConnectionView[] {
-    return [...this.latest.values()].map(({ view }) => ({ ...view })).sort((a, b) => b.connectedAt - a.connectedAt);
+    return this.roster.list();
   }
 
   /** How many sockets are open now. */
@@ -98,11 +99,9 @@ export class Links {
    * socket will have (`attach` then shows it open).
    */
   connecting(key: string, target: LinkTarget, peer: SocketPeer): void {
-    const remembered = this.latest.get(key);
+    const remembered = this.roster.get(key);
     if (remembered && remembered.view.state !== 'closed') return;
-    const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting');
-    this.latest.delete(key);
-    this.latest.set(key, { view, opened: remembered?.opened ?? 0 });
+    this.roster.put(key, this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting'), remembered?.opened ?? 0);
     this.options.changed?.();
   }
 
@@ -115,7 +114,7 @@ export class Links {
 
   /** Forget a connection this instance no longer dials (another instance holds it now). */
   forget(key: string): void {
-    this.latest.delete(key);
+    this.roster.forget(key);
     this.options.changed?.();
   }
 
@@ -126,11 +125,9 @@ export class Links {
   attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), dialled: Dialled = {}): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
-    const remembered = this.latest.get(key);
+    const remembered = this.roster.get(key);
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
-    this.latest.delete(key);
-    this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
-    if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
+    this.roster.put(key, view, (remembered?.opened ?? 0) + 1);
     const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...dialled };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
@@ -153,7 +150,7 @@ export class Links {
       this.options.logger.warn({ channel: target.channel, botId: view.botId, err: error }, 'socket error');
     });
     socket.on('close', (code, reason) => {
-      view.state = 'closed';
+      this.roster.close(key, view);
       for (const [echo, waiting] of this.pending) {
         if (waiting.live === live) this.settle(echo)?.reject(new IntakeError('bot_disconnected', 502, `Bot ${view.botId} on channel "${target.channel}" disconnected before it answered the action`, { channel: target.channel, stage: 'connections' }));
       }

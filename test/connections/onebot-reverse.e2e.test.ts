@@ -1,7 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { KEEP_CLOSED_MS } from '../../src/connections/roster.js';
+import type { ConnectionView } from '../../src/events/connection.js';
 import type { ProcessedMessage as Output } from '../../src/events/output.js';
+import type { InstanceBus } from '../../src/ports.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
@@ -218,5 +222,58 @@ describe('regression: a reverse socket posting as another bot', () => {
     await until(async () => (await fetch(`${service.url}/v1/trace/${encodeURIComponent('10001000:6')}`)).status === 200);
     a.close();
     b.close();
+  });
+});
+
+/** A store shared with no one whose bus keeps what this instance last published of its connections. */
+class PublishingStore extends MemoryStore {
+  published: ConnectionView[] = [];
+  readonly bus: InstanceBus = {
+    shareConnections: async (_instance, views) => { this.published = [...views]; },
+    sharedConnections: async () => this.published,
+    shareCounters: async () => undefined,
+    sharedCounters: async () => [],
+    serveActions: async () => () => undefined,
+    relayAction: async () => 'unheard',
+  };
+}
+
+describe('regression: closed connections pile up in the list and in every publication', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  it('lists and publishes at most 100 closed connections a channel, each for 10 minutes after it closed', async () => {
+    const clock = new ManualClock();
+    const store = new PublishingStore();
+    service = await startService({ channels: [{ id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] }, { clock, store });
+    const listed = async () => service.intake.connections();
+    // 150 bots come and go, 25 at a time.
+    for (let batch = 0; batch < 6; batch++) {
+      const sockets = await Promise.all(Array.from({ length: 25 }, (_, i) => connect(service, napcat(String(60_000 + batch * 25 + i)))));
+      await Promise.all(sockets.map((socket) => { const bye = closed(socket); socket.close(); return bye; }));
+      await until(async () => (await listed()).every((view) => view.state === 'closed'));
+      await clock.advance(1000);
+    }
+    const views = await listed();
+    expect(views).toHaveLength(100);
+    // The 100 closed last are kept: the first 50 bots are gone.
+    expect(views.map((view) => Number(view.botId)).sort((a, b) => a - b)[0]).toBe(60_050);
+    await until(() => store.published.length === 100 && store.published.every((view) => view.state === 'closed'));
+    expect(JSON.stringify(store.published).length).toBeLessThan(100 * 400);
+
+    // A bot that comes back within the 10 minutes is one reconnect.
+    const back = await connect(service, napcat('60149'));
+    await until(async () => (await listed()).some((view) => view.state === 'open'));
+    expect((await listed()).find((view) => view.state === 'open')).toMatchObject({ botId: '60149', reconnects: 1 });
+    const gone = closed(back);
+    back.close();
+    await gone;
+    await until(async () => (await listed()).every((view) => view.state === 'closed'));
+
+    // Ten minutes after the last closed, nothing is listed or published.
+    await clock.advance(KEEP_CLOSED_MS);
+    expect(await listed()).toEqual([]);
+    await clock.advance(2000);
+    await until(() => store.published.length === 0);
   });
 });
