@@ -29,6 +29,8 @@ export interface Live extends Dialled {
   /** Frames received and not yet handled, in order (the socket is paused while any wait). */
   queue: Buffer[];
   busy: boolean;
+  /** Frames received or handled so far: a closing socket that still moves is read on. */
+  moved: number;
   alive: boolean;
 }
 

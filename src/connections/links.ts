@@ -40,6 +40,8 @@ export class Links {
   private readonly live = new Map<string, Live>();
   /** Each bot+role's latest connection, and how many times it connected. */
   private readonly roster: Roster;
+  /** Sockets whose frames are being handled, open or closed since: a stop waits for all of them. */
+  private readonly draining = new Set<Live>();
   private readonly idle = new Set<() => void>();
   private readonly calls: Calls;
   private readonly frames: Frames;
@@ -94,7 +96,7 @@ export class Links {
     const remembered = this.roster.get(key);
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
     this.roster.put(key, view, (remembered?.opened ?? 0) + 1);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...dialled };
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, moved: 0, alive: true, ...dialled };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -109,6 +111,7 @@ export class Links {
         return;
       }
       live.queue.push(data as Buffer);
+      live.moved++;
       if (!live.busy) void this.drain(live);
     });
     socket.on('error', (error) => {
@@ -132,17 +135,29 @@ export class Links {
     };
   }
 
-  /** Handle the queued frames of one socket in order, not reading it meanwhile. */
+  /**
+   * Handle the queued frames of one socket in order, not reading it meanwhile. Frames read
+   * before the socket closed are handled all the same (the last read often brings the bot's
+   * final frames with its answer to our close).
+   */
   private async drain(live: Live): Promise<void> {
     live.busy = true;
+    this.draining.add(live);
     live.socket.pause();
     try {
-      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) await this.frames.handle(live, frame);
+      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) {
+        await this.frames.handle(live, frame);
+        live.moved++;
+      }
     } finally {
       live.busy = false;
+      this.draining.delete(live);
       // Read on while the socket is open or closing: the bot's answer to our close comes that way.
       if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING) live.socket.resume();
-      if (!this.busy()) for (const wake of this.idle) wake();
+      if (this.draining.size === 0) {
+        for (const wake of this.idle) wake();
+        this.idle.clear();
+      }
     }
   }
 
@@ -166,14 +181,9 @@ export class Links {
     return live && this.calls.send(live.socket, live.view, action, params, timeoutMs);
   }
 
-  private busy(): boolean {
-    for (const live of this.live.values()) if (live.busy) return true;
-    return false;
-  }
-
-  /** Resolves once no frame is being recorded. */
+  /** Resolves once no frame is being recorded, on any socket, open or closed. */
   async drained(): Promise<void> {
-    if (this.busy()) await new Promise<void>((resolve) => this.idle.add(resolve));
+    if (this.draining.size > 0) await new Promise<void>((resolve) => this.idle.add(resolve));
   }
 
   /** Drop sockets that did not answer the last ping (half-open), ping the rest. */
@@ -190,19 +200,41 @@ export class Links {
   }
 
   /**
-   * Close the sockets `which` selects (1001) and wait until each bot answered the close (frames
-   * it sent before it read ours are still recorded), at most `closeWaitMs`; then drop the rest.
+   * Close the sockets `which` selects (1001) and read each until its bot answered the close: the
+   * frames it sent before it read ours are still recorded. A socket that moved no frame for
+   * `closeWaitMs` is dropped, and none is read longer than `maxWaitMs` (a bot that flooded us
+   * can have more in the TCP buffers than a stop can wait for). Resolves once every socket is
+   * closed; `drained` then says when their last frames are recorded.
    */
-  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping'): Promise<void> {
+  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping', maxWaitMs = closeWaitMs): Promise<void> {
     const open = [...this.live.values()].filter(({ view }) => which(view));
-    const ended = Promise.all(open.map((live) => new Promise<void>((resolve) => {
-      if (live.socket.readyState === live.socket.CLOSED) resolve();
-      else live.socket.once('close', () => resolve());
-    })));
     for (const live of open) live.socket.close(CLOSE.goingAway, reason);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([ended, new Promise<void>((resolve) => { timer = setTimeout(resolve, closeWaitMs); })]);
-    clearTimeout(timer);
-    for (const live of open) if (live.socket.readyState !== live.socket.CLOSED) live.socket.terminate();
+    await Promise.all(open.map(async (live) => {
+      const ended = closedOf(live.socket);
+      for (let waited = 0; waited < maxWaitMs; waited += closeWaitMs) {
+        const moved = live.moved;
+        if (await within(ended, Math.min(closeWaitMs, maxWaitMs - waited))) return;
+        if (live.moved === moved) break;
+      }
+      // Frames ws still holds are read out before its close event: wait for it.
+      live.socket.terminate();
+      await ended;
+    }));
   }
+}
+
+/** Resolves once `socket` is closed. */
+function closedOf(socket: WebSocket): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.readyState === socket.CLOSED) resolve();
+    else socket.once('close', () => resolve());
+  });
+}
+
+/** Whether `promise` settles within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([promise.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]);
+  clearTimeout(timer);
+  return settled;
 }
