@@ -144,7 +144,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   });
 
   // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
-  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, pipeline: () => pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
+  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, server: config.server, pipeline: () => pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
 
   const pipeline = createPipeline({
     clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import type { Channels } from './channels.js';
 import type { Clock } from './clock.js';
+import type { Config } from './config/schema.js';
 import { LeaseKeeper } from './connections/lease-keeper.js';
 import { Links } from './connections/links.js';
 import { Poller } from './connections/poller.js';
@@ -15,6 +16,7 @@ import type { ConnectionView } from './events/connection.js';
 import type { Metrics } from './metrics/index.js';
 import type { Pipeline } from './pipeline.js';
 import type { RelayAnswer, RelayedAction, Store } from './ports.js';
+import { upgradeGuard } from './upgrade-guard.js';
 
 /** The server pings every socket this often; one that missed the last ping is dropped. */
 const PING_MS = 30_000;
@@ -40,6 +42,8 @@ export interface ConnectionParts {
   logger: Logger;
   metrics: Metrics;
   maxPayload: number;
+  /** The names the service is reached by, which an upgrade to a channel without a token must use (`upgradeGuard`). */
+  server: Pick<Config['server'], 'host' | 'allowedHosts'>;
   /** Resolved lazily: the pipeline is built after the stages it runs. */
   pipeline: () => Pipeline;
   instance?: string;
@@ -81,6 +85,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     changed: () => soon(),
   });
   const pollers: Poller[] = [];
+  const browsers = upgradeGuard(parts.server);
   /** What this instance holds or held: its sockets and its pollers. */
   const mine = (): ConnectionView[] => [...links.list(), ...pollers.flatMap((poller) => poller.current() ?? [])];
   metrics.connections(mine);
@@ -99,7 +104,11 @@ export function botConnections(parts: ConnectionParts): BotConnections {
       return channel?.adapter.acceptSocket && transport ? { channel: channel.config.id, adapter: channel.adapter.name, transport } : undefined;
     },
     // channelOf names only channels whose adapter takes sockets, so acceptSocket is there.
-    accept: (channel, handshake) => channels.require(channel).adapter.acceptSocket!(handshake),
+    accept(channel, handshake) {
+      const { config, adapter } = channels.require(channel);
+      if (!config.verify) browsers(channel, handshake);
+      return adapter.acceptSocket!(handshake);
+    },
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
   }, links);
 

@@ -7,7 +7,7 @@ import { eventBuilder } from './event.js';
 import { parseCqString, segmentOf } from './onebot-cq.js';
 import { optionalText } from './settings.js';
 import { kindOf, own, PayloadReader } from './shape.js';
-import { SignatureError } from '../errors.js';
+import { RequestError, SignatureError } from '../errors.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../events/reply.js';
 import { idValue, quoteOf } from './reply.js';
@@ -175,6 +175,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const event = read.object(body, 'the body', 'one OneBot event object {post_type, ...}');
+      checkSelfId(channel, str(event.self_id), headerOf(delivery, 'x-self-id')?.trim());
       const postType = read.text(own(event, 'post_type'), 'post_type');
       // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
       if (postType === 'message_sent' || postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
@@ -240,6 +241,18 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       return { events: [], ignored: 1, reply: { status: 204 } };
     },
   };
+}
+
+/**
+ * A bot reports only its own account's events (OneBot v11: `X-Self-ID` on the WebSocket handshake
+ * and on each HTTP POST names the bot, `self_id` in each event names the account that received
+ * it). An event naming another account would be credited to that bot (its reply bot, its
+ * message ids, its claims), so it is refused. A socket's `X-Self-ID` is the one it was
+ * authenticated with at its upgrade.
+ */
+function checkSelfId(channel: AdapterChannel, named: string | undefined, sender: string | undefined): void {
+  if (!sender || named === undefined || named === sender) return;
+  throw new RequestError('self_id_mismatch', 403, `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (X-Self-ID): a bot reports only its own account's events; nothing was recorded. Check which account the bot framework connects as`, { channel: channel.id, stage: 'adapter' });
 }
 
 /** A message's ids as this bot sees them: its message_id, and the id in its reply segment. */

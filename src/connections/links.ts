@@ -1,12 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { IntakeError, isIntakeError, UnavailableError } from '../errors.js';
-import type { ConnectionEvent, ConnectionView, DialSession, LeaseFence, RefreshFrame, SocketFrame, SocketPeer } from '../events/connection.js';
+import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
-
-/** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
-export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tryAgain: 1013 } as const;
+import { Calls } from './calls.js';
+import { CLOSE, Frames, type Dialled, type Live } from './frames.js';
+import { Roster } from './roster.js';
 
 /** Which channel a socket serves and how it came (`ws-reverse`: the bot dialled us; `ws`: we dialled it). */
 export interface LinkTarget {
@@ -31,42 +30,6 @@ export interface LinksOptions {
   changed?(): void;
 }
 
-/** An action sent on a socket, waiting for the frame that answers it. */
-interface Pending {
-  resolve(body: unknown): void;
-  reject(error: Error): void;
-  timer: NodeJS.Timeout;
-  live: Live;
-}
-
-/** What a socket we dialled brings beside its frames. */
-export interface Dialled {
-  /** The dialer's answer to a platform asking us to move to a new socket. */
-  refresh?: (asked: RefreshFrame) => void;
-  /** The protocol we drive on the socket (Discord Gateway): it reads every frame first. */
-  session?: DialSession;
-  /** The lease the socket is held under: no event is recorded or acknowledged once it changed hands. */
-  fence?: LeaseFence;
-}
-
-interface Live extends Dialled {
-  view: ConnectionView;
-  /** Its fence was refused: another instance holds the connection; nothing more is recorded here. */
-  late?: boolean;
-  socket: WebSocket;
-  headers: IncomingMessage['headers'];
-  query: URLSearchParams;
-  /** Frames received and not yet handled, in order (the socket is paused while any wait). */
-  queue: Buffer[];
-  busy: boolean;
-  alive: boolean;
-}
-
-/** Bytes queued on a socket past which no action is sent on it: the bot stopped reading. */
-const MAX_BUFFERED = 1 << 20;
-/** Bots remembered for their reconnect count, past which the oldest are forgotten. */
-const MAX_REMEMBERED = 10_000;
-
 /**
  * The bot sockets this instance holds, whoever opened them (the socket server for bots that
  * dial us, a dialer for the bots we dial): each socket's frames are handled one at a time, in
@@ -76,16 +39,22 @@ const MAX_REMEMBERED = 10_000;
 export class Links {
   private readonly live = new Map<string, Live>();
   /** Each bot+role's latest connection, and how many times it connected. */
-  private readonly latest = new Map<string, { view: ConnectionView; opened: number }>();
+  private readonly roster: Roster;
+  /** Sockets whose frames are being handled, open or closed since: a stop waits for all of them. */
+  private readonly draining = new Set<Live>();
   private readonly idle = new Set<() => void>();
-  private readonly pending = new Map<string, Pending>();
-  private echoes = 0;
+  private readonly calls: Calls;
+  private readonly frames: Frames;
 
-  constructor(private readonly options: LinksOptions) {}
+  constructor(private readonly options: LinksOptions) {
+    this.roster = new Roster(options.now);
+    this.calls = new Calls(options.instance);
+    this.frames = new Frames({ ...options, answered: (socket, echo, body) => this.calls.answered(socket, echo, body) });
+  }
 
-  /** Every connection this instance holds or held (the latest of each bot and role), newest first. */
+  /** Every connection this instance holds or held lately (the latest of each bot and role), newest first. */
   list(): ConnectionView[] {
-    return [...this.latest.values()].map(({ view }) => ({ ...view })).sort((a, b) => b.connectedAt - a.connectedAt);
+    return this.roster.list();
   }
 
   /** How many sockets are open now. */
@@ -98,11 +67,9 @@ export class Links {
    * socket will have (`attach` then shows it open).
    */
   connecting(key: string, target: LinkTarget, peer: SocketPeer): void {
-    const remembered = this.latest.get(key);
+    const remembered = this.roster.get(key);
     if (remembered && remembered.view.state !== 'closed') return;
-    const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting');
-    this.latest.delete(key);
-    this.latest.set(key, { view, opened: remembered?.opened ?? 0 });
+    this.roster.put(key, this.viewOf(target, peer, remembered?.opened ?? 0, 'connecting'), remembered?.opened ?? 0);
     this.options.changed?.();
   }
 
@@ -115,7 +82,7 @@ export class Links {
 
   /** Forget a connection this instance no longer dials (another instance holds it now). */
   forget(key: string): void {
-    this.latest.delete(key);
+    this.roster.forget(key);
     this.options.changed?.();
   }
 
@@ -126,12 +93,10 @@ export class Links {
   attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), dialled: Dialled = {}): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
-    const remembered = this.latest.get(key);
+    const remembered = this.roster.get(key);
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
-    this.latest.delete(key);
-    this.latest.set(key, { view, opened: (remembered?.opened ?? 0) + 1 });
-    if (this.latest.size > MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, alive: true, ...dialled };
+    this.roster.put(key, view, (remembered?.opened ?? 0) + 1);
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, moved: 0, alive: true, ...dialled };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -146,6 +111,7 @@ export class Links {
         return;
       }
       live.queue.push(data as Buffer);
+      live.moved++;
       if (!live.busy) void this.drain(live);
     });
     socket.on('error', (error) => {
@@ -153,10 +119,8 @@ export class Links {
       this.options.logger.warn({ channel: target.channel, botId: view.botId, err: error }, 'socket error');
     });
     socket.on('close', (code, reason) => {
-      view.state = 'closed';
-      for (const [echo, waiting] of this.pending) {
-        if (waiting.live === live) this.settle(echo)?.reject(new IntakeError('bot_disconnected', 502, `Bot ${view.botId} on channel "${target.channel}" disconnected before it answered the action`, { channel: target.channel, stage: 'connections' }));
-      }
+      this.roster.close(key, view);
+      this.calls.disconnected(socket, view);
       if (this.live.get(key) === live) this.live.delete(key);
       this.options.counted(target.channel, target.transport, 'close');
       this.options.changed?.();
@@ -171,96 +135,29 @@ export class Links {
     };
   }
 
-  /** Handle the queued frames of one socket in order, not reading it meanwhile. */
+  /**
+   * Handle the queued frames of one socket in order, not reading it meanwhile. Frames read
+   * before the socket closed are handled all the same (the last read often brings the bot's
+   * final frames with its answer to our close).
+   */
   private async drain(live: Live): Promise<void> {
     live.busy = true;
+    this.draining.add(live);
     live.socket.pause();
     try {
-      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) await this.frame(live, frame);
+      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) {
+        await this.frames.handle(live, frame);
+        live.moved++;
+      }
     } finally {
       live.busy = false;
+      this.draining.delete(live);
       // Read on while the socket is open or closing: the bot's answer to our close comes that way.
       if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING) live.socket.resume();
-      if (!this.busy()) for (const wake of this.idle) wake();
-    }
-  }
-
-  private async frame(live: Live, frame: Buffer): Promise<void> {
-    const { view } = live;
-    const now = this.options.now();
-    let read: SocketFrame | undefined;
-    try {
-      read = live.session ? live.session.frame(frame) : this.options.classify(view.channel, frame);
-    } catch {
-      read = undefined; // not a meta frame after all: the pipeline says what is wrong with it
-    }
-    if (read?.kind === 'meta') {
-      if (read.heartbeat) view.lastHeartbeatAt = now;
-      if (read.intervalMs !== undefined) view.heartbeatMs = read.intervalMs;
-      if (read.botId !== undefined && view.botId === '') {
-        view.botId = read.botId;
-        this.options.changed?.();
+      if (this.draining.size === 0) {
+        for (const wake of this.idle) wake();
+        this.idle.clear();
       }
-      return;
-    }
-    if (read?.kind === 'response') {
-      const waiting = this.pending.get(read.echo);
-      if (waiting?.live === live) this.settle(read.echo)?.resolve(read.body);
-      return;
-    }
-    if (read?.kind === 'refresh') {
-      this.options.logger.info({ channel: view.channel, reason: read.reason }, 'the platform asks for a new socket');
-      live.refresh?.(read);
-      return;
-    }
-    if (read?.kind === 'envelope') {
-      // Acknowledged once recorded (or refused: a retry would be refused again); not when the
-      // store could not record it, or the lease changed hands, so the platform sends it again.
-      if (!(await this.fenced(live))) return;
-      if (read.body && !(await this.record(live, read.body, now))) return;
-      if (read.ack !== undefined && live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
-      read.recorded?.();
-      return;
-    }
-    if (await this.fenced(live)) await this.record(live, frame, now);
-  }
-
-  /**
-   * On a socket held under a lease: true while the lease keeps its fence. A holder paused past
-   * its lease learns here that another instance took the connection over: it records and
-   * acknowledges nothing more (the platform sends those events to the survivor) and its lease
-   * keeper closes the socket. A store that cannot answer is a store that cannot record: the
-   * socket is closed so the platform sends the frame again.
-   */
-  private async fenced(live: Live): Promise<boolean> {
-    if (!live.fence) return true;
-    if (live.late) return false;
-    try {
-      if (await live.fence.holds()) return true;
-    } catch (error) {
-      live.socket.close(CLOSE.tryAgain, `not recorded: the lease could not be checked (${(error as Error).message})`.slice(0, 120));
-      return false;
-    }
-    live.late = true;
-    live.queue.length = 0;
-    this.options.logger.warn({ channel: live.view.channel, botId: live.view.botId }, 'another instance holds this connection now (the lease\'s fence moved on): its events are left to it');
-    return false;
-  }
-
-  /** Run one event through the pipeline; false when the store could not record it. */
-  private async record(live: Live, body: Buffer, now: number): Promise<boolean> {
-    try {
-      await this.options.deliver(live.view.channel, { headers: live.headers, body, query: live.query, now, authenticated: true });
-      live.view.lastEventAt = now;
-      return true;
-    } catch (error) {
-      // Refused frames are counted and trailed by the pipeline. A frame the store could not
-      // record is lost unless the platform sends it again: close, so the reconnect shows the outage.
-      if (isIntakeError(error) && error.status === 503) {
-        live.socket.close(CLOSE.tryAgain, `not recorded: ${error.message}`.slice(0, 120));
-        return false;
-      }
-      return true;
     }
   }
 
@@ -280,39 +177,13 @@ export class Links {
    * Undefined when no such bot is connected here.
    */
   call(channel: string, action: string, params: unknown, botId: string | undefined, timeoutMs: number): Promise<unknown> | undefined {
-    const context = { channel, stage: 'connections' };
     const live = this.takers(channel).find(({ view }) => botId === undefined || view.botId === botId);
-    if (!live) return undefined;
-    if (live.socket.bufferedAmount > MAX_BUFFERED) {
-      throw new UnavailableError('bot_not_reading', `Bot ${live.view.botId} on channel "${channel}" is not reading its socket (${live.socket.bufferedAmount} bytes waiting): the action was not sent`, 5, context);
-    }
-    const echo = `${this.options.instance}:${++this.echoes}`;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.settle(echo)?.reject(new IntakeError('action_timeout', 504, `Bot ${live.view.botId || '(id not known yet)'} on channel "${channel}" did not answer "${action}" within ${timeoutMs} ms`, context));
-      }, timeoutMs);
-      this.pending.set(echo, { resolve, reject, timer, live });
-      live.socket.send(JSON.stringify({ action, params, echo }));
-    });
+    return live && this.calls.send(live.socket, live.view, action, params, timeoutMs);
   }
 
-  /** Take a pending action out of the table (once: a late answer after a timeout finds nothing). */
-  private settle(echo: string): Pending | undefined {
-    const waiting = this.pending.get(echo);
-    if (!waiting) return undefined;
-    this.pending.delete(echo);
-    clearTimeout(waiting.timer);
-    return waiting;
-  }
-
-  private busy(): boolean {
-    for (const live of this.live.values()) if (live.busy) return true;
-    return false;
-  }
-
-  /** Resolves once no frame is being recorded. */
+  /** Resolves once no frame is being recorded, on any socket, open or closed. */
   async drained(): Promise<void> {
-    if (this.busy()) await new Promise<void>((resolve) => this.idle.add(resolve));
+    if (this.draining.size > 0) await new Promise<void>((resolve) => this.idle.add(resolve));
   }
 
   /** Drop sockets that did not answer the last ping (half-open), ping the rest. */
@@ -329,19 +200,41 @@ export class Links {
   }
 
   /**
-   * Close the sockets `which` selects (1001) and wait until each bot answered the close (frames
-   * it sent before it read ours are still recorded), at most `closeWaitMs`; then drop the rest.
+   * Close the sockets `which` selects (1001) and read each until its bot answered the close: the
+   * frames it sent before it read ours are still recorded. A socket that moved no frame for
+   * `closeWaitMs` is dropped, and none is read longer than `maxWaitMs` (a bot that flooded us
+   * can have more in the TCP buffers than a stop can wait for). Resolves once every socket is
+   * closed; `drained` then says when their last frames are recorded.
    */
-  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping'): Promise<void> {
+  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping', maxWaitMs = closeWaitMs): Promise<void> {
     const open = [...this.live.values()].filter(({ view }) => which(view));
-    const ended = Promise.all(open.map((live) => new Promise<void>((resolve) => {
-      if (live.socket.readyState === live.socket.CLOSED) resolve();
-      else live.socket.once('close', () => resolve());
-    })));
     for (const live of open) live.socket.close(CLOSE.goingAway, reason);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([ended, new Promise<void>((resolve) => { timer = setTimeout(resolve, closeWaitMs); })]);
-    clearTimeout(timer);
-    for (const live of open) if (live.socket.readyState !== live.socket.CLOSED) live.socket.terminate();
+    await Promise.all(open.map(async (live) => {
+      const ended = closedOf(live.socket);
+      for (let waited = 0; waited < maxWaitMs; waited += closeWaitMs) {
+        const moved = live.moved;
+        if (await within(ended, Math.min(closeWaitMs, maxWaitMs - waited))) return;
+        if (live.moved === moved) break;
+      }
+      // Frames ws still holds are read out before its close event: wait for it.
+      live.socket.terminate();
+      await ended;
+    }));
   }
+}
+
+/** Resolves once `socket` is closed. */
+function closedOf(socket: WebSocket): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.readyState === socket.CLOSED) resolve();
+    else socket.once('close', () => resolve());
+  });
+}
+
+/** Whether `promise` settles within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([promise.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]);
+  clearTimeout(timer);
+  return settled;
 }

@@ -21,8 +21,14 @@ export interface SocketServerOptions {
   counted(channel: string, transport: string, event: ConnectionEvent): void;
 }
 
-/** How long a stop waits for the bots to answer its close before it drops their sockets. */
+/** How long a stop waits for a bot that sends nothing more to answer its close before it drops its socket. */
 const CLOSE_WAIT_MS = 2000;
+/**
+ * How long a stop reads a socket whose bot is still sending what it sent before it read the
+ * close: the process is ended 15 s after the stop began, and the open buffers must be flushed
+ * after the sockets closed.
+ */
+const READ_OUT_MS = 8000;
 
 /**
  * The WebSocket server of the bots that connect to us (OneBot reverse WebSocket). It shares the
@@ -68,12 +74,12 @@ export class SocketServer {
 
   /**
    * Stop: refuse new sockets and close every one bots opened to us (1001). Frames a bot sent
-   * before it read the close are still recorded (the socket is read until the bot answers the
-   * close, at most `closeWaitMs`).
+   * before it read the close are still recorded: the socket is read until the bot answers the
+   * close, while frames keep coming (`closeWaitMs` without one drops it), at most `maxWaitMs`.
    */
-  async close(closeWaitMs = CLOSE_WAIT_MS): Promise<void> {
+  async close(closeWaitMs = CLOSE_WAIT_MS, maxWaitMs = READ_OUT_MS): Promise<void> {
     this.closing = true;
-    await this.links.close((view) => view.transport === 'ws-reverse', closeWaitMs);
+    await this.links.close((view) => view.transport === 'ws-reverse', closeWaitMs, 'server stopping', maxWaitMs);
     this.wss.close();
   }
 }

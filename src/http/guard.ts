@@ -95,12 +95,12 @@ export function hostName(host: string): string {
 }
 
 /** Names a browser resolves to this machine itself, which no other site can point at us. */
-function isLoopbackName(name: string): boolean {
+export function isLoopbackName(name: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost') || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
 }
 
 /** Whether `Origin` is this service's own (the same host and port as the request's `Host`), or a name the operator listed. */
-function sameSite(origin: string, host: string, allowed: ReadonlySet<string>): boolean {
+export function sameSite(origin: string, host: string, allowed: ReadonlySet<string>): boolean {
   let url: URL;
   try {
     url = new URL(origin);

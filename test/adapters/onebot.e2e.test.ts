@@ -232,3 +232,25 @@ describe('regression: two bots posting to one OneBot HTTP channel', () => {
     expect(service.intake.metrics.channelStats().qq).toMatchObject({ received: 2, correlated: 1 });
   });
 });
+
+describe('regression: an HTTP POST whose X-Self-ID is not the body\'s self_id', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  it('answers 403 self_id_mismatch, counts and trails it, and records nothing', async () => {
+    service = await startService({ channels: [{ id: 'qq-a', adapter: 'onebot', secret: 'secret-a' }] });
+    const body = fixtureBytes('onebot', 'napcat-group.json');
+    const refused = await postJson(`${service.url}/webhooks/qq-a`, body.toString(), { 'x-signature': sign('secret-a', body), 'x-self-id': '20002000' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'self_id_mismatch' });
+    expect(refused.body.error.message).toMatch(/^Event on channel "qq-a" names bot 10001000 \(self_id\) but came from bot 20002000 \(X-Self-ID\): .*nothing was recorded/);
+    expect((await fetch(`${service.url}/v1/trace/${encodeURIComponent('10001000:-2147480001')}`)).status).toBe(404);
+    expect(service.intake.metrics.channelStats()['qq-a']).toMatchObject({ rejected: 1 });
+    const [verdict] = await readEvents(`${service.url}/v1/activity?after=0`, 1);
+    expect(verdict?.data).toMatchObject({ channel: 'qq-a', verdict: 'rejected', reason: expect.stringMatching(/^self_id_mismatch: /) });
+    // The bot's own header on the same body is taken.
+    const taken = await postJson(`${service.url}/webhooks/qq-a`, body.toString(), { 'x-signature': sign('secret-a', body), 'x-self-id': '10001000' });
+    expect(taken.status).toBe(204);
+    expect((await fetch(`${service.url}/v1/trace/${encodeURIComponent('10001000:-2147480001')}`)).status).toBe(200);
+  });
+});

@@ -13,7 +13,11 @@ function connect(service: Running, headers: Record<string, string>, path = '/web
   const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers, ...options });
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(socket));
-    socket.once('unexpected-response', (_request, response) => reject(Object.assign(new Error(`refused ${response.statusCode}`), { status: response.statusCode })));
+    socket.once('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk));
+      response.on('end', () => reject(Object.assign(new Error(`refused ${response.statusCode}`), { status: response.statusCode, body: JSON.parse(body || '{}') })));
+    });
     socket.once('error', reject);
   });
 }
@@ -131,5 +135,45 @@ describe('a OneBot reverse socket at its edges', () => {
     again.send(message(1, 'lost for now'));
     await until(() => contents.length === 1);
     expect(contents).toEqual(['lost for now']);
+  });
+});
+
+describe('regression: a reverse socket to a channel without an access token took any page\'s upgrade', () => {
+  let service: Running;
+  const sockets: WebSocket[] = [];
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.terminate();
+    await service?.stop();
+  });
+  /** An upgrade whose refusal keeps its JSON body. */
+  const refusal = (path: string, headers: Record<string, string>) => connect(service, headers, path).then(
+    (socket) => { sockets.push(socket); return undefined; },
+    (error: { status: number; body?: unknown }) => error,
+  );
+
+  it('refuses a foreign Origin or a rebinding Host with 403 on a channel with verify false, counts it, keeps nothing, and takes a bot\'s upgrade', async () => {
+    service = await startService({ channels: [{ id: 'open', adapter: 'onebot', transport: 'ws-reverse', verify: false }, { id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] });
+    const bot = { authorization: 'Bearer ', 'x-self-id': '1' };
+    const fromPage = await refusal('/webhooks/open', { ...bot, origin: 'https://evil.example' });
+    expect(fromPage).toMatchObject({ status: 403, body: { error: { code: 'cross_origin' } } });
+    expect((fromPage as any).body.error.message).toMatch(/^A WebSocket to channel "open" came from a page on https:\/\/evil\.example: refused/);
+    const rebound = await refusal('/webhooks/open', { ...bot, host: 'evil.example:8787' });
+    expect(rebound).toMatchObject({ status: 403, body: { error: { code: 'host_not_allowed' } } });
+    expect((rebound as any).body.error.message).toMatch(/add "evil\.example" to server\.allowedHosts/);
+    expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/inbox_connection_events_total\{channel="open",transport="ws-reverse",event="refused"\} 2/);
+    expect(await service.intake.connections()).toEqual([]);
+
+    // NapCat: no Origin, a loopback Host; a page of the service's own origin too.
+    expect(await refusal('/webhooks/open', bot)).toBe(undefined);
+    expect(await refusal('/webhooks/open', { ...bot, 'x-self-id': '2', origin: service.url })).toBe(undefined);
+    // The access token authenticates a channel that has one, whatever the page.
+    expect(await refusal('/webhooks/qq', { authorization: 'Bearer tok', 'x-self-id': '3', origin: 'https://evil.example', host: 'evil.example' })).toBe(undefined);
+    expect((await service.intake.connections()).map((c) => `${c.channel}/${c.botId}`).sort()).toEqual(['open/1', 'open/2', 'qq/3']);
+  });
+
+  it('takes the names of server.allowedHosts', async () => {
+    service = await startService({ server: { allowedHosts: ['intake.internal'] }, channels: [{ id: 'open', adapter: 'onebot', transport: 'ws-reverse', verify: false }] });
+    expect(await refusal('/webhooks/open', { 'x-self-id': '1', host: 'intake.internal:8787' })).toBe(undefined);
+    expect(await refusal('/webhooks/open', { 'x-self-id': '2', host: 'other.internal:8787' })).toMatchObject({ status: 403 });
   });
 });

@@ -1,7 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { KEEP_CLOSED_MS } from '../../src/connections/roster.js';
+import type { ConnectionView } from '../../src/events/connection.js';
 import type { ProcessedMessage as Output } from '../../src/events/output.js';
+import type { InstanceBus } from '../../src/ports.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import { fixtureBytes } from '../fixtures/index.js';
 import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
 import { ManualClock } from '../manual-clock.js';
@@ -251,5 +255,95 @@ describe('regression: two bots on one reverse-WebSocket channel', () => {
     expect(service.intake.metrics.channelStats().qq).toMatchObject({ received: 2, correlated: 1 });
     a.close();
     b.close();
+  });
+});
+
+describe('regression: a reverse socket posting as another bot', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  it('refuses a frame whose self_id is not the socket\'s X-Self-ID (counted, trailed, nothing recorded), keeps the socket, and takes the named bot\'s own copy', async () => {
+    const clock = new ManualClock();
+    service = await startService({
+      debounce: { windowMs: 100, maxWaitMs: 300 },
+      channels: [{ id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok', namespace: 'qq' }],
+    }, { clock });
+    const a = await connect(service, napcat('10001000'));
+    const b = await connect(service, napcat('20002000'));
+    // Bot A sends an event naming bot B: credited to B, it would take B's message id and B's own copy would be a duplicate.
+    const verdicts = await readEvents(`${service.url}/v1/activity`, 2, {
+      onOpen: async () => {
+        a.send(message(5, 'forged', 20002000));
+        await until(async () => (await (await fetch(`${service.url}/v1/stats`)).json() as any).channels['qq-ws']?.rejected === 1);
+        b.send(message(5, 'real', 20002000));
+      },
+    });
+    expect(verdicts.map((frame) => frame.data.verdict)).toEqual(['rejected', 'accepted']);
+    expect(verdicts[0]?.data.reason).toMatch(/^self_id_mismatch: Event on channel "qq-ws" names bot 20002000 \(self_id\) but came from bot 10001000 \(X-Self-ID\)/);
+    await clock.advance(100);
+    const [output] = await readEvents(`${service.url}/v1/events?after=0`, 1);
+    expect(output?.data).toMatchObject({ content: 'real', merged: 1, messageIds: ['20002000:5'], replyBot: { channel: 'qq-ws', botId: '20002000' } });
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
+    expect(stats.channels['qq-ws']).toMatchObject({ received: 1, rejected: 1 });
+    expect(stats.channels['qq-ws'].deduped ?? 0).toBe(0);
+    // The socket stays open: A's own events still come in.
+    expect(a.readyState).toBe(WebSocket.OPEN);
+    a.send(message(6, 'mine', 10001000));
+    await until(async () => (await fetch(`${service.url}/v1/trace/${encodeURIComponent('10001000:6')}`)).status === 200);
+    a.close();
+    b.close();
+  });
+});
+
+/** A store shared with no one whose bus keeps what this instance last published of its connections. */
+class PublishingStore extends MemoryStore {
+  published: ConnectionView[] = [];
+  readonly bus: InstanceBus = {
+    shareConnections: async (_instance, views) => { this.published = [...views]; },
+    sharedConnections: async () => this.published,
+    shareCounters: async () => undefined,
+    sharedCounters: async () => [],
+    serveActions: async () => () => undefined,
+    relayAction: async () => 'unheard',
+  };
+}
+
+describe('regression: closed connections pile up in the list and in every publication', () => {
+  let service: Running;
+  afterEach(async () => service?.stop());
+
+  it('lists and publishes at most 100 closed connections a channel, each for 10 minutes after it closed', async () => {
+    const clock = new ManualClock();
+    const store = new PublishingStore();
+    service = await startService({ channels: [{ id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] }, { clock, store });
+    const listed = async () => service.intake.connections();
+    // 150 bots come and go, 25 at a time.
+    for (let batch = 0; batch < 6; batch++) {
+      const sockets = await Promise.all(Array.from({ length: 25 }, (_, i) => connect(service, napcat(String(60_000 + batch * 25 + i)))));
+      await Promise.all(sockets.map((socket) => { const bye = closed(socket); socket.close(); return bye; }));
+      await until(async () => (await listed()).every((view) => view.state === 'closed'));
+      await clock.advance(1000);
+    }
+    const views = await listed();
+    expect(views).toHaveLength(100);
+    // The 100 closed last are kept: the first 50 bots are gone.
+    expect(views.map((view) => Number(view.botId)).sort((a, b) => a - b)[0]).toBe(60_050);
+    await until(() => store.published.length === 100 && store.published.every((view) => view.state === 'closed'));
+    expect(JSON.stringify(store.published).length).toBeLessThan(100 * 400);
+
+    // A bot that comes back within the 10 minutes is one reconnect.
+    const back = await connect(service, napcat('60149'));
+    await until(async () => (await listed()).some((view) => view.state === 'open'));
+    expect((await listed()).find((view) => view.state === 'open')).toMatchObject({ botId: '60149', reconnects: 1 });
+    const gone = closed(back);
+    back.close();
+    await gone;
+    await until(async () => (await listed()).every((view) => view.state === 'closed'));
+
+    // Ten minutes after the last closed, nothing is listed or published.
+    await clock.advance(KEEP_CLOSED_MS);
+    expect(await listed()).toEqual([]);
+    await clock.advance(2000);
+    await until(() => store.published.length === 0);
   });
 });
