@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { cpuTicks, median } from './servers.mjs';
+import { distPath, fromDist } from './dist.mjs';
 
 const setups = [
   ['memory store', { store: 'memory' }],
@@ -29,7 +30,7 @@ if (process.env.BENCH_TURNS) {
 const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
-  if (!existsSync(join(dist, 'intake.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/intake.js there`);
+  distPath(dist, 'service/intake.js');
   const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
   setups.push([`${name}, memory store`, { store: 'memory', dist }], [`${name}, sqlite store`, { store: 'sqlite', dist }]);
 }
@@ -66,7 +67,7 @@ function run(setup) {
 
 async function child({ store, debounce, turns, floor, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
   const { default: pino } = await import('pino');
-  const { createIntake } = await import(join(dist, 'intake.js'));
+  const { createIntake } = await fromDist(dist, 'service/intake.js');
   const { parseJson } = await import(join(dist, 'http/body.js'));
   const { createAdapter } = await import(join(dist, 'adapters/index.js'));
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));

@@ -24,7 +24,7 @@ else await parent(Number(process.argv[2] ?? 100_000));
 /** Child: fill the store, report, and wait to be killed. */
 async function fill(path, count) {
   const { default: pino } = await import('pino');
-  const { createIntake } = await import('../dist/intake.js');
+  const { createIntake } = await import('../dist/service/intake.js');
   const shift = 3_600_000;
   const clock = { now: () => Date.now() - shift, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (t) => clearTimeout(t) };
   const intake = await createIntake({

@@ -25,6 +25,7 @@ import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { cpuNs, median, start } from './servers.mjs';
+import { fromDist } from './dist.mjs';
 
 const WARM = 2;
 const HIGH = 256 * 1024;
@@ -55,7 +56,7 @@ async function child(role) {
   }
   const { default: pino } = await import('pino');
   const dist = process.env.BENCH_SOCKETS_DIST ?? new URL('../dist', import.meta.url).pathname;
-  const { createIntake } = await import(join(dist, 'intake.js'));
+  const { createIntake } = await fromDist(dist, 'service/intake.js');
   const { listen } = await import(join(dist, 'http/server.js'));
   const logger = pino({ level: 'warn' });
   const intake = await createIntake({

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { createIntake } from '../dist/intake.js';
+import { createIntake } from '../dist/service/intake.js';
 import { RedisStore } from '../dist/store/redis/redis.js';
 import { scripts as luaScripts } from '../dist/store/redis/scripts.js';
 import { newSessionRequests, startRedisServer } from './servers.mjs';

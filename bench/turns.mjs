@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { cpuTicks, median } from './servers.mjs';
+import { distPath, fromDist } from './dist.mjs';
 
 const setups = [
   ['memory, turns off', { store: 'memory' }],
@@ -24,7 +25,7 @@ const setups = [
 const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
-  if (!existsSync(join(dist, 'intake.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/intake.js there`);
+  distPath(dist, 'service/intake.js');
   const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
   setups.push(
     [`${name}, memory, turns off`, { store: 'memory', dist }],
@@ -65,7 +66,7 @@ function run(setup) {
 
 async function child({ store, turns, sessions, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
   const { default: pino } = await import('pino');
-  const { createIntake } = await import(join(dist, 'intake.js'));
+  const { createIntake } = await fromDist(dist, 'service/intake.js');
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
     configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(turns ? { turns: { mode: turns } } : {}) },

@@ -12,8 +12,8 @@ import { median } from './servers.mjs';
 
 const count = Number(process.argv[2] ?? 20_000);
 const rounds = Number(process.argv[3] ?? 5);
-const { loadConfig } = await import('../dist/configure.js');
-const { Channels } = await import('../dist/channels.js');
+const { loadConfig } = await import('../dist/service/configure.js');
+const { Channels } = await import('../dist/service/channels.js');
 const { parseJson } = await import('../dist/http/body.js');
 
 const SECRET = 'whsec_' + Buffer.from('bench-generic-secret-0123456789').toString('base64');

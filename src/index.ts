@@ -1,8 +1,8 @@
 // Library entry. Grouped by audience: embedding the service, its data shapes, extending it.
 
 // Embedding
-export { createIntake, type Intake, type CreateIntakeOptions } from './intake.js';
-export { loadConfig } from './configure.js';
+export { createIntake, type Intake, type CreateIntakeOptions } from './service/intake.js';
+export { loadConfig } from './service/configure.js';
 export { envSettings } from './config/load.js';
 export type { Config, ChannelConfig } from './config/schema.js';
 
@@ -17,11 +17,11 @@ export type { IngestSummary } from './ingest/admit.js';
 export type { RawDelivery, PlatformReply } from './events/transport.js';
 
 // Extending and operating
-export type { Store, StoreOptions, TurnDone, TurnView, TurnMode, TurnRule } from './ports.js';
+export type { Store, StoreOptions, TurnDone, TurnView, TurnMode, TurnRule } from './core/ports/index.js';
 export { MemoryStore } from './store/local/memory.js';
 export { SqliteStore } from './store/sqlite/sqlite.js';
 export { RedisStore, type RedisStoreOptions } from './store/redis/redis.js';
 export { ShardedRedisStore, type ShardedStoreOptions } from './store/redis/sharded.js';
-export type { Clock } from './clock.js';
-export { IntakeError, ConfigError, RequestError, SignatureError, StaleTimestampError, UnavailableError, isIntakeError, isConfigError, isSignatureError } from './errors.js';
-export { standardWebhooks } from './signing.js';
+export type { Clock } from './core/clock.js';
+export { IntakeError, ConfigError, RequestError, SignatureError, StaleTimestampError, UnavailableError, isIntakeError, isConfigError, isSignatureError } from './core/errors.js';
+export { standardWebhooks } from './core/signing.js';

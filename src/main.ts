@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { loadConfig } from './configure.js';
+import { loadConfig } from './service/configure.js';
 import { withDotEnv } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { ConfigError, isConfigError, isIntakeError } from './errors.js';
+import { ConfigError, isConfigError, isIntakeError } from './core/errors.js';
 import { listen, serve, whileStarting } from './http/server.js';
-import { createIntake } from './intake.js';
+import { createIntake } from './service/intake.js';
 
 /** Last resort of a stop that hangs (a stuck store, a log sink that never drains): exit anyway. */
 const HARD_EXIT_MS = 15_000;

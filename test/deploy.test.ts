@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { envSettings } from '../src/config/load.js';
-import { loadConfig } from '../src/configure.js';
-import { tempDir, until } from './helpers.js';
+import { loadConfig } from '../src/service/configure.js';
+import { tempDir, until } from './support/helpers.js';
 
 const ROOT = process.cwd();
 const KNOWN_ENV = new Set([...envSettings.map(([name]) => name), 'INTAKE_CONFIG', 'NODE_ENV']);

@@ -11,10 +11,14 @@ function filesUnder(dir: string): string[] {
   });
 }
 
+/** The entry points: the only files at the root of src/. */
+const entries = new Set(['index', 'main']);
+/** The composition: builds the service from the stages; only the entry points import it. */
+const composition = 'service';
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */
-const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'store', 'trace']);
-/** What any stage may import: the shared shapes and helpers at the foot of src/. */
-const shared = new Set(['events', 'ports', 'errors', 'clock', 'signing', 'digest', 'retry-after', 'config', 'metrics']);
+const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'retention', 'store', 'testing', 'trace']);
+/** The shared kernel and shapes any stage may import: ports, errors, clock (core/), event shapes, config, metrics. */
+const shared = new Set(['core', 'events', 'config', 'metrics']);
 
 /** The first path segment under src/ of a file (`store` for src/store/redis/redis.ts, `events` for src/events.ts). */
 function placeOf(file: string): string {
@@ -30,6 +34,31 @@ function importsOf(file: string): string[] {
 
 describe('the layout of src/', () => {
   const files = filesUnder(src);
+
+  it('holds only the entry points at its root, and every other file in a tier', () => {
+    const loose = files.filter((file) => dirname(file) === src && !entries.has(placeOf(file))).map((file) => relative(src, file));
+    const unplaced = files.map(placeOf).filter((place) => !entries.has(place) && place !== composition && !stages.has(place) && !shared.has(place));
+    expect({ loose, unplaced: [...new Set(unplaced)] }).toEqual({ loose: [], unplaced: [] });
+  });
+
+  it('has the composition imported by the entry points alone', () => {
+    const wrong = files
+      .filter((file) => !entries.has(placeOf(file)) && placeOf(file) !== composition)
+      .flatMap((file) => importsOf(file).filter((target) => placeOf(target) === composition).map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+    expect(wrong).toEqual([]);
+  });
+
+  it('has the shared kernel importing nothing above it', () => {
+    const wrong = files
+      .filter((file) => shared.has(placeOf(file)))
+      .flatMap((file) => importsOf(file).filter((target) => !shared.has(placeOf(target))).map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+    expect(wrong).toEqual([]);
+  });
+
+  it('has one folder per platform under adapters/, beside the kit and the registry', () => {
+    const loose = files.filter((file) => dirname(file) === join(src, 'adapters') && !file.endsWith('index.ts')).map((file) => relative(src, file));
+    expect(loose).toEqual([]);
+  });
 
   it('has no file over 350 lines', () => {
     const long = files.map((file) => [relative(src, file), readFileSync(file, 'utf8').split('\n').length] as const).filter(([, lines]) => lines > 350);

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir, until } from './helpers.js';
+import { tempDir, until } from './support/helpers.js';
 import { startRedis } from './store/redis-server.js';
 
 const ROOT = process.cwd();

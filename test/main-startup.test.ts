@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir, until } from './helpers.js';
+import { tempDir, until } from './support/helpers.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
 

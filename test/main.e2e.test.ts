@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, readEvents, startChild, tempDir, until } from './helpers.js';
+import { freePort, postJson, readEvents, startChild, tempDir, until } from './support/helpers.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, startService, until, type Running } from './helpers.js';
+import { postJson, startService, until, type Running } from './support/helpers.js';
 import { sharedStoresForTests } from './store/redis-cluster.js';
 
 /* `/v1/stats` on Redis (one server, or a 3-master Cluster): the deployment's counts, whichever instance answers. */

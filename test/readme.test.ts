@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/configure.js';
+import { loadConfig } from '../src/service/configure.js';
 import type { ProcessedMessage } from '../src/events/output.js';
-import { postJson, readEvents, startService, tempDir, type Running } from './helpers.js';
-import { ManualClock } from './manual-clock.js';
+import { postJson, readEvents, startService, tempDir, type Running } from './support/helpers.js';
+import { ManualClock } from './support/manual-clock.js';
 
 const README = readFileSync('README.md', 'utf8');
 const DOCS = readdirSync('docs').filter((name) => name.endsWith('.md')).map((name) => join('docs', name));

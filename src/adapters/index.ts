@@ -1,26 +1,26 @@
 import { missingSecret, secretRuleOf, settingsOf, type ChannelConfig } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
-import { localContext, type AdapterContext } from './access-token.js';
-import type { AdapterDescriptor } from './descriptor.js';
-import { dingtalk } from './dingtalk.js';
-import { discord } from './discord.js';
-import { feishu } from './feishu.js';
-import { generic } from './generic.js';
-import { line } from './line.js';
-import { onebot } from './onebot.js';
-import { qqbot } from './qqbot.js';
-import { slack } from './slack.js';
-import { telegram } from './telegram.js';
-import { wechat } from './wechat.js';
-import { wecom } from './wecom.js';
-import { whatsapp } from './whatsapp.js';
-import type { Adapter } from './types.js';
+import { ConfigError } from '../core/errors.js';
+import { localContext, type AdapterContext } from './kit/access-token.js';
+import type { AdapterDescriptor } from './kit/descriptor.js';
+import { dingtalk } from './dingtalk/descriptor.js';
+import { discord } from './discord/descriptor.js';
+import { feishu } from './feishu/descriptor.js';
+import { generic } from './generic/descriptor.js';
+import { line } from './line/descriptor.js';
+import { onebot } from './onebot/descriptor.js';
+import { qqbot } from './qqbot/descriptor.js';
+import { slack } from './slack/descriptor.js';
+import { telegram } from './telegram/descriptor.js';
+import { wechat } from './wechat/descriptor.js';
+import { wecom } from './wecom/descriptor.js';
+import { whatsapp } from './whatsapp/descriptor.js';
+import type { Adapter } from './kit/types.js';
 
-export type { Adapter, Normalized, RawDelivery, PlatformReply } from './types.js';
-export type { AdapterDescriptor } from './descriptor.js';
+export type { Adapter, Normalized, RawDelivery, PlatformReply } from './kit/types.js';
+export type { AdapterDescriptor } from './kit/descriptor.js';
 
 /**
- * The registry: every platform, one line each. `adapterNames`, the channel config schema
+ * The registry: every platform, one line each. The channel config schema
  * (src/config/load.ts), the secret rule and the shared adapter tests all read this list.
  */
 export const adapters: readonly AdapterDescriptor[] = [
@@ -37,9 +37,6 @@ export const adapters: readonly AdapterDescriptor[] = [
   feishu,
   discord,
 ];
-
-/** The names a channel's `adapter` may take. */
-export const adapterNames: readonly string[] = adapters.map((descriptor) => descriptor.name);
 
 /**
  * Build the adapter of a configured channel from its descriptor. The settings are parsed

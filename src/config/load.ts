@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../core/errors.js';
 import { describeIssue } from './issues.js';
 import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
 
@@ -200,7 +200,7 @@ export interface LoadOptions {
   /** An already-parsed config object used instead of the file (library use and tests). */
   file?: Record<string, unknown>;
   cwd?: string;
-  /** The channel kinds a channel may name: the adapter registry (`src/configure.ts` passes the built-in one). */
+  /** The channel kinds a channel may name: the adapter registry (`src/service/configure.ts` passes the built-in one). */
   adapters: readonly ChannelKind[];
 }
 

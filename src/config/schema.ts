@@ -107,7 +107,7 @@ export const channelFields = {
 
 /**
  * What the config needs of an adapter to validate its channels: the part of an adapter
- * descriptor (src/adapters/descriptor.ts) that is data. Declared here, not imported, so config
+ * descriptor (src/adapters/kit/descriptor.ts) that is data. Declared here, not imported, so config
  * never imports adapters: adapters import config types, and the loader is handed the list.
  */
 export interface ChannelKind {

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import { IntakeError, UnavailableError } from '../errors.js';
+import { IntakeError, UnavailableError } from '../core/errors.js';
 import type { ConnectionView } from '../events/connection.js';
 
 /** Bytes queued on a socket past which no action is sent on it: the bot stopped reading. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { isIntakeError } from '../errors.js';
+import { isIntakeError } from '../core/errors.js';
 import type { ConnectionView, DialSession, LeaseFence, RefreshFrame, SocketFrame } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import type { LeaseFence } from '../events/connection.js';
-import type { Leases } from '../ports.js';
+import type { Leases } from '../core/ports/index.js';
 
 export interface LeaseKeeperOptions {
   /** The lease's name in the store (`conn:<channel>`). */

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
-import { isIntakeError } from '../errors.js';
+import type { Clock } from '../core/clock.js';
+import { isIntakeError } from '../core/errors.js';
 import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
-import type { SharedValues } from '../ports.js';
+import type { SharedValues } from '../core/ports/index.js';
 import { backoffMs } from './backoff.js';
 import type { LinkTarget } from './links.js';
 

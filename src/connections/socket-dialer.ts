@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import { DialError, type DialSession, type LeaseFence, type RefreshFrame, type SocketDial } from '../events/connection.js';
 import { backoffMs, wasHealthy } from './backoff.js';
 import type { LinkTarget, Links } from './links.js';

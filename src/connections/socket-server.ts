@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { isIntakeError } from '../errors.js';
+import { isIntakeError } from '../core/errors.js';
 import type { ConnectionEvent, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { LinkTarget, Links } from './links.js';

@@ -1,5 +1,5 @@
 import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent } from '../events/inbound.js';
-import type { CorrelationStep } from '../ports.js';
+import type { CorrelationStep } from '../core/ports/index.js';
 import { correlationKey } from './signature.js';
 
 export interface CorrelationOptions {

@@ -1,4 +1,4 @@
-import { digest, md5InName } from '../digest.js';
+import { digest, md5InName } from '../core/digest.js';
 import type { InboundEvent, Segment } from '../events/inbound.js';
 
 const TEXT_LIMIT = 256;

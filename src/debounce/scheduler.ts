@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { BufferLeases, LeasedBatch } from '../ports.js';
+import type { Clock } from '../core/clock.js';
+import type { BufferLeases, LeasedBatch } from '../core/ports/index.js';
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30_000;

@@ -1,7 +1,7 @@
-import { digest } from '../digest.js';
+import { digest } from '../core/digest.js';
 import type { DedupOptions } from '../config/schema.js';
 import type { InboundEvent } from '../events/inbound.js';
-import type { ClaimSpec } from '../ports.js';
+import type { ClaimSpec } from '../core/ports/index.js';
 
 /** Why an admission was refused, by the index of the claim that was taken. */
 export type DuplicateKind = 'deduped' | 'client_deduped' | 'fuzzy_deduped';

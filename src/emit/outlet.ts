@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { OutboxRecord } from '../ports.js';
+import type { OutboxRecord } from '../core/ports/index.js';
 import type { Output } from '../events/output.js';
 
 /** The output with its seq in place after `id`, as on the wire. */

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
-import { type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../ports.js';
-import type { LeasedBatch } from '../ports.js';
+import { type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../core/ports/index.js';
+import type { LeasedBatch } from '../core/ports/index.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
 import { replyFields, type ReplyTo } from './reply.js';

@@ -1,7 +1,7 @@
 import type { DeliveryState, OutputType } from './output.js';
 
 /*
- * The outbox record: the store's shape of an output (src/ports.ts re-exports it with the store
+ * The outbox record: the store's shape of an output (src/core/ports/index.ts re-exports it with the store
  * roles that take and give it).
  */
 

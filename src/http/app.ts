@@ -3,9 +3,9 @@ import compose from 'koa-compose';
 import Router from 'koa-router';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { RequestError } from '../errors.js';
+import { RequestError } from '../core/errors.js';
 import { outputOf } from '../events/output.js';
-import { type OutboxRecord, type TurnDone, type TurnView } from '../ports.js';
+import { type OutboxRecord, type TurnDone, type TurnView } from '../core/ports/index.js';
 import { type PlatformReply, type RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import { type TraceTrail } from '../events/trace.js';
@@ -13,10 +13,10 @@ import { parseJson, readRawBody, tooLarge } from './body.js';
 import { errorResponder } from './errors.js';
 import { apiGuard } from './guard.js';
 import { numericParam } from './query.js';
-import type { Outbox } from '../ports.js';
+import type { Outbox } from '../core/ports/index.js';
 import type { StreamHub } from './event-stream.js';
 
-/** The narrow ports the HTTP surface talks to; the composition (src/intake.ts) provides them. */
+/** The narrow ports the HTTP surface talks to; the composition (src/service/intake.ts) provides them. */
 export interface HttpPorts {
   config: Config;
   logger: Logger;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { defaults } from '../config/schema.js';
-import { counted, RequestError } from '../errors.js';
+import { counted, RequestError } from '../core/errors.js';
 
 /**
  * Read the request body as raw bytes, refusing (413) anything over `limit` rather than

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type Koa from 'koa';
 import type Router from 'koa-router';
 import mime from 'mime';
-import { RequestError } from '../errors.js';
+import { RequestError } from '../core/errors.js';
 
 export interface ConsoleOptions {
   /** Every configured media folder (global and per channel); relative ones are taken from `cwd`. */

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { isIntakeError, UnavailableError } from '../errors.js';
+import { isIntakeError, UnavailableError } from '../core/errors.js';
 
 /**
  * The one place errors become responses: `{ "error": { "code", "message" } }`. Intake errors

@@ -1,9 +1,9 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { RequestError, UnavailableError } from '../errors.js';
-import { type OutboxLife, type OutboxRecord } from '../ports.js';
+import { RequestError, UnavailableError } from '../core/errors.js';
+import { type OutboxLife, type OutboxRecord } from '../core/ports/index.js';
 import { type TraceTrail } from '../events/trace.js';
-import type { OutboxReader } from '../ports.js';
+import type { OutboxReader } from '../core/ports/index.js';
 import { activityFrame, eventId, gapFrame, outputFrame, replayStart, resumePoint } from './resume.js';
 import { serveStream, type Client, type Replay } from './stream-client.js';
 

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import type { Config } from '../config/schema.js';
-import { RequestError } from '../errors.js';
-import { safeEqual } from '../signing.js';
+import { RequestError } from '../core/errors.js';
+import { safeEqual } from '../core/signing.js';
 
 /** Methods that read; everything else changes something (a retry, a turn closed, an action sent). */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);

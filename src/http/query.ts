@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { RequestError } from '../errors.js';
+import { RequestError } from '../core/errors.js';
 
 /**
  * A numeric query parameter of the operator API, as given: undefined when absent. Given twice

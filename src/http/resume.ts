@@ -1,8 +1,8 @@
 import type Koa from 'koa';
-import { RequestError } from '../errors.js';
+import { RequestError } from '../core/errors.js';
 import { outputJson } from '../events/output.js';
 import type { TraceEntry } from '../events/trace.js';
-import type { OutboxLife, OutboxRecord } from '../ports.js';
+import type { OutboxLife, OutboxRecord } from '../core/ports/index.js';
 import { numericParam } from './query.js';
 
 /*

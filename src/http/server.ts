@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../core/errors.js';
 import { SlowClientGuard } from './slow-clients.js';
 
 /** How often, at most, the log says that connections past server.maxConnections were dropped. */

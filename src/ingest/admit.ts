@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { BufferedPart, CorrelationRecord, InboundEvent } from '../events/inbound.js';
 import type { TraceEntry, Verdict } from '../events/trace.js';
-import type { AdmitItem, AdmitVerdict } from '../ports.js';
+import type { AdmitItem, AdmitVerdict } from '../core/ports/index.js';
 
 /** What a taken claim means, by its index in the item's claims. */
 export type DuplicateKind = 'deduped' | 'client_deduped' | 'fuzzy_deduped';

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 
 /** A time limit on the injected clock. */
 export interface Deadline {

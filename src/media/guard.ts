@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { IntakeError } from '../errors.js';
+import { IntakeError } from '../core/errors.js';
 
 /** Why an address or URL may not be fetched (undefined when it may). */
 export type Refusal = string | undefined;

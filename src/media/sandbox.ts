@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readdir, rm, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { counted, MediaError } from '../errors.js';
+import { counted, MediaError } from '../core/errors.js';
 
 /** Temporary files carry this suffix until they are complete. */
 export const TEMP_SUFFIX = '.part';

@@ -1,14 +1,14 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/schema.js';
-import { IntakeError } from '../errors.js';
+import { IntakeError } from '../core/errors.js';
 import { outputJson } from '../events/output.js';
-import { type OutboxRecord } from '../ports.js';
-import type { PushLease, PushOutcome, PushQueue } from '../ports.js';
-import { retryAfterMs } from '../retry-after.js';
-import { standardWebhooks } from '../signing.js';
+import { type OutboxRecord } from '../core/ports/index.js';
+import type { PushLease, PushOutcome, PushQueue } from '../core/ports/index.js';
+import { retryAfterMs } from '../core/retry-after.js';
+import { standardWebhooks } from '../core/signing.js';
 
 /** A failed push attempt; `retryable` errors are tried again later, the others go to dead letters. */
 export class PushError extends IntakeError {

@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../core/errors.js';
 import { MemoryStore } from './local/memory.js';
 import type { ShardedStoreOptions } from './redis/sharded.js';
 import { SqliteStore } from './sqlite/sqlite.js';
-import type { Store } from '../ports.js';
+import type { Store } from '../core/ports/index.js';
 
-export type { Store, StoreOptions } from '../ports.js';
+export type { Store, StoreOptions } from '../core/ports/index.js';
 export type { RedisStoreOptions } from './redis/redis.js';
 
 /**

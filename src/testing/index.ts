@@ -7,12 +7,12 @@ export { closeCases } from './store/close-cases.js';
 export type { OpenStore, ReopenStore } from './store/harness.js';
 export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
 
-// The shapes a Store takes and gives (src/ports.ts), for an implementation written against the kit.
+// The shapes a Store takes and gives (src/core/ports/index.ts), for an implementation written against the kit.
 export type {
   Store, StoreOptions, AdmissionStore, BufferLeases, DebounceBuffers, OutboxReader, Outbox, PushQueue, StoreOperations,
   AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, LeasedBatch, FlushReason, PushLease, PushOutcome,
   DeliveryState, OutboxDraft, OutboxRecord, Turns, TurnCommit, TurnDone, TurnLink, TurnMode, TurnRule, TurnView,
-} from '../ports.js';
-export { turnBufferKey } from '../ports.js';
+} from '../core/ports/index.js';
+export { turnBufferKey } from '../core/ports/index.js';
 export { arrive, release, turnRule } from './store/turns.js';
 export type { BufferedPart, CorrelationRecord, Delivery, EventKind, InboundEvent } from '../events/inbound.js';

@@ -1,4 +1,4 @@
-import type { OutboxRecord } from '../ports.js';
+import type { OutboxRecord } from '../core/ports/index.js';
 import type { TraceEntry, TraceTrail } from '../events/trace.js';
 
 /** `GET /v1/trace/:id`: what happened to one message. */

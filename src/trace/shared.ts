@@ -1,5 +1,5 @@
 import type { TraceEntry, TraceTrail } from '../events/trace.js';
-import type { TrailLog } from '../ports.js';
+import type { TrailLog } from '../core/ports/index.js';
 import { repeatedBy, Trail } from './trail.js';
 
 /**

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import type { DeliveryState } from '../ports.js';
+import type { DeliveryState } from '../core/ports/index.js';
 import type { Party } from '../events/inbound.js';
 import type { Trace, TraceEntry, TraceTrail, Verdict } from '../events/trace.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { genericMessagesOf, zodAcceptsGenericBody } from '../../src/adapters/generic-message.js';
+import { genericMessagesOf, zodAcceptsGenericBody } from '../../src/adapters/generic/message.js';
 import { createAdapter } from '../../src/adapters/index.js';
-import type { RawDelivery } from '../../src/adapters/types.js';
-import { loadConfig } from '../../src/configure.js';
+import type { RawDelivery } from '../../src/adapters/kit/types.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { genericSamples, replacements, variants } from './fuzz.js';
 
 const adapter = createAdapter(loadConfig({ env: {}, file: {} }).channels[0]!);

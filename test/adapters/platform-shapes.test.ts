@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adapters } from '../../src/adapters/index.js';
-import type { Adapter } from '../../src/adapters/types.js';
+import type { Adapter } from '../../src/adapters/kit/types.js';
 import { fixture } from '../fixtures/index.js';
 import { adapterOf, delivery, fixturesOf } from './suite.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
-import { defineAdapter } from '../../src/adapters/descriptor.js';
-import { eventBuilder } from '../../src/adapters/event.js';
-import { optionalText } from '../../src/adapters/settings.js';
-import { checkSignature, headerOf, shapeError, verifiedSecret } from '../../src/adapters/types.js';
-import { loadConfig } from '../../src/configure.js';
+import { defineAdapter } from '../../src/adapters/kit/descriptor.js';
+import { eventBuilder } from '../../src/adapters/kit/event.js';
+import { optionalText } from '../../src/adapters/kit/settings.js';
+import { checkSignature, headerOf, shapeError, verifiedSecret } from '../../src/adapters/kit/types.js';
+import { loadConfig } from '../../src/service/configure.js';
 import type { AdapterFixtures } from '../fixtures/adapters.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { adapterOf, adapterSuite, delivery, fixturesOf } from './suite.js';

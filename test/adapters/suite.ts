@@ -1,9 +1,9 @@
 import { expect, it } from 'vitest';
 import { adapters as builtIns, createAdapter, type Adapter, type AdapterDescriptor } from '../../src/adapters/index.js';
-import type { RawDelivery } from '../../src/adapters/types.js';
-import { loadConfig } from '../../src/configure.js';
+import type { RawDelivery } from '../../src/adapters/kit/types.js';
+import { loadConfig } from '../../src/service/configure.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import { RequestError } from '../../src/errors.js';
+import { RequestError } from '../../src/core/errors.js';
 import { adapterFixtures, type AdapterFixtures } from '../fixtures/adapters.js';
 import { variants } from './fuzz.js';
 

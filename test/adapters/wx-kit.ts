@@ -1,6 +1,6 @@
 import { createCipheriv } from 'node:crypto';
 import { encrypt, getSignature } from '@wecom/crypto';
-import type { Adapter, Normalized, RawDelivery } from '../../src/adapters/types.js';
+import type { Adapter, Normalized, RawDelivery } from '../../src/adapters/kit/types.js';
 import { parseJson } from '../../src/http/body.js';
 
 // Test payloads of WeChat and WeCom made with the official library (@wecom/crypto), and the way

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { closest, editDistance } from '../../src/config/issues.js';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake } from '../../src/intake.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake } from '../../src/service/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
-import { silent, tempDir } from '../helpers.js';
+import { silent, tempDir } from '../support/helpers.js';
 
 describe('loadConfig', () => {
   it('gives the contract defaults and the generic channel with no file and no environment', () => {

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { withDotEnv } from '../../src/config/load.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 
 const secretOf = (bytes: number) => 'whsec_' + Buffer.alloc(bytes, 7).toString('base64');
 

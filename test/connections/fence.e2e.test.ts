@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../src/events/output.js';
-import { createIntake, type Intake } from '../../src/intake.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { silent, until } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { silent, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 import { BOT_TOKEN, fakeGateway } from './fake-gateway.js';
 import { APP_TOKEN, fakeSlack, message } from './fake-slack.js';
 import { fakeTelegram, TOKEN, update } from './fake-telegram.js';

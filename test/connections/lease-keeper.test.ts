@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseKeeper } from '../../src/connections/lease-keeper.js';
 import type { LeaseFence } from '../../src/events/connection.js';
-import type { Leases } from '../../src/ports.js';
+import type { Leases } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { silent } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { silent } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** Two instances' keepers of one lease on one store, on a manual clock; `running` says which runs what the lease guards. */
 function pair(store: Leases, clock: ManualClock, leaseMs = 900) {

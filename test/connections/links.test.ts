@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Links } from '../../src/connections/links.js';
 import type { RawDelivery } from '../../src/events/transport.js';
-import { silent, until } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { silent, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /*
  * The bot sockets of one instance, with real sockets on 127.0.0.1: a bot connects, its frames go

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { freePort, startIntakeChild, startService, tempDir, type Running } from '../helpers.js';
+import { freePort, startIntakeChild, startService, tempDir, type Running } from '../support/helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAdapter } from '../../src/adapters/index.js';
-import { loadConfig } from '../../src/configure.js';
-import { Channels } from '../../src/channels.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { Channels } from '../../src/service/channels.js';
 import { Bots, botsOf, pickReplyBot, soloRecord, type CorrelationOptions } from '../../src/correlate/bots.js';
 import { contentSignature, correlationKey } from '../../src/correlate/signature.js';
 import type { CorrelationRecord, InboundEvent } from '../../src/events/inbound.js';

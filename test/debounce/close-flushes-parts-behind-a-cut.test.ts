@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createIntake } from '../../src/intake.js';
-import { loadConfig } from '../../src/configure.js';
+import { createIntake } from '../../src/service/intake.js';
+import { loadConfig } from '../../src/service/configure.js';
 import type { Output } from '../../src/events/output.js';
-import { ManualClock } from '../manual-clock.js';
-import { deliverJson, silent, tempDir } from '../helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { deliverJson, silent, tempDir } from '../support/helpers.js';
 
 describe('shutdown of a memory store', () => {
   it('close() on a memory store emits the part that arrived after a command cut its buffer (it is lost today)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { flushWordTest, isCommand } from '../../src/debounce/command.js';
 
 describe('isCommand', () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { flushGridMs } from '../../src/debounce/grid.js';
-import { createIntake } from '../../src/intake.js';
-import { loadConfig } from '../../src/configure.js';
+import { createIntake } from '../../src/service/intake.js';
+import { loadConfig } from '../../src/service/configure.js';
 import type { Output } from '../../src/events/output.js';
-import { ManualClock } from '../manual-clock.js';
-import { deliverJson, silent, tempDir } from '../helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { deliverJson, silent, tempDir } from '../support/helpers.js';
 
 describe('flushGridMs', () => {
   it('is a twentieth of the shortest hold, between 10 and 50 ms', () => {

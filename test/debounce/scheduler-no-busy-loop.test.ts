@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import type { BufferRule, LeasedBatch } from '../../src/ports.js';
+import type { BufferRule, LeasedBatch } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 
 const rule: BufferRule = { windowMs: 0, maxMessages: 3, maxWaitMs: 0 };

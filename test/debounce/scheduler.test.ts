@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 import { FlushScheduler } from '../../src/debounce/scheduler.js';
 import type { BufferedPart, InboundEvent } from '../../src/events/inbound.js';
-import type { OutboxDraft } from '../../src/ports.js';
-import type { BufferRule, LeasedBatch, Store } from '../../src/ports.js';
+import type { OutboxDraft } from '../../src/core/ports/index.js';
+import type { BufferRule, LeasedBatch, Store } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 
 const rule: BufferRule = { windowMs: 1500, maxMessages: 3, maxWaitMs: 7500 };

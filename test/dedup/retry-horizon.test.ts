@@ -2,11 +2,11 @@ import { createHmac } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake, type Intake } from '../../src/intake.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
 import { fixtureBytes } from '../fixtures/index.js';
-import { deliverJson, silent } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { deliverJson, silent } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 

@@ -3,15 +3,15 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapters } from '../../src/adapters/index.js';
-import { loadConfig } from '../../src/configure.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { outputJson, outputOf, type Output } from '../../src/events/output.js';
-import { createIntake } from '../../src/intake.js';
+import { createIntake } from '../../src/service/intake.js';
 import { channelEntry } from '../adapters/suite.js';
 import { seal } from '../adapters/wx-kit.js';
 import { startRedis, type RedisServer } from '../store/redis-server.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { fixtureBytes } from '../fixtures/index.js';
-import { silent, tempDir, until } from '../helpers.js';
+import { silent, tempDir, until } from '../support/helpers.js';
 
 const schema = JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/schema/output-v1.schema.json'), 'utf8'));
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createOutput } from '../../src/emit/stage.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import type { LeasedBatch, OutboxDraft } from '../../src/ports.js';
-import { silent } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import type { LeasedBatch, OutboxDraft } from '../../src/core/ports/index.js';
+import { silent } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const event = (id: string): InboundEvent => ({
   id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: 's' },

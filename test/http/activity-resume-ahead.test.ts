@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub } from '../../src/http/event-stream.js';
 import { inProcessTrail, Trail } from '../../src/trace/trail.js';
-import { readEvents, silent } from '../helpers.js';
+import { readEvents, silent } from '../support/helpers.js';
 
 describe('activity stream after a restart', () => {
   let close: (() => void) | undefined;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { seeded } from '../adapters/fuzz.js';
 import { parseJson, scanJson } from '../../src/http/body.js';
-import { RequestError } from '../../src/errors.js';
+import { RequestError } from '../../src/core/errors.js';
 
 /** Object keys plus array items, counted on the parsed value. */
 function structures(value: unknown): number {

@@ -3,9 +3,9 @@ import { encrypt, getSignature } from '@wecom/crypto';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { wxSignature } from '../../src/adapters/wx-crypto.js';
+import { wxSignature } from '../../src/adapters/wx/crypto.js';
 import { fixture } from '../fixtures/index.js';
-import { postJson, startService, until, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
 
 const KEY = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
 const CORP_ID = 'ww1234567890abcdef';

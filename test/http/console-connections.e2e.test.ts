@@ -3,7 +3,7 @@ import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
-import { startService, until, type Running } from '../helpers.js';
+import { startService, until, type Running } from '../support/helpers.js';
 
 const XSS = '<img src=x onerror=alert(1)></script><script>alert(2)</script>';
 const BOT = '10001000';

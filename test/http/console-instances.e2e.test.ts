@@ -1,7 +1,7 @@
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startService, until, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 

@@ -4,9 +4,9 @@ import Koa from 'koa';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake, type Intake } from '../../src/intake.js';
-import { silent, tempDir, until } from '../helpers.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
+import { silent, tempDir, until } from '../support/helpers.js';
 
 declare const document: any;
 

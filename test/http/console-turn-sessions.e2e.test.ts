@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Output } from '../../src/events/output.js';
-import { postJson, startService, until } from '../helpers.js';
+import { postJson, startService, until } from '../support/helpers.js';
 
 // Functions run in the page; the test program has no DOM types.
 declare const document: any;

@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startService, until, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
 
 // Functions run in the page; the test program has no DOM types.
 declare const document: any;

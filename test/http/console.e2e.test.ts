@@ -3,9 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { standardWebhooks } from '../../src/signing.js';
-import { postJson, readEvents, startService, until, type Running } from '../helpers.js';
-import { PNG, serve, type TestServer } from '../servers.js';
+import { standardWebhooks } from '../../src/core/signing.js';
+import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { PNG, serve, type TestServer } from '../support/servers.js';
 
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');
 const AGENT_SECRET = 'whsec_' + Buffer.from('console-agent-secret-0123456789').toString('base64');

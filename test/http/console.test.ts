@@ -3,8 +3,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type Running } from '../helpers.js';
-import { PNG } from '../servers.js';
+import { startService, type Running } from '../support/helpers.js';
+import { PNG } from '../support/servers.js';
 
 /** GET with the path exactly as written: fetch() would normalize `..` away before sending. */
 function rawGet(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {

@@ -2,10 +2,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake, type Intake } from '../../src/intake.js';
-import { standardWebhooks } from '../../src/signing.js';
-import { silent, tempDir } from '../helpers.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
+import { standardWebhooks } from '../../src/core/signing.js';
+import { silent, tempDir } from '../support/helpers.js';
 
 const SECRET = 'whsec_' + Buffer.from('embedding-test-secret-0123456789').toString('base64');
 

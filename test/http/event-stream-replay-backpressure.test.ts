@@ -2,9 +2,9 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../src/ports.js';
+import type { OutboxRecord } from '../../src/core/ports/index.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { silent } from '../helpers.js';
+import { silent } from '../support/helpers.js';
 
 describe('event stream replay to a client that does not read', () => {
   let close: (() => void) | undefined;

@@ -4,11 +4,11 @@ import type { Server } from 'node:http';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxLife, OutboxRecord } from '../../src/ports.js';
+import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { readEvents, silent, until } from '../helpers.js';
+import { readEvents, silent, until } from '../support/helpers.js';
 
 /** An outbox in an array: what a store gives the event stream. */
 class FakeOutbox implements OutboxReader {

@@ -2,9 +2,9 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake, type Intake } from '../../src/intake.js';
-import { silent, startService, tempDir, type Running } from '../helpers.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
+import { silent, startService, tempDir, type Running } from '../support/helpers.js';
 
 interface Answer { status: number; body: any }
 

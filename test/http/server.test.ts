@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import Koa from 'koa';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { listen, serve, whileStarting } from '../../src/http/server.js';
 
 /** A logger whose lines the test can read. */

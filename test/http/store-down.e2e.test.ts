@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import type { AdmitItem, AdmitVerdict } from '../../src/ports.js';
-import { createIntake, type Intake } from '../../src/intake.js';
-import { loadConfig } from '../../src/configure.js';
-import { silent, until } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import type { AdmitItem, AdmitVerdict } from '../../src/core/ports/index.js';
+import { createIntake, type Intake } from '../../src/service/intake.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { silent, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** A store that can be switched off, like a database that went away. */
 class FlakyStore extends MemoryStore {

@@ -2,8 +2,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Output, ProcessedMessage } from '../../src/events/output.js';
-import { postJson, type Running, startService, tempDir, until } from '../helpers.js';
-import { serve, type TestServer } from '../servers.js';
+import { postJson, type Running, startService, tempDir, until } from '../support/helpers.js';
+import { serve, type TestServer } from '../support/servers.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 

@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/configure.js';
-import { createIntake } from '../../src/intake.js';
-import { tempDir } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { createIntake } from '../../src/service/intake.js';
+import { tempDir } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** An in-process intake whose log lines are collected, at `level`. */
 async function logged(level: 'debug' | 'info') {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { IntakeError, isIntakeError } from '../../src/errors.js';
-import { isMediaError, MediaError } from '../../src/errors.js';
+import { IntakeError, isIntakeError } from '../../src/core/errors.js';
+import { isMediaError, MediaError } from '../../src/core/errors.js';
 import { BlockedAddressError } from '../../src/media/guard.js';
 
 describe('media errors', () => {

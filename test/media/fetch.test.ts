@@ -4,13 +4,13 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mediaConnections } from '../../src/media/connections.js';
-import { MediaError } from '../../src/errors.js';
+import { MediaError } from '../../src/core/errors.js';
 import { fetchToFile } from '../../src/media/fetch.js';
 import { guardLookup, refuseAddress } from '../../src/media/guard.js';
 import { Slots } from '../../src/media/slots.js';
-import { tempDir } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
-import { countingConnections, endless, PNG, serve, type TestServer } from '../servers.js';
+import { tempDir } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { countingConnections, endless, PNG, serve, type TestServer } from '../support/servers.js';
 
 const MAX = 64 * 1024;
 

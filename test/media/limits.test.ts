@@ -2,11 +2,11 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
-import { tempDir } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { systemClock } from '../../src/core/clock.js';
+import { tempDir } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 import { partOf, stageFor } from './parts.js';
-import { countingConnections, endless, PNG, serve, type TestServer } from '../servers.js';
+import { countingConnections, endless, PNG, serve, type TestServer } from '../support/servers.js';
 
 /** Every file left under `dir`, relative paths. */
 function files(dir: string): string[] {

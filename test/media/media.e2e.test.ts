@@ -3,9 +3,9 @@ import { readFileSync, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, readEvents, startService, type Running } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
-import { PNG, serve, type TestServer } from '../servers.js';
+import { postJson, readEvents, startService, type Running } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { PNG, serve, type TestServer } from '../support/servers.js';
 
 describe('media on the real server', () => {
   let service: Running;

@@ -1,11 +1,11 @@
-import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/configure.js';
+import type { Clock } from '../../src/core/clock.js';
+import { loadConfig } from '../../src/service/configure.js';
 import type { InboundEvent, MediaRef } from '../../src/events/inbound.js';
 import type { MediaConnections } from '../../src/media/connections.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
 import type { BufferedPart } from '../../src/events/inbound.js';
-import { silent } from '../helpers.js';
+import { silent } from '../support/helpers.js';
 
 let partIds = 0;
 

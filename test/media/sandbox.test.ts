@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, utimesSync, writeFileSync, existsSync } from 'n
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureFolder, inside, sessionFolder, sweepStale, sweepTemporaries } from '../../src/media/sandbox.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 
 describe('media sandbox', () => {
   it('keeps every hostile session key inside the media folder', async () => {

@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/configure.js';
+import type { Clock } from '../../src/core/clock.js';
+import { loadConfig } from '../../src/service/configure.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import { silent, tempDir, until } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
-import { PNG, serve } from '../servers.js';
+import { silent, tempDir, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { PNG, serve } from '../support/servers.js';
 import { partOf } from './parts.js';
 
 describe('MediaStage sweeper', () => {

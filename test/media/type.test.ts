@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 import { storedType } from '../../src/media/type.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 import { partOf, stageFor } from './parts.js';
-import { PNG, serve, type TestServer } from '../servers.js';
+import { PNG, serve, type TestServer } from '../support/servers.js';
 
 const HTML = Buffer.from('<!doctype html><html><body><script>fetch("/steal")</script></body></html>');
 const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');

@@ -1,9 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startService, tempDir, until, type Running } from '../helpers.js';
-import { serve, type TestServer } from '../servers.js';
-import { ManualClock } from '../manual-clock.js';
+import { postJson, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { serve, type TestServer } from '../support/servers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import type { OutboxDraft } from '../../src/ports.js';
-import type { PushLease, PushOutcome, Store } from '../../src/ports.js';
+import type { OutboxDraft } from '../../src/core/ports/index.js';
+import type { PushLease, PushOutcome, Store } from '../../src/core/ports/index.js';
 import { defaults } from '../../src/config/schema.js';
 import { AgentPush } from '../../src/push/agent-push.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { silent, until } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
-import { serve, type TestServer } from '../servers.js';
+import { silent, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { serve, type TestServer } from '../support/servers.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
 

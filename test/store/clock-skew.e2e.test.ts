@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Clock, systemClock } from '../../src/clock.js';
-import { postJson, type Running, startService, until } from '../helpers.js';
+import { type Clock, systemClock } from '../../src/core/clock.js';
+import { postJson, type Running, startService, until } from '../support/helpers.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 /*

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 import { clusterForTests } from './redis-cluster.js';

@@ -1,4 +1,4 @@
-import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/ports.js';
+import type { AdmitItem, AdmitVerdict, BufferRule, LeasedBatch, OutboxDraft, OutboxRecord, Store } from '../../src/core/ports/index.js';
 import { seeded } from '../adapters/fuzz.js';
 import { event } from '../../src/testing/index.js';
 

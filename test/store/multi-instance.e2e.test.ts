@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
-import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
-import { PNG, serve } from '../servers.js';
+import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { PNG, serve } from '../support/servers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
 import { startRedis } from './redis-server.js';
 

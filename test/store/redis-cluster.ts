@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import type { Store } from '../../src/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import type { RedisStore } from '../../src/store/redis/redis.js';
 import { shardOf } from '../../src/store/redis/shard-map.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 import { freePort, type RedisServer, startRedis } from './redis-server.js';
 
 /** The slots of a cluster (0 .. 16383). */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import type { Store } from '../../src/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { describeCloseRules, describeTurnRules } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';

@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { isIntakeError } from '../../src/errors.js';
+import { isIntakeError } from '../../src/core/errors.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { scripts } from '../../src/store/redis/scripts.js';
 
 const { aiClaimDue: CLAIM_DUE_LUA, aiUnclaim: UNCLAIM_LUA } = scripts();
-import type { AdmitItem } from '../../src/ports.js';
+import type { AdmitItem } from '../../src/core/ports/index.js';
 import { draft, item as fixture } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import type { OutboxDraft } from '../../src/ports.js';
+import type { OutboxDraft } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
-import type { Store } from '../../src/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
-import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/ports.js';
+import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
-import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/ports.js';
+import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/core/ports/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const rule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 3 };

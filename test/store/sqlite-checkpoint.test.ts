@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Checkpointer, walLimitBytes } from '../../src/store/sqlite/checkpoint.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 import { draft, item } from '../../src/testing/index.js';
 
 /** A WAL-mode file with SQLite's own checkpoint off, as the store opens it. */

@@ -3,12 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeliveryState } from '../../src/ports.js';
+import type { DeliveryState } from '../../src/core/ports/index.js';
 import { openStore } from '../../src/store/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
-import type { Store } from '../../src/ports.js';
-import { tempDir } from '../helpers.js';
+import type { Store } from '../../src/core/ports/index.js';
+import { tempDir } from '../support/helpers.js';
 import { arrive, claim, describeStoreContract, draft, item, verdicts } from '../../src/testing/index.js';
 
 describeStoreContract('memory', async () => new MemoryStore());

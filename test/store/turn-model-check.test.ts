@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/ports.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/helpers.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 import { type TurnCovered, turnModelCheck, type TurnViolation } from './turn-model-check.js';
 

@@ -1,5 +1,5 @@
 import { item } from '../../src/testing/index.js';
-import { isTurnBuffer, type LeasedBatch, type Store, type TurnMode, type TurnRule } from '../../src/ports.js';
+import { isTurnBuffer, type LeasedBatch, type Store, type TurnMode, type TurnRule } from '../../src/core/ports/index.js';
 import { seeded } from '../adapters/fuzz.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, type Running, startService, until } from '../helpers.js';
+import { postJson, type Running, startService, until } from '../support/helpers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
 
 /* Agent turns on two real instances sharing one real redis-server, or a real 3-master Redis Cluster. */

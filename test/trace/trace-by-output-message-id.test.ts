@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, startService, until, type Running } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 describe('the verdict trail by the ids an output names', () => {
   let service: Running;

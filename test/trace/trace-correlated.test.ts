@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../fixtures/index.js';
-import { postJson, startService, until, type Running } from '../helpers.js';
-import { ManualClock } from '../manual-clock.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 const sign = (secret: string, body: Buffer) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;
 

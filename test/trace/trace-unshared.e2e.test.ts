@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startService, until, type Running } from '../helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { type RedisServer, startRedis } from '../store/redis-server.js';
 
 /* trace.shared false on Redis: each instance keeps its own trail, and Redis does no trail work. */

@@ -1,6 +1,6 @@
 import type { BufferedPart } from '../../events/inbound.js';
 import { DueHeap, type Due } from './due-heap.js';
-import type { BufferRule, FlushReason } from '../../ports.js';
+import type { BufferRule, FlushReason } from '../../core/ports/index.js';
 import { batchOf, closeAt } from '../rules/close.js';
 import { heldDeadline } from '../rules/turn.js';
 

@@ -1,5 +1,5 @@
-import { digest } from '../../digest.js';
-import type { ClaimSpec, ClaimStats } from '../../ports.js';
+import { digest } from '../../core/digest.js';
+import type { ClaimSpec, ClaimStats } from '../../core/ports/index.js';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const SIXBITS = new Int8Array(128).fill(-1);

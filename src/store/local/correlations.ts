@@ -1,5 +1,5 @@
 import type { CorrelationRecord, Delivery } from '../../events/inbound.js';
-import type { CorrelationStep } from '../../ports.js';
+import type { CorrelationStep } from '../../core/ports/index.js';
 
 /** What the correlation step decided for one item. */
 export type CorrelationDecision =

@@ -1,4 +1,4 @@
-import type { BufferRule } from '../../ports.js';
+import type { BufferRule } from '../../core/ports/index.js';
 import { Buffers, type HeldMeta, type OpenBuffer, type PartMeta } from './buffers.js';
 
 export type { HeldMeta };

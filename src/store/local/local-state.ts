@@ -1,12 +1,12 @@
 import type { BufferedPart, CorrelationRecord } from '../../events/inbound.js';
-import type { OutboxDraft, OutboxRecord } from '../../ports.js';
+import type { OutboxDraft, OutboxRecord } from '../../core/ports/index.js';
 import { type OpenBuffer, type PartMeta } from './buffers.js';
 import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from '../../ports.js';
-import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../ports.js';
+import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from '../../core/ports/index.js';
+import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { turnStep, withLink } from '../rules/turn.js';
 import { TurnTable, type TurnState } from './turns.js';
 

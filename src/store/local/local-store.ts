@@ -4,7 +4,7 @@ import type { LocalState } from './local-state.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxLife, OutboxRecord, PushLease, PushOutcome, Store,
   TurnCommit, TurnDone, TurnRule, TurnView,
-} from '../../ports.js';
+} from '../../core/ports/index.js';
 
 /** The record a commit's write made, to announce: a plain commit's, or an emitted turn commit's. */
 export function committedRecord(value: unknown): OutboxRecord | undefined {

@@ -1,10 +1,10 @@
 import { nanoid } from 'nanoid';
-import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
 import { committedRecord, LocalStore, type WriteKind } from './local-store.js';
-import type { LeasedBatch, OutboxLife, StoreOptions } from '../../ports.js';
+import type { LeasedBatch, OutboxLife, StoreOptions } from '../../core/ports/index.js';
 
 /**
  * A retained outbox record. Its body is kept as UTF-8 bytes in a `ByteArena`, outside the JS

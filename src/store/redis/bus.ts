@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid';
 import type { ConnectionView } from '../../events/connection.js';
-import type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from '../../ports.js';
+import type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from '../../core/ports/index.js';
 import { clock } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, isClusterUrl, type ScriptedRedis } from './connections.js';
 

@@ -1,7 +1,7 @@
-import { UnavailableError } from '../../errors.js';
-import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { UnavailableError } from '../../core/errors.js';
+import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import { type BufferedPart, type CorrelationRecord, type EventKind } from '../../events/inbound.js';
-import type { AdmitItem, AdmitVerdict } from '../../ports.js';
+import type { AdmitItem, AdmitVerdict } from '../../core/ports/index.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
 export function admitArgs(items: readonly AdmitItem[], maxGroups: number, now = ''): string[] {

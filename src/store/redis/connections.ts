@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 import { redacted } from './codec.js';
 import { scripts, type ScriptName, type ScriptSet } from './scripts.js';
 

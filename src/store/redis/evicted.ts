@@ -1,4 +1,4 @@
-import type { FlushReason, LeasedBatch } from '../../ports.js';
+import type { FlushReason, LeasedBatch } from '../../core/ports/index.js';
 import { partOf } from './codec.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import type { OutboxLife } from '../../ports.js';
+import type { OutboxLife } from '../../core/ports/index.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 
 /** What this instance last knew of the store when it found it rolled back. */

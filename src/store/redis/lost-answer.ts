@@ -1,4 +1,4 @@
-import type { OutboxRecord } from '../../ports.js';
+import type { OutboxRecord } from '../../core/ports/index.js';
 import type { ConnectionLogger } from './connections.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { OutboxRecord, StoreOptions } from '../../ports.js';
+import type { OutboxRecord, StoreOptions } from '../../core/ports/index.js';
 import type { ConnectionLogger } from './connections.js';
 
 /** Settings of the Redis store, on top of every store's. */

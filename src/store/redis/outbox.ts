@@ -1,4 +1,4 @@
-import type { Outbox, OutboxLife, OutboxRecord, TailEvents } from '../../ports.js';
+import type { Outbox, OutboxLife, OutboxRecord, TailEvents } from '../../core/ports/index.js';
 import { clock, type EntryReply, recordOf } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
 import type { StoreIdentity } from './identity.js';

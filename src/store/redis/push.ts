@@ -1,4 +1,4 @@
-import type { OutboxRecord, PushLease, PushOutcome, PushQueue } from '../../ports.js';
+import type { OutboxRecord, PushLease, PushOutcome, PushQueue } from '../../core/ports/index.js';
 import { clock, type EntryReply, numberOrUndefined, recordOf } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
 

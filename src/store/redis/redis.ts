@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxLife, type OutboxRecord, type TurnCommit, type TurnRule } from '../../ports.js';
+import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxLife, type OutboxRecord, type TurnCommit, type TurnRule } from '../../core/ports/index.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
 import { admitArgs, clock, correlationOf, numberOrUndefined, redacted, unavailable, verdictsOf } from './codec.js';
 import {
@@ -21,7 +21,7 @@ import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, Store, StoreHealth, TrailLog, TrailLogOptions,
-} from '../../ports.js';
+} from '../../core/ports/index.js';
 
 export type { RedisStoreOptions } from './options.js';
 

@@ -1,4 +1,4 @@
-import { counted } from '../../errors.js';
+import { counted } from '../../core/errors.js';
 import type { ScriptedRedis } from './connections.js';
 
 /**

@@ -1,7 +1,7 @@
-import { ConfigError, counted } from '../../errors.js';
+import { ConfigError, counted } from '../../core/errors.js';
 import type {
   AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, StoreHealth, TurnCommit, TurnRule, TurnView,
-} from '../../ports.js';
+} from '../../core/ports/index.js';
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { ShardAppender } from './appender.js';
 import { AwayShards } from './away.js';

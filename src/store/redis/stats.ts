@@ -1,4 +1,4 @@
-import type { ClaimStats } from '../../ports.js';
+import type { ClaimStats } from '../../core/ports/index.js';
 import type { ScriptedRedis } from './connections.js';
 
 /** claimStats / correlationStats are refreshed in the background at most this often. */

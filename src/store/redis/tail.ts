@@ -1,4 +1,4 @@
-import type { OutboxRecord, TailEvents } from '../../ports.js';
+import type { OutboxRecord, TailEvents } from '../../core/ports/index.js';
 import { recordOf } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
 import type { StoreIdentity } from './identity.js';

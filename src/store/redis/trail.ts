@@ -1,5 +1,5 @@
 import type { TraceEntry } from '../../events/trace.js';
-import type { TrailLog, TrailLogOptions } from '../../ports.js';
+import type { TrailLog, TrailLogOptions } from '../../core/ports/index.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
 
 /** Entries written in one script call at most (a tick with more writes several). */

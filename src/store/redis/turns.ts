@@ -1,4 +1,4 @@
-import { outboxRecord, type LeasedBatch, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnDone, type TurnLink, type TurnRule, type TurnView } from '../../ports.js';
+import { outboxRecord, type LeasedBatch, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnDone, type TurnLink, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { clock } from './codec.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';

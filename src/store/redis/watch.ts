@@ -1,4 +1,4 @@
-import type { StoreHealth } from '../../ports.js';
+import type { StoreHealth } from '../../core/ports/index.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import type { StoreIdentity } from './identity.js';
 

@@ -1,4 +1,4 @@
-import type { BufferRule, FlushReason } from '../../ports.js';
+import type { BufferRule, FlushReason } from '../../core/ports/index.js';
 
 /**
  * How a debounce buffer closes: the store rules every backend runs. The Redis store runs the

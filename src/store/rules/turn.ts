@@ -1,4 +1,4 @@
-import type { FlushReason, TurnLink, TurnMode } from '../../ports.js';
+import type { FlushReason, TurnLink, TurnMode } from '../../core/ports/index.js';
 import type { CutPart } from './close.js';
 
 /**

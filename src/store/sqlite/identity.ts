@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { UnavailableError } from '../../errors.js';
+import { UnavailableError } from '../../core/errors.js';
 
 /** How often, at most, writes compare the file at the path with the one open (ms of `now`). */
 const IDENTITY_CHECK_MS = 1000;

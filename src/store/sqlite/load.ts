@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { BufferedPart, EventKind } from '../../events/inbound.js';
-import { turnBufferKey } from '../../ports.js';
+import { turnBufferKey } from '../../core/ports/index.js';
 import type { OpenBuffer } from '../local/buffers.js';
 import { LocalState } from '../local/local-state.js';
 import type { SqliteRows } from './rows.js';

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../../errors.js';
+import { UnavailableError } from '../../core/errors.js';
 
 /** How long the open waits for another owner to let go before it says the file is in use. */
 const OWNER_WAIT_MS = 200;

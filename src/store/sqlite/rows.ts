@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../ports.js';
+import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
 import type { Rows } from '../local/local-state.js';
-import type { BufferRule, ClaimSpec } from '../../ports.js';
+import type { BufferRule, ClaimSpec } from '../../core/ports/index.js';
 
 export const schema = `
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;

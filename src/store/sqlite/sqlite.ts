@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { nanoid } from 'nanoid';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { UnavailableError } from '../../errors.js';
-import type { OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../ports.js';
+import { UnavailableError } from '../../core/errors.js';
+import type { OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../core/ports/index.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
 import { Checkpointer, MAX_WAL_FRAMES, walLimitBytes } from './checkpoint.js';
@@ -13,7 +13,7 @@ import { openOwned, type OwnedFile } from './open.js';
 import { loadState, loadStateInChunks, migrate } from './load.js';
 import { SqliteRows, schema, toRecord } from './rows.js';
 import { committedRecord, LocalStore, type WriteKind } from '../local/local-store.js';
-import type { LeasedBatch, OutboxLife, StoreOptions } from '../../ports.js';
+import type { LeasedBatch, OutboxLife, StoreOptions } from '../../core/ports/index.js';
 
 /** Outbox records deleted per write of a trim (see `trimOutbox`). */
 const TRIM_CHUNK = 128;

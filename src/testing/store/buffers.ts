@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LeasedBatch } from '../../ports.js';
+import type { LeasedBatch } from '../../core/ports/index.js';
 import { draft, item, rule } from './fixtures.js';
 import { type StoreHarness } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BufferRule, FlushReason } from '../../ports.js';
+import type { BufferRule, FlushReason } from '../../core/ports/index.js';
 import { draft, item } from './fixtures.js';
 import type { StoreHarness } from './harness.js';
 

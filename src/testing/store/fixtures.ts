@@ -1,7 +1,7 @@
 import type { Delivery, EventKind, InboundEvent } from '../../events/inbound.js';
 import type {
   AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, OutboxDraft, DeliveryState,
-} from '../../ports.js';
+} from '../../core/ports/index.js';
 
 /** Builders for store tests: plain data, every time explicit. */
 

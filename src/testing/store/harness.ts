@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import type { OutboxDraft, OutboxRecord, Store } from '../../ports.js';
+import type { OutboxDraft, OutboxRecord, Store } from '../../core/ports/index.js';
 import { item } from './fixtures.js';
 
 /** Opens a fresh, empty store. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PushLease, Store } from '../../ports.js';
+import type { PushLease, Store } from '../../core/ports/index.js';
 import { draft, item } from './fixtures.js';
 import { commitAll, type StoreHarness } from './harness.js';
 

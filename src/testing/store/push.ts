@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PushLease } from '../../ports.js';
+import type { PushLease } from '../../core/ports/index.js';
 import { draft } from './fixtures.js';
 import { commitAll, type StoreHarness } from './harness.js';
 

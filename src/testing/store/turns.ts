@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { turnBufferKey, type LeasedBatch, type Store, type TurnCommit, type TurnMode, type TurnRule } from '../../ports.js';
+import { turnBufferKey, type LeasedBatch, type Store, type TurnCommit, type TurnMode, type TurnRule } from '../../core/ports/index.js';
 import { draft, item } from './fixtures.js';
 import { type StoreHarness } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AdmitItem } from '../../../src/ports.js';
+import type { AdmitItem } from '../../../src/core/ports/index.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
 

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../../src/http/errors.js';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { silent, until } from '../../helpers.js';
+import { silent, until } from '../../support/helpers.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
 import { commitOne } from './fixtures.js';
 

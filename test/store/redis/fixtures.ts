@@ -1,4 +1,4 @@
-import type { AdmitItem, OutboxDraft } from '../../../src/ports.js';
+import type { AdmitItem, OutboxDraft } from '../../../src/core/ports/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 
 const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };

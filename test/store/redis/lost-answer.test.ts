@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OutboxRecord } from '../../../src/ports.js';
+import type { OutboxRecord } from '../../../src/core/ports/index.js';
 import { committedDespiteLostAnswer } from '../../../src/store/redis/lost-answer.js';
 
 const record = { id: 'o1', seq: 7 } as OutboxRecord;

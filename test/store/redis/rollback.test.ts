@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { postJson, startService, until, type Running } from '../../helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
 import { commitOne } from './fixtures.js';
 import { follow, type Followed } from './follow.js';

@@ -1,12 +1,12 @@
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OutboxRecord, Store } from '../../../src/ports.js';
+import type { OutboxRecord, Store } from '../../../src/core/ports/index.js';
 import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf, shardPrefixes } from '../../../src/store/redis/shard-map.js';
 import { delivery, draft, item, step } from '../../../src/testing/index.js';
-import { until } from '../../helpers.js';
+import { until } from '../../support/helpers.js';
 import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // Attacks on the sharded store (`redis-cluster://`) on a real 3-master Redis Cluster: resets of

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LeasedBatch, Store } from '../../../src/ports.js';
+import type { LeasedBatch, Store } from '../../../src/core/ports/index.js';
 import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf } from '../../../src/store/redis/shard-map.js';

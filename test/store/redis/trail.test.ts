@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TraceEntry } from '../../../src/events/trace.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { until } from '../../helpers.js';
+import { until } from '../../support/helpers.js';
 import { type RedisServer, startRedis } from '../redis-server.js';
 
 /* The verdict trail kept in Redis (src/store/redis/trail.ts): numbering, lookups by name, bounds. */

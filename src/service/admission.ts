@@ -1,0 +1,64 @@
+import type { Channels } from './channels.js';
+import type { Config } from '../config/schema.js';
+import type { Bots } from '../correlate/bots.js';
+import { flushWordTest, isCommand } from '../debounce/command.js';
+import { claimKey, dedupPlan } from '../dedup/claims.js';
+import type { InboundEvent } from '../events/inbound.js';
+import type { Plan } from '../ingest/admit.js';
+import type { AdmitItem, BufferRule } from '../core/ports/index.js';
+
+/** A signed delivery's id is remembered at least as long as its signature could be replayed. */
+const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * Admission policy: how one event enters the store, decided from the stages' rules. Its dedup
+ * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (only in
+ * namespaces where several bots deliver), the buffer it joins and the rule that closes that buffer.
+ */
+export function admissionPlanner(config: Config, channels: Channels, bots: Bots, counts: { observed: number }) {
+  const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
+  const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
+  // One shared, frozen empty array for the buffered copy's empty lists: an empty array per
+  // message is more for the young-generation collector to copy while the message waits.
+  const none = Object.freeze([]) as unknown as never[];
+  // Each channel's `debounce.flushWords`, as a test built once.
+  const globalFlushWord = flushWordTest(config.debounce.flushWords);
+  const flushWords = new Map(channels.ids().map((id) => [id, flushWordTest(channels.debounceOf(id).flushWords)]));
+
+  return function plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan {
+    const channel = channels.get(event.channel)?.config;
+    const dedup = channel?.dedup ?? config.dedup;
+    const { claims, kinds } = dedupPlan(event, dedup);
+    if (deliveryId !== undefined && event.platformId === undefined) {
+      // A replayed signed delivery: its events have no ids, but the delivery has one.
+      claims.unshift({ key: claimKey('wh', event.channel, deliveryId, String(index)), space: `wh:${event.channel}`, ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS), maxKeys: dedup.maxKeys });
+      kinds.unshift('deduped');
+    }
+    const correlation = bots.step(event, now);
+    if (correlation) counts.observed++;
+    const debounce = channel?.debounce ?? config.debounce;
+    const message = event.kind === 'message';
+    const item: AdmitItem = {
+      claims,
+      part: {
+        // Notices and requests are held (never merged) in a buffer of their own.
+        // Joined, not concatenated: `+` makes a rope of two strings that the buffer's map then
+        // flattens into a third, all three kept while the message waits.
+        debounceKey: message ? [event.sessionKey, event.sender.id].join('\u0000') : ['\u0001', event.channel, '\u0000', event.id].join(''),
+        receivedAt: now,
+        // The buffered copy drops `raw` and `segments` (read only by the correlation step,
+        // above): what waits out the window, in memory or in a row, is what the output needs.
+        event: {
+          ...event, raw: undefined, segments: none,
+          media: event.media.length === 0 ? none : event.media, mentions: event.mentions.length === 0 ? none : event.mentions,
+        },
+        ...(correlation ? { correlationKey: correlation.key } : {}),
+      },
+      rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,
+      closeNow: message && ((debounce.flushCommands && isCommand(event.text)) || (flushWords.get(event.channel) ?? globalFlushWord)(event.text)),
+      ...(correlation ? { correlation } : {}),
+      ...(event.fields?.media_group_id === undefined ? {} : { unit: `album:${event.fields.media_group_id}` }),
+    };
+    return { item, kinds };
+  };
+}

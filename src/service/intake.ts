@@ -1,0 +1,198 @@
+import pino from 'pino';
+import { admissionPlanner } from './admission.js';
+import { Channels } from './channels.js';
+import { systemClock } from '../core/clock.js';
+import { configOf } from './configure.js';
+import { Bots, botsOf, pickReplyBot, soloRecord } from '../correlate/bots.js';
+import { flushGridMs } from '../debounce/grid.js';
+import { FlushScheduler } from '../debounce/scheduler.js';
+import { Outlet } from '../emit/outlet.js';
+import { createOutput } from '../emit/stage.js';
+import type { CorrelationRecord, InboundEvent } from '../events/inbound.js';
+import type { TraceEntry } from '../events/trace.js';
+import { Gate } from './gate.js';
+import { Handlers } from '../handlers/routes.js';
+import { createApp } from '../http/app.js';
+import { consoleRoutes } from '../http/console.js';
+import { StreamHub } from '../http/event-stream.js';
+import { createAdmit } from '../ingest/admit.js';
+import type { CreateIntakeOptions, Intake } from './intake-api.js';
+import { KEEP_SETTLED_MS, MediaStage } from '../media/index.js';
+import { Metrics } from '../metrics/index.js';
+import { operations, pushAttempts } from './operations.js';
+import { createPipeline, type InboundMiddleware } from './pipeline.js';
+import { AgentPush } from '../push/agent-push.js';
+import { Retention } from '../retention/retention.js';
+import { openStore } from '../store/index.js';
+import { botConnections, instanceName } from './sockets.js';
+import { exposeIntake } from './surface.js';
+import { traceOf } from '../trace/answer.js';
+import { sharedTrail } from '../trace/shared.js';
+import { inProcessTrail, Trail } from '../trace/trail.js';
+
+export type { CreateIntakeOptions, Intake } from './intake-api.js';
+export type { InboundMiddleware } from './pipeline.js';
+
+/** Poll period of a store other instances share: their buffers and pushes are found this late at most. */
+const SHARED_POLL_MS = 250;
+/** How old a shared store's count of open buffers may be (`debounce.maxOpenBuffers` may be overshot by what arrives meanwhile). */
+const SHARED_COUNT_MS = 100;
+
+/**
+ * Build the stages and hand them to the pipeline (src/service/pipeline.ts), which runs them in the
+ * order a message meets them. Stages meet only here and through the shapes of `events/` and
+ * the store's roles in `ports.ts`.
+ */
+export async function createIntake(options: CreateIntakeOptions = {}): Promise<Intake> {
+  // What touches the world: config, clock, logger, metrics, store.
+  const config = configOf(options);
+  const cwd = options.cwd ?? process.cwd();
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const metrics = options.metrics ?? new Metrics();
+  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger, now: clock.now() });
+  if (!store.durable) logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
+  const polling = store.shared ? { pollMs: SHARED_POLL_MS } : {};
+
+  // Channels and their adapters; the bots configuration names.
+  const channels = new Channels(config, { shared: store, now: () => clock.now(), logger });
+  const bots = new Bots({ ...config.correlation, correlatedNamespaces: channels.correlatedNamespaces() });
+  for (const { config: channel, adapter } of channels.values()) {
+    for (const botId of adapter.botIds ?? []) bots.connect(adapter.namespace, botId, channel.id);
+  }
+  // The verdict trail: the store's on a shared store (every instance's, unless trace.shared is
+  // false), else this process's.
+  const instance = options.instance ?? instanceName();
+  const trail = store.openTrail && config.trace.shared
+    ? sharedTrail(store.openTrail({ instance, retentionMs: config.trace.retentionMs, maxEntries: config.trace.maxEntries }))
+    : inProcessTrail(new Trail({ capacity: config.trace.maxEntries, retentionMs: config.trace.retentionMs, now: () => clock.now(), instance }));
+  const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
+  const counts = { observed: 0, duplicates: 0 };
+  const groups = new WeakMap<InboundEvent, CorrelationRecord>();
+  const chain: InboundMiddleware[] = [];
+
+  // Admission: one store step per delivery, as the admission policy plans each event.
+  const admit = createAdmit({
+    admit: (items, now) => store.admit(items, now),
+    isOwnBot: (namespace, id) => bots.isOwnBot(namespace, id),
+    plan: admissionPlanner(config, channels, bots, counts),
+    count: (channel, adapter, action) => metrics.message(channel, adapter, action),
+    trail: record,
+    logger,
+  });
+  const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
+  const debounceRules = channels.debounceRules();
+  const media = new MediaStage({
+    cwd, channels: channels.ids(), concurrency: config.media.concurrency, clock, logger, metrics,
+    optionsFor: (channel) => channels.get(channel)?.config.media ?? config.media,
+    adapterFor: (channel) => channels.get(channel)?.adapter,
+    // A finished download waits for its flush: past the longest wait a buffer can have, a lease
+    // taken over from a dead instance (30 s) and a margin.
+    // A batch held for an agent's turn keeps its downloads up to that turn's maxMs.
+    keepSettledMs: Math.max(KEEP_SETTLED_MS, Math.max(...debounceRules.map((rule) => rule.maxWaitMs), ...channels.ids().map((id) => channels.turnsOf(id).maxMs)) + 90_000),
+  });
+
+  // Output: a due batch becomes one output in the outbox, published and pushed.
+  const output = createOutput({
+    clock, logger, pushes: config.agent.url !== undefined,
+    commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
+    turnRule: (channel) => channels.turnsOf(channel),
+    keepMedia: (batch, collected) => media.keep(batch.parts, collected),
+    correlation: async (key, now) => {
+      const group = await store.correlation(key, now);
+      if (group) bots.learn(group, (channel) => channels.get(channel)?.adapter.namespace);
+      return group;
+    },
+    collectMedia: (batch) => media.collect(batch.parts),
+    mediaMode: (channel) => channels.debounceOf(channel).media,
+    mentionedBots: (event) => bots.mentionedBots(event),
+    soloRecord, botsOf, pickReplyBot,
+    replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
+  });
+  const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
+  const push = config.agent.url
+    ? new AgentPush({
+      config: config.agent, queue: store, clock, logger, ...polling,
+      ...(options.pushLeaseMs ? { leaseMs: options.pushLeaseMs } : {}),
+      ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
+      onAttempt: pushAttempts(clock, metrics, record),
+      // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
+      ...(channels.turnsOn() ? { onAnswer: (pushed, body) => pipeline.pushAnswered(pushed, body) } : {}),
+      turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
+    })
+    : undefined;
+  const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
+  const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
+  // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
+  const buffers = { count: () => store.openBuffers(), max: config.debounce.maxOpenBuffers, maxAgeMs: store.shared ? SHARED_COUNT_MS : 0 };
+  const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
+
+  // The debounce scheduler closes buffers when due, on any instance, and hands them to `flush`.
+  const scheduler = new FlushScheduler({
+    clock, ...polling,
+    ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
+    gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
+    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
+    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
+    release: (batch, retryAt) => store.release(batch, retryAt),
+    nextDeadline: () => store.nextDeadline(),
+    flush: (batch) => pipeline.flush(batch),
+    onError: (error, batch) => {
+      metrics.storeError('flush');
+      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
+    },
+  });
+
+  // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
+  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, server: config.server, pipeline: () => pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
+
+  const pipeline = createPipeline({
+    clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
+    media, scheduler, output, outlet, push, retention,
+    turns: store, turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
+  });
+  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance });
+
+  const http = createApp({
+    config, logger, now: () => clock.now(),
+    hasChannel: (id) => channels.has(id),
+    bodyTypes: (id) => channels.bodyTypes(id),
+    ingest: pipeline.inbound,
+    handshake: (channelId, delivery) => channels.handshake(channelId, delivery),
+    rejected: pipeline.rejected,
+    readiness: ops.readiness,
+    stats: ops.stats,
+    metrics: { contentType: metrics.contentType, metrics: () => metrics.scrape() },
+    outbox: store,
+    streams,
+    connections: () => sockets.list(),
+    action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
+    trail,
+    turns: { done: (id) => pipeline.turnDone(id), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
+    trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
+    deadLetters: push && {
+      count: async () => (await store.deliveryCounts()).dead,
+      list: (limit) => store.deadLetters(limit),
+      retry: (id, limit) => push.retryDead(id, limit),
+    },
+    extra: consoleRoutes({ cwd, mediaDirs: () => [config.media.dir, ...config.channels.map((channel) => channel.media.dir)] }),
+  });
+
+  // Start: media temporaries, the push queue, buffers left by a previous run (drained in
+  // chunks after this resolves, so the service listens at once), and the outbox trim.
+  await media.start();
+  await push?.start();
+  await scheduler.start();
+  retention.start();
+  ops.start();
+  await sockets.start();
+
+  if (channels.turnsOn()) {
+    metrics.gauge('inbox_turns_open', 'Agent turns open (every instance\'s, as the store sees them)', () => store.openTurnCount(clock.now()).catch(() => 0));
+  }
+
+  return exposeIntake({
+    http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
+    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop, now: () => clock.now(),
+  });
+}
