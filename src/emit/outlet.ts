@@ -9,9 +9,10 @@ function withSeq(built: Omit<Output, 'seq'>, seq: number): Output {
 }
 
 /**
- * Where recorded output goes live: the in-process emitter (`intake.on('chat.processedMessage')`)
- * and every open event stream. Listener errors are isolated so one bad consumer cannot stop
- * the others or the pipeline.
+ * Where recorded output goes live in this process: the emitter behind
+ * `intake.on('chat.processedMessage')`. Event streams do not read it: they follow the store's
+ * tail (src/http/event-stream.ts), so a client sees every instance's outputs in seq order.
+ * Listener errors are isolated so one bad consumer cannot stop the others or the pipeline.
  */
 export class Outlet {
   readonly emitter = new EventEmitter();

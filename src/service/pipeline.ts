@@ -164,7 +164,7 @@ export function createPipeline(stages: PipelineStages) {
     const emitted = await stages.output(batch);
     if (!emitted) return;
     if ('held' in emitted) return held(emitted);
-    // 8. Publish: count, trail, hand to in-process listeners and SSE, queue the push.
+    // 8. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
     publish(emitted);
   }
 
