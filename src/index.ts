@@ -23,5 +23,5 @@ export { SqliteStore } from './store/sqlite/sqlite.js';
 export { RedisStore, type RedisStoreOptions } from './store/redis/redis.js';
 export { ShardedRedisStore, type ShardedStoreOptions } from './store/redis/sharded.js';
 export type { Clock } from './core/clock.js';
-export { IntakeError, ConfigError, RequestError, SignatureError, StaleTimestampError, UnavailableError, isIntakeError, isConfigError, isSignatureError } from './core/errors.js';
+export { IntakeError, ConfigError, RequestError, SignatureError, StaleTimestampError, UnavailableError, isIntakeError, isConfigError, isSignatureError, type ErrorCode } from './core/errors.js';
 export { standardWebhooks } from './core/signing.js';

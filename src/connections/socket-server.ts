@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { isIntakeError } from '../core/errors.js';
+import { type ErrorCode, isIntakeError } from '../core/errors.js';
 import type { ConnectionEvent, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { LinkTarget, Links } from './links.js';
@@ -85,7 +85,7 @@ export class SocketServer {
 }
 
 /** Answer a refused upgrade with an HTTP status and the service's error body, and hang up. */
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
+function refuse(socket: Duplex, status: number, code: ErrorCode, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status] ?? 'Error';
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);

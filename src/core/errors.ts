@@ -2,6 +2,32 @@
  * One error base class for everything agent-intake throws on purpose. Stages throw; the HTTP
  * error middleware (src/http/errors.ts) is the one place that turns them into responses.
  */
+/**
+ * Every `code` an error answer (`{"error":{"code","message"}}`) can carry, and so every code an
+ * IntakeError may take: a new one is added here and to the table in docs/http.md, which a test
+ * holds equal to this list.
+ */
+export const ERROR_CODES = [
+  // 400: the request must change
+  'bad_json', 'bad_shape', 'too_deep', 'too_many_keys', 'forbidden_key', 'bad_resume_point', 'bad_limit', 'bad_id', 'bad_action',
+  'bad_media_path', 'bad_handshake', 'bad_role', 'self_id_missing', 'no_key', 'no_secret', 'bad_request',
+  // 401, 403: who is asking
+  'bad_signature', 'stale_timestamp', 'missing_token', 'bad_token', 'token_missing', 'token_mismatch', 'self_id_mismatch',
+  'host_not_allowed', 'cross_origin', 'csrf_header_missing', 'bad_verify_token',
+  // 404, 405, 409, 413, 415, 499
+  'not_found', 'unknown_channel', 'turn_unknown', 'no_actions', 'bot_not_connected', 'no_handshake', 'resume_point_ahead',
+  'push_not_configured', 'body_too_large', 'unsupported_media_type', 'client_closed',
+  // 500, 502, 503, 504: the service, its store, a bot
+  'internal', 'bad_config', 'middleware_failed', 'body_already_read', 'bot_api_error', 'bot_api_refused', 'bot_api_unreachable',
+  'bot_disconnected', 'starting', 'unavailable', 'shutting_down', 'store_unavailable', 'store_closed', 'store_in_use', 'outbox_full',
+  'debounce_backlog', 'too_many_streams', 'bot_not_reading', 'action_timeout',
+  // never an answer: a failed attachment's resolution (its download fails) and a failed push attempt
+  'bad_media', 'no_token', 'push_failed',
+] as const;
+
+/** A code of ERROR_CODES, or a failed download's `media_<kind>` (never an answer: see MediaError). */
+export type ErrorCode = (typeof ERROR_CODES)[number] | `media_${FailureKind}`;
+
 export interface ErrorContext {
   /** Configured channel id the error happened on. */
   channel?: string;
@@ -15,10 +41,10 @@ export class IntakeError extends Error {
   /** HTTP status this error maps to when it reaches a client. */
   readonly status: number;
   /** Stable machine-readable code, e.g. `bad_signature`. */
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly context: ErrorContext;
 
-  constructor(code: string, status: number, message: string, context: ErrorContext = {}) {
+  constructor(code: ErrorCode, status: number, message: string, context: ErrorContext = {}) {
     super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.code = code;
     this.status = status;
@@ -42,7 +68,7 @@ export class RequestError extends IntakeError {
 /** Missing, malformed or mismatching signature (always 401, never 500). */
 export class SignatureError extends IntakeError {
   override name = 'SignatureError';
-  constructor(message: string, context: ErrorContext = {}, code = 'bad_signature') {
+  constructor(message: string, context: ErrorContext = {}, code: ErrorCode = 'bad_signature') {
     super(code, 401, message, context);
   }
 }
@@ -63,7 +89,7 @@ export class UnavailableError extends IntakeError {
   override name = 'UnavailableError';
   /** Seconds for the Retry-After header. */
   readonly retryAfterSeconds: number;
-  constructor(code: string, message: string, retryAfterSeconds: number, context: ErrorContext = {}) {
+  constructor(code: ErrorCode, message: string, retryAfterSeconds: number, context: ErrorContext = {}) {
     super(code, 503, message, context);
     this.retryAfterSeconds = retryAfterSeconds;
   }
@@ -88,7 +114,8 @@ export function isConfigError(error: unknown): error is ConfigError {
  * Why a download failed, as the processed message's `mediaErrors[].reason` starts. `disk`: the
  * media folder could not be written here (full, read-only, no permission): never retried.
  */
-export type FailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network' | 'bad_url' | 'aborted' | 'disk';
+export const FAILURE_KINDS = ['blocked', 'too_large', 'timeout', 'http', 'network', 'bad_url', 'aborted', 'disk'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 /**
  * A download that failed or was refused. It never reaches a client (a failed attachment

@@ -1,4 +1,5 @@
 /** What instances sharing a store (Redis) tell each other: their connections, and relayed actions. */
+import type { ErrorCode } from '../core/errors.js';
 import type { ConnectionView } from './connection.js';
 
 /** An action relayed to the instance holding a bot's socket (`POST /v1/channels/<id>/actions/<action>`). */
@@ -12,7 +13,7 @@ export interface RelayedAction {
 /** The answer of a relayed action: the bot's response, or the error the holding instance answered. */
 export type RelayAnswer =
   | { ok: true; body: unknown }
-  | { ok: false; status: number; code: string; message: string };
+  | { ok: false; status: number; code: ErrorCode; message: string };
 
 /**
  * What instances sharing a store tell each other (Redis only): the connections each holds,

@@ -5,7 +5,7 @@ import { RequestError } from '../../../src/core/errors.js';
 import { HOSTILE_XML } from '../wx-kit.js';
 
 const LIMITS = { maxDepth: 32, maxKeys: 1000 };
-const fail = (problem: string) => new RequestError('bad_payload', 400, problem);
+const fail = (problem: string) => new RequestError('bad_shape', 400, problem);
 const FIXTURES = ['wechat', 'wecom'].flatMap((dir) => {
   const folder = new URL(`../../fixtures/${dir}/`, import.meta.url);
   return readdirSync(folder).filter((name) => name.endsWith('.xml')).map((name) => [`${dir}/${name}`, readFileSync(new URL(name, folder), 'utf8')] as const);
