@@ -55,7 +55,7 @@ export function variants(samples: readonly unknown[], count: number, seed: numbe
   return out;
 }
 
-/** Valid generic-channel bodies (CONTRACT §5), the generic channel's fixtures. */
+/** Valid generic-channel bodies (docs/channels.md, "generic"), the generic channel's fixtures. */
 export const genericSamples = [
   { id: 'msg_1', sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content: '重启服务', timestamp: 1710234567 },
   { sessionKey: 'cli:bob', content: 'hi', mediaUrl: 'https://example.com/a.png', mimeType: 'image/png', conversation: { type: 'group', id: 'g1' } },

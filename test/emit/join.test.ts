@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { joinFragments } from '../../src/emit/join.js';
 
 describe('joinFragments', () => {
-  it('merges the seed example exactly', () => {
+  it("merges the README's example exactly", () => {
     expect(joinFragments(['帮我查一下', '订单 ORD-123', '的状态'])).toBe('帮我查一下订单 ORD-123 的状态');
   });
 

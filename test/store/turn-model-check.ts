@@ -3,7 +3,7 @@ import { isTurnBuffer, type LeasedBatch, type Store, type TurnMode, type TurnRul
 import { seeded } from '../adapters/fuzz.js';
 
 /**
- * Randomized check of agent turns (CONTRACT §10) on a store, in the store model check's style:
+ * Randomized check of agent turns (docs/turns.md) on a store, in the store model check's style:
  * seeded sequences of arrivals, flushes (some leases kept across other steps, some run out and
  * taken over), dones (the open turn's, a closed one's, an unknown id, two at once), time jumps
  * past maxMs and, for durable stores, restarts that may change the mode; then every turn is

@@ -155,8 +155,9 @@ function quoteFields(read: PayloadReader, message: Json, at: string): Record<str
 }
 
 /**
- * LINE's docs ask that a reply token be used within one minute of the webhook (issue 34); it is
- * good for one reply. After that, a push to `to` (the group, room or user) still reaches them.
+ * LINE's docs ask that a reply token be used within one minute of the webhook, and it is good
+ * for one reply (https://developers.line.biz/en/reference/messaging-api/#send-reply-message).
+ * After that, a push to `to` (the group, room or user) still reaches them.
  */
 export const LINE_REPLY_TOKEN_MS = 60_000;
 
