@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, dirname, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { INTERNAL_REFERENCE } from './support/internal-references.js';
 
 const src = resolve(import.meta.dirname, '..', 'src');
 
@@ -8,6 +9,14 @@ function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every text file under a folder (sources, documents, fixtures), images left out. */
+function textsUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? textsUnder(path) : /\.(png|jpe?g|gif|ico|webp)$/.test(name) ? [] : [path];
   });
 }
 
@@ -86,8 +95,15 @@ describe('the layout of src/', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('names no document a user does not have in its comments (they ship in the .d.ts files)', () => {
-    const leaks = files.filter((file) => /CONTRACT|\.\.\/shared|seed \d{3}/.test(readFileSync(file, 'utf8'))).map((file) => relative(src, file));
+  it('names no document a user does not have, nor how the work was organised, in src/, docs/ or test/ (comments ship in the .d.ts files)', () => {
+    const root = resolve(src, '..');
+    const pattern = resolve(root, 'test', 'support', 'internal-references.ts');
+    const texts = ['src', 'docs', 'test'].flatMap((dir) => textsUnder(resolve(root, dir))).filter((file) => file !== pattern);
+    const leaks = texts.flatMap((file) => {
+      const found = INTERNAL_REFERENCE.exec(readFileSync(file, 'utf8'));
+      return found ? [`${relative(root, file)}: ${found[0]}`] : [];
+    });
+    expect(texts.length).toBeGreaterThan(files.length);
     expect(leaks).toEqual([]);
   });
 });

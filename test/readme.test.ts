@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/service/configure.js';
 import type { ProcessedMessage } from '../src/events/output.js';
 import { postJson, readEvents, startService, tempDir, type Running } from './support/helpers.js';
+import { INTERNAL_REFERENCE } from './support/internal-references.js';
 import { ManualClock } from './support/manual-clock.js';
 
 const README = readFileSync('README.md', 'utf8');
@@ -15,7 +16,7 @@ describe('the README, as a newcomer reads it', () => {
   it('stays a guide: short, and naming no file a user does not have', () => {
     expect(README.length).toBeLessThan(24_000);
     for (const text of [README, ...GUIDES.map((path) => readFileSync(path, 'utf8'))]) {
-      expect(text).not.toMatch(/\.\.\/shared|CONTRACT|seeds\/|farm-studio|this session/);
+      expect(text).not.toMatch(INTERNAL_REFERENCE);
     }
   });
 
