@@ -78,7 +78,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   const { channels, store, clock, logger, metrics } = parts;
   const instance = parts.instance ?? instanceName();
   const links = new Links({
-    instance, now: () => clock.now(), logger,
+    instance, now: () => clock.now(), clock, logger,
     classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
     deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
