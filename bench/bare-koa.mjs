@@ -1,6 +1,6 @@
-// Baseline for the ingest benchmark: bare Koa + koa-router reading and parsing the same JSON.
+// Baseline for the ingest benchmark: bare Koa + @koa/router reading and parsing the same JSON.
 import Koa from 'koa';
-import Router from 'koa-router';
+import Router from '@koa/router';
 
 const app = new Koa();
 const router = new Router();

@@ -1,5 +1,5 @@
 // Ingest throughput of the whole chain (verify, parse, normalize, dedup, debounce, outbox, emit)
-// against bare Koa + koa-router parsing the same JSON, and against the naive baseline (the design documents' algorithm) on
+// against bare Koa + @koa/router parsing the same JSON, and against the naive baseline (the design documents' algorithm) on
 // the same Koa (bench/naive-baseline.mjs), side by side in one run.
 // Every request is a new session with a new id, so nothing is deduplicated or merged away.
 //

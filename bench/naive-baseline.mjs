@@ -1,5 +1,5 @@
 // Baseline for the ingest benchmarks: the naive algorithm, as the design documents sketch it,
-// on bare Koa + koa-router, reading and parsing the same JSON:
+// on bare Koa + @koa/router, reading and parsing the same JSON:
 // exact dedup in a Set with a setTimeout per id, fuzzy dedup in a Map scanned on every message
 // (only for messages without an id, as the sketch says), a debounce buffer per session with a
 // setTimeout re-armed on every message, a forced flush past 3 messages, text joined with spaces
@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import Koa from 'koa';
-import Router from 'koa-router';
+import Router from '@koa/router';
 
 const DEBOUNCE_WINDOW = 1500;
 const MAX_MESSAGES = 3;

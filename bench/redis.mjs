@@ -50,7 +50,7 @@ console.log(`\n# Redis store benchmarks: ${os.availableParallelism()} cores, nod
 
 // --- 1. ingest cost, side by side ---------------------------------------------------------
 if (section(1)) {
-  const targets = [['bare Koa + koa-router', 'bench/bare-koa.mjs', {}], ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }]];
+  const targets = [['bare Koa + @koa/router', 'bench/bare-koa.mjs', {}], ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }]];
   const rows = new Map();
   for (let round = 0; round < rounds; round++) {
     // one redis-server per build, so each one's CPU is its own
@@ -76,7 +76,7 @@ if (section(1)) {
     });
     for (const redis of redises) redis.stop();
   }
-  const bare = rows.get('bare Koa + koa-router');
+  const bare = rows.get('bare Koa + @koa/router');
   console.log(`\n## 1. Ingest cost, one instance each, side by side at ${rate} req/s each (every request a new session: buffered, flushed, committed)`);
   console.log('| server | main thread µs/req | all threads µs/req | redis-server µs/req | bare Koa main ÷ this | requests | errors | p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, r] of rows) {

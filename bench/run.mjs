@@ -9,6 +9,7 @@ const runs = [
   [node, ['--expose-gc', 'bench/media.mjs']],
   [node, ['--expose-gc', 'bench/claim-windows.mjs', '100000']],
   [node, ['bench/verify.mjs', '20000', '5']],
+  [node, ['bench/wx-xml.mjs', '50000', '7']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
   [node, ['bench/turns.mjs', '4000', '4', '2']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],

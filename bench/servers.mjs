@@ -18,7 +18,7 @@ const compareName = compare && existsSync(join(compare, 'COMMIT')) ? readFileSyn
 
 /** [name, script, env]: the two baselines first, then agent-intake on each embedded store. */
 export const targets = [
-  ['bare Koa + koa-router', 'bench/bare-koa.mjs', {}],
+  ['bare Koa + @koa/router', 'bench/bare-koa.mjs', {}],
   ['naive baseline', 'bench/naive-baseline.mjs', {}],
   ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory' }],
   ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }],

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { Clock } from '../core/clock.js';
 import { IntakeError, UnavailableError } from '../core/errors.js';
 import type { ConnectionView } from '../events/connection.js';
 
@@ -9,7 +10,7 @@ const MAX_BUFFERED = 1 << 20;
 interface Pending {
   resolve(body: unknown): void;
   reject(error: Error): void;
-  timer: NodeJS.Timeout;
+  timer: unknown;
   socket: WebSocket;
 }
 
@@ -21,8 +22,11 @@ export class Calls {
   private readonly pending = new Map<string, Pending>();
   private echoes = 0;
 
-  /** `instance` starts every echo, so an answer relayed between instances names its own. */
-  constructor(private readonly instance: string) {}
+  /** `instance` starts every echo, so an answer relayed between instances names its own; `clock` times the answers. */
+  constructor(
+    private readonly instance: string,
+    private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+  ) {}
 
   /** Send `action` on the socket of the connection `view` and resolve with the bot's answer. */
   send(socket: WebSocket, view: ConnectionView, action: string, params: unknown, timeoutMs: number): Promise<unknown> {
@@ -32,7 +36,7 @@ export class Calls {
     }
     const echo = `${this.instance}:${++this.echoes}`;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         this.settle(echo)?.reject(new IntakeError('action_timeout', 504, `Bot ${view.botId || '(id not known yet)'} on channel "${view.channel}" did not answer "${action}" within ${timeoutMs} ms`, context));
       }, timeoutMs);
       this.pending.set(echo, { resolve, reject, timer, socket });
@@ -57,7 +61,7 @@ export class Calls {
     const waiting = this.pending.get(echo);
     if (!waiting) return undefined;
     this.pending.delete(echo);
-    clearTimeout(waiting.timer);
+    this.clock.clearTimeout(waiting.timer);
     return waiting;
   }
 }

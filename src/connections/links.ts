@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
+import { systemClock, type Clock } from '../core/clock.js';
 import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import { Calls } from './calls.js';
@@ -19,6 +20,8 @@ export interface LinksOptions {
   /** This instance's name, shown on every connection it holds. */
   instance: string;
   now(): number;
+  /** Times the actions' answers. @default systemClock */
+  clock?: Clock;
   logger: Logger;
   /** Read a frame before the pipeline: a meta event or an action response; undefined for an event. */
   classify(channel: string, frame: Buffer): SocketFrame | undefined;
@@ -48,7 +51,7 @@ export class Links {
 
   constructor(private readonly options: LinksOptions) {
     this.roster = new Roster(options.now);
-    this.calls = new Calls(options.instance);
+    this.calls = new Calls(options.instance, options.clock ?? systemClock);
     this.frames = new Frames({ ...options, answered: (socket, echo, body) => this.calls.answered(socket, echo, body) });
   }
 
@@ -231,7 +234,11 @@ function closedOf(socket: WebSocket): Promise<void> {
   });
 }
 
-/** Whether `promise` settles within `ms`. */
+/**
+ * Whether `promise` settles within `ms` of real time. A stop's waits are on the process's own
+ * timers, not the injected clock: they bound shutdown against the orchestrator's grace period
+ * before SIGKILL, as main.ts's drain and exit timers do, whatever clock the stages run on.
+ */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const settled = await Promise.race([promise.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]);

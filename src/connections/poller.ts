@@ -4,7 +4,7 @@ import { isIntakeError } from '../core/errors.js';
 import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../core/ports/index.js';
-import { backoffMs } from './backoff.js';
+import { backoffMs } from '../core/backoff.js';
 import type { LinkTarget } from './links.js';
 
 export interface PollerOptions {
@@ -155,7 +155,8 @@ export class Poller {
 
   /** The wait after `failures` failed polls in a row: the first waits about `reconnectMinMs` (an answered poll is a healthy connection). */
   backoffMs(failures: number): number {
-    return backoffMs(failures - 1, this.options.poll, this.options.random);
+    const { reconnectMinMs: minMs, reconnectMaxMs: maxMs } = this.options.poll;
+    return backoffMs(failures - 1, { minMs, maxMs }, this.options.random);
   }
 
   /** Wait on the injected clock, or until stopped. */

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../core/clock.js';
 import { DialError, type DialSession, type LeaseFence, type RefreshFrame, type SocketDial } from '../events/connection.js';
-import { backoffMs, wasHealthy } from './backoff.js';
+import { backoffMs } from '../core/backoff.js';
+import { wasHealthy } from './healthy.js';
 import type { LinkTarget, Links } from './links.js';
 
 export interface SocketDialerOptions {
@@ -56,7 +57,8 @@ export class SocketDialer {
 
   /** The wait before the next attempt after `failures` failed ones in a row. */
   backoffMs(failures: number): number {
-    return backoffMs(failures, this.options.dial, this.options.random);
+    const { reconnectMinMs: minMs, reconnectMaxMs: maxMs } = this.options.dial;
+    return backoffMs(failures, { minMs, maxMs }, this.options.random);
   }
 
   /** A socket ended (closed, or asked to move): the backoff starts over only if it was healthy. */

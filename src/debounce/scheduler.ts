@@ -1,3 +1,4 @@
+import { backoffCeilingMs } from '../core/backoff.js';
 import type { Clock } from '../core/clock.js';
 import type { BufferLeases, LeasedBatch } from '../core/ports/index.js';
 
@@ -212,7 +213,9 @@ export class FlushScheduler {
     this.options.onError(error, batch);
     const attempt = this.failures.get(batch.debounceKey) ?? 0;
     this.failures.set(batch.debounceKey, attempt + 1);
-    const retryAt = this.options.clock.now() + Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
+    // The shared backoff's ceiling, unjittered: due buffers are taken in bounded slices, so
+    // buffers that failed together are not flushed again all at once.
+    const retryAt = this.options.clock.now() + backoffCeilingMs(attempt, { minMs: RETRY_MIN_MS, maxMs: RETRY_MAX_MS });
     await this.giveBack(batch, retryAt);
     this.due(retryAt);
   }
@@ -223,7 +226,8 @@ export class FlushScheduler {
    * If the store stays away past the lease, the buffer is taken over when it runs out.
    */
   private async giveBack(batch: LeasedBatch, retryAt: number): Promise<void> {
-    for (let waitMs = RETRY_MIN_MS / 5; ; waitMs *= 2) {
+    for (let tries = 0; ; tries++) {
+      const waitMs = backoffCeilingMs(tries, { minMs: RETRY_MIN_MS / 5, maxMs: Number.POSITIVE_INFINITY });
       try {
         await this.options.release(batch, retryAt);
         return;

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import compose from 'koa-compose';
-import Router from 'koa-router';
+import Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { RequestError } from '../core/errors.js';

@@ -3,7 +3,7 @@ import { open, readFile, realpath } from 'node:fs/promises';
 import { extname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Koa from 'koa';
-import type Router from 'koa-router';
+import type Router from '@koa/router';
 import mime from 'mime';
 import { RequestError } from '../core/errors.js';
 

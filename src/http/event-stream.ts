@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../core/clock.js';
 import { RequestError, UnavailableError } from '../core/errors.js';
 import { type OutboxLife, type OutboxRecord } from '../core/ports/index.js';
 import { type TraceTrail } from '../events/trace.js';
@@ -16,6 +17,8 @@ export type { OutboxReader };
 export interface StreamOptions {
   logger: Logger;
   now(): number;
+  /** Arms each stream's heartbeat. @default systemClock */
+  clock?: Clock;
   /** Streams open at once, across `/v1/events` and `/v1/activity`; past it a client gets 503. @default 100 */
   maxStreams?: number;
   /** Unsent bytes a client may fall behind before it is cut (it resumes with Last-Event-ID). @default 1 MiB */
@@ -181,7 +184,7 @@ export class StreamHub {
       throw new UnavailableError('too_many_streams', `${this.count} event streams are open (events.maxStreams ${this.maxStreams}); retry later`, 5);
     }
     await serveStream(ctx, replay, {
-      clients, logger: this.options.logger, maxBuffered: this.maxBuffered,
+      clients, logger: this.options.logger, clock: this.options.clock ?? systemClock, maxBuffered: this.maxBuffered,
       // Only outbox streams hold the trim back (activity streams count trail entries, not seqs).
       ...(clients === this.outputs ? { cut: (client: Client) => this.keepUnread(client) } : {}),
     });

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { ConfigError } from '../core/errors.js';
 import { SlowClientGuard } from './slow-clients.js';
 
@@ -21,14 +22,15 @@ const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
  * keepAliveTimeoutMs, sockets past maxConnections are closed on arrival, and malformed requests
  * are answered 400 and logged without their bytes (a raw packet can carry another request's
  * `Authorization` header). Requests go to `handler` until `serve` hands them to another.
- * Rejects with a ConfigError naming `server.port` when the port is taken.
+ * Rejects with a ConfigError naming `server.port` when the port is taken. `clock` runs the
+ * slow-client sweep and paces the dropped-connections warning.
  */
-export async function listen(handler: RequestListener, config: Config, logger: Logger): Promise<Server> {
+export async function listen(handler: RequestListener, config: Config, logger: Logger, clock: Clock = systemClock): Promise<Server> {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
   // Node checks these two timeouts every 30 s (its default), even with no connection open; the
   // guard checks them every second at most, and only while connections are open.
   const server = createServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs });
-  guards.set(server, new SlowClientGuard(server, config.server, handler));
+  guards.set(server, new SlowClientGuard(server, config.server, handler, clock));
   server.keepAliveTimeout = keepAliveTimeoutMs;
   server.maxConnections = maxConnections;
 
@@ -48,7 +50,7 @@ export async function listen(handler: RequestListener, config: Config, logger: L
 
   let lastDropLog = 0;
   server.on('drop', () => {
-    const now = Date.now();
+    const now = clock.now();
     if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return;
     lastDropLog = now;
     logger.warn({ maxConnections }, 'connections past server.maxConnections (INTAKE_MAX_CONNECTIONS) are being closed on arrival');

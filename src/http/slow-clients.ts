@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { systemClock, type Clock } from '../core/clock.js';
 
 /** The `server.*` timeouts the guard enforces. */
 export interface SlowClientLimits {
@@ -51,7 +52,7 @@ type Watched = Socket & { [watchOf]?: Watch };
  */
 export class SlowClientGuard {
   private readonly sockets = new Set<Watched>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private readonly waitLimitMs: number;
   private readonly sweepMs: number;
   private listener: RequestListener;
@@ -60,7 +61,8 @@ export class SlowClientGuard {
     private readonly server: Server,
     private readonly limits: SlowClientLimits,
     listener: RequestListener,
-    private readonly now: () => number = Date.now,
+    /** Stamps the sockets' states and arms the sweep. */
+    private readonly clock: Pick<Clock, 'now' | 'setInterval' | 'clearInterval'> = systemClock,
   ) {
     this.listener = listener;
     this.waitLimitMs = Math.max(limits.headersTimeoutMs, limits.keepAliveTimeoutMs);
@@ -84,7 +86,7 @@ export class SlowClientGuard {
     if (watch) {
       watch.req = req;
       watch.res = res;
-      watch.requestAt = this.now();
+      watch.requestAt = this.clock.now();
       watch.waitingSince = undefined;
       watch.answeringBytes = undefined;
     }
@@ -92,20 +94,20 @@ export class SlowClientGuard {
   }
 
   private watch(socket: Watched): void {
-    socket[watchOf] = { req: undefined, res: undefined, requestAt: 0, waitingSince: this.now(), answeringBytes: undefined };
+    socket[watchOf] = { req: undefined, res: undefined, requestAt: 0, waitingSince: this.clock.now(), answeringBytes: undefined };
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
-    if (!this.timer) this.timer = setInterval(() => this.sweep(), this.sweepMs).unref();
+    if (this.timer === undefined) this.timer = this.clock.setInterval(() => this.sweep(), this.sweepMs);
   }
 
   /** One pass over the open sockets; the timer stops on the first pass that finds none. */
   sweep(): void {
     if (this.sockets.size === 0) {
-      clearInterval(this.timer);
+      this.clock.clearInterval(this.timer);
       this.timer = undefined;
       return;
     }
-    const now = this.now();
+    const now = this.clock.now();
     for (const socket of this.sockets) {
       const watch = socket[watchOf]!;
       const { req, res } = watch;

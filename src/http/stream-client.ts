@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
+import type { Clock } from '../core/clock.js';
 import { gapFrame, type ReplayStart } from './resume.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -32,6 +33,8 @@ export interface Client {
 export interface StreamOf {
   clients: Set<Client>;
   logger: Logger;
+  /** Arms the heartbeat. */
+  clock: Clock;
   /** Unsent bytes past which the client is cut. */
   maxBuffered: number;
   /** Called when the client is cut as too slow (it resumes with Last-Event-ID). */
@@ -44,7 +47,7 @@ export interface StreamOf {
  * broadcasts them (`client.write`), held until the replay has settled where live begins. A
  * client that falls `maxBuffered` behind on live frames is cut.
  */
-export async function serveStream(ctx: Koa.Context, { start, newest, page, contiguous }: Replay, { clients, logger, maxBuffered, cut }: StreamOf): Promise<void> {
+export async function serveStream(ctx: Koa.Context, { start, newest, page, contiguous }: Replay, { clients, logger, clock, maxBuffered, cut }: StreamOf): Promise<void> {
   const after = start?.after;
   const stream = new PassThrough();
   ctx.req.socket.setTimeout(0);
@@ -83,7 +86,7 @@ export async function serveStream(ctx: Koa.Context, { start, newest, page, conti
   const stop = (end = false) => {
     if (stopped) return;
     stopped = true;
-    clearInterval(heartbeat);
+    clock.clearInterval(heartbeat);
     clients.delete(client);
     // Destroyed, not ended: what is still buffered will never be read (the client left or was
     // cut), and a replay waiting for 'drain' is released by 'close'. Ended when the service
@@ -91,8 +94,7 @@ export async function serveStream(ctx: Koa.Context, { start, newest, page, conti
     if (end) stream.end();
     else stream.destroy();
   };
-  const heartbeat = setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  heartbeat.unref();
+  const heartbeat = clock.setInterval(() => void client.write(': keep-alive\n\n'), HEARTBEAT_MS);
   ctx.req.on('close', () => {
     stop();
     stream.destroy(); // an ended stream the client never read to its end, too

@@ -4,6 +4,7 @@ import { rename, unlink } from 'node:fs/promises';
 import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request, type Dispatcher } from 'undici';
+import { backoffMs } from '../core/backoff.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { retryAfterMs } from '../core/retry-after.js';
 import { deadline, wait } from './deadline.js';
@@ -26,7 +27,7 @@ export interface FetchOptions extends UrlPolicy {
   headers?: Record<string, string>;
   /** Abort from outside (shutdown, a deadline that started earlier); a `MediaError` reason is the failure reported. */
   signal?: AbortSignal;
-  /** First retry delay (doubles per retry, jittered up to twice that). @default 250 */
+  /** The shortest first retry wait (the shared backoff: each wait 1x to 2x this, doubled per retry). @default 250 */
   minBackoffMs?: number;
   /** Where connections come from (the guard lives there). @default made for this call, closed after it */
   connections?: MediaConnections;
@@ -77,7 +78,9 @@ export async function fetchToFile(url: string, target: string, options: FetchOpt
         failure = failureOf(error, signal);
       }
       if (!failure.retryable || retry >= options.retries) throw failure;
-      const backoff = (options.minBackoffMs ?? 250) * 2 ** retry * (1 + (options.random ?? Math.random)());
+      // The shared backoff with `minBackoffMs` as the shortest first wait (the ceiling starts at
+      // twice it) and no cap of its own: the download's deadline bounds every wait.
+      const backoff = backoffMs(retry, { minMs: 2 * (options.minBackoffMs ?? 250), maxMs: Number.POSITIVE_INFINITY }, options.random ?? Math.random);
       const delay = failure.retryAfterMs ?? backoff;
       // A wait that outlives the budget would only end in a timeout; report what the server said.
       if (delay >= budget.remaining()) throw failure;

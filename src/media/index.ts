@@ -60,7 +60,7 @@ export class MediaStage {
   private readonly pending = new Map<string, Promise<PartMedia>>();
   private readonly slots: Slots;
   private readonly connections: MediaConnections;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: unknown;
   private readonly stop = new AbortController();
 
   constructor(private readonly options: MediaStageOptions) {
@@ -79,10 +79,8 @@ export class MediaStage {
       if (problem) this.options.logger.warn({ dir, problem }, `media folder "${dir}" (media.dir) cannot take downloads: ${problem}; attachments will fail with "disk:" errors until it can`);
     }
     if (dirs.size === 0) return;
-    // setInterval treats anything past 2^31-1 ms as 1 ms; clamp a long interval instead.
-    const interval = Math.min(...[...dirs.values()].map((o) => o.sweepIntervalMs), 2_147_483_647);
-    this.sweepTimer = setInterval(() => void this.sweep(), interval);
-    this.sweepTimer.unref();
+    const interval = Math.min(...[...dirs.values()].map((o) => o.sweepIntervalMs));
+    this.sweepTimer = this.options.clock.setInterval(() => void this.sweep(), interval);
   }
 
   /** Every media folder in use, with the options that govern it. */
@@ -169,7 +167,7 @@ export class MediaStage {
    * settle, which the abort makes prompt; temporaries are removed, never renamed into place.
    */
   async close(): Promise<void> {
-    clearInterval(this.sweepTimer);
+    this.options.clock.clearInterval(this.sweepTimer);
     if (!this.stop.signal.aborted) this.stop.abort(new MediaError('aborted', 'media stage closed', false));
     await Promise.allSettled([...this.pending.values()]);
     await this.connections.close();

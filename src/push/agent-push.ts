@@ -1,6 +1,7 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
+import { backoffMs } from '../core/backoff.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/schema.js';
 import { IntakeError } from '../core/errors.js';
@@ -221,11 +222,14 @@ export class AgentPush {
     }
   }
 
-  /** Jittered exponential backoff; a Retry-After wins when it asks for longer. */
+  /**
+   * The shared backoff with `minBackoffMs` as the shortest wait: the ceiling starts at twice it,
+   * so the nth wait is 1x to 2x `minBackoffMs * 2^(n-1)`, and no wait is longer than
+   * `maxBackoffMs` (once capped, an attempt an hour). A Retry-After wins when it asks for longer.
+   */
   private backoff(attempts: number, retryAfter: number | undefined): number {
     const { minBackoffMs, maxBackoffMs } = this.options.config;
-    const base = Math.min(maxBackoffMs, minBackoffMs * 2 ** (attempts - 1));
-    const jittered = Math.min(maxBackoffMs, base * (1 + this.random()));
+    const jittered = Math.min(maxBackoffMs, backoffMs(attempts - 1, { minMs: 2 * minBackoffMs, maxMs: 2 * maxBackoffMs }, this.random));
     return Math.max(jittered, Math.min(retryAfter ?? 0, maxBackoffMs));
   }
 

@@ -27,13 +27,12 @@ export class Retention {
   private trimming = false;
   private again = false;
   private closed = false;
-  private timer: ReturnType<typeof setInterval> | undefined;
+  private timer: unknown;
 
   constructor(private readonly options: RetentionOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.trim(), TRIM_INTERVAL_MS);
-    this.timer.unref();
+    this.timer = this.options.clock.setInterval(() => void this.trim(), TRIM_INTERVAL_MS);
   }
 
   /** One output was committed. */
@@ -64,6 +63,6 @@ export class Retention {
 
   close(): void {
     this.closed = true;
-    clearInterval(this.timer);
+    this.options.clock.clearInterval(this.timer);
   }
 }

@@ -121,7 +121,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
     })
     : undefined;
-  const streams = new StreamHub({ logger, now: () => clock.now(), maxStreams: config.events.maxStreams });
+  const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });
   const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
   // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
   const buffers = { count: () => store.openBuffers(), max: config.debounce.maxOpenBuffers, maxAgeMs: store.shared ? SHARED_COUNT_MS : 0 };

@@ -78,7 +78,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   const { channels, store, clock, logger, metrics } = parts;
   const instance = parts.instance ?? instanceName();
   const links = new Links({
-    instance, now: () => clock.now(), logger,
+    instance, now: () => clock.now(), clock, logger,
     classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
     deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
@@ -173,8 +173,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   function soon(): void {
     shareIn(CHANGE_SHARE_MS);
   }
-  const pinger = setInterval(() => links.ping(), parts.pingMs ?? PING_MS);
-  pinger.unref();
+  const pinger = clock.setInterval(() => links.ping(), parts.pingMs ?? PING_MS);
 
   const local = async (channel: string, action: string, params: Record<string, unknown>, botId: string | undefined): Promise<unknown> => {
     const { adapter } = channels.require(channel);
@@ -240,7 +239,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     },
 
     async close() {
-      clearInterval(pinger);
+      clock.clearInterval(pinger);
       sharing = false;
       clock.clearTimeout(sharer);
       await Promise.all([server.close(), ...keepers.map((keeper) => keeper.stop())]);

@@ -9,6 +9,7 @@ import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { readEvents, silent, until } from '../support/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 
 /** An outbox in an array: what a store gives the event stream. */
 class FakeOutbox implements OutboxReader {
@@ -114,6 +115,23 @@ describe('event stream', () => {
     expect(text.indexOf('event: gap')).toBeLessThan(text.indexOf('id: 4'));
     expect(text).toContain('data: {"after":1,"next":4}');
     expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['4', '5', '6']);
+  });
+
+  it('keeps an idle stream alive with a comment every 15 s of the hub\'s clock, and arms nothing once the client left', async () => {
+    const clock = new ManualClock();
+    const hub = new StreamHub({ logger: silent, now: clock.now, clock });
+    const outbox = new FakeOutbox();
+    const served = await serveHub(hub, outbox);
+    close = served.close;
+    const response = await fetch(served.url);
+    const reader = response.body!.getReader();
+    await clock.armed(15_000);
+    await clock.advance(15_000);
+    let text = '';
+    while (!text.includes(': keep-alive')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text.match(/^: keep-alive$/gm)).toHaveLength(1);
+    await reader.cancel();
+    await until(() => clock.pending().length === 0);
   });
 
   it('answers 409 to a resume point ahead of the store instead of an open stream that never delivers', async () => {

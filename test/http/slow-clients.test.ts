@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/core/clock.js';
 import { SlowClientGuard } from '../../src/http/slow-clients.js';
 
 /**
@@ -22,7 +23,7 @@ describe('SlowClientGuard', () => {
     let time = 1_000_000;
     server = createServer();
     server.on('clientError', (_error, socket: Socket) => socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'));
-    const guard = new SlowClientGuard(server, { ...limits, ...overrides }, handler, () => time);
+    const guard = new SlowClientGuard(server, { ...limits, ...overrides }, handler, { ...systemClock, now: () => time });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     return {

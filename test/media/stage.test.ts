@@ -17,7 +17,7 @@ describe('MediaStage sweeper', () => {
     const dir = tempDir().path;
     const config = loadConfig({ env: {}, file: { media: { dir: 'media', ttlMs: 1000 } } });
     let now = Date.UTC(2031, 0, 1);
-    const clock: Clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+    const clock: Clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {}, setInterval: () => 0, clearInterval: () => {} };
     const stage = new MediaStage({
       cwd: dir, channels: ['generic'], concurrency: 1, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
       optionsFor: () => config.media, adapterFor: () => undefined,
@@ -36,6 +36,30 @@ describe('MediaStage sweeper', () => {
     now += 1000;
     expect(await stage.sweep()).toEqual({ files: 1, folders: 1 });
     await stage.close();
+  });
+});
+
+describe('MediaStage sweeper on the injected clock', () => {
+  it('sweeps every media.sweepIntervalMs of the clock it is given, and arms nothing once closed', async () => {
+    const dir = tempDir().path;
+    const config = loadConfig({ env: {}, file: { media: { dir: 'media', ttlMs: 1000, sweepIntervalMs: 3_600_000 } } });
+    const clock = new ManualClock(Date.UTC(2031, 0, 1));
+    const stage = new MediaStage({
+      cwd: dir, channels: ['generic'], concurrency: 1, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media, adapterFor: () => undefined,
+    });
+    const file = join(dir, 'media', 's', 'old.png');
+    mkdirSync(join(dir, 'media', 's'), { recursive: true });
+    writeFileSync(file, 'x');
+    utimesSync(file, new Date(clock.now()), new Date(clock.now()));
+    await stage.start();
+    expect(clock.pending()).toEqual([3_600_000]);
+    await clock.advance(3_599_999);
+    expect(existsSync(file)).toBe(true);
+    await clock.advance(1);
+    await until(() => !existsSync(file));
+    await stage.close();
+    expect(clock.pending()).toEqual([]);
   });
 });
 

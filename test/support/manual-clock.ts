@@ -18,6 +18,8 @@ export class ManualClock implements Clock {
   private time: number;
   private seq = 0;
   private readonly timers = new Map<number, Timer>();
+  /** Each interval's handle, and the timeout that fires it next. */
+  private readonly intervals = new Map<number, number>();
   private readonly watchers = new Set<() => boolean>();
 
   constructor(start = Math.floor(Date.now() / 1000) * 1000) {
@@ -35,6 +37,26 @@ export class ManualClock implements Clock {
 
   clearTimeout = (handle: unknown): void => {
     this.timers.delete(handle as number);
+  };
+
+  /** An interval is a timeout armed again each time it fires, under one handle. */
+  setInterval = (fn: () => void, ms: number): unknown => {
+    const handle = ++this.seq;
+    const arm = (): void => {
+      const timer = this.setTimeout(() => {
+        arm();
+        fn();
+      }, Math.max(1, ms));
+      this.intervals.set(handle, timer as number);
+    };
+    arm();
+    return handle;
+  };
+
+  clearInterval = (handle: unknown): void => {
+    const timer = this.intervals.get(handle as number);
+    if (timer !== undefined) this.timers.delete(timer);
+    this.intervals.delete(handle as number);
   };
 
   /** The delays the pending timers were armed with. */

@@ -1,3 +1,4 @@
+import { backoffCeilingMs } from '../../core/backoff.js';
 import type { OutboxRecord, TailEvents } from '../../core/ports/index.js';
 import { recordOf } from './codec.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
@@ -8,6 +9,8 @@ type StreamReply = Array<[stream: string, entries: Array<[id: string, fields: st
 
 /** How often the tail checks that the store was not reset (also its longest block on XREAD). @default 1000 */
 const CHECK_EVERY_MS = 1000;
+/** The wait after a failed read: 100 ms doubling to 5 s, so an outage is noticed soon after it ends. */
+const TAIL_BACKOFF = { minMs: 100, maxMs: 5000 } as const;
 
 /**
  * Every instance's commits, fanned out to this process's listeners: one dedicated connection
@@ -60,7 +63,7 @@ export class OutboxTail {
     let last: number | undefined;
     let generation = this.identity.generation;
     let checkedAt = 0;
-    let backoffMs = 100;
+    let failures = 0;
     while (this.client === client) {
       try {
         if (last === undefined || performance.now() - checkedAt >= this.checkEveryMs) {
@@ -78,7 +81,7 @@ export class OutboxTail {
           }
         }
         const reply = (await client.xread('COUNT', 500, 'BLOCK', this.checkEveryMs, 'STREAMS', `${this.prefix}out`, `${last}-0`)) as StreamReply;
-        backoffMs = 100;
+        failures = 0;
         if (!reply) checkedAt = 0; // idle: check at once
         for (const [, entries] of reply ?? []) {
           for (const [id, fields] of entries) {
@@ -95,10 +98,11 @@ export class OutboxTail {
       } catch (error) {
         started(); // never hold a commit back for a tail that cannot start
         if (this.client !== client) return;
-        this.logger?.warn({ err: error }, `Redis store: outbox tail failed, retrying in ${backoffMs} ms`);
+        // The shared backoff's ceiling, unjittered: one tail per instance, nothing to spread.
+        const waitMs = backoffCeilingMs(failures++, TAIL_BACKOFF);
+        this.logger?.warn({ err: error }, `Redis store: outbox tail failed, retrying in ${waitMs} ms`);
         checkedAt = 0; // after an outage: was the store reset meanwhile?
-        await new Promise((resolve) => setTimeout(resolve, backoffMs));
-        backoffMs = Math.min(backoffMs * 2, 5000);
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     }
   }
