@@ -75,10 +75,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Admission: one store step per delivery, as the admission policy plans each event.
   const admit = createAdmit({
-    admit: (items, now) => store.admit(items, now),
-    isOwnBot: (namespace, id) => bots.isOwnBot(namespace, id),
+    store, bots, metrics,
     plan: admissionPlanner(config, channels, bots, correlations),
-    count: (channel, adapter, action) => metrics.message(channel, adapter, action),
     trail: record,
     logger,
   });
@@ -96,18 +94,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
-    clock, logger, pushes: config.agent.url !== undefined,
-    commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
-    turnRule: (channel) => channels.turnsOf(channel),
-    keepMedia: (batch, collected) => media.keep(batch.parts, collected),
-    correlation: async (key, now) => {
-      const group = await store.correlation(key, now);
-      if (group) bots.learn(group, (channel) => channels.get(channel)?.adapter.namespace);
-      return group;
-    },
-    collectMedia: (batch) => media.collect(batch.parts),
-    mediaMode: (channel) => channels.debounceOf(channel).media,
-    mentionedBots: (event) => bots.mentionedBots(event),
+    clock, logger, pushes: config.agent.url !== undefined, store, rules: channels, media, bots,
     soloRecord, botsOf, pickReplyBot,
     replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
   });
