@@ -142,20 +142,17 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   const http = createApp({
     config, logger, now: () => clock.now(),
-    hasChannel: (id) => channels.has(id),
-    bodyTypes: (id) => channels.bodyTypes(id),
+    channels,
     ingest: pipeline.inbound,
-    handshake: (channelId, delivery) => channels.handshake(channelId, delivery),
     rejected,
     readiness: ops.readiness,
     stats: ops.stats,
     metrics: { contentType: metrics.contentType, metrics: () => metrics.scrape() },
     outbox: store,
     streams,
-    connections: () => sockets.list(),
-    action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
+    sockets,
     trail,
-    turns: { done: (id) => turns.done(id), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
+    turns: { done: (outputId) => turns.done(outputId), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,
