@@ -152,7 +152,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     streams,
     sockets,
     trail,
-    turns: { done: (outputId) => turns.done(outputId), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
+    turns,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,
@@ -177,6 +177,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   return exposeIntake({
     http, config, store, metrics, pipeline, chain, outlet, handlers, bots, correlations, turns, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop, now: () => clock.now(),
+    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
   });
 }

@@ -38,8 +38,6 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: BotConnections;
-  /** The composition's clock. */
-  now(): number;
   /** Stop the operator's periodic checks (claim evictions). */
   stopWatching: () => void;
 }
@@ -80,7 +78,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     settle: () => scheduler.idle(),
     drain: () => gate.drain(),
     turnDone: (outputId) => turns.done(outputId),
-    turn: (sessionKey) => store.turnOf(sessionKey, parts.now()),
+    turn: (sessionKey) => turns.of(sessionKey),
     async close() {
       if (gate.closing) return;
       retention.close();

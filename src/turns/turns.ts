@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
-import type { LeasedBatch, OutboxRecord, TurnDone, TurnRule, Turns } from '../core/ports/index.js';
+import type { LeasedBatch, OutboxRecord, TurnDone, TurnRule, Turns, TurnView } from '../core/ports/index.js';
 import type { TraceEntry } from '../events/trace.js';
 import type { Metrics } from '../metrics/index.js';
 
@@ -13,8 +13,8 @@ export interface AgentTurnsOptions {
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
-  /** The store's turns role: a turn closed by the agent. */
-  store: Pick<Turns, 'turnDone'>;
+  /** The store's turns role: a turn closed by the agent, a session's turn read. */
+  store: Pick<Turns, 'turnDone' | 'turnOf'>;
   rules: TurnRules;
   /** The debounce scheduler: a closed turn's held buffer is due at once. */
   scheduler: { due(deadline: number): void };
@@ -78,6 +78,11 @@ export class AgentTurns {
     if (done.held > 0) scheduler.due(now);
     record({ at: now, channel, kind: 'turn', id: outputId, sessionKey: done.sessionKey, reason: `turn done; ${done.held} held message(s) released` });
     return done;
+  }
+
+  /** A session's agent turn: open or not, its output id, and how many messages it holds. */
+  of(sessionKey: string): Promise<TurnView> {
+    return this.options.store.turnOf(sessionKey, this.options.clock.now());
   }
 
   /** The agent's 2xx answer to a push: `{"turn":"done"}` closes the output's turn; anything else leaves it to `turns.maxMs`. */
