@@ -58,46 +58,45 @@ export interface PipelineStages {
  * committed on.
  */
 export function createPipeline(stages: PipelineStages) {
-  const { clock, logger, metrics, record, rejected, channels, gate, limits, chain, admit, correlations, handlers, media, scheduler, output, turns, outlet, push, retention } = stages;
-  const json = (bytes: Buffer) => parseJson(bytes, limits.maxDepth, limits.maxKeys);
+  const json = (bytes: Buffer) => parseJson(bytes, stages.limits.maxDepth, stages.limits.maxKeys);
 
   async function inbound(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
-    const { adapter } = channels.require(channelId);
+    const { adapter } = stages.channels.require(channelId);
     try {
       // 1. Gate: a stopping service, or an outbox full past agent.maxPending, takes nothing.
-      gate.check(channelId);
+      stages.gate.check(channelId);
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
       adapter.verify(delivery);
-      const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits, json) : parseJson(delivery.body, limits.maxDepth, limits.maxKeys);
+      const body = adapter.parseBody ? adapter.parseBody(delivery.body, stages.limits, json) : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
       const normalized = adapter.normalize(body, delivery);
       if (normalized.ignored) {
-        metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
-        record({ at: delivery.now, channel: channelId, kind: 'verdict', id: '', verdict: 'ignored', reason: `${normalized.ignored} receipt(s) or meta event(s)` });
+        stages.metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
+        stages.record({ at: delivery.now, channel: channelId, kind: 'verdict', id: '', verdict: 'ignored', reason: `${normalized.ignored} receipt(s) or meta event(s)` });
       }
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
         // 3. The user's chain (`intake.use`): filter, enrich or tag before dedup and buffering.
-        const dropped = await chain.screen(channelId, normalized.events);
+        const dropped = await stages.chain.screen(channelId, normalized.events);
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);
-        admitted = await gate.admit(channelId, () => admit(normalized.events, delivery.now, deliveryId, dropped));
+        admitted = await stages.gate.admit(channelId, () => stages.admit(normalized.events, delivery.now, deliveryId, dropped));
 
         // 5. After admission (the answer does not wait): handlers, downloads, the deadline.
-        correlations.admitted(admitted.groups, admitted.repeats.length);
-        for (const event of admitted.repeats) handlers.dispatch(event, true);
+        stages.correlations.admitted(admitted.groups, admitted.repeats.length);
+        for (const event of admitted.repeats) stages.handlers.dispatch(event, true);
         for (const { part, deadline } of admitted.accepted) {
-          handlers.dispatch(part.event, false);
-          if (part.event.media.length > 0) media.begin(part);
-          scheduler.due(deadline);
+          stages.handlers.dispatch(part.event, false);
+          if (part.event.media.length > 0) stages.media.begin(part);
+          stages.scheduler.due(deadline);
         }
       }
 
       // 6. Answer: the platform's own convention, else the ingest summary.
       return normalized.reply ?? { status: 200, body: admitted?.summary ?? { accepted: 0, duplicates: 0, events: [] } };
     } catch (error) {
-      rejected(channelId, error);
+      stages.rejected(channelId, error);
       throw error;
     }
   }
@@ -105,29 +104,29 @@ export function createPipeline(stages: PipelineStages) {
   async function flush(batch: LeasedBatch): Promise<void> {
     // 7. Build and commit: merge the parts, wait for their media, move them to the outbox (or,
     //    while the session's agent turn is open, hold them for its end: docs/turns.md).
-    const emitted = await output(batch);
+    const emitted = await stages.output(batch);
     if (!emitted) return;
-    if ('held' in emitted) return turns.held(emitted.held, emitted.batch);
+    if ('held' in emitted) return stages.turns.held(emitted.held, emitted.batch);
     // 8. Publish: count, trail, hand to in-process listeners and SSE, queue the push.
     publish(emitted);
   }
 
   function publish({ record: committed, output: built, batch, link }: Emitted): void {
     const first = batch.parts[0]!.event;
-    metrics.message(committed.channel, first.adapter, 'emitted');
-    if (link?.field === 'followsUp') turns.released(committed, batch, link.id);
+    stages.metrics.message(committed.channel, first.adapter, 'emitted');
+    if (link?.field === 'followsUp') stages.turns.released(committed, batch, link.id);
     if (batch.parts.length > 1) {
-      metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
-      logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: committed.seq }, `merged ${batch.parts.length} messages`);
+      stages.metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
+      stages.logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: committed.seq }, `merged ${batch.parts.length} messages`);
     }
-    record({
-      at: clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
+    stages.record({
+      at: stages.clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
       // The ids the output lists (platform ids where there are): a trace by any of them finds it.
       messageIds: committed.messageIds ?? batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
     });
-    outlet.publish(committed, built);
-    if (committed.state === 'pending') push?.added();
-    retention.added();
+    stages.outlet.publish(committed, built);
+    if (committed.state === 'pending') stages.push?.added();
+    stages.retention.added();
   }
 
   return { inbound, flush };
