@@ -25,7 +25,7 @@ const entries = new Set(['index', 'main']);
 /** The composition: builds the service from the stages; only the entry points import it. */
 const composition = 'service';
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */
-const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'retention', 'store', 'testing', 'trace']);
+const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'retention', 'store', 'testing', 'trace', 'turns']);
 /** The shared kernel and shapes any stage may import: ports, errors, clock (core/), event shapes, config, metrics. */
 const shared = new Set(['core', 'events', 'config', 'metrics']);
 

@@ -7,11 +7,13 @@ const RETRY_MAX_MS = 30_000;
 /** A due buffer that a pass could not take (its session busy elsewhere, the store failing) is looked at again this late. */
 const BLOCKED_RETRY_MS = 250;
 
-/** The store's buffer-lease role (claimDue, renewLease, release, nextDeadline), plus this stage's own settings. */
-export interface SchedulerOptions extends BufferLeases {
+/** Turn a leased batch into output (merge, media, commit); throws to retry later. */
+export type Flush = (batch: LeasedBatch) => Promise<void>;
+
+export interface SchedulerOptions {
   clock: Clock;
-  /** Turn a leased batch into output (merge, media, commit); throws to retry later. */
-  flush(batch: LeasedBatch): Promise<void>;
+  /** The store's buffer-lease role: claimDue, renewLease, release, nextDeadline. */
+  buffers: BufferLeases;
   onError(error: unknown, batch: LeasedBatch | undefined): void;
   /** How long a flusher owns a buffer before another instance may take it over. @default 30000 */
   leaseMs?: number;
@@ -36,7 +38,7 @@ export interface SchedulerOptions extends BufferLeases {
  * Closes debounce buffers when they are due. The buffers and their deadlines live in the
  * store; this keeps one timer for the earliest deadline it knows of (from admissions, from
  * the store at start, and by polling a shared store), takes due buffers with a lease, and
- * hands each to `flush`. The store lets one buffer per session be leased at a time, so a
+ * hands each to the `flush` it was started with. The store lets one buffer per session be leased at a time, so a
  * session's batches come out in order on any number of instances.
  */
 export class FlushScheduler {
@@ -60,6 +62,10 @@ export class FlushScheduler {
   private yielding = false;
   /** Buffers admitted during those turns, not yet matched by as many batches taken. */
   private owed = 0;
+  /** What a due batch is handed to, from `start` on. */
+  private flush: Flush = async () => {
+    throw new Error('the flush scheduler has not started');
+  };
 
   constructor(private readonly options: SchedulerOptions) {
     this.leaseMs = options.leaseMs ?? 30_000;
@@ -73,9 +79,10 @@ export class FlushScheduler {
     return this.inflight.size;
   }
 
-  /** Arm for the store's earliest deadline (buffers left by a previous run) and start polling. */
-  async start(): Promise<void> {
-    const next = await this.options.nextDeadline();
+  /** Hand due batches to `flush` from now on, arm for the store's earliest deadline (buffers left by a previous run) and start polling. */
+  async start(flush: Flush): Promise<void> {
+    this.flush = flush;
+    const next = await this.options.buffers.nextDeadline();
     if (next !== undefined) this.due(next);
     this.poll();
   }
@@ -138,7 +145,7 @@ export class FlushScheduler {
     for (;;) {
       const room = Math.min(Math.max(this.slice, this.owed), this.chunk - this.inflight.size);
       if (room <= 0) return taken; // a finishing flush asks for another pass (the debt stays)
-      const batches = await this.options.claimDue(now, this.leaseMs, room);
+      const batches = await this.options.buffers.claimDue(now, this.leaseMs, room);
       for (const batch of batches) this.start1(batch);
       taken += batches.length;
       this.owed = Math.max(0, this.owed - batches.length);
@@ -161,7 +168,7 @@ export class FlushScheduler {
   private async rearm(now: number, taken: number): Promise<void> {
     if (this.stopped) return;
     try {
-      const next = await this.options.nextDeadline();
+      const next = await this.options.buffers.nextDeadline();
       if (next === undefined) return;
       if (next > now) this.due(next);
       else if (this.inflight.size === 0 || taken === 0) this.due(now + BLOCKED_RETRY_MS);
@@ -174,7 +181,7 @@ export class FlushScheduler {
   private start1(batch: LeasedBatch): void {
     this.inflight.add(batch);
     this.armRenewal();
-    void this.options.flush(batch).then(() => {
+    void this.flush(batch).then(() => {
       if (this.failures.size > 0) this.failures.delete(batch.debounceKey);
       this.ended(batch);
     }, async (error: unknown) => {
@@ -229,7 +236,7 @@ export class FlushScheduler {
     for (let tries = 0; ; tries++) {
       const waitMs = backoffCeilingMs(tries, { minMs: RETRY_MIN_MS / 5, maxMs: Number.POSITIVE_INFINITY });
       try {
-        await this.options.release(batch, retryAt);
+        await this.options.buffers.release(batch, retryAt);
         return;
       } catch {
         if (this.stopped || this.options.clock.now() + waitMs >= batch.leaseUntil) return;
@@ -245,7 +252,7 @@ export class FlushScheduler {
       this.renewTimer = undefined;
       const now = this.options.clock.now();
       for (const batch of this.inflight) {
-        void this.options.renewLease(batch, now, this.leaseMs).then((held) => {
+        void this.options.buffers.renewLease(batch, now, this.leaseMs).then((held) => {
           if (held) batch.leaseUntil = now + this.leaseMs;
         }, () => undefined);
       }
@@ -272,10 +279,10 @@ export class FlushScheduler {
   private async flushInTurn(queue: readonly LeasedBatch[]): Promise<boolean> {
     for (const [i, batch] of queue.entries()) {
       try {
-        await this.options.flush(batch);
+        await this.flush(batch);
       } catch (error) {
         this.options.onError(error, batch);
-        for (const left of queue.slice(i)) await this.options.release(left, this.options.clock.now()).catch(() => undefined);
+        for (const left of queue.slice(i)) await this.options.buffers.release(left, this.options.clock.now()).catch(() => undefined);
         return false;
       }
     }
@@ -298,7 +305,7 @@ export class FlushScheduler {
       // buffer with the parts behind the cut, which the next call takes (with the session's
       // other buffers, which the store holds back until then, in due order).
       for (;;) {
-        const batches = await this.options.claimDue(Infinity, this.leaseMs, this.chunk);
+        const batches = await this.options.buffers.claimDue(Infinity, this.leaseMs, this.chunk);
         if (batches.length === 0) break;
         // Shutdown takes every buffer of a session at once (a group's senders each have one).
         // Sessions flush side by side, each one's batches in turn, in the order they were due,

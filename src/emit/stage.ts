@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
-import { ownBot, type BotRef, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
+import { ownBot, type BotRef, type BufferedPart, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
-import { type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnLink, type TurnRule } from '../core/ports/index.js';
+import type { AdmissionStore, DebounceBuffers, OutboxDraft, OutboxRecord, TurnLink, TurnRule } from '../core/ports/index.js';
 import type { LeasedBatch } from '../core/ports/index.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
@@ -12,23 +12,24 @@ export interface OutputStageOptions {
   clock: Clock;
   logger: Logger;
   /**
-   * Store port: move a leased batch to the outbox under the session's turn (undefined: the lease
-   * was lost). With `turns` off too: a session's held messages (held before a restart that
-   * turned turns off) go out first, and the store commits plainly when it has none.
+   * The store: the correlation group of a buffered event, read at flush time; and the commit
+   * of a leased batch to the outbox under the session's turn (undefined: the lease was lost).
+   * With `turns` off too: a session's held messages (held before a restart that turned turns
+   * off) go out first, and the store commits plainly when it has none.
    */
-  commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
-  /** `turns` of a channel. */
-  turnRule(channel: string): TurnRule;
-  /** A held batch's downloads, kept for its release (they are not fetched twice). */
-  keepMedia(batch: LeasedBatch, media: readonly PartMedia[]): void;
-  /** Store port: the correlation group of a buffered event, read at flush time. */
-  correlation(key: string, now: number): Promise<CorrelationRecord | undefined>;
-  /** Wait for the downloads of a batch. */
-  collectMedia(batch: LeasedBatch): Promise<PartMedia[]>;
-  /** `debounce.media` of a channel. */
-  mediaMode(channel: string): 'all' | 'first';
-  /** Connected bots an event mentions. */
-  mentionedBots(event: InboundEvent): BotRef[];
+  store: Pick<AdmissionStore, 'correlation'> & Pick<DebounceBuffers, 'commitTurn'>;
+  /** Each channel's settings: its `turns`, its `debounce.media`, its adapter's namespace. */
+  rules: OutputRules;
+  /** The downloads of a batch: waited for, and kept for a held batch's release (they are not fetched twice). */
+  media: {
+    collect(parts: readonly BufferedPart[]): Promise<PartMedia[]>;
+    keep(parts: readonly BufferedPart[], media: readonly PartMedia[]): void;
+  };
+  /** The bots this runtime knows: those an event mentions; those a group read at flush names are learned. */
+  bots: {
+    mentionedBots(event: InboundEvent): BotRef[];
+    learn(group: CorrelationRecord, namespaceOf: (channel: string) => string | undefined): void;
+  };
   /** The group of an event that was not correlated. */
   soloRecord(event: InboundEvent): CorrelationRecord;
   botsOf(record: CorrelationRecord | undefined, event: InboundEvent): BotRef[];
@@ -39,7 +40,14 @@ export interface OutputStageOptions {
   pushes: boolean;
 }
 
-/** A committed output, and the object it was serialized from. */
+/** What the output stage reads of a channel's settings. */
+export interface OutputRules {
+  turnsOf(channel: string): TurnRule;
+  debounceOf(channel: string): { media: 'all' | 'first' };
+  /** The namespace of a channel's adapter (undefined: no such channel). */
+  namespaceOf(channel: string): string | undefined;
+}
+
 export interface Emitted {
   record: OutboxRecord;
   output: Omit<Output, 'seq'>;
@@ -60,10 +68,16 @@ export interface Held {
  * when the lease was lost meanwhile: another instance owns the batch and commits it once.
  */
 export function createOutput(options: OutputStageOptions) {
-  const { clock } = options;
+  const { clock, store, rules, media: downloads, bots: known } = options;
+  const namespaceOf = (channel: string) => rules.namespaceOf(channel);
 
   async function groupOf(key: string | undefined, now: number): Promise<CorrelationRecord | undefined> {
-    return key === undefined ? undefined : options.correlation(key, now);
+    if (key === undefined) return undefined;
+    const group = await store.correlation(key, now);
+    // The group is store state: it names the bots whose copies other instances admitted, which
+    // this one never heard from, and a mention of them must still pick them to reply.
+    if (group) known.learn(group, namespaceOf);
+    return group;
   }
 
   return async function output(batch: LeasedBatch): Promise<Emitted | Held | undefined> {
@@ -87,19 +101,19 @@ export function createOutput(options: OutputStageOptions) {
       const correlated = parts.some((part) => part.correlationKey !== undefined);
       const [collected, groups] = withMedia || correlated
         ? await Promise.all([
-          withMedia ? options.collectMedia(batch) : noMedia,
+          withMedia ? downloads.collect(parts) : noMedia,
           correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
         ])
         : [noMedia, noGroups];
       media = collected;
       const lastBots = options.botsOf(groups[parts.length - 1], last);
-      const lastMentioned = options.mentionedBots(last);
+      const lastMentioned = known.mentionedBots(last);
       // One part (most batches): its own lists, without building them twice.
       const bots = uniqueBots(parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
-      const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => options.mentionedBots(part.event)));
+      const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => known.mentionedBots(part.event)));
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
       const replies = replyFields(parts, groups, replyBot, options.replyTo);
-      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, options.mediaMode(first.channel), { replyBot, bots, mentionedBots }, replies);
+      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, rules.debounceOf(first.channel).media, { replyBot, bots, mentionedBots }, replies);
       built = message;
       messageIds = message.messageIds;
     }
@@ -108,10 +122,10 @@ export function createOutput(options: OutputStageOptions) {
       body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
       messageIds,
     };
-    const done = await options.commitTurn(batch, draft, now, options.turnRule(first.channel));
+    const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
     if (!done) return lost(batch);
     if (done.held) {
-      if (media !== noMedia) options.keepMedia(batch, media);
+      if (media !== noMedia) downloads.keep(parts, media);
       return { held: { by: done.by, until: done.until, count: done.count }, batch };
     }
     if (!done.link) return { record: done.record, output: built, batch };

@@ -21,14 +21,10 @@ export interface HttpPorts {
   config: Config;
   logger: Logger;
   now(): number;
-  /** Whether a channel id is configured. */
-  hasChannel(id: string): boolean;
-  /** The body types a channel's webhook takes, for the 415 (`application/json`; WeChat's `text/xml`). */
-  bodyTypes(id: string): { accepts(contentType: string | undefined): boolean; names: string };
+  /** The configured channels, as a webhook URL meets them. */
+  channels: WebhookChannels;
   /** The pipeline's `inbound`: verify, normalize and record one delivery; resolves once everything in it is recorded. */
   ingest(channel: string, delivery: RawDelivery): Promise<PlatformReply>;
-  /** Answer a GET on a webhook URL (platform handshakes). */
-  handshake(channel: string, delivery: RawDelivery): PlatformReply;
   /** Count and log a delivery refused before it reached the pipeline (its type, its size). */
   rejected(channel: string, error: unknown): void;
   /** Reasons the service should not get traffic now (empty when ready). */
@@ -38,10 +34,12 @@ export interface HttpPorts {
   /** The store's outbox role: streams, lookup by id. */
   outbox: Outbox;
   streams: StreamHub;
-  /** The bot connections of the deployment (`GET /v1/connections`). */
-  connections(): Promise<ConnectionView[]>;
-  /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
-  action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
+  /** The bot connections: the deployment's (`GET /v1/connections`), and actions through them. */
+  sockets: {
+    list(): Promise<ConnectionView[]>;
+    /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
+    action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
+  };
   /** The verdict trail (`/v1/activity`): this process's, or every instance's on a shared store. */
   trail: Pick<TraceTrail, 'shared' | 'life' | 'last' | 'after' | 'subscribe'>;
   /** What happened to one message (undefined: nothing known). */
@@ -59,6 +57,16 @@ export interface HttpPorts {
   };
   /** Extra routes (the operator console), mounted after the API. */
   extra?: (router: Router, requireToken: Koa.Middleware) => void;
+}
+
+/** What the webhook routes ask of the configured channels. */
+export interface WebhookChannels {
+  /** Whether a channel id is configured. */
+  has(id: string): boolean;
+  /** The body types a channel's webhook takes, for the 415 (`application/json`; WeChat's `text/xml`). */
+  bodyTypes(id: string): { accepts(contentType: string | undefined): boolean; names: string };
+  /** Answer a GET on a webhook URL (platform handshakes). */
+  handshake(id: string, delivery: RawDelivery): PlatformReply;
 }
 
 /**
@@ -141,9 +149,9 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
     }
     let body: Buffer;
     try {
-      if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
+      if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
       const contentType = ctx.headers['content-type'];
-      const types = ports.bodyTypes(channelId);
+      const types = ports.channels.bodyTypes(channelId);
       if (!types.accepts(contentType)) {
         throw new RequestError('unsupported_media_type', 415, `Content-Type must be ${types.names} (got "${contentType || 'none'}")`, { channel: channelId });
       }
@@ -159,8 +167,8 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   const hooks = new Router();
   hooks.get('/webhooks/:channel', async (ctx) => {
     const channelId = ctx.params.channel as string;
-    if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
-    answer(ctx, ports.handshake(channelId, deliveryOf(ctx, Buffer.alloc(0))));
+    if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
+    answer(ctx, ports.channels.handshake(channelId, deliveryOf(ctx, Buffer.alloc(0))));
   });
 
   router.get('/healthz', (ctx) => {
@@ -212,18 +220,18 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   });
 
   router.get('/v1/connections', requireToken, async (ctx) => {
-    ctx.body = { connections: await ports.connections() };
+    ctx.body = { connections: await ports.sockets.list() };
   });
   router.post('/v1/channels/:channel/actions/:action', requireToken, async (ctx) => {
     const channelId = ctx.params.channel as string;
     const action = ctx.params.action as string;
-    if (!ports.hasChannel(channelId)) throw unknownChannel(channelId);
+    if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
     if (!/^[A-Za-z_][\w.]{0,63}$/.test(action)) throw new RequestError('bad_action', 400, `Action names are letters, digits, "_" and "." (up to 64), like send_group_msg; got "${action.slice(0, 64)}"`);
     const raw = await readRawBody(ctx.req, config.server.bodyLimitBytes);
     const params = raw.length === 0 ? {} : parseJson(raw, config.server.maxDepth, config.server.maxKeys);
     if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new RequestError('bad_shape', 400, 'The body of an action is its params: a JSON object (or empty)');
     const selfId = ctx.query.self_id;
-    ctx.body = await ports.action(channelId, action, params as Record<string, unknown>, typeof selfId === 'string' && selfId !== '' ? selfId : undefined);
+    ctx.body = await ports.sockets.action(channelId, action, params as Record<string, unknown>, typeof selfId === 'string' && selfId !== '' ? selfId : undefined);
   });
   router.get('/v1/stats', requireToken, async (ctx) => {
     ctx.body = await ports.stats();

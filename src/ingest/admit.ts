@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { BufferedPart, CorrelationRecord, InboundEvent } from '../events/inbound.js';
 import type { TraceEntry, Verdict } from '../events/trace.js';
-import type { AdmitItem, AdmitVerdict } from '../core/ports/index.js';
+import type { AdmissionStore, AdmitItem, AdmitVerdict } from '../core/ports/index.js';
 
 /** What a taken claim means, by its index in the item's claims. */
 export type DuplicateKind = 'deduped' | 'client_deduped' | 'fuzzy_deduped';
@@ -40,13 +40,14 @@ export interface Plan {
 export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped' | 'ignored';
 
 export interface AdmitOptions {
-  /** The store port: one atomic step per delivery. */
-  admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
+  /** The store's admission role: one atomic step per delivery. */
+  store: Pick<AdmissionStore, 'admit'>;
   /** Bot-loop guard: a message sent by one of our own bots is dropped. */
-  isOwnBot(namespace: string, id: string): boolean;
+  bots: { isOwnBot(namespace: string, id: string): boolean };
   /** Claims, correlation step and buffer rule of an event (the `index`-th of a delivery signed with `deliveryId`), built by the composition. */
   plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan;
-  count(channel: string, adapter: string, action: Action): void;
+  /** Each verdict counted by channel and adapter. */
+  metrics: { message(channel: string, adapter: string, action: Action): void };
   /** The verdict trail (`/v1/trace`, `/v1/activity`). */
   trail(entry: Omit<TraceEntry, 'n'>): void;
   /** One `debug` line per verdict (accepted, duplicate, fuzzy duplicate, correlated copy, looped, ignored). */
@@ -69,8 +70,8 @@ export function createAdmit(options: AdmitOptions) {
     const items: AdmitItem[] = [];
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as InboundEvent;
-      options.count(event.channel, event.adapter, 'received');
-      if (dropped?.has(event) || (event.kind === 'message' && options.isOwnBot(event.namespace, event.sender.id))) {
+      options.metrics.message(event.channel, event.adapter, 'received');
+      if (dropped?.has(event) || (event.kind === 'message' && options.bots.isOwnBot(event.namespace, event.sender.id))) {
         plans.push(undefined);
         continue;
       }
@@ -78,7 +79,7 @@ export function createAdmit(options: AdmitOptions) {
       plans.push(plan);
       items.push(plan.item);
     }
-    const verdicts = items.length > 0 ? await options.admit(items, now) : [];
+    const verdicts = items.length > 0 ? await options.store.admit(items, now) : [];
     let next = 0;
     const debug = options.logger?.isLevelEnabled('debug') === true;
     for (let i = 0; i < events.length; i++) {
@@ -91,11 +92,11 @@ export function createAdmit(options: AdmitOptions) {
       if (!plan && dropped?.has(event)) {
         verdict = 'ignored';
         reason = 'dropped by an inbound middleware (intake.use)';
-        options.count(event.channel, event.adapter, 'ignored');
+        options.metrics.message(event.channel, event.adapter, 'ignored');
       } else if (!plan) {
         verdict = 'looped';
         reason = `sent by our own bot ${event.sender.id}`;
-        options.count(event.channel, event.adapter, 'looped');
+        options.metrics.message(event.channel, event.adapter, 'looped');
       } else {
         const result = verdicts[next++] as AdmitVerdict;
         if (result.verdict === 'accepted') {
@@ -109,14 +110,14 @@ export function createAdmit(options: AdmitOptions) {
           reason = kind === 'deduped' ? `platform id ${event.platformId ?? event.id} was already taken`
             : kind === 'client_deduped' ? `client message id ${event.clientMessageId ?? ''} was already taken`
               : 'the same sender sent the same content within dedup.fuzzyWindowMs';
-          options.count(event.channel, event.adapter, kind === 'fuzzy_deduped' ? kind : 'deduped');
+          options.metrics.message(event.channel, event.adapter, kind === 'fuzzy_deduped' ? kind : 'deduped');
           admitted.repeats.push(event);
         } else {
           const first = result.correlation.deliveries[0];
           verdict = result.retry ? 'duplicate' : 'correlated';
           joined = first?.platformId;
           reason = result.retry ? 'the same bot delivered it again' : `first delivered by ${first ? `${first.channel}${first.botId ? `/${first.botId}` : ''}` : 'another bot'}`;
-          options.count(event.channel, event.adapter, result.retry ? 'deduped' : 'correlated');
+          options.metrics.message(event.channel, event.adapter, result.retry ? 'deduped' : 'correlated');
           admitted.repeats.push(event);
           admitted.groups.push([event, result.correlation]);
         }

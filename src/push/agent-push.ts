@@ -35,13 +35,19 @@ export interface AgentPushOptions {
   leaseMs?: number;
   /** Every attempt's outcome (metrics, the verdict trail). */
   onAttempt(record: OutboxRecord, outcome: PushOutcome): void;
+  /** The agent turns, where a channel keeps them (docs/turns.md). Without them an answer's body is not read. */
+  turns?: PushTurns;
+}
+
+/** What the push needs of agent turns (src/turns/). */
+export interface PushTurns {
+  /** Whether a channel keeps agent turns: its pushes that time out say how to close a turn instead. */
+  on(channel: string): boolean;
   /**
    * The body of the agent's 2xx answer (its first 4 KB, as text), after the delivery is
-   * recorded: `{"turn":"done"}` closes the output's agent turn. Without it the body is not read.
+   * recorded: `{"turn":"done"}` closes the output's agent turn.
    */
-  onAnswer?(record: OutboxRecord, body: string): Promise<void>;
-  /** Whether a channel keeps agent turns: its pushes that time out say how to close a turn instead. */
-  turnsOn?(channel: string): boolean;
+  answered(record: OutboxRecord, body: string): Promise<void>;
 }
 
 /**
@@ -201,8 +207,8 @@ export class AgentPush {
       logger.error({ channel: record.channel, id: record.id, seq: record.seq, attempts, reason: outcome.lastError }, 'push to agent gave up; message moved to dead letters');
     } else this.wake(outcome.at);
     this.options.onAttempt(record, outcome);
-    if (answer !== undefined && this.options.onAnswer) {
-      await this.options.onAnswer(record, answer).catch((error: unknown) => {
+    if (answer !== undefined && this.options.turns) {
+      await this.options.turns.answered(record, answer).catch((error: unknown) => {
         logger.warn({ err: error, id: record.id }, 'the agent\'s answer could not close its turn; it closes at turns.maxMs');
       });
     }
@@ -233,7 +239,7 @@ export class AgentPush {
     return Math.max(jittered, Math.min(retryAfter ?? 0, maxBackoffMs));
   }
 
-  /** POST one record; resolves the answer's text when `onAnswer` wants it. */
+  /** POST one record; resolves the answer's text when the turns want it. */
   private async post(record: OutboxRecord): Promise<string | undefined> {
     const { config, clock } = this.options;
     const body = outputJson(record);
@@ -262,7 +268,7 @@ export class AgentPush {
     // unbounded stream; only a turn's answer is looked at.
     const status = response.statusCode;
     const answered = status >= 200 && status < 300;
-    if (answered && this.options.onAnswer) return readAtMost(response.body, ANSWER_LIMIT);
+    if (answered && this.options.turns) return readAtMost(response.body, ANSWER_LIMIT);
     await response.body.dump({ limit: ANSWER_LIMIT }).catch(() => undefined);
     if (answered) return undefined;
     const retryable = status === 408 || status === 429 || status >= 500;
@@ -276,7 +282,7 @@ export class AgentPush {
    */
   private timedOut(record: OutboxRecord): string {
     const waited = `push to ${displayUrl(this.url)} timed out after ${this.options.config.timeoutMs} ms (agent.timeoutMs)`;
-    if (this.options.turnsOn?.(record.channel)) return `${waited}; answer the push at once (2xx) and close the turn with POST /v1/turns/${record.id}/done when the agent is done`;
+    if (this.options.turns?.on(record.channel)) return `${waited}; answer the push at once (2xx) and close the turn with POST /v1/turns/${record.id}/done when the agent is done`;
     return `${waited}; answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`;
   }
 

@@ -1,6 +1,7 @@
 import type { Channels } from './channels.js';
 import type { Config } from '../config/schema.js';
 import type { Bots } from '../correlate/bots.js';
+import type { Correlations } from '../correlate/correlations.js';
 import { flushWordTest, isCommand } from '../debounce/command.js';
 import { claimKey, dedupPlan } from '../dedup/claims.js';
 import type { InboundEvent } from '../events/inbound.js';
@@ -15,7 +16,7 @@ const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
  * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (only in
  * namespaces where several bots deliver), the buffer it joins and the rule that closes that buffer.
  */
-export function admissionPlanner(config: Config, channels: Channels, bots: Bots, counts: { observed: number }) {
+export function admissionPlanner(config: Config, channels: Channels, bots: Bots, correlations: Pick<Correlations, 'observed'>) {
   const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
   // One shared, frozen empty array for the buffered copy's empty lists: an empty array per
@@ -35,7 +36,7 @@ export function admissionPlanner(config: Config, channels: Channels, bots: Bots,
       kinds.unshift('deduped');
     }
     const correlation = bots.step(event, now);
-    if (correlation) counts.observed++;
+    if (correlation) correlations.observed();
     const debounce = channel?.debounce ?? config.debounce;
     const message = event.kind === 'message';
     const item: AdmitItem = {

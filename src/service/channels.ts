@@ -65,6 +65,11 @@ export class Channels {
     return this.byId.get(id)?.config.debounce ?? this.config.debounce;
   }
 
+  /** The namespace of a channel's adapter (undefined: no such channel). */
+  namespaceOf(id: string): string | undefined {
+    return this.byId.get(id)?.adapter.namespace;
+  }
+
   /** The `turns` of a channel (its own, resolved over the global ones). */
   turnsOf(id: string): TurnRule {
     return this.byId.get(id)?.config.turns ?? this.config.turns;

@@ -12,7 +12,7 @@ import type { OutputOf, OutputType } from '../events/output.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 import type { Handler } from '../handlers/routes.js';
 import type { Metrics } from '../metrics/index.js';
-import type { InboundMiddleware } from './pipeline.js';
+import type { InboundMiddleware } from '../ingest/chain.js';
 import type { Store, TurnDone, TurnView } from '../core/ports/index.js';
 
 export interface CreateIntakeOptions {

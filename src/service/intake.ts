@@ -4,11 +4,11 @@ import { Channels } from './channels.js';
 import { systemClock } from '../core/clock.js';
 import { configOf } from './configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord } from '../correlate/bots.js';
+import { Correlations } from '../correlate/correlations.js';
 import { flushGridMs } from '../debounce/grid.js';
 import { FlushScheduler } from '../debounce/scheduler.js';
 import { Outlet } from '../emit/outlet.js';
 import { createOutput } from '../emit/stage.js';
-import type { CorrelationRecord, InboundEvent } from '../events/inbound.js';
 import type { TraceEntry } from '../events/trace.js';
 import { Gate } from './gate.js';
 import { Handlers } from '../handlers/routes.js';
@@ -16,12 +16,14 @@ import { createApp } from '../http/app.js';
 import { consoleRoutes } from '../http/console.js';
 import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
+import { InboundChain } from '../ingest/chain.js';
 import type { CreateIntakeOptions, Intake } from './intake-api.js';
 import { KEEP_SETTLED_MS, MediaStage } from '../media/index.js';
 import { Metrics } from '../metrics/index.js';
 import { operations, pushAttempts } from './operations.js';
-import { createPipeline, type InboundMiddleware } from './pipeline.js';
+import { createPipeline } from './pipeline.js';
 import { AgentPush } from '../push/agent-push.js';
+import { refusals } from './refusals.js';
 import { Retention } from '../retention/retention.js';
 import { openStore } from '../store/index.js';
 import { botConnections, instanceName } from './sockets.js';
@@ -29,9 +31,10 @@ import { exposeIntake } from './surface.js';
 import { traceOf } from '../trace/answer.js';
 import { sharedTrail } from '../trace/shared.js';
 import { inProcessTrail, Trail } from '../trace/trail.js';
+import { AgentTurns } from '../turns/turns.js';
 
 export type { CreateIntakeOptions, Intake } from './intake-api.js';
-export type { InboundMiddleware } from './pipeline.js';
+export type { InboundMiddleware } from '../ingest/chain.js';
 
 /** Poll period of a store other instances share: their buffers and pushes are found this late at most. */
 const SHARED_POLL_MS = 250;
@@ -67,16 +70,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     ? sharedTrail(store.openTrail({ instance, retentionMs: config.trace.retentionMs, maxEntries: config.trace.maxEntries }))
     : inProcessTrail(new Trail({ capacity: config.trace.maxEntries, retentionMs: config.trace.retentionMs, now: () => clock.now(), instance }));
   const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
-  const counts = { observed: 0, duplicates: 0 };
-  const groups = new WeakMap<InboundEvent, CorrelationRecord>();
-  const chain: InboundMiddleware[] = [];
+  const correlations = new Correlations();
+  const chain = new InboundChain();
 
   // Admission: one store step per delivery, as the admission policy plans each event.
   const admit = createAdmit({
-    admit: (items, now) => store.admit(items, now),
-    isOwnBot: (namespace, id) => bots.isOwnBot(namespace, id),
-    plan: admissionPlanner(config, channels, bots, counts),
-    count: (channel, adapter, action) => metrics.message(channel, adapter, action),
+    store, bots, metrics,
+    plan: admissionPlanner(config, channels, bots, correlations),
     trail: record,
     logger,
   });
@@ -94,22 +94,27 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
-    clock, logger, pushes: config.agent.url !== undefined,
-    commitTurn: (batch, draft, now, rule) => store.commitTurn(batch, draft, now, rule),
-    turnRule: (channel) => channels.turnsOf(channel),
-    keepMedia: (batch, collected) => media.keep(batch.parts, collected),
-    correlation: async (key, now) => {
-      const group = await store.correlation(key, now);
-      if (group) bots.learn(group, (channel) => channels.get(channel)?.adapter.namespace);
-      return group;
-    },
-    collectMedia: (batch) => media.collect(batch.parts),
-    mediaMode: (channel) => channels.debounceOf(channel).media,
-    mentionedBots: (event) => bots.mentionedBots(event),
+    clock, logger, pushes: config.agent.url !== undefined, store, rules: channels, media, bots,
     soloRecord, botsOf, pickReplyBot,
     replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
   });
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
+  const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });
+  const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
+
+  // The debounce scheduler closes buffers when due, on any instance, and hands them to the
+  // pipeline's `flush` from its start on.
+  const scheduler = new FlushScheduler({
+    clock, buffers: store, ...polling,
+    ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
+    gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
+    onError: (error, batch) => {
+      metrics.storeError('flush');
+      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
+    },
+  });
+  // Agent turns: held batches, released ones, and the agent closing a turn (docs/turns.md).
+  const turns = new AgentTurns({ clock, logger, metrics, store, rules: channels, scheduler, record });
   const push = config.agent.url
     ? new AgentPush({
       config: config.agent, queue: store, clock, logger, ...polling,
@@ -117,58 +122,37 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
       onAttempt: pushAttempts(clock, metrics, record),
       // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
-      ...(channels.turnsOn() ? { onAnswer: (pushed, body) => pipeline.pushAnswered(pushed, body) } : {}),
-      turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
+      ...(channels.turnsOn() ? { turns } : {}),
     })
     : undefined;
-  const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });
-  const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
   // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
   const buffers = { count: () => store.openBuffers(), max: config.debounce.maxOpenBuffers, maxAgeMs: store.shared ? SHARED_COUNT_MS : 0 };
   const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
+  const rejected = refusals({ channels, clock, logger, metrics, record });
 
-  // The debounce scheduler closes buffers when due, on any instance, and hands them to `flush`.
-  const scheduler = new FlushScheduler({
-    clock, ...polling,
-    ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
-    gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
-    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
-    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
-    release: (batch, retryAt) => store.release(batch, retryAt),
-    nextDeadline: () => store.nextDeadline(),
-    flush: (batch) => pipeline.flush(batch),
-    onError: (error, batch) => {
-      metrics.storeError('flush');
-      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
-    },
+  // The path of a message, in run order (src/service/pipeline.ts).
+  const pipeline = createPipeline({
+    clock, logger, metrics, record, rejected, channels, gate, limits: config.server, chain, admit, correlations, handlers,
+    media, scheduler, output, turns, outlet, push, retention,
   });
 
   // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
-  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, server: config.server, pipeline: () => pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
-
-  const pipeline = createPipeline({
-    clock, logger, metrics, record, channels, gate, limits: config.server, chain, admit, handlers, groups, counts,
-    media, scheduler, output, outlet, push, retention,
-    turns: store, turnsOn: (channel) => channels.turnsOf(channel).mode !== 'off',
-  });
-  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance });
+  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, server: config.server, pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
+  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, correlations, clock, logger, instance });
 
   const http = createApp({
     config, logger, now: () => clock.now(),
-    hasChannel: (id) => channels.has(id),
-    bodyTypes: (id) => channels.bodyTypes(id),
+    channels,
     ingest: pipeline.inbound,
-    handshake: (channelId, delivery) => channels.handshake(channelId, delivery),
-    rejected: pipeline.rejected,
+    rejected,
     readiness: ops.readiness,
     stats: ops.stats,
     metrics: { contentType: metrics.contentType, metrics: () => metrics.scrape() },
     outbox: store,
     streams,
-    connections: () => sockets.list(),
-    action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
+    sockets,
     trail,
-    turns: { done: (id) => pipeline.turnDone(id), of: (sessionKey) => store.turnOf(sessionKey, clock.now()) },
+    turns,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,
@@ -182,7 +166,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // chunks after this resolves, so the service listens at once), and the outbox trim.
   await media.start();
   await push?.start();
-  await scheduler.start();
+  await scheduler.start(pipeline.flush);
   retention.start();
   ops.start();
   await sockets.start();
@@ -192,7 +176,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   }
 
   return exposeIntake({
-    http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop, now: () => clock.now(),
+    http, config, store, metrics, pipeline, chain, outlet, handlers, bots, correlations, turns, correlationStats: ops.correlationStats,
+    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
   });
 }

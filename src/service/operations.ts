@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/schema.js';
+import type { Correlations } from '../correlate/correlations.js';
 import type { FlushScheduler } from '../debounce/scheduler.js';
 import type { Gate } from './gate.js';
 import type { StreamHub } from '../http/event-stream.js';
@@ -17,8 +18,8 @@ export interface OperationsOptions {
   scheduler: FlushScheduler;
   streams: StreamHub;
   push: AgentPush | undefined;
-  /** Deliveries the correlator observed and marked as duplicates, counted by the pipeline. */
-  counts: { observed: number; duplicates: number };
+  /** Deliveries the correlator observed and marked as duplicates, counted as they are admitted. */
+  correlations: Pick<Correlations, 'counts'>;
   clock: Clock;
   logger: Logger;
   /** This instance's name (`/v1/stats` breakdown, `/v1/connections`). */
@@ -53,7 +54,7 @@ function breakdown(counters: InstanceCounters): Record<string, unknown> {
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
 export function operations(options: OperationsOptions) {
-  const { config, store, gate, metrics, scheduler, streams, push, counts, clock, logger, instance } = options;
+  const { config, store, gate, metrics, scheduler, streams, push, correlations, clock, logger, instance } = options;
 
   /** Exact-id claims evicted past `dedup.maxKeys` before their window ended, by channel. */
   function evictions(): Record<string, number> {
@@ -94,7 +95,7 @@ export function operations(options: OperationsOptions) {
 
   /** What this instance counted since it started. */
   function ownCounters(): InstanceCounters {
-    return { instance, at: clock.now(), live: true, channels: metrics.channelStats(), correlator: { ...counts }, streams: streams.count, flushing: scheduler.flushing };
+    return { instance, at: clock.now(), live: true, channels: metrics.channelStats(), correlator: correlations.counts(), streams: streams.count, flushing: scheduler.flushing };
   }
   /** Every instance's counters: this one's now, and on a shared store the others' as last published. */
   async function deployment(): Promise<InstanceCounters[]> {
@@ -113,7 +114,7 @@ export function operations(options: OperationsOptions) {
   };
 
   function correlationStats(): { groups: number; observed: number; duplicates: number; evicted: number } {
-    return { ...store.correlationStats(), ...counts };
+    return { ...store.correlationStats(), ...correlations.counts() };
   }
 
   /** Reasons the service should not get traffic now (empty when ready): exactly when ingest would answer 503. */
@@ -166,8 +167,8 @@ export function operations(options: OperationsOptions) {
   }
 
   metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => store.correlationStats().groups);
-  metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => counts.observed);
-  metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => counts.duplicates);
+  metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlations.counts().observed);
+  metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => correlations.counts().duplicates);
   metrics.labelledCounterFrom('inbox_dedup_evicted_total', 'Exact-id claims dropped past dedup.maxKeys before their window ended', 'channel', () => {
     checkEvictions();
     return evictions();

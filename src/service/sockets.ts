@@ -44,8 +44,8 @@ export interface ConnectionParts {
   maxPayload: number;
   /** The names the service is reached by, which an upgrade to a channel without a token must use (`upgradeGuard`). */
   server: Pick<Config['server'], 'host' | 'allowedHosts'>;
-  /** Resolved lazily: the pipeline is built after the stages it runs. */
-  pipeline: () => Pipeline;
+  /** Every event frame or polled update goes through `pipeline.inbound`, as a webhook. */
+  pipeline: Pick<Pipeline, 'inbound'>;
   instance?: string;
   pingMs?: number;
   /** HTTP client of `apiUrl` actions. @default undici's global dispatcher */
@@ -80,7 +80,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   const links = new Links({
     instance, now: () => clock.now(), clock, logger,
     classify: (channel, frame) => channels.require(channel).adapter.socketFrame?.(frame),
-    deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
+    deliver: parts.pipeline.inbound,
     counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
     changed: () => soon(),
   });
@@ -136,7 +136,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     if (!poll) continue;
     const poller = new Poller({
       target: { channel: config.id, adapter: adapter.name, transport: poll.transport }, poll, instance, clock, logger, shared: store,
-      deliver: (channel, delivery) => parts.pipeline().inbound(channel, delivery),
+      deliver: parts.pipeline.inbound,
       counted: (channel, transport, event) => metrics.connectionEvent(channel, transport, event),
       changed: () => soon(), random: parts.random ?? Math.random,
     });

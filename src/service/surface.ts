@@ -1,20 +1,22 @@
 import type Koa from 'koa';
 import type { Config } from '../config/schema.js';
-import { botsOf, pickReplyBot, soloRecord, type Bots } from '../correlate/bots.js';
+import { pickReplyBot, type Bots } from '../correlate/bots.js';
+import type { Correlations } from '../correlate/correlations.js';
 import type { FlushScheduler } from '../debounce/scheduler.js';
 import type { Outlet } from '../emit/outlet.js';
-import type { CorrelationRecord, InboundEvent } from '../events/inbound.js';
 import type { Output } from '../events/output.js';
 import type { Gate } from './gate.js';
 import type { Handlers } from '../handlers/routes.js';
 import type { Intake } from './intake-api.js';
 import type { MediaStage } from '../media/index.js';
 import type { Metrics } from '../metrics/index.js';
-import type { InboundMiddleware, Pipeline } from './pipeline.js';
+import type { InboundChain } from '../ingest/chain.js';
+import type { Pipeline } from './pipeline.js';
 import type { Store } from '../core/ports/index.js';
 import type { AgentPush } from '../push/agent-push.js';
 import type { Retention } from '../retention/retention.js';
 import type { BotConnections } from './sockets.js';
+import type { AgentTurns } from '../turns/turns.js';
 
 export interface SurfaceParts {
   /** The app, and its chain as middleware to mount: all of it, or the webhooks alone. */
@@ -23,11 +25,12 @@ export interface SurfaceParts {
   store: Store;
   metrics: Metrics;
   pipeline: Pipeline;
-  chain: InboundMiddleware[];
+  chain: InboundChain;
   outlet: Outlet;
   handlers: Handlers;
   bots: Bots;
-  groups: WeakMap<InboundEvent, CorrelationRecord>;
+  correlations: Correlations;
+  turns: AgentTurns;
   correlationStats: Intake['correlationStats'];
   gate: Gate;
   media: MediaStage;
@@ -35,15 +38,13 @@ export interface SurfaceParts {
   push: AgentPush | undefined;
   retention: Retention;
   sockets: BotConnections;
-  /** The composition's clock. */
-  now(): number;
   /** Stop the operator's periodic checks (claim evictions). */
   stopWatching: () => void;
 }
 
 /** The library API of a built intake (docs/library.md), and the order it stops in. */
 export function exposeIntake(parts: SurfaceParts): Intake {
-  const { http, config, store, metrics, pipeline, chain, outlet, handlers, bots, groups, gate, media, scheduler, push, retention, sockets } = parts;
+  const { http, config, store, metrics, pipeline, chain, outlet, handlers, bots, correlations, turns, gate, media, scheduler, push, retention, sockets } = parts;
   const intake: Intake = {
     app: http.app, config, store, metrics,
     instance: sockets.instance,
@@ -54,8 +55,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     connections: () => sockets.list(),
     action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),
     use(middleware) {
-      if (typeof middleware !== 'function') throw new TypeError('intake.use() takes a function (event, next) => ...');
-      chain.push(middleware);
+      chain.use(middleware);
       return intake;
     },
     on(event, listener) {
@@ -70,15 +70,15 @@ export function exposeIntake(parts: SurfaceParts): Intake {
       handlers.handle(route, fn);
       return intake;
     },
-    correlation: (event) => groups.get(event) ?? soloRecord(event),
-    botsForEvent: (event) => botsOf(groups.get(event), event),
+    correlation: (event) => correlations.groupOf(event),
+    botsForEvent: (event) => correlations.botsOf(event),
     mentionedBots: (event) => bots.mentionedBots(event),
-    pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
+    pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), correlations.botsOf(event), event),
     correlationStats: parts.correlationStats,
     settle: () => scheduler.idle(),
     drain: () => gate.drain(),
-    turnDone: (outputId) => pipeline.turnDone(outputId),
-    turn: (sessionKey) => store.turnOf(sessionKey, parts.now()),
+    turnDone: (outputId) => turns.done(outputId),
+    turn: (sessionKey) => turns.of(sessionKey),
     async close() {
       if (gate.closing) return;
       retention.close();

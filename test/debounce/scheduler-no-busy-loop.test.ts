@@ -20,20 +20,19 @@ describe('FlushScheduler while a session waits for its earlier flush', () => {
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
     let lookups = 0;
-    const scheduler = new FlushScheduler({
-      clock: systemClock,
-      claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
-      renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
-      release: (batch, retryAt) => store.release(batch, retryAt),
+    const buffers = {
+      claimDue: (now: number, leaseMs: number, limit: number) => store.claimDue(now, leaseMs, limit),
+      renewLease: (batch: LeasedBatch, now: number, leaseMs: number) => store.renewLease(batch, now, leaseMs),
+      release: (batch: LeasedBatch, retryAt: number) => store.release(batch, retryAt),
       nextDeadline: () => {
         lookups++;
         return store.nextDeadline();
       },
-      flush: async (batch: LeasedBatch) => {
-        await slow; // alice's batch waits for its media
-        await store.commit(batch, { id: `o${batch.fence}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: Date.now(), body: '{}', state: 'none' }, Date.now());
-      },
-      onError: () => undefined,
+    };
+    const scheduler = new FlushScheduler({ clock: systemClock, buffers, onError: () => undefined });
+    await scheduler.start(async (batch: LeasedBatch) => {
+      await slow; // alice's batch waits for its media
+      await store.commit(batch, { id: `o${batch.fence}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: Date.now(), body: '{}', state: 'none' }, Date.now());
     });
     const now = Date.now();
     // Two senders of one group: one buffer each, both due now; only one may be leased at a time.

@@ -27,18 +27,17 @@ function setup(options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatc
   const store = new MemoryStore();
   const batches: LeasedBatch[] = [];
   const errors: unknown[] = [];
-  const scheduler = new FlushScheduler({
-    clock: systemClock,
-    claimDue: (now, leaseMs, limit) => store.claimDue(now, leaseMs, limit),
-    renewLease: (batch, now, leaseMs) => store.renewLease(batch, now, leaseMs),
-    release: (batch, retryAt) => store.release(batch, retryAt),
-    nextDeadline: () => store.nextDeadline(),
-    flush: options.flush ? (batch) => options.flush!(batch, store) : async (batch) => {
-      batches.push(batch);
-      await store.commit(batch, draft(batch), Date.now());
-    },
-    onError: (error) => errors.push(error),
-  });
+  const scheduler = new FlushScheduler({ clock: systemClock, buffers: store, onError: (error) => errors.push(error) });
+  const flush = options.flush ? (batch: LeasedBatch) => options.flush!(batch, store) : async (batch: LeasedBatch) => {
+    batches.push(batch);
+    await store.commit(batch, draft(batch), Date.now());
+  };
+  // Started on an empty store: `start()` below is a restart that finds what was left.
+  const started = scheduler.start(flush);
+  const start = async () => {
+    await started;
+    await scheduler.start(flush);
+  };
   async function add(e: InboundEvent, add: { command?: boolean; receivedAt?: number } = {}): Promise<void> {
     const now = Date.now();
     const [verdict] = await store.admit([{
@@ -47,7 +46,7 @@ function setup(options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatc
     }], now);
     if (verdict?.verdict === 'accepted') scheduler.due(verdict.deadline);
   }
-  return { store, scheduler, batches, errors, add };
+  return { store, scheduler, batches, errors, add, start };
 }
 
 const texts = (batch: Pick<LeasedBatch, 'parts'> | undefined) => batch?.parts.map((p: BufferedPart) => p.event.text);
@@ -138,10 +137,10 @@ describe('FlushScheduler on the store', () => {
   });
 
   it('flushes at start a buffer left by a previous run whose window already passed', async () => {
-    const { add, batches, scheduler } = setup();
+    const { add, batches, start } = setup();
     await add(event('s', 'left over'), { receivedAt: Date.now() - 60_000 });
     // No admission told this scheduler: it finds the deadline in the store.
-    await scheduler.start();
+    await start();
     await vi.advanceTimersByTimeAsync(10);
     expect(batches).toHaveLength(1);
   });
@@ -211,7 +210,7 @@ describe('FlushScheduler on the store', () => {
   });
 
   it('drains a backlog in chunks, answering the event loop between them', async () => {
-    const { add, batches, scheduler } = setup();
+    const { add, batches, start } = setup();
     for (let i = 0; i < 200; i++) await add(event(`s${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
     // Record how many batches were taken each time a timer of someone else got its turn.
     const seenAt: number[] = [];
@@ -219,7 +218,7 @@ describe('FlushScheduler on the store', () => {
       seenAt.push(batches.length);
       if (batches.length < 200) setTimeout(probe, 0);
     };
-    await scheduler.start();
+    await start();
     setTimeout(probe, 0);
     await vi.advanceTimersByTimeAsync(50);
     expect(batches).toHaveLength(200);
@@ -248,7 +247,7 @@ describe('FlushScheduler on the store', () => {
   });
 
   it('keeps up with a flood: each loop turn that admits many buffers is matched by as many flushes', async () => {
-    const { add, batches, scheduler, store } = setup();
+    const { add, batches, scheduler, start, store } = setup();
     // A backlog due now, then 10 loop turns that each admit 50 more due buffers (one socket read each).
     for (let i = 0; i < 100; i++) await add(event(`b${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
     const seenAt: number[] = [];
@@ -259,7 +258,7 @@ describe('FlushScheduler on the store', () => {
       for (let i = 0; i < 50; i++) await add(event(`f${turns}-${i}`, 'x'), { receivedAt: Date.now() - 60_000 });
       setImmediate(() => void flood());
     };
-    await scheduler.start();
+    await start();
     setImmediate(() => void flood());
     await vi.advanceTimersByTimeAsync(50);
     await scheduler.idle();

@@ -17,19 +17,19 @@ const batch = (ids: string[], receivedAt = 5000, fence = 1): LeasedBatch => ({
 function stage(clock: ManualClock, drafts: OutboxDraft[]) {
   return createOutput({
     clock, logger: silent, pushes: true,
-    commitTurn: async (leased, draft) => {
-      drafts.push(draft);
-      return { held: false, record: { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 } };
+    store: {
+      commitTurn: async (leased, draft) => {
+        drafts.push(draft);
+        return { held: false, record: { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 } };
+      },
+      correlation: async () => undefined,
     },
-    correlation: async () => undefined,
-    collectMedia: async () => [],
-    mediaMode: () => 'all',
-    mentionedBots: () => [],
+    rules: { turnsOf: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }), debounceOf: () => ({ media: 'all' }), namespaceOf: () => 'c' },
+    media: { collect: async () => [], keep: () => undefined },
+    bots: { mentionedBots: () => [], learn: () => undefined },
     soloRecord: () => { throw new Error('not a notice'); },
     botsOf: () => [],
     pickReplyBot: () => ({ channel: 'c' }),
-    turnRule: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }),
-    keepMedia: () => undefined,
     replyTo: () => undefined,
   });
 }

@@ -160,8 +160,8 @@ describe('regression: an agent that answers only after agent.timeoutMs', () => {
     await enqueue(store, 'o1', 's', clock.now());
     const push = new AgentPush({
       config: { url: `http://127.0.0.1:${agent!.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 100, concurrency: 4, maxPending: 100, minBackoffMs: 1000, maxBackoffMs: 1000 },
-      queue: store, clock, logger, random: () => 0, onAttempt: () => undefined, onAnswer: async () => undefined,
-      turnsOn: (channel) => turnsOn && channel === 'c',
+      queue: store, clock, logger, random: () => 0, onAttempt: () => undefined,
+      turns: { on: (channel) => turnsOn && channel === 'c', answered: async () => undefined },
     });
     await push.start();
     await until(async () => (await store.outboxGet('o1'))?.attempts === 1, 5000);
