@@ -30,11 +30,19 @@ export async function startCluster(): Promise<RedisCluster> {
   try {
     for (let n = 0; n < 3; n++) {
       // The cluster bus port is its own setting: port + 10000 may be past 65535 for a free port.
-      busPorts.push(await freePort());
-      masters.push(await startRedis({
-        dir: dir.path,
-        args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${n}.conf`, '--cluster-port', String(busPorts[n]), '--cluster-node-timeout', '5000'],
-      }));
+      // A bus port taken before the node binds it stops the node: it starts again on fresh ports.
+      for (let attempt = 1; masters.length === n; attempt++) {
+        const busPort = await freePort();
+        try {
+          masters.push(await startRedis({
+            dir: dir.path,
+            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${n}-${attempt}.conf`, '--cluster-port', String(busPort), '--cluster-node-timeout', '5000'],
+          }));
+          busPorts.push(busPort);
+        } catch (error) {
+          if (attempt >= 5) throw error;
+        }
+      }
     }
     await join(masters, busPorts);
     await untilOk(masters);

@@ -28,9 +28,20 @@ process.once('exit', () => {
 
 /** A throwaway `redis-server` on a free loopback port, without persistence unless `args` ask for it, ready to answer PING. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
-  const port = await freePort();
+  let port = await freePort();
   const start = () => launch(port, options.dir ?? tmpdir(), options.args ?? []);
-  let child = await start();
+  // A port found free can be taken before the server binds it (another file's server, or an
+  // outgoing connection's ephemeral port): then the server exits, and a fresh port is tried.
+  let child = await startOnFreePort();
+  async function startOnFreePort(attempt = 1): Promise<ChildProcess> {
+    try {
+      return await start();
+    } catch (error) {
+      if (!(error instanceof ServerExited) || attempt >= 5) throw error;
+      port = await freePort();
+      return startOnFreePort(attempt + 1);
+    }
+  }
   const stop = async (): Promise<void> => {
     const exiting = child;
     if (exiting.exitCode !== null || exiting.signalCode !== null) return;
@@ -57,15 +68,18 @@ async function launch(port: number, dir: string, args: readonly string[]): Promi
   const child = spawn('redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
     '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...args,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
+  // redis-server writes its own log (a port in use, a bad argument) to stdout.
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const keep = (chunk: Buffer): void => void (stderr = (stderr + chunk.toString()).slice(-2000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const deadline = Date.now() + 10_000;
   // The server on the port must be this child: if the port was taken meanwhile (another test
   // file's server), ours exits, and a PING would be answered by the other one.
   while (!(await answeredBy(port, child.pid))) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}): ${stderr}`);
+    if (child.exitCode !== null) throw new ServerExited(`redis-server on port ${port} exited (${child.exitCode}): ${stderr}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${stderr}`);
@@ -74,6 +88,9 @@ async function launch(port: number, dir: string, args: readonly string[]): Promi
   }
   return child;
 }
+
+/** The server exited before it answered: its port was taken, or its arguments refused. */
+class ServerExited extends Error {}
 
 /** Whether the redis-server answering on `port` is the process `pid`. */
 function answeredBy(port: number, pid: number | undefined): Promise<boolean> {
