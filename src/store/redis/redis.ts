@@ -143,8 +143,10 @@ export class RedisStore implements Store {
     }
   }
 
-  async correlation(key: string, _now: number): Promise<CorrelationRecord | undefined> {
-    return correlationOf(key, await this.background.lrange(`${this.prefix}corr:${key}`, 0, -1));
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    const group = correlationOf(key, await this.background.lrange(`${this.prefix}corr:${key}`, 0, -1));
+    // The key's PEXPIRE ends a group by the server's clock; on the caller's, its expiry is by `now`.
+    return this.callerClock && group && group.expiresAt <= now ? undefined : group;
   }
 
   // --- buffers with owners ---------------------------------------------------------------
