@@ -4,7 +4,7 @@
 
 export { describeCloseRules, describeStoreContract, describeTurnRules } from './store/contract.js';
 export { closeCases } from './store/close-cases.js';
-export type { OpenStore, ReopenStore } from './store/harness.js';
+export type { ContractOptions, OpenStore, ReopenStore } from './store/harness.js';
 export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
 
 // Store, its roles and the shapes they take and give (src/core/ports/), for an implementation written against the kit.

@@ -4,7 +4,7 @@ import { describeBuffers } from './buffers.js';
 import { describeCloseCases } from './close-cases.js';
 import { describeCorrelation } from './correlation.js';
 import { describeDeadlines } from './deadlines.js';
-import { storeHarness, type OpenStore, type ReopenStore } from './harness.js';
+import { storeHarness, type ContractOptions, type OpenStore, type ReopenStore } from './harness.js';
 import { describeLeases } from './leases.js';
 import { describeOperations } from './operations.js';
 import { describeOutbox } from './outbox.js';
@@ -15,11 +15,13 @@ import { describeTurnRestart, describeTurns } from './turns.js';
 /**
  * The meaning every Store keeps, whatever holds its state, as vitest suites (call it at the top
  * level of a test file). `open` gives a fresh, empty store; `reopen` (durable stores) closes one
- * and opens the same state again, as a restart would: with it, the restart tests run too.
+ * and opens the same state again, as a restart would: with it, the restart tests run too. A
+ * shared store (Redis) runs it with `{ shared: true }` (see `ContractOptions`).
  */
-export function describeStoreContract(name: string, open: OpenStore, reopen?: ReopenStore): void {
+export function describeStoreContract(name: string, open: OpenStore, options: ReopenStore | ContractOptions = {}): void {
+  const { reopen, shared, sharded } = typeof options === 'function' ? { reopen: options } : options;
   describe(`${name} store contract`, () => {
-    const h = storeHarness(open, reopen);
+    const h = storeHarness(open, reopen, shared ?? false, sharded);
     describeAdmit(h);
     describeCorrelation(h);
     describeDeadlines(h);
