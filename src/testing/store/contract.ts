@@ -40,10 +40,9 @@ export function describeStoreContract(name: string, open: OpenStore, options: Re
 }
 
 /**
- * Only the rules that run on the caller's clock, case by case (the debounce close rules and the
- * named leases): for a store that keeps claim and group TTLs on a clock of its own (Redis's key
- * expiry), where the rest of the contract's times cannot be driven. Open it on the caller's
- * clock (`RedisStore.open(url, { clock: 'caller' })`).
+ * Only the debounce close rules, case by case, and the named leases: for a store whose other
+ * times the contract cannot drive (both Redis stores run the whole contract, on the caller's
+ * clock, with `{ shared: true }`).
  */
 export function describeCloseRules(name: string, open: OpenStore): void {
   describe(`${name} store: debounce close rules and leases`, () => {
@@ -54,8 +53,8 @@ export function describeCloseRules(name: string, open: OpenStore): void {
 }
 
 /**
- * The agent-turn rules alone (docs/turns.md), on the caller's clock: for Redis, as
- * `describeCloseRules`; with `reopen`, what a restart keeps of them too.
+ * The agent-turn rules alone (docs/turns.md), on the caller's clock, as `describeCloseRules`;
+ * with `reopen`, what a restart keeps of them too.
  */
 export function describeTurnRules(name: string, open: OpenStore, reopen?: ReopenStore): void {
   describe(`${name} store: agent turns`, () => {
