@@ -1,13 +1,13 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { Store } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
-import { describeCloseRules, describeTurnRules } from '../../src/testing/index.js';
+import { describeStoreContract } from '../../src/testing/index.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
-// The debounce close rules on Redis (the Lua twin of the TypeScript rules memory and SQLite run
-// in the whole contract, stores.test.ts), on the caller's clock, each case under a key prefix of
-// its own. The rest of the contract drives claim and group expiry by the caller's time, which
-// Redis keeps with key TTLs on its own clock: redis.test.ts and the model check cover those.
+// The whole store contract on Redis, as memory and SQLite run it (stores.test.ts), on the caller's
+// clock (every TTL by the `now` the cases pass), each store under a key prefix of its own; reopened
+// on the same keys for the restart cases. A shared store leaves out the shutdown cases and the
+// cached counts (ContractOptions.shared); redis.test.ts and the model check cover those.
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedis();
@@ -17,15 +17,16 @@ afterAll(async () => {
 });
 
 let n = 0;
-describeCloseRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `contract${n++}`, clock: 'caller' }));
-// A restart of the turn rules: the store closed and opened again on the same keys.
 const prefixes = new WeakMap<Store, string>();
-const openTurns = async (keyPrefix: string): Promise<Store> => {
+const open = async (keyPrefix = `contract${n++}`): Promise<Store> => {
   const store = await RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix, clock: 'caller' });
   prefixes.set(store, keyPrefix);
   return store;
 };
-describeTurnRules('redis', () => openTurns(`turns${n++}`), async (store) => {
-  await store.close();
-  return openTurns(prefixes.get(store) as string);
+describeStoreContract('redis', () => open(), {
+  shared: true,
+  async reopen(store) {
+    await store.close();
+    return open(prefixes.get(store));
+  },
 });

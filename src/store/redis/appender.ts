@@ -1,9 +1,8 @@
 import type { ScriptedRedis } from './connections.js';
+import { appendDrainedReply, shardPendingReply } from './replies.js';
 
 /** Records a drain moves per call. */
 const BATCH = 128;
-
-type Entry = [streamId: string, fields: string[]];
 
 /** A shard's cursor in the global keys (append-drained.lua): its life, the seq of its last record appended, that record's id. */
 interface Cursor {
@@ -80,16 +79,16 @@ export class ShardAppender {
     const seqs = new Map<string, number>();
     for (;;) {
       const from = this.cursors[shard] as Cursor;
-      const [life, entries] = (await this.client.aiShardPending(this.shardPrefixes[shard] as string, from.life, from.seq, from.id, BATCH)) as [string, Entry[]];
+      const [life, entries] = shardPendingReply(await this.client.aiShardPending(this.shardPrefixes[shard] as string, from.life, from.seq, from.id, BATCH));
       if (entries.length === 0) return seqs;
       const args: Array<string | number> = [shard, life];
       for (const [streamId, f] of entries) {
         // fields: i id, t createdAt, k sessionKey, d draft, s state, n commit time
         args.push(Number.parseInt(streamId, 10), f[1] as string, f[3] as string, f[5] as string, f[7] as string, f[9] as string, f[11] as string);
       }
-      const [known, seq, id, pairs] = (await this.client.aiAppendDrained(this.globalPrefix, ...args)) as [string, number, string, Array<string | number>];
-      for (let j = 0; j < pairs.length; j += 2) seqs.set(String(pairs[j]), Number(pairs[j + 1]));
-      const to: Cursor = { life: String(known), seq: Number(seq), id: String(id) };
+      const [known, seq, id, appended] = appendDrainedReply(await this.client.aiAppendDrained(this.globalPrefix, ...args));
+      for (const [recordId, globalSeq] of appended) seqs.set(recordId, globalSeq);
+      const to: Cursor = { life: known, seq, id };
       this.cursors[shard] = to;
       // A full batch: more may wait. No progress (the cursor did not move): stop.
       if (entries.length < BATCH || (to.life === from.life && to.seq === from.seq)) return seqs;

@@ -2,6 +2,7 @@ import { UnavailableError } from '../../core/errors.js';
 import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import { type BufferedPart, type CorrelationRecord, type EventKind } from '../../events/inbound.js';
 import type { AdmitItem, AdmitVerdict } from '../../core/ports/index.js';
+import { ReplyShapeError, type AdmitReply, type EntryReply } from './replies.js';
 
 /** Script arguments of one delivery's items, in the order ADMIT_LUA reads them. */
 export function admitArgs(items: readonly AdmitItem[], maxGroups: number, now = ''): string[] {
@@ -23,8 +24,6 @@ export function admitArgs(items: readonly AdmitItem[], maxGroups: number, now = 
   return args;
 }
 
-type Reply = string | number | null | Reply[];
-
 /** A correlation list: a header `<kind> <time> <firstAt> <expiresAt>`, then delivery JSON. */
 export function correlationOf(key: string, list: readonly string[]): CorrelationRecord | undefined {
   const [header, ...deliveries] = list;
@@ -36,15 +35,17 @@ export function correlationOf(key: string, list: readonly string[]): Correlation
   };
 }
 
-/** ADMIT_LUA's reply, item by item. */
-export function verdictsOf(items: readonly AdmitItem[], reply: Reply[]): AdmitVerdict[] {
-  return reply.map((raw, index) => {
-    const [verdict, a, b, c] = raw as [string, number, number | string[], string[]];
+/** admit.lua's answer as verdicts, item by item. */
+export function verdictsOf(items: readonly AdmitItem[], reply: AdmitReply): AdmitVerdict[] {
+  return reply.map((answer, index) => {
     const key = items[index]?.correlation?.key ?? '';
-    if (verdict === 'claimed') return { verdict, claim: a };
-    if (verdict === 'correlated') return { verdict, retry: a === 1, correlation: correlationOf(key, b as string[]) as CorrelationRecord };
-    const correlation = correlationOf(key, c);
-    const accepted: AdmitVerdict = { verdict: 'accepted', partId: String(a), deadline: Number(b) };
+    if (answer.verdict === 'claimed') return answer;
+    const correlation = correlationOf(key, answer.group);
+    if (answer.verdict === 'correlated') {
+      if (!correlation) throw new ReplyShapeError('admit', `reply[${index}][2]`, 'a correlation group', answer.group);
+      return { verdict: 'correlated', retry: answer.retry, correlation };
+    }
+    const accepted: AdmitVerdict = { verdict: 'accepted', partId: answer.partId, deadline: answer.deadline };
     if (correlation) accepted.correlation = correlation;
     return accepted;
   });
@@ -55,8 +56,6 @@ export function partOf(element: string): BufferedPart {
   return JSON.parse(element.slice(element.indexOf('\n') + 1)) as BufferedPart;
 }
 
-/** A stream entry with its delivery state, as READ_LUA and CLAIM_PUSH_LUA return it. */
-export type EntryReply = [streamId: string, fields: string[], state: string | null];
 
 /** An outbox record from its stream entry and its delivery state. */
 export function recordOf([streamId, fields, state]: EntryReply): OutboxRecord {

@@ -1,11 +1,10 @@
 import type { ScriptedRedis } from './connections.js';
+import { commitReply, type CommitReply } from './replies.js';
 
 /** commit.lua's arguments after the key prefix. */
 export type CommitArgs = [debounceKey: string, sessionKey: string, fence: number, parts: number, now: string,
   id: string, recordSession: string, createdAt: number, state: string, draft: string, unlessHeld: '' | 'turns'];
 
-/** commit.lua's answer: the record's seq and the time it was committed, null for a stale fence, or 'held' (refused: the session has held messages). */
-export type CommitReply = [seq: number, at: number] | null | 'held';
 
 /** At most this many commits in one script call. */
 const MAX_PER_CALL = 64;
@@ -50,7 +49,14 @@ export class CommitBatcher {
       ? this.client.aiCommit(this.prefix, ...items[0]!.args).then((reply) => [reply])
       : this.client.aiCommitMany(this.prefix, items.length, ...items.flatMap((item) => item.args));
     call.then((replies) => {
-      items.forEach((item, i) => item.resolve(((replies as unknown[])[i] ?? null) as CommitReply));
+      const answers = Array.isArray(replies) ? replies : [];
+      items.forEach((item, i) => {
+        try {
+          item.resolve(commitReply(answers[i] ?? null));
+        } catch (error) {
+          item.reject(error);
+        }
+      });
     }, (error: unknown) => {
       for (const item of items) item.reject(error);
     });

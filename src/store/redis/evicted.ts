@@ -1,9 +1,7 @@
-import type { FlushReason, LeasedBatch } from '../../core/ports/index.js';
+import type { LeasedBatch } from '../../core/ports/index.js';
 import { partOf } from './codec.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
-
-/** A claim's answer (lua/claim-due.lua): one row per leased buffer. */
-export type ClaimReply = Array<[debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]>;
+import type { ClaimReply } from './replies.js';
 
 /**
  * The batches of a claim. A buffer leased with no parts at all lost its list to an eviction

@@ -1,6 +1,7 @@
 import { nanoid } from 'nanoid';
 import type { OutboxLife } from '../../core/ports/index.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
+import { renewLifeReply } from './replies.js';
 
 /** What this instance last knew of the store when it found it rolled back. */
 export interface Rollback {
@@ -80,7 +81,7 @@ export class StoreIdentity {
   private async renew(client: ScriptedRedis): Promise<void> {
     const renewal = this.renewal;
     if (!renewal) return;
-    const life = lifeOf((await client.aiRenewLife(this.prefix, renewal.known, nanoid(8), renewal.since)) as string);
+    const life = lifeOf(renewLifeReply(await client.aiRenewLife(this.prefix, renewal.known, nanoid(8), renewal.since)));
     if (this.renewal === renewal) this.renewal = undefined;
     this.knownLife = life.tag;
   }

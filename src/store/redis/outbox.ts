@@ -1,7 +1,8 @@
 import type { Outbox, OutboxLife, OutboxRecord, TailEvents } from '../../core/ports/index.js';
-import { clock, type EntryReply, recordOf } from './codec.js';
+import { clock, recordOf } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
 import type { StoreIdentity } from './identity.js';
+import { entriesReply } from './replies.js';
 import type { OutboxTail } from './tail.js';
 import { trimOutbox } from './trim.js';
 
@@ -63,5 +64,5 @@ export class RedisOutbox implements Outbox {
 }
 
 function records(reply: unknown): OutboxRecord[] {
-  return (reply as EntryReply[]).map(recordOf);
+  return entriesReply(reply).map(recordOf);
 }

@@ -1,6 +1,7 @@
 import type { OutboxRecord, PushLease, PushOutcome, PushQueue } from '../../core/ports/index.js';
-import { clock, type EntryReply, numberOrUndefined, recordOf } from './codec.js';
+import { clock, numberOrUndefined, recordOf } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
+import { claimPushReply, entriesReply } from './replies.js';
 
 /**
  * The push queue on Redis (lua/include/entry.lua lists its keys): a list of seqs per session,
@@ -10,12 +11,8 @@ export class RedisPushQueue implements PushQueue {
   constructor(private readonly client: ScriptedRedis, private readonly prefix: string) {}
 
   async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
-    const reply = (await this.client.aiClaimPush(this.prefix, clock(now), leaseMs, limit)) as Array<
-      [...EntryReply, number, number]
-    >;
-    return reply.map(([streamId, fields, state, token, leaseUntil]) => ({
-      record: recordOf([streamId, fields, state]), token, leaseUntil,
-    }));
+    const reply = claimPushReply(await this.client.aiClaimPush(this.prefix, clock(now), leaseMs, limit));
+    return reply.map(([entry, token, leaseUntil]) => ({ record: recordOf(entry), token, leaseUntil }));
   }
 
   async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
@@ -44,7 +41,7 @@ export class RedisPushQueue implements PushQueue {
 
   async deadLetters(limit: number): Promise<OutboxRecord[]> {
     if (limit <= 0) return [];
-    return (await this.client.aiRead(this.prefix, 'dead', Math.min(limit, 10_000)) as EntryReply[]).map(recordOf);
+    return entriesReply(await this.client.aiRead(this.prefix, 'dead', Math.min(limit, 10_000))).map(recordOf);
   }
 
   async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {

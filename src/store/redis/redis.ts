@@ -12,7 +12,8 @@ import { RedisBus } from './bus.js';
 import { RedisPushQueue } from './push.js';
 import { RedisOutbox } from './outbox.js';
 import { StoreIdentity } from './identity.js';
-import { claimedBatches, type ClaimReply } from './evicted.js';
+import { claimedBatches } from './evicted.js';
+import { admitReply, claimDueReply, type ClaimReply } from './replies.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
 import { RedisTrail } from './trail.js';
@@ -135,7 +136,7 @@ export class RedisStore implements Store {
     if (items.length === 0) return [];
     for (const item of items) for (const claim of item.claims) this.claimSpaces.add(claim.space);
     try {
-      const reply = (await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups, this.callerClock ? clock(now) : ''))) as Parameters<typeof verdictsOf>[1];
+      const reply = admitReply(await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups, this.callerClock ? clock(now) : '')));
       await this.replicas.held(this.ingest);
       return verdictsOf(items, reply);
     } catch (error) {
@@ -143,8 +144,10 @@ export class RedisStore implements Store {
     }
   }
 
-  async correlation(key: string, _now: number): Promise<CorrelationRecord | undefined> {
-    return correlationOf(key, await this.background.lrange(`${this.prefix}corr:${key}`, 0, -1));
+  async correlation(key: string, now: number): Promise<CorrelationRecord | undefined> {
+    const group = correlationOf(key, await this.background.lrange(`${this.prefix}corr:${key}`, 0, -1));
+    // The key's PEXPIRE ends a group by the server's clock; on the caller's, its expiry is by `now`.
+    return this.callerClock && group && group.expiresAt <= now ? undefined : group;
   }
 
   // --- buffers with owners ---------------------------------------------------------------
@@ -165,7 +168,7 @@ export class RedisStore implements Store {
       // Due by the server's clock, the one admission stamps deadlines with: an instance whose
       // clock runs ahead must not take buffers early (and one behind takes them a little late,
       // or another instance does). now = Infinity would mean "now" here too.
-      reply = (await this.background.aiClaimDue(this.prefix, this.serverOr(now), leaseMs, limit, token)) as typeof reply;
+      reply = claimDueReply(await this.background.aiClaimDue(this.prefix, this.serverOr(now), leaseMs, limit, token));
     } catch (error) {
       this.unanswer(token);
       throw error;

@@ -1,5 +1,6 @@
 import type { ClaimStats } from '../../core/ports/index.js';
 import type { ScriptedRedis } from './connections.js';
+import { statsReply } from './replies.js';
 
 /** claimStats / correlationStats are refreshed in the background at most this often. */
 const STATS_EVERY_MS = 1000;
@@ -31,7 +32,7 @@ export class RedisStats {
     const spaces = [...this.spaces];
     this.client.aiStats(this.prefix, ...spaces).then(
       (reply) => {
-        const [keys, claimsEvicted, groups, groupsEvicted, ...perSpace] = reply as number[];
+        const [keys, claimsEvicted, groups, groupsEvicted, ...perSpace] = statsReply(reply);
         const bySpace: Record<string, number> = {};
         spaces.forEach((space, i) => { if (perSpace[i]) bySpace[space] = perSpace[i]; });
         this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, bySpace, at: started };

@@ -1,6 +1,7 @@
 import type { TraceEntry } from '../../events/trace.js';
 import type { TrailLog, TrailLogOptions } from '../../core/ports/index.js';
 import { blockingOptions, connect, type ConnectionLogger, type ScriptedRedis } from './connections.js';
+import { trailFindReply } from './replies.js';
 
 /** Entries written in one script call at most (a tick with more writes several). */
 const MAX_WRITE = 500;
@@ -108,10 +109,7 @@ export class RedisTrail implements TrailLog {
   async naming(names: readonly string[]): Promise<TraceEntry[]> {
     const wanted = names.filter((name) => name !== '');
     if (wanted.length === 0) return [];
-    const flat = (await this.commands.aiTrailFind(this.prefix, ...wanted)) as string[];
-    const entries: TraceEntry[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) entries.push(entryOf(flat[i] as string, flat[i + 1] as string));
-    return entries;
+    return trailFindReply(await this.commands.aiTrailFind(this.prefix, ...wanted)).map(([id, json]) => entryOf(id, json));
   }
 
   subscribe(listener: (entry: TraceEntry) => void): () => void {

@@ -1,4 +1,5 @@
 import type { ScriptedRedis } from './connections.js';
+import { trimReply } from './replies.js';
 
 /** Trim works in script calls of this many records, so no call blocks Redis for long. */
 const TRIM_BATCH = 1000;
@@ -13,8 +14,8 @@ export async function trimOutbox(client: ScriptedRedis, prefix: string, olderTha
   const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
   let removed = 0;
   for (let start = '-'; ;) {
-    const [batch, next] = (await client.aiTrim(prefix, cutoff, keepCount, keepAfter, TRIM_BATCH, start, now)) as [number, string];
-    removed += Number(batch);
+    const [batch, next] = trimReply(await client.aiTrim(prefix, cutoff, keepCount, keepAfter, TRIM_BATCH, start, now));
+    removed += batch;
     if (next === '') return removed;
     start = next;
   }

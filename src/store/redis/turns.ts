@@ -2,6 +2,7 @@ import { outboxRecord, type LeasedBatch, type OutboxDraft, type OutboxRecord, ty
 import { clock } from './codec.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
+import { commitTurnReply, turnDoneReply, turnsReply } from './replies.js';
 
 /** The link a committed body ends with (`withLink`), for a commit whose answer was lost. */
 export function linkIn(body: string): TurnLink | undefined {
@@ -9,7 +10,6 @@ export function linkIn(body: string): TurnLink | undefined {
   return match ? { field: match[1] as TurnLink['field'], id: match[2] as string } : undefined;
 }
 
-type CommitReply = ['held', string, number, number] | ['emitted', number, number, string, string] | null;
 
 /**
  * Agent turns on Redis (docs/turns.md): each step one script (commit-turn, turn-done, turns), on
@@ -45,23 +45,20 @@ export class RedisTurns {
   private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
     await this.ready();
     const { body, ...head } = draft;
-    const reply = (await this.client.aiCommitTurn(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
+    const reply = commitTurnReply(await this.client.aiCommitTurn(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
       batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
-      JSON.stringify(head), body, draft.type, rule.mode, rule.maxMs, rule.maxHeld)) as CommitReply;
+      JSON.stringify(head), body, draft.type, rule.mode, rule.maxMs, rule.maxHeld));
     if (!reply) return undefined;
     await this.held();
-    if (reply[0] === 'held') return { held: true, by: reply[1], until: Number(reply[2]), count: Number(reply[3]) };
-    const [, seq, at, field, id] = reply;
-    const link: TurnLink | undefined = field === '' ? undefined : { field: field as TurnLink['field'], id };
+    if (reply.held) return { held: true, by: reply.by, until: reply.until, count: reply.count };
+    const { seq, at, link } = reply;
     const linked = link ? `${body.slice(0, body.lastIndexOf('}'))},"${link.field}":"${link.id}"}` : body;
-    const record = outboxRecord({ ...draft, body: linked }, Number(seq), 0, draft.createdAt, draft.state === 'pending' ? Number(at) : undefined);
+    const record = outboxRecord({ ...draft, body: linked }, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
     return link ? { held: false, record, link } : { held: false, record };
   }
 
   async done(outputId: string, now: number, sessionKey = ''): Promise<TurnDone> {
-    const reply = (await this.client.aiTurnDone(this.prefix, outputId, clock(now), sessionKey)) as [string, string?, number?];
-    if (reply[0] === 'unknown') return { result: 'unknown' };
-    return { result: reply[0] as 'closed' | 'already', sessionKey: reply[1] as string, held: Number(reply[2]) };
+    return turnDoneReply(await this.client.aiTurnDone(this.prefix, outputId, clock(now), sessionKey));
   }
 
   async of(sessionKey: string, now: number): Promise<TurnView> {
@@ -78,8 +75,8 @@ export class RedisTurns {
   }
 
   private views(reply: unknown): TurnView[] {
-    return (reply as Array<[string, string, number, number, number]>).map(([sessionKey, outputId, openedAt, until, held]) => (outputId === ''
-      ? { sessionKey, open: false, held: Number(held) }
-      : { sessionKey, open: true, outputId, openedAt: Number(openedAt), until: Number(until), held: Number(held) }));
+    return turnsReply(reply).map(([sessionKey, outputId, openedAt, until, held]) => (outputId === ''
+      ? { sessionKey, open: false, held }
+      : { sessionKey, open: true, outputId, openedAt, until, held }));
   }
 }

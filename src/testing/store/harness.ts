@@ -7,6 +7,27 @@ export type OpenStore = () => Promise<Store>;
 /** Closes a durable store and opens the same state again, as a restart would. */
 export type ReopenStore = (store: Store) => Promise<Store>;
 
+/** How a contract run drives its stores. */
+export interface ContractOptions {
+  /** Closes a durable store and opens the same state again: with it, the restart tests run too. */
+  reopen?: ReopenStore;
+  /**
+   * The store is one several instances share (`Store.shared`, Redis): the shutdown cases are left
+   * out (`claimDue(Infinity)` is the shutdown of a store no one else shares), and so are the
+   * claim and group counts (a shared store's are a cached view that may lag) and the expiry of
+   * shared values (keys with a TTL on the store's own clock). Open it on the caller's clock
+   * (`RedisStore.open(url, { clock: 'caller' })`): deadlines, leases and the TTLs of claims and
+   * correlation groups are then by the `now` the cases pass. @default false
+   */
+  shared?: boolean;
+  /**
+   * The store takes due buffers shard by shard, in turns (the sharded Redis Cluster store):
+   * oldest deadline first within a shard only, so the case of the order across the shards of
+   * one claim is left out. @default false
+   */
+  sharded?: boolean;
+}
+
 /** The stores of one contract run: every store `fresh` or `restart` gives is closed after its test. */
 export interface StoreHarness {
   /** A fresh, empty store, closed after the test. */
@@ -15,10 +36,14 @@ export interface StoreHarness {
   restart(store: Store): Promise<Store>;
   /** A fresh store the test closes itself. */
   open: OpenStore;
+  /** Whether the stores are shared by several instances (`ContractOptions.shared`). */
+  readonly shared: boolean;
+  /** Whether the store takes due buffers shard by shard (`ContractOptions.sharded`). */
+  readonly sharded: boolean;
 }
 
 /** Call inside a `describe`: registers the `afterEach` that closes what the tests opened. */
-export function storeHarness(open: OpenStore, reopen?: ReopenStore): StoreHarness {
+export function storeHarness(open: OpenStore, reopen?: ReopenStore, shared?: boolean, sharded = false): StoreHarness {
   let stores: Store[] = [];
   afterEach(async () => {
     for (const store of stores) await store.close().catch(() => undefined);
@@ -26,9 +51,13 @@ export function storeHarness(open: OpenStore, reopen?: ReopenStore): StoreHarnes
   });
   return {
     open,
+    shared: shared ?? false,
+    sharded,
     async fresh() {
       const store = await open();
       stores.push(store);
+      // the cases left out for a shared store must be left out for that reason only
+      if (shared !== undefined && store.shared !== shared) throw new Error(`this contract run has shared: ${shared}, but the store says shared: ${store.shared}`);
       return store;
     },
     async restart(store) {

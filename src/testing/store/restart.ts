@@ -47,7 +47,8 @@ export function describeRestart(h: StoreHarness): void {
       await store.sharedPut('token:wx', 'short', 10, 0);
       const again = await h.restart(store);
       expect(await again.sharedGet('cursor:tg', 20)).toBe('1001');
-      expect(await again.sharedGet('token:wx', 20)).toBeUndefined();
+      // a shared store keeps them as keys with a TTL on its own clock (SharedValues): not by `now`
+      if (!h.shared) expect(await again.sharedGet('token:wx', 20)).toBeUndefined();
     });
   });
 }

@@ -5,7 +5,7 @@ import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf } from '../../../src/store/redis/shard-map.js';
 import { ShardedRedisStore } from '../../../src/store/redis/sharded.js';
-import { accepted, describeCloseRules, describeTurnRules, draft, item } from '../../../src/testing/index.js';
+import { accepted, describeStoreContract, draft, item } from '../../../src/testing/index.js';
 import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster, its slots split as
@@ -17,20 +17,22 @@ let n = 0;
 const open = (keyPrefix = `sharded${n++}`, shards = 3): Promise<Store> =>
   openStore(shared().url, undefined, { keyPrefix, shards, commandTimeoutMs: 3000, clock: 'caller' });
 
-describeCloseRules('redis-cluster', () => open());
+// The whole store contract on the sharded store, as on one Redis (redis-contract.test.ts): on the
+// caller's clock, reopened on the same keys for the restart cases.
 const prefixes = new WeakMap<Store, string>();
-describeTurnRules('redis-cluster', async () => {
-  const keyPrefix = `turns${n++}`;
+const openNamed = async (keyPrefix = `contract${n++}`): Promise<Store> => {
   const store = await open(keyPrefix);
   prefixes.set(store, keyPrefix);
   return store;
-}, async (store) => {
-  await store.close();
-  const again = await open(prefixes.get(store));
-  prefixes.set(again, prefixes.get(store) as string);
-  return again;
+};
+describeStoreContract('redis-cluster', () => openNamed(), {
+  shared: true,
+  sharded: true,
+  async reopen(store) {
+    await store.close();
+    return openNamed(prefixes.get(store));
+  },
 });
-
 
 describe('the sharded store on a 3-master Redis Cluster', () => {
   const opened: Store[] = [];

@@ -49,6 +49,9 @@ for n = 1, items do
       channel = arg(), bot = arg(), hasBot = arg() == '1', pid = arg(), hasPid = arg() == '1', delivery = arg() }
     corr.listKey = P .. 'corr:' .. corr.key
     local group = redis.call('LRANGE', corr.listKey, 0, -1)
+    -- ended at its expiry by `now` (the key's PEXPIRE ends it by the server's clock, the same
+    -- one unless the store runs on its caller's)
+    if #group > 0 and tonumber(string.match(group[1], '^%S+ %S+ %S+ (%S+)')) <= now then group = {} end
     if #group > 0 and corr.kind ~= 'message' then
       local time = tonumber(string.match(group[1], '^%S+ (%S+)'))
       if math.abs(time - tonumber(corr.time)) > corr.tolerance then group = {} end

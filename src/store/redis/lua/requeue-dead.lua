@@ -16,7 +16,9 @@ for _, seq in ipairs(seqs) do
   if e then
     local session = e[2][6]
     local queue = P .. 'q:' .. session
-    redis.call('HSET', P .. 'st', seq, 'pending 0 ' .. int(now) .. ' ' .. int(now) .. '\n')
+    -- lastError stays: it tells why the record died, until a new attempt says otherwise
+    local lastError = string.match(e[3] or '', '\n(.*)$') or ''
+    redis.call('HSET', P .. 'st', seq, 'pending 0 ' .. int(now) .. ' ' .. int(now) .. '\n' .. lastError)
     -- the first queued seq greater than this one, never before a head a pusher holds
     local first = redis.call('EXISTS', P .. 'pl:' .. session) == 1 and 1 or 0
     local queued = redis.call('LRANGE', queue, first, first + 999)

@@ -1,8 +1,8 @@
-import type { DeliveryState, OutputType } from './output.js';
+import type { DeliveryState, OutputType } from '../../events/output.js';
 
 /*
- * The outbox record: the store's shape of an output (src/core/ports/index.ts re-exports it with the store
- * roles that take and give it).
+ * The outbox record: the store's shape of an output, which the outbox, buffer and push roles take
+ * and give (index.ts re-exports it with them).
  */
 
 export type { DeliveryState };
