@@ -22,6 +22,6 @@ export { MemoryStore } from './store/local/memory.js';
 export { SqliteStore } from './store/sqlite/sqlite.js';
 export { RedisStore, type RedisStoreOptions } from './store/redis/redis.js';
 export { ShardedRedisStore, type ShardedStoreOptions } from './store/redis/sharded.js';
-export type { Clock } from './core/clock.js';
+export type { Clock, ClockInput } from './core/clock.js';
 export { IntakeError, ConfigError, RequestError, SignatureError, StaleTimestampError, UnavailableError, isIntakeError, isConfigError, isSignatureError, type ErrorCode } from './core/errors.js';
 export { standardWebhooks } from './core/signing.js';

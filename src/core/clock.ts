@@ -32,3 +32,39 @@ export const systemClock: Clock = {
   },
   clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
 };
+
+/**
+ * A clock as a library user may hand one in: `setInterval`/`clearInterval` may be missing (a
+ * clock written before they were part of `Clock`); `withIntervals` then runs them on its
+ * `setTimeout`, re-armed after each run.
+ */
+export type ClockInput = Omit<Clock, 'setInterval' | 'clearInterval'> & Partial<Pick<Clock, 'setInterval' | 'clearInterval'>>;
+
+/** The clock itself when it has intervals, else the same clock with intervals made of its timeouts. */
+export function withIntervals(clock: ClockInput): Clock {
+  if (clock.setInterval && clock.clearInterval) return clock as Clock;
+  const timers = new Map<object, unknown>();
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+    clearTimeout: (handle) => clock.clearTimeout(handle),
+    setInterval: (fn, ms) => {
+      const handle = {};
+      const arm = (): void => {
+        timers.set(handle, clock.setTimeout(() => {
+          if (!timers.has(handle)) return;
+          arm();
+          fn();
+        }, ms));
+      };
+      arm();
+      return handle;
+    },
+    clearInterval: (handle) => {
+      const timer = timers.get(handle as object);
+      if (timer === undefined) return;
+      timers.delete(handle as object);
+      clock.clearTimeout(timer);
+    },
+  };
+}

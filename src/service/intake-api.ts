@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Clock } from '../core/clock.js';
+import type { ClockInput } from '../core/clock.js';
 import type { LoadOptions } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { ConnectionView } from '../events/connection.js';
@@ -27,7 +27,8 @@ export interface CreateIntakeOptions {
   env?: LoadOptions['env'];
   /** Defaults to the store named by `config.store`. */
   store?: Store;
-  clock?: Clock;
+  /** Time for every window and timer (a fake one in tests); `setInterval`/`clearInterval` may be left out. @default the system clock */
+  clock?: ClockInput;
   /** Where the intake logs (a child of your app's pino logger). @default pino at `config.logLevel`, to stdout */
   logger?: Logger;
   metrics?: Metrics;

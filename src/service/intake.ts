@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { admissionPlanner } from './admission.js';
 import { Channels } from './channels.js';
-import { systemClock } from '../core/clock.js';
+import { systemClock, withIntervals } from '../core/clock.js';
 import { configOf } from './configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord } from '../correlate/bots.js';
 import { Correlations } from '../correlate/correlations.js';
@@ -50,7 +50,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // What touches the world: config, clock, logger, metrics, store.
   const config = configOf(options);
   const cwd = options.cwd ?? process.cwd();
-  const clock = options.clock ?? systemClock;
+  const clock = options.clock ? withIntervals(options.clock) : systemClock;
   const logger = options.logger ?? pino({ level: config.logLevel });
   const metrics = options.metrics ?? new Metrics();
   const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger, now: clock.now() });
