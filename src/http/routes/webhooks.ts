@@ -1,0 +1,111 @@
+import type Koa from 'koa';
+import Router from '@koa/router';
+import { RequestError } from '../../core/errors.js';
+import type { PlatformReply, RawDelivery } from '../../events/transport.js';
+import type { HttpPorts } from '../ports.js';
+import { readRawBody, tooLarge } from '../body.js';
+
+/**
+ * A delivery as received over HTTP. The query string is parsed on first read: only handshakes
+ * read it, and a URLSearchParams per webhook is garbage on the hot path.
+ */
+class WebhookDelivery implements RawDelivery {
+  private parsed: URLSearchParams | undefined;
+
+  constructor(
+    readonly headers: Koa.Context['headers'],
+    readonly body: Buffer,
+    private readonly querystring: string,
+    readonly now: number,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsed ??= new URLSearchParams(this.querystring));
+  }
+}
+
+/** Send what the pipeline or a platform convention answered. */
+function answer(ctx: Koa.Context, result: PlatformReply): void {
+  ctx.status = result.status;
+  if (result.headers) ctx.set(result.headers);
+  if (result.contentType) ctx.type = result.contentType;
+  else if (result.body !== null && typeof result.body === 'object' && !Buffer.isBuffer(result.body)) {
+    // A JSON answer goes out as its text, with its type named here. Given the object, Koa would
+    // read the type back and test it against a pattern to decide on JSON, then stringify it
+    // anyway, splitting the header it had just been given.
+    ctx.set('Content-Type', JSON_TYPE);
+    ctx.body = JSON.stringify(result.body);
+    return;
+  }
+  if (result.body !== undefined) ctx.body = result.body;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The 404 of a channel id no channel has. */
+export function unknownChannel(id: string): RequestError {
+  return new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
+}
+
+/** A delivery of this request, with the body as read. */
+export function deliveryOf(ports: Pick<HttpPorts, 'now'>, ctx: Koa.Context, body: Buffer): RawDelivery {
+  return new WebhookDelivery(ctx.headers, body, ctx.querystring, ports.now());
+}
+
+/**
+ * The webhook routes: `POST /webhooks/:channel`, matched before any router (it is the hot
+ * path), and `GET /webhooks/:channel`, the platforms' handshakes.
+ */
+export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channels' | 'ingest' | 'rejected'>): { webhook: Koa.Middleware; handshakes: Koa.Middleware } {
+  const { config } = ports;
+  const webhook: Koa.Middleware = async (ctx, next) => {
+    if (ctx.method !== 'POST' || !ctx.path.startsWith('/webhooks/')) return next();
+    const raw = ctx.path.slice('/webhooks/'.length);
+    if (raw.includes('/')) return next();
+    let channelId: string;
+    try {
+      channelId = decodeURIComponent(raw);
+    } catch {
+      throw unknownChannel(raw);
+    }
+    let body: Buffer;
+    try {
+      if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
+      const contentType = ctx.headers['content-type'];
+      const types = ports.channels.bodyTypes(channelId);
+      if (!types.accepts(contentType)) {
+        throw new RequestError('unsupported_media_type', 415, `Content-Type must be ${types.names} (got "${contentType || 'none'}")`, { channel: channelId });
+      }
+      body = ctx.req.readableEnded ? bodyReadAhead(ctx, config.server.bodyLimitBytes) : await readRawBody(ctx.req, config.server.bodyLimitBytes);
+    } catch (error) {
+      ports.rejected(channelId, error);
+      throw error;
+    }
+    // The pipeline's `inbound` counts and trails what it refuses itself.
+    answer(ctx, await ports.ingest(channelId, deliveryOf(ports, ctx, body)));
+  };
+
+  const hooks = new Router();
+  hooks.get('/webhooks/:channel', async (ctx) => {
+    const channelId = ctx.params.channel as string;
+    if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
+    answer(ctx, ports.channels.handshake(channelId, deliveryOf(ports, ctx, Buffer.alloc(0))));
+  });
+
+  return { webhook, handshakes: hooks.routes() as Koa.Middleware };
+}
+
+/**
+ * The body of a webhook whose stream an app's body parser read before us: its raw copy
+ * (`ctx.request.rawBody`, kept by koa-bodyparser and @koa/bodyparser), as received; without
+ * one the signature cannot be checked, so the answer says how to mount us instead.
+ */
+function bodyReadAhead(ctx: Koa.Context, limit: number): Buffer {
+  const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+  if (typeof raw === 'string' || Buffer.isBuffer(raw)) {
+    const body = Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
+    if (body.length > limit) throw tooLarge(limit);
+    return body;
+  }
+  throw new RequestError('body_already_read', 500, 'A body parser mounted before agent-intake read this request and kept no raw body, so its signature cannot be checked: mount intake.middleware() (or intake.webhooks()) before the body parser, or have the parser keep ctx.request.rawBody');
+}
