@@ -29,7 +29,7 @@ export type { SharedInstances } from './shared-instances.js';
 // The shapes the roles take and give.
 export type { DeliveryState, OutboxDraft, OutboxRecord } from './outbox-record.js';
 export { outboxRecord } from './outbox-record.js';
-export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from '../../events/bus.js';
+export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './bus.js';
 export type { TrailLog, TrailLogOptions } from '../../events/trace.js';
 export type { TurnDone, TurnLink, TurnMode, TurnRule, TurnView } from '../../events/turn.js';
 export { isTurnBuffer, turnBufferKey } from '../../events/turn.js';

@@ -1,4 +1,4 @@
-import type { InstanceBus } from '../../events/bus.js';
+import type { InstanceBus } from './bus.js';
 import type { TrailLog, TrailLogOptions } from '../../events/trace.js';
 
 /**

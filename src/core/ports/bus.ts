@@ -1,6 +1,6 @@
 /** What instances sharing a store (Redis) tell each other: their connections, and relayed actions. */
-import type { ErrorCode } from '../core/errors.js';
-import type { ConnectionView } from './connection.js';
+import type { ErrorCode } from '../errors.js';
+import type { ConnectionView } from '../../events/connection.js';
 
 /** An action relayed to the instance holding a bot's socket (`POST /v1/channels/<id>/actions/<action>`). */
 export interface RelayedAction {
