@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterEach } from 'vitest';
 import { freePort, startIntakeChild, startService, tempDir, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 /**
  * Two instances of one connection channel on one real redis-server, for the takeover tests: a
@@ -13,12 +13,10 @@ import { type RedisServer, startRedis } from '../store/redis-server.js';
  * way when it is killed holds its session that long (30 s by default, past the tests' waits).
  */
 export function takeoverInstances() {
-  let redis: RedisServer;
+  const redis = useRedis();
   const services: Running[] = [];
   const children: ChildProcess[] = [];
   const cleanups: Array<() => unknown> = [];
-  beforeAll(async () => { redis = await startRedis(); });
-  afterAll(async () => { await redis.stop(); });
   afterEach(async () => {
     for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await Promise.all(services.splice(0).map((service) => service.stop()));

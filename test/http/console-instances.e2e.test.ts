@@ -2,7 +2,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 
 // Functions run in the page (playwright serializes them); the test program has no DOM types.
@@ -10,16 +10,14 @@ declare const document: any;
 
 describe('the console of two instances on one Redis, in a real browser', () => {
   let browser: Browser;
-  let redis: RedisServer;
+  const redis = useRedis();
   const services: Running[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
     browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
-    await redis?.stop();
   });
   afterEach(async () => {
     await Promise.all(services.splice(0).map((service) => service.stop()));

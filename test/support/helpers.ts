@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,6 +11,8 @@ import { loadConfig } from '../../src/service/configure.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Metrics } from '../../src/metrics/index.js';
 import type { Store } from '../../src/core/ports/index.js';
+
+export { freePort } from './net.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -140,15 +142,6 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000, ex
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-}
-
-/** A loopback port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Run the built service (`npm start` runs the same file) as a child process, once it is ready (/readyz). */

@@ -1,16 +1,14 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 /* trace.shared false on Redis: each instance keeps its own trail, and Redis does no trail work. */
 
-let redis: RedisServer;
+const redis = useRedis();
 const services: Running[] = [];
-beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => {
   await Promise.all(services.map((service) => service.stop()));
-  await redis.stop();
 });
 
 const instance = async (): Promise<Running> => {

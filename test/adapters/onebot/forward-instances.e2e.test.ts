@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, postJson, startIntakeChild, startService, tempDir, until, type Running } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../../store/redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
 
 /*
@@ -13,18 +13,12 @@ import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
 const BOT = 10001000;
 /** The killed holder's flush lease. */
 const FLUSH_LEASE_MS = 2000;
-let redis: RedisServer;
+const redis = useRedis();
 let tests = 0;
 const services: Running[] = [];
 const children: ChildProcess[] = [];
 const cleanups: Array<() => unknown> = [];
 
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await Promise.all(services.splice(0).map((service) => service.stop()));

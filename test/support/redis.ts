@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll } from 'vitest';
+import { freePort } from './net.js';
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Kill the server and wait for it to exit (idempotent). */
+  stop(): Promise<void>;
+  /** Stop, then start again on the same port with no scripts cached: empty, unless started with persistence in a `dir`. */
+  restart(): Promise<void>;
+  /** SIGSTOP the server: connections stay open and nothing answers (a hung host), until `thaw`. */
+  freeze(): void;
+  thaw(): void;
+}
+
+export interface RedisServerOptions {
+  /** Extra `redis-server` arguments, after the defaults (e.g. `--appendonly yes --appendfsync always`). */
+  args?: readonly string[];
+  /** Working directory for persistence files. @default the system temp dir */
+  dir?: string;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * A `redis-server` for the tests of the file or `describe` block that calls this: started
+ * before them, killed after them. Its fields read the running server, so read them in a test
+ * or a hook registered after this call (hooks run in the order they were registered, after-hooks
+ * in reverse).
+ */
+export function useRedis(options: RedisServerOptions = {}): RedisServer {
+  let server: RedisServer | undefined;
+  beforeAll(async () => {
+    server = await startRedis(options);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  const running = (): RedisServer => {
+    if (!server) throw new Error('the redis-server of this file has not started: read it in a test or a hook');
+    return server;
+  };
+  return {
+    get url() { return running().url; },
+    get port() { return running().port; },
+    stop: () => running().stop(),
+    restart: () => running().restart(),
+    freeze: () => running().freeze(),
+    thaw: () => running().thaw(),
+  };
+}
+
+/** A throwaway `redis-server` on a free loopback port, without persistence unless `args` ask for it, ready to answer PING. */
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const start = () => launch(port, options.dir ?? tmpdir(), options.args ?? []);
+  let child = await start();
+  const stop = async (): Promise<void> => {
+    const exiting = child;
+    if (exiting.exitCode !== null || exiting.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => exiting.once('exit', () => resolve()));
+    exiting.kill('SIGKILL');
+    await exited;
+    running.delete(exiting);
+  };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop,
+    async restart() {
+      await stop();
+      child = await start();
+    },
+    freeze: () => void child.kill('SIGSTOP'),
+    thaw: () => void child.kill('SIGCONT'),
+  };
+}
+
+async function launch(port: number, dir: string, args: readonly string[]): Promise<ChildProcess> {
+  // Later arguments win: `args` may turn persistence on.
+  const child = spawn('redis-server', [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...args,
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  running.add(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const deadline = Date.now() + 10_000;
+  // The server on the port must be this child: if the port was taken meanwhile (another test
+  // file's server), ours exits, and a PING would be answered by the other one.
+  while (!(await answeredBy(port, child.pid))) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}): ${stderr}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return child;
+}
+
+/** Whether the redis-server answering on `port` is the process `pid`. */
+function answeredBy(port: number, pid: number | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('INFO server\r\n'));
+    socket.on('data', (data) => {
+      reply += data.toString();
+      const match = /process_id:(\d+)/.exec(reply);
+      if (match) done(Number(match[1]) === pid);
+      else if (reply.startsWith('-')) done(false); // still loading, or an error
+    });
+  });
+}
