@@ -1,9 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, readEvents, startChild, tempDir, until } from './support/helpers.js';
+import { freePort, postJson, tempDir, until } from './support/helpers.js';
+import { runMain, startChild } from './support/child.js';
+import { readEvents } from './support/sse.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];
@@ -87,13 +89,9 @@ describe('the service process', () => {
   });
 
   it('refuses to start on a bad setting and names it', async () => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
-      cwd: tempDir().path, env: { PATH: process.env.PATH, INTAKE_DEBOUNCE_MEDIA: 'some', INTAKE_DRAIN_MS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
-    const [code] = await once(child, 'exit');
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/debounce\.media \(from INTAKE_DEBOUNCE_MEDIA\)/);
+    const service = runMain(tempDir().path, { INTAKE_DEBOUNCE_MEDIA: 'some', INTAKE_DRAIN_MS: '0' });
+    children.push(service.child);
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(/debounce\.media \(from INTAKE_DEBOUNCE_MEDIA\)/);
   });
 });

@@ -4,7 +4,8 @@ import { type Browser, type Page } from 'playwright-core';
 import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
-import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { PNG, serve, type TestServer } from '../support/servers.js';
 
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');

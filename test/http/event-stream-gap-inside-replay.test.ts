@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxRecord } from '../../src/core/ports/index.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { readEvents, silent } from '../support/helpers.js';
+import { silent } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 
 const record = (seq: number, state: OutboxRecord['state']): OutboxRecord => ({
   id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state,

@@ -8,7 +8,8 @@ import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { readEvents, silent, until } from '../support/helpers.js';
+import { silent, until } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 
 /** An outbox in an array: what a store gives the event stream. */
 class FakeOutbox implements OutboxReader {

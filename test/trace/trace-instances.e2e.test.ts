@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { serve } from '../support/servers.js';
 import { sharedStoresForTests } from '../store/redis-cluster.js';
 

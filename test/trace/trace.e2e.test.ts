@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
-import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const SECRET = 'whsec_' + Buffer.from('generic-channel-secret-0123456789').toString('base64');
