@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { envSettings } from '../src/config/load.js';
 import { loadConfig } from '../src/service/configure.js';
-import { freePort, tempDir, until } from './support/helpers.js';
+import { tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
 import { run } from './support/child.js';
 
 const ROOT = process.cwd();

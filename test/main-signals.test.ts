@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, tempDir, until } from './support/helpers.js';
+import { tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
 import { run as start } from './support/child.js';
 import { startRedis } from './support/redis.js';
 

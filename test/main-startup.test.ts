@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, tempDir, until } from './support/helpers.js';
+import { tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
 import { runMain as run } from './support/child.js';
 
 const ready = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);

@@ -3,7 +3,8 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, tempDir, until } from './support/helpers.js';
+import { postJson, tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
 import { runMain, startChild } from './support/child.js';
 import { readEvents } from './support/sse.js';
 

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach } from 'vitest';
-import { freePort, startService, tempDir, type Running } from '../support/helpers.js';
+import { startService, tempDir, type Running } from '../support/helpers.js';
+import { freePort } from '../support/net.js';
 import { startIntakeChild } from '../support/child.js';
 import { useRedis } from '../support/redis.js';
 

@@ -3,7 +3,8 @@ import { createIntake } from '../../src/service/intake.js';
 import { loadConfig } from '../../src/service/configure.js';
 import type { Output } from '../../src/events/output.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { deliverJson, silent, tempDir } from '../support/helpers.js';
+import { deliverJson, tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 describe('shutdown of a memory store', () => {
   it('close() on a memory store emits the part that arrived after a command cut its buffer (it is lost today)', async () => {

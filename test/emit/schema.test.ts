@@ -11,7 +11,8 @@ import { seal } from '../adapters/wx-kit.js';
 import { useRedis } from '../support/redis.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { fixtureBytes } from '../fixtures/index.js';
-import { silent, tempDir, until } from '../support/helpers.js';
+import { tempDir, until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 const schema = JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/schema/output-v1.schema.json'), 'utf8'));
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub } from '../../src/http/event-stream.js';
 import { inProcessTrail, Trail } from '../../src/trace/trail.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { readEvents } from '../support/sse.js';
 
 describe('activity stream after a restart', () => {

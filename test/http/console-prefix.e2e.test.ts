@@ -6,7 +6,8 @@ import { launchChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
-import { silent, tempDir, until } from '../support/helpers.js';
+import { tempDir, until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 declare const document: any;
 

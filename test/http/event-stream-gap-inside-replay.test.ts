@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxRecord } from '../../src/core/ports/index.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { readEvents } from '../support/sse.js';
 
 const record = (seq: number, state: OutboxRecord['state']): OutboxRecord => ({

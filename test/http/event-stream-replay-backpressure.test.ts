@@ -4,7 +4,7 @@ import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxRecord } from '../../src/core/ports/index.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 describe('event stream replay to a client that does not read', () => {
   let close: (() => void) | undefined;

@@ -2,13 +2,13 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import Koa from 'koa';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { silent, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
+import { recordingLogger, silent } from '../support/logger.js';
 import { readEvents } from '../support/sse.js';
 
 /** An outbox in an array: what a store gives the event stream. */
@@ -68,8 +68,7 @@ describe('event stream', () => {
   afterEach(() => close?.());
 
   it('cuts off a client that stops reading, logs it once, and keeps what it missed from trimming', async () => {
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line); } });
+    const { logger, lines } = recordingLogger('warn');
     const hub = new StreamHub({ logger, now: () => 0, maxBufferedBytes: 64 * 1024 });
     const outbox = new FakeOutbox();
     outbox.body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(10_000) });
@@ -87,7 +86,7 @@ describe('event stream', () => {
       await new Promise((resolve) => setImmediate(resolve));
     }
     expect(hub.count).toBe(0);
-    expect(lines.filter((line) => line.includes('too slow'))).toHaveLength(1);
+    expect(lines.filter((line) => line.msg.includes('too slow'))).toHaveLength(1);
     // It had not read everything: the trim keeps what it missed, so it can resume.
     const keep = hub.keepAfterSeq();
     expect(keep).toBeGreaterThanOrEqual(1);

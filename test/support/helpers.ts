@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
+import type pino from 'pino';
+import { silent } from './logger.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { loadConfig } from '../../src/service/configure.js';
 import type { Clock } from '../../src/core/clock.js';
@@ -13,8 +14,7 @@ import type { Store } from '../../src/core/ports/index.js';
 export { freePort } from './net.js';
 export { readEvents, type SseFrame } from './sse.js';
 export { startIntakeChild } from './child.js';
-
-export const silent = pino({ level: 'silent' });
+export { silent } from './logger.js';
 
 export function tempDir(prefix = 'intake-'): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { freePort } from '../../support/net.js';
 import { startIntakeChild } from '../../support/child.js';
 import { useRedis } from '../../support/redis.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';

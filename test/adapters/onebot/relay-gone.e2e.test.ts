@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { freePort, postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { freePort } from '../../support/net.js';
 import { startChild } from '../../support/child.js';
 import { useRedis } from '../../support/redis.js';
 
