@@ -7,6 +7,7 @@ import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
 import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
+import { inProcessTrail, Trail } from '../../src/trace/trail.js';
 import { until } from '../support/helpers.js';
 import { recordingLogger, silent } from '../support/logger.js';
 import { readEvents } from '../support/sse.js';
@@ -288,5 +289,44 @@ describe('regression: a resume past a seq the store assigned again', () => {
     const frames = await readEvents(url, 8, { headers: { 'last-event-id': '1@before' } });
     expect(frames[0]?.data).toEqual({ after: 1, next: 2, reset: true });
     expect(frames.slice(1).map((f) => f.id)).toEqual(['2@after', '3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
+  });
+});
+
+describe('regression: the activity stream after a restart', () => {
+  let close: (() => void) | undefined;
+  afterEach(() => close?.());
+
+  async function serveTrail(trail: Trail): Promise<string> {
+    const app = new Koa();
+    app.silent = true;
+    app.use(errorResponder(silent));
+    app.use(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    close = () => { server.closeAllConnections(); server.close(); };
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  }
+
+  it('tells a client resuming with an id of the earlier process\'s trail of the reset, then replays this one\'s entries from the first', async () => {
+    const before = new Trail();
+    for (const id of ['a', 'b', 'c']) before.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    const last = (await readEvents(await serveTrail(before), 3, { headers: { 'last-event-id': '0' } }))[2]!;
+    expect(last.id).toBe(`3@${before.life}`);
+    close?.();
+    // A fresh process: its trail numbers entries from 1 again, past the console's last id before long.
+    const trail = new Trail();
+    for (const id of ['x1', 'x2', 'x3', 'x4']) trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    const frames = await readEvents(await serveTrail(trail), 5, { headers: { 'last-event-id': last.id } });
+    expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 3, next: 1, reset: true } });
+    expect(frames.slice(1).map((frame) => frame.data.id)).toEqual(['x1', 'x2', 'x3', 'x4']);
+  });
+
+  it('answers 409 to a resume point ahead of the trail, as /v1/events does, instead of a stream that skips every entry up to it', async () => {
+    // A fresh process: its trail numbers entries from 1 again; the console resumes with the old process's last id.
+    const trail = new Trail();
+    trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id: 'm1', verdict: 'accepted' });
+    const response = await fetch(`${await serveTrail(trail)}?after=5000`, { signal: AbortSignal.timeout(1000) });
+    await response.body?.cancel();
+    expect(response.status).toBe(409);
   });
 });
