@@ -7,6 +7,7 @@ import { postJson, tempDir, until } from './support/helpers.js';
 import { freePort } from './support/net.js';
 import { runMain, startChild } from './support/child.js';
 import { readEvents } from './support/sse.js';
+import { REAL_TIME_WINDOW_ENV } from './support/windows.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];
@@ -42,7 +43,7 @@ describe('the service process', () => {
     const dir = tempDir().path;
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const env = { INTAKE_TURNS_MODE: 'collect', INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '200' };
+    const env = { INTAKE_TURNS_MODE: 'collect', ...REAL_TIME_WINDOW_ENV };
     const turnOf = async () => (await (await fetch(`${url}/v1/sessions/cli%3Aa/turn`)).json()) as { open: boolean; outputId?: string; held: number };
     const first = await startChild(dir, port, env);
     children.push(first);

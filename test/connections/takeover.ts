@@ -4,6 +4,7 @@ import { startService, tempDir, type Running } from '../support/helpers.js';
 import { freePort } from '../support/net.js';
 import { startIntakeChild } from '../support/child.js';
 import { useRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /**
  * Two instances of one connection channel on one real redis-server, for the takeover tests: a
@@ -34,7 +35,7 @@ export function takeoverInstances() {
       const dir = tempDir();
       cleanups.push(() => dir.remove());
       const child = await startIntakeChild(dir.path, await freePort(), {
-        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel] },
+        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel] },
         flushLeaseMs: 2000,
       });
       children.push(child);
@@ -42,7 +43,7 @@ export function takeoverInstances() {
     },
     /** An instance in this process on the same store and channel. */
     async survivor(prefix: string, channel: Record<string, unknown>): Promise<Running> {
-      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel] });
+      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: REAL_TIME_WINDOW, channels: [channel] });
       services.push(service);
       return service;
     },

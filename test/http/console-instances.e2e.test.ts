@@ -3,6 +3,7 @@ import { launchChromium, nextPoll } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { useRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 
 // Functions run in the page (playwright serializes them); the test program has no DOM types.
@@ -40,7 +41,7 @@ describe('the console of two instances on one Redis, in a real browser', () => {
 
   // The counters wait for A's next publication (every 2 s).
   it('shows on B one feed of both instances\' deliveries, each naming its instance, and the deployment\'s counters', { timeout: 40_000 }, async () => {
-    const file = { store: redis.url, redis: { keyPrefix: `con${process.pid}`, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
+    const file = { store: redis.url, redis: { keyPrefix: `con${process.pid}`, commandTimeoutMs: 3000 }, debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);
     services.push(a, b);
     const page = await open(b.url);

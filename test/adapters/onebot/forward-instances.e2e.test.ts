@@ -6,6 +6,7 @@ import { freePort } from '../../support/net.js';
 import { startIntakeChild } from '../../support/child.js';
 import { useRedis } from '../../support/redis.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
+import { REAL_TIME_WINDOW } from '../../support/windows.js';
 
 /*
  * Several instances on one real redis-server share one forward OneBot channel: exactly one
@@ -32,7 +33,7 @@ const channel = (url: string) => ({ id: 'qq-fwd', adapter: 'onebot', transport: 
 async function instance(prefix: string, url: string): Promise<Running> {
   const service = await startService({
     store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
-    debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     channels: [channel(url)],
   });
   services.push(service);
@@ -86,7 +87,7 @@ describe('a forward OneBot channel on several instances', () => {
     // A flush the victim has under way when it dies holds its session until its lease runs out:
     // 2 s here (30 s by default).
     const victim = await startIntakeChild(dir.path, await freePort(), {
-      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel(fake.url)] },
+      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel(fake.url)] },
       flushLeaseMs: FLUSH_LEASE_MS,
     });
     children.push(victim);
