@@ -1,2 +1,0 @@
-export { startRedis, type RedisServer, type RedisServerOptions } from '../support/redis.js';
-export { freePort } from '../support/net.js';
