@@ -11,7 +11,7 @@ import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir
 import { ManualClock } from '../support/manual-clock.js';
 import { PNG, serve } from '../support/servers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
-import { startRedis } from './redis-server.js';
+import { startRedis } from '../support/redis.js';
 
 /*
  * Several real instances on one real redis-server, and on a real 3-master Redis Cluster (the

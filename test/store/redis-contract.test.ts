@@ -1,20 +1,13 @@
-import { afterAll, beforeAll } from 'vitest';
 import type { Store } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { describeCloseRules, describeTurnRules } from '../../src/testing/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 // The debounce close rules on Redis (the Lua twin of the TypeScript rules memory and SQLite run
 // in the whole contract, stores.test.ts), on the caller's clock, each case under a key prefix of
 // its own. The rest of the contract drives claim and group expiry by the caller's time, which
 // Redis keeps with key TTLs on its own clock: redis.test.ts and the model check cover those.
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedis();
 
 let n = 0;
 describeCloseRules('redis', async () => RedisStore.open(server.url, { commandTimeoutMs: 3000, keyPrefix: `contract${n++}`, clock: 'caller' }));

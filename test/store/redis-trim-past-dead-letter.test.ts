@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
 import type { OutboxDraft } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { Store } from '../../src/core/ports/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
 const event = (id: string, sessionKey: string): InboundEvent => ({
@@ -28,13 +28,7 @@ async function outbox(store: Store): Promise<void> {
   await store.ackPush(lease!, { state: 'dead', attempts: 8, lastError: 'agent answered HTTP 400' }, Date.now());
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useRedis();
 
 describe('outbox trim with a dead letter at the front', () => {
   it('trims the old records after a dead letter on Redis as the memory store does (Redis stops at the dead letter)', async () => {

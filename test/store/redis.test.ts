@@ -4,7 +4,7 @@ import type { InboundEvent } from '../../src/events/inbound.js';
 import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/core/ports/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 const rule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 3 };
 const claim = (key: string, ttlMs = 60_000): ClaimSpec => ({ key, space: 'id:c', ttlMs, maxKeys: 1000 });
@@ -23,7 +23,7 @@ const step = (botId: string, platformId: string, kind: 'message' | 'notice' = 'm
   delivery: { channel: `ch-${botId}`, adapter: 'onebot', botId, platformId, ids: { message_id: platformId }, at: 1 },
 });
 
-let server: RedisServer;
+const server = useRedis();
 let admin: Redis;
 const opened: RedisStore[] = [];
 // On the caller's clock: these tests move time by the `now` they pass (leases, deadlines); the
@@ -35,13 +35,11 @@ const open = async (options = {}): Promise<RedisStore> => {
 };
 
 beforeAll(async () => {
-  server = await startRedis();
   admin = new Redis(server.url);
 });
 afterAll(async () => {
   await Promise.all(opened.map((store) => store.close()));
   admin.disconnect();
-  await server.stop();
 });
 beforeEach(async () => {
   await admin.flushall();

@@ -1,20 +1,18 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
 /* Commits asked for together go to Redis as one script call, each under its own fence. */
 
-let redis: RedisServer;
+const redis = useRedis();
 let admin: Redis;
 beforeAll(async () => {
-  redis = await startRedis();
   admin = new Redis(redis.url);
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
 });
 
 /** Script calls Redis ran (EVALSHA, or EVAL the first time a script is sent). */

@@ -2,12 +2,12 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import Koa from 'koa';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../../src/http/errors.js';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { silent, until } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
 
 /*
@@ -15,14 +15,8 @@ import { commitOne } from './fixtures.js';
  * on every instance: instance B, which knows nothing of A's streams, trims around them too.
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

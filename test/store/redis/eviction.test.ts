@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
 /*
@@ -10,16 +10,14 @@ import { closingItem, doneDraft } from './fixtures.js';
  * leaves: a buffer whose parts list went while its meta stayed.
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 let admin: Redis;
 const cleanups: Array<() => unknown> = [];
 beforeAll(async () => {
-  redis = await startRedis();
   admin = new Redis(redis.url);
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
 });
 afterEach(async () => {
   await admin.config('SET', 'maxmemory-policy', 'noeviction');

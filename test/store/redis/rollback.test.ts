@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
 import { follow, type Followed } from './follow.js';
 
@@ -12,17 +12,15 @@ import { follow, type Followed } from './follow.js';
  * to a replica that lagged (simulated: the newest records and the seq put back, the epoch kept).
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 let admin: Redis;
 let tests = 0;
 const cleanups: Array<() => unknown> = [];
 beforeAll(async () => {
-  redis = await startRedis();
   admin = new Redis(redis.url);
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
 });
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();

@@ -3,20 +3,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TraceEntry } from '../../../src/events/trace.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { until } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 
 /* The verdict trail kept in Redis (src/store/redis/trail.ts): numbering, lookups by name, bounds. */
 
-let redis: RedisServer;
+const redis = useRedis();
 let admin: Redis;
 const cleanups: Array<() => unknown> = [];
 beforeAll(async () => {
-  redis = await startRedis();
   admin = new Redis(redis.url);
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
 });
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
