@@ -1,1 +1,0 @@
-export { follow, type Followed } from '../../support/sse.js';
