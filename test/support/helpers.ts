@@ -11,11 +11,6 @@ import type { Clock } from '../../src/core/clock.js';
 import type { Metrics } from '../../src/metrics/index.js';
 import type { Store } from '../../src/core/ports/index.js';
 
-export { freePort } from './net.js';
-export { readEvents, type SseFrame } from './sse.js';
-export { startIntakeChild } from './child.js';
-export { silent } from './logger.js';
-
 export function tempDir(prefix = 'intake-'): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };

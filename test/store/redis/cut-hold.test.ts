@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../../src/http/errors.js';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { silent, until } from '../../support/helpers.js';
+import { until } from '../../support/helpers.js';
+import { silent } from '../../support/logger.js';
 import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
 

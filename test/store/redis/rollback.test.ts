@@ -5,7 +5,7 @@ import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
-import { follow, type Followed } from './follow.js';
+import { follow, type Followed } from '../../support/sse.js';
 
 /*
  * The outbox seq going backwards: a FLUSHALL (or a restart without persistence) and a failover

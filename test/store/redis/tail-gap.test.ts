@@ -4,10 +4,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponder } from '../../../src/http/errors.js';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { silent, until } from '../../support/helpers.js';
+import { until } from '../../support/helpers.js';
+import { silent } from '../../support/logger.js';
 import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
-import { follow } from './follow.js';
+import { follow } from '../../support/sse.js';
 import { relay } from './link.js';
 
 /*
