@@ -15,6 +15,7 @@ import { ManualClock } from '../support/manual-clock.js';
 import { PNG, serve } from '../support/servers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
 import { startRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /*
  * Several real instances on one real redis-server, and on a real 3-master Redis Cluster (the
@@ -48,7 +49,7 @@ async function instance(prefix: string, file: Record<string, unknown> = {}, opti
     // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
     // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
     redis: { keyPrefix: prefix, commandTimeoutMs: options.outage ? 1000 : 3000 },
-    debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     ...file,
   }, options.clock ? { clock: options.clock } : {});
   services.push(service);
@@ -234,7 +235,7 @@ describe('several instances on one Redis, through its outages', () => {
     const durable = await startRedis({ dir: dir.path, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
     cleanups.push(() => durable.stop());
     const prefix = newPrefix();
-    const rules = { debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 3 } };
+    const rules = { debounce: { ...REAL_TIME_WINDOW, maxMessages: 3 } };
     const [a, b] = await Promise.all([instance(prefix, rules, { store: durable.url, outage: true }), instance(prefix, rules, { store: durable.url, outage: true })]);
 
     const acked = new Set<string>();
