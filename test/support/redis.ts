@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from './net.js';
 
@@ -28,18 +29,26 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/** A redis-server of a file's tests (`useRedis`), and a client for the tests' own commands. */
+export interface UsedRedis extends RedisServer {
+  /** A client for the tests' own commands (FLUSHALL, CONFIG, INFO), opened at first use, closed after the tests. */
+  readonly admin: Redis;
+}
+
 /**
  * A `redis-server` for the tests of the file or `describe` block that calls this: started
  * before them, killed after them. Its fields read the running server, so read them in a test
  * or a hook registered after this call (hooks run in the order they were registered, after-hooks
  * in reverse).
  */
-export function useRedis(options: RedisServerOptions = {}): RedisServer {
+export function useRedis(options: RedisServerOptions = {}): UsedRedis {
   let server: RedisServer | undefined;
+  let admin: Redis | undefined;
   beforeAll(async () => {
     server = await startRedis(options);
   });
   afterAll(async () => {
+    admin?.disconnect();
     await server?.stop();
   });
   const running = (): RedisServer => {
@@ -49,6 +58,7 @@ export function useRedis(options: RedisServerOptions = {}): RedisServer {
   return {
     get url() { return running().url; },
     get port() { return running().port; },
+    get admin() { return (admin ??= new Redis(running().url)); },
     stop: () => running().stop(),
     restart: () => running().restart(),
     freeze: () => running().freeze(),
