@@ -1,5 +1,4 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
 import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
@@ -24,7 +23,6 @@ const step = (botId: string, platformId: string, kind: 'message' | 'notice' = 'm
 });
 
 const server = useRedis();
-let admin: Redis;
 const opened: RedisStore[] = [];
 // On the caller's clock: these tests move time by the `now` they pass (leases, deadlines); the
 // server's clock is tested in clock-skew.test.ts and by every multi-instance test.
@@ -34,15 +32,11 @@ const open = async (options = {}): Promise<RedisStore> => {
   return store;
 };
 
-beforeAll(async () => {
-  admin = new Redis(server.url);
-});
 afterAll(async () => {
   await Promise.all(opened.map((store) => store.close()));
-  admin.disconnect();
 });
 beforeEach(async () => {
-  await admin.flushall();
+  await server.admin.flushall();
 });
 
 /** Admit, then the `now` at which the buffer is due. */
@@ -127,13 +121,13 @@ describe('Redis store: admission', () => {
   it('takes one round trip per admit, whatever the number of items', async () => {
     const store = await open();
     await store.admit([item('warm')], 0);
-    const monitor = await admin.duplicate().monitor();
+    const monitor = await server.admin.duplicate().monitor();
     const sent: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') sent.push(String(args[0]).toLowerCase());
     });
     for (let i = 0; i < 20; i++) await store.admit([item(`r${i}a`), item(`r${i}b`, { correlation: step('A', `p${i}`) })], 0);
-    await admin.ping('done');
+    await server.admin.ping('done');
     await expect.poll(() => sent.at(-1)).toBe('ping');
     monitor.disconnect();
     expect(sent.slice(0, -1)).toEqual(Array(20).fill('evalsha'));

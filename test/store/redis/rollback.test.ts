@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { useRedis } from '../../support/redis.js';
@@ -13,15 +12,8 @@ import { follow, type Followed } from '../../support/sse.js';
  */
 
 const redis = useRedis();
-let admin: Redis;
 let tests = 0;
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  admin = new Redis(redis.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -52,11 +44,11 @@ function stream(url: string, headers: Record<string, string> = {}): Followed {
 /** What a failover to a replica `behind` commits late leaves: the newest records and their seqs gone, the epoch kept. */
 async function failOverToLaggingReplica(prefix: string, behind: number): Promise<void> {
   const [seqKey, out] = [`{${prefix}}:seq`, `{${prefix}}:out`];
-  const kept = Number(await admin.get(seqKey)) - behind;
-  const entries = await admin.xrange(out, '-', `${kept}-0`);
-  await admin.del(out);
-  for (const [id, fields] of entries) await admin.xadd(out, id, ...fields);
-  await admin.set(seqKey, kept);
+  const kept = Number(await redis.admin.get(seqKey)) - behind;
+  const entries = await redis.admin.xrange(out, '-', `${kept}-0`);
+  await redis.admin.del(out);
+  for (const [id, fields] of entries) await redis.admin.xadd(out, id, ...fields);
+  await redis.admin.set(seqKey, kept);
 }
 
 const json = async (url: string): Promise<any> => (await fetch(url)).json();
@@ -75,7 +67,7 @@ describe('Redis store reset under live event streams', () => {
     await until(() => onA.frames.length === 3 && onB.frames.length === 3, 10_000, () => [onA.frames.length, onB.frames.length]);
     expect(onB.frames.map((frame) => frame.id.split('@')[0])).toEqual(['1', '2', '3']);
 
-    await admin.flushall();
+    await redis.admin.flushall();
     // Both streams end (their clients reconnect with Last-Event-ID 3) instead of staying silent.
     await until(() => onA.isEnded() && onB.isEnded(), 10_000, () => [onA.isEnded(), onB.isEnded()]);
     const resumed = await fetch(`${b.url}/v1/events`, { headers: { 'last-event-id': '3' } });
@@ -194,7 +186,7 @@ describe('Redis store reset under live event streams', () => {
       cleanups.push(store.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
       for (const id of ['a', 'b', 'c']) await commitOne(store, id);
       const before = await store.life();
-      await admin.flushall();
+      await redis.admin.flushall();
       await until(() => resets.length === 1, 5000);
       expect(await store.life()).toEqual({ tag: expect.not.stringMatching(`^${before.tag}$`), since: 0 });
     });
