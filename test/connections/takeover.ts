@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterEach } from 'vitest';
-import { startService, tempDir, type Running } from '../support/helpers.js';
+import { startService, tempDir, useTeardown, type Running } from '../support/helpers.js';
 import { freePort } from '../support/net.js';
 import { startIntakeChild } from '../support/child.js';
 import { useRedis } from '../support/redis.js';
@@ -17,14 +16,7 @@ import { REAL_TIME_WINDOW } from '../support/windows.js';
  */
 export function takeoverInstances() {
   const redis = useRedis();
-  const services: Running[] = [];
-  const children: ChildProcess[] = [];
-  const cleanups: Array<() => unknown> = [];
-  afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await Promise.all(services.splice(0).map((service) => service.stop()));
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
+  const { services, children, cleanups } = useTeardown();
   return {
     /** Run after the test (a fake platform's close). */
     cleanup(fn: () => unknown): void {

@@ -1,9 +1,11 @@
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pino from 'pino';
+import { afterEach } from 'vitest';
 import { silent } from './logger.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { loadConfig } from '../../src/service/configure.js';
@@ -95,4 +97,20 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000, ex
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * What each test of the calling file starts and must stop after it, in this order: child
+ * processes killed (SIGKILL), services stopped together, then every other cleanup in turn.
+ */
+export function useTeardown(): { services: Running[]; children: ChildProcess[]; cleanups: Array<() => unknown> } {
+  const services: Running[] = [];
+  const children: ChildProcess[] = [];
+  const cleanups: Array<() => unknown> = [];
+  afterEach(async () => {
+    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(services.splice(0).map((service) => service.stop()));
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  return { services, children, cleanups };
 }

@@ -1,7 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { postJson, startService, tempDir, until, useTeardown, type Running } from '../../support/helpers.js';
 import { freePort } from '../../support/net.js';
 import { startIntakeChild } from '../../support/child.js';
 import { useRedis } from '../../support/redis.js';
@@ -18,15 +17,7 @@ const BOT = 10001000;
 const FLUSH_LEASE_MS = 2000;
 const redis = useRedis();
 let tests = 0;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const { services, children, cleanups } = useTeardown();
 
 const channel = (url: string) => ({ id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url, accessToken: 'tok', leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200, actionTimeoutMs: 2000 });
 
