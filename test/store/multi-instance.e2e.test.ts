@@ -1,13 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
-import { postJson, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { postJson, startService, tempDir, until, useTeardown, type Running } from '../support/helpers.js';
 import { startIntakeChild } from '../support/child.js';
 import { readEvents } from '../support/sse.js';
 import { freePort } from '../support/net.js';
@@ -28,15 +27,7 @@ const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1
 
 const stores = sharedStoresForTests();
 let tests = 0;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const { services, children, cleanups } = useTeardown();
 
 const newPrefix = () => `mi${process.pid}-${++tests}`;
 
