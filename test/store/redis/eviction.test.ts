@@ -1,6 +1,6 @@
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
+import { recordingLogger, type LogRecord } from '../../support/logger.js';
 import { useRedis } from '../../support/redis.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
@@ -17,9 +17,8 @@ afterEach(async () => {
   await redis.admin.flushall();
 });
 
-async function open(): Promise<{ store: RedisStore; lines: string[] }> {
-  const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+async function open(): Promise<{ store: RedisStore; lines: LogRecord[] }> {
+  const { logger, lines } = recordingLogger('warn');
   const store = await RedisStore.open(redis.url, { keyPrefix: 'ev', commandTimeoutMs: 3000, logger });
   cleanups.push(() => store.close());
   return { store, lines };
@@ -33,9 +32,9 @@ describe('Redis eviction', () => {
     await redis.admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
     expect(await store.health()).toMatchObject({ evictionPolicy: 'allkeys-lru', evictedKeys: 0 });
     await store.health();
-    const said = lines.filter((line) => line.includes('maxmemory-policy'));
+    const said = lines.filter((line) => line.msg.includes('maxmemory-policy'));
     expect(said).toHaveLength(1);
-    expect(JSON.parse(said[0]!)).toMatchObject({ level: 50, policy: 'allkeys-lru' });
+    expect(said[0]).toMatchObject({ level: 50, policy: 'allkeys-lru' });
     await redis.admin.config('SET', 'maxmemory-policy', 'noeviction');
     expect((await store.health()).evictionPolicy).toBeUndefined();
   });
@@ -45,7 +44,7 @@ describe('Redis eviction', () => {
     await store.admit([closingItem('s1')], 0);
     await redis.admin.del('{ev}:buf:s1'); // evicted: its meta and its place in `due` stay
     expect(await store.claimDue(Date.now() + 60_000, 5000, 10)).toEqual([]);
-    expect(lines.some((line) => /lost its parts/.test(line))).toBe(true);
+    expect(lines.some((line) => /lost its parts/.test(line.msg))).toBe(true);
     expect(await store.openBuffers()).toBe(0);
     // The session is free: its next message flushes as usual.
     await store.admit([closingItem('s1')], 0);

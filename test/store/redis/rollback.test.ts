@@ -1,7 +1,8 @@
-import pino from 'pino';
+import type pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { recordingLogger } from '../../support/logger.js';
 import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
 import { follow, type Followed } from '../../support/sse.js';
@@ -19,11 +20,6 @@ afterEach(async () => {
 });
 
 const newPrefix = () => `rb${process.pid}-${++tests}`;
-
-function capture(): { logger: pino.Logger; lines: string[] } {
-  const lines: string[] = [];
-  return { lines, logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) };
-}
 
 async function instance(prefix: string): Promise<Running> {
   const service = await startService({
@@ -139,7 +135,7 @@ describe('Redis store reset under live event streams', () => {
 
     it('tells the live tail of a seq gone backwards (a lagging replica promoted), logs it and counts it once', async () => {
       const prefix = newPrefix();
-      const { logger, lines } = capture();
+      const { logger, lines } = recordingLogger('warn');
       const store = await open(prefix, logger);
       const resets: unknown[] = [];
       const seen: number[] = [];
@@ -149,7 +145,7 @@ describe('Redis store reset under live event streams', () => {
       await failOverToLaggingReplica(prefix, 2);
       await until(() => resets.length === 1, 5000);
       expect(resets).toEqual([{ from: 5, to: 3 }]);
-      expect(lines.join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
+      expect(lines.map((line) => line.msg).join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
       // The records committed from now on (seqs 4 and 5 again) reach the tail.
       await commitOne(store, 'f');
       await until(() => seen.length === 6);
@@ -159,8 +155,8 @@ describe('Redis store reset under live event streams', () => {
 
     it('begins a new life of the outbox seqs once, after the seq it was found at, which the other instances take', async () => {
       const prefix = newPrefix();
-      const a = await open(prefix, capture().logger);
-      const b = await open(prefix, capture().logger);
+      const a = await open(prefix, recordingLogger('warn').logger);
+      const b = await open(prefix, recordingLogger('warn').logger);
       const resets: unknown[] = [];
       cleanups.push(a.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
       for (const id of ['a', 'b', 'c']) await commitOne(a, id);
@@ -176,12 +172,12 @@ describe('Redis store reset under live event streams', () => {
       await until(async () => (await b.health()).rollbacks === 1);
       expect(await b.life()).toEqual(after);
       // An instance opened now knows the same life.
-      expect(await (await open(prefix, capture().logger)).life()).toEqual(after);
+      expect(await (await open(prefix, recordingLogger('warn').logger)).life()).toEqual(after);
     });
 
     it('begins a new life after seq 0 when the store lost its keys (FLUSHALL)', async () => {
       const prefix = newPrefix();
-      const store = await open(prefix, capture().logger);
+      const store = await open(prefix, recordingLogger('warn').logger);
       const resets: unknown[] = [];
       cleanups.push(store.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
       for (const id of ['a', 'b', 'c']) await commitOne(store, id);
@@ -193,12 +189,12 @@ describe('Redis store reset under live event streams', () => {
 
     it('finds the rollback at the next commit of an instance without a tail', async () => {
       const prefix = newPrefix();
-      const { logger, lines } = capture();
+      const { logger, lines } = recordingLogger('warn');
       const store = await open(prefix, logger);
       for (const id of ['a', 'b', 'c']) await commitOne(store, id);
       await failOverToLaggingReplica(prefix, 1);
       expect(await commitOne(store, 'd')).toBe(3);
-      await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line)));
+      await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line.msg)));
       expect((await store.health()).rollbacks).toBe(1);
       expect(await commitOne(store, 'e')).toBe(4);
       expect((await store.health()).rollbacks).toBe(1);
