@@ -1,16 +1,12 @@
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
-import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { inProcessTrail, Trail } from '../../src/trace/trail.js';
 import { until } from '../support/helpers.js';
 import { recordingLogger, silent } from '../support/logger.js';
-import { readEvents } from '../support/sse.js';
+import { readEvents, serveStream, type ServedStream } from '../support/sse.js';
 
 /** An outbox in an array: what a store gives the event stream. */
 class FakeOutbox implements OutboxReader {
@@ -54,15 +50,7 @@ class LivedOutbox extends FakeOutbox {
   }
 }
 
-async function serveHub(hub: StreamHub, outbox: FakeOutbox): Promise<{ url: string; server: Server; close(): void }> {
-  const app = new Koa();
-  app.silent = true; // a cut-off client's closed socket is expected here
-  app.use(errorResponder(silent));
-  app.use(hub.events(outbox));
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, close: () => { server.closeAllConnections(); server.close(); } };
-}
+const serveHub = (hub: StreamHub, outbox: FakeOutbox): Promise<ServedStream> => serveStream(hub.events(outbox));
 
 describe('event stream', () => {
   let close: (() => void) | undefined;
@@ -153,15 +141,10 @@ describe('event stream', () => {
       after: async () => [],
       subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
     };
-    const app = new Koa();
-    app.silent = true;
-    app.use(errorResponder(silent));
-    app.use(hub.activityStream(trail));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    close = () => { server.closeAllConnections(); server.close(); };
+    const served = await serveStream(hub.activityStream(trail));
+    close = served.close;
     // A raw activity client that never reads.
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    const socket = connect(served.port, '127.0.0.1');
     socket.on('error', () => {});
     socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     socket.pause();
@@ -297,14 +280,9 @@ describe('regression: the activity stream after a restart', () => {
   afterEach(() => close?.());
 
   async function serveTrail(trail: Trail): Promise<string> {
-    const app = new Koa();
-    app.silent = true;
-    app.use(errorResponder(silent));
-    app.use(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    close = () => { server.closeAllConnections(); server.close(); };
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
+    close = served.close;
+    return served.url;
   }
 
   it('tells a client resuming with an id of the earlier process\'s trail of the reset, then replays this one\'s entries from the first', async () => {

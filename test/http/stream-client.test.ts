@@ -1,11 +1,9 @@
-import { connect, type AddressInfo } from 'node:net';
-import Koa from 'koa';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxRecord } from '../../src/core/ports/index.js';
-import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
 import { silent } from '../support/logger.js';
-import { readEvents } from '../support/sse.js';
+import { readEvents, serveStream } from '../support/sse.js';
 
 /* One client's stream (src/http/stream-client.ts): its replay after Last-Event-ID, the gaps it announces, and what it queues. */
 
@@ -27,14 +25,9 @@ describe('regression: a replay across a trim', () => {
 
   /** Serve `outbox`'s event stream; resolves its URL. */
   async function serve(outbox: OutboxReader): Promise<string> {
-    const app = new Koa();
-    app.silent = true; // the client hangs up after its frames
-    app.use(errorResponder(silent));
-    app.use(new StreamHub({ logger: silent, now: () => 0 }).events(outbox));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    close = () => { server.closeAllConnections(); server.close(); };
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0 }).events(outbox));
+    close = served.close;
+    return served.url;
   }
 
   it('announces a gap before a record when records between it and the previous replayed one were trimmed', async () => {
@@ -90,14 +83,10 @@ describe('regression: a replay to a client that does not read', () => {
       lastSeq: async () => records.length,
       tail: () => () => undefined,
     };
-    const app = new Koa();
-    app.silent = true;
-    app.use(new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 1024 * 1024 }).events(reader));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 1024 * 1024 }).events(reader));
     const before = process.memoryUsage().rss;
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
-    close = () => { socket.destroy(); server.closeAllConnections(); server.close(); };
+    const socket = connect(served.port, '127.0.0.1');
+    close = () => { socket.destroy(); served.close(); };
     socket.pause(); // never reads
     socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n');
     await new Promise((resolve) => setTimeout(resolve, 1500));

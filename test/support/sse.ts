@@ -1,3 +1,10 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { errorResponder } from '../../src/http/errors.js';
+import { silent } from './logger.js';
+
 /** One event of a stream: its id, its name (`message` unless the frame named one) and its JSON data. */
 export interface SseFrame {
   id: string;
@@ -80,4 +87,24 @@ export function follow(url: string, headers: Record<string, string> = {}): Follo
     }
   })();
   return { status: statusP, frames, ended, isEnded: () => done, close: () => controller.abort() };
+}
+
+/** A served event stream: its URL (ending in `/`), port and server, and how to close it. */
+export interface ServedStream {
+  url: string;
+  port: number;
+  server: Server;
+  close(): void;
+}
+
+/** Serve `stream` (a StreamHub's events or activity stream) behind the error responder, as the app does, on a loopback port. */
+export async function serveStream(stream: Koa.Middleware): Promise<ServedStream> {
+  const app = new Koa();
+  app.silent = true; // a client cut off, or hanging up after its frames, is expected here
+  app.use(errorResponder(silent));
+  app.use(stream);
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/`, port, server, close: () => { server.closeAllConnections(); server.close(); } };
 }
