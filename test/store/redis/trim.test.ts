@@ -1,17 +1,15 @@
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxDraft, Store } from '../../../src/core/ports/index.js';
 import type { InboundEvent } from '../../../src/events/inbound.js';
-import { errorResponder } from '../../../src/http/errors.js';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { until } from '../../support/helpers.js';
 import { silent } from '../../support/logger.js';
 import { useRedis } from '../../support/redis.js';
+import { serveStream } from '../../support/sse.js';
 import { commitOne } from './fixtures.js';
 
 /*
@@ -37,17 +35,12 @@ describe('what a cut stream had not read, on two instances', () => {
     const [a, b] = await Promise.all([open(), open()]);
     let now = 1_000_000;
     const hub = new StreamHub({ logger: silent, now: () => now, maxBufferedBytes: 64 * 1024 });
-    const app = new Koa();
-    app.silent = true; // a cut-off client's closed socket is expected here
-    app.use(errorResponder(silent));
-    app.use(hub.events(a));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    cleanups.push(() => { server.closeAllConnections(); server.close(); });
+    const served = await serveStream(hub.events(a));
+    cleanups.push(() => served.close());
 
     await commitOne(b, 'r1');
     // A client on A that asks to resume after 1, then never reads.
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    const socket = connect(served.port, '127.0.0.1');
     socket.on('error', () => {});
     cleanups.push(() => socket.destroy());
     socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\n\r\n');
