@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { encrypt, getSignature } from '@wecom/crypto';
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
+import { launchChromium, nextPoll, openConsole } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wxSignature } from '../../src/adapters/wx/crypto.js';
 import { fixture } from '../fixtures/index.js';
@@ -62,12 +62,7 @@ describe('the console channel table in a real browser', () => {
       ],
     });
     service = running;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    await page.goto(running.url);
+    const { page } = await openConsole(browser, running.url, { timeoutMs: 10_000 });
     await page.locator('#channels-table td.empty', { hasText: 'No traffic yet.' }).waitFor();
 
     await deliverOneEach(running.url);
@@ -81,6 +76,6 @@ describe('the console channel table in a real browser', () => {
       expect(await row(page, channel).locator('td[data-action="received"]').textContent()).toBe('1');
       expect(await row(page, channel).locator('td[data-action="rejected"]').textContent()).toBe('0');
     }
-    await context.close();
+    await page.context().close();
   });
 });

@@ -1,5 +1,5 @@
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
+import { launchChromium, nextPoll, openConsole } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { useRedis } from '../support/redis.js';
@@ -24,15 +24,7 @@ describe('the console of two instances on one Redis, in a real browser', () => {
     await Promise.all(services.splice(0).map((service) => service.stop()));
   });
 
-  async function open(url: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    await page.goto(url);
-    return page;
-  }
+  const open = async (url: string): Promise<Page> => (await openConsole(browser, url, { timeoutMs: 15_000 })).page;
 
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
     ([c, a, v]) => document.querySelector(`#channels-table tr[data-channel="${c}"] td[data-action="${a}"]`)?.textContent === v,

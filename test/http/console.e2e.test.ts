@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
+import { launchChromium, nextPoll, openConsole } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
@@ -62,20 +62,7 @@ describe('the operator console in a real browser', () => {
     ...extra,
   });
 
-  async function open(url: string): Promise<{ page: Page; dialogs: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(8000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.goto(url);
-    return { page, dialogs };
-  }
+  const open = (url: string) => openConsole(browser, url, { timeoutMs: 8000 });
 
   /** Wait until the channel's counter for an action shows `value`. */
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
