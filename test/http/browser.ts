@@ -1,4 +1,5 @@
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 
 /** Debian's chromium (installed by .ci/run); never a downloaded browser. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -9,6 +10,23 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+}
+
+/** Headless chromium for the tests of the calling file or `describe` block: launched before them, closed after them. */
+export function useChromium(): { readonly browser: Browser } {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    get browser(): Browser {
+      if (!browser) throw new Error('chromium has not started: use it in a test or a hook');
+      return browser;
+    },
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll, openConsole } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
 import { startService, until, type Running } from '../support/helpers.js';
@@ -25,13 +25,8 @@ function napcat(service: Running, selfId: string): Promise<WebSocket> {
 }
 
 describe('the console Connections panel in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let service: Running | undefined;
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => browser?.close());
   afterEach(async () => {
     await service?.stop();
     service = undefined;
@@ -39,7 +34,7 @@ describe('the console Connections panel in a real browser', () => {
 
   const start = () => startService({ channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] });
 
-  const open = (url: string) => openConsole(browser, url, { timeoutMs: 10_000 });
+  const open = (url: string) => openConsole(chromium.browser, url, { timeoutMs: 10_000 });
 
   /** The text of each cell of the panel's row for a bot, by class. */
   const cells = (page: Page, bot: string) => page.locator(`#connections-table tr[data-bot="${bot}"]`).evaluate((row: any) => Object.fromEntries(
@@ -109,7 +104,7 @@ describe('the console Connections panel in a real browser', () => {
       connectedAt: now - 7_200_000, lastEventAt: now - 300_000, lastHeartbeatAt: now - 60_000, reconnects: 5, heartbeatMs: 5000,
     };
     let failing = false;
-    const { page, dialogs } = await openConsole(browser, running.url, {
+    const { page, dialogs } = await openConsole(chromium.browser, running.url, {
       timeoutMs: 10_000,
       prepare: (context) => context.route('**/v1/connections', (route) => route.fulfill(failing
         ? { status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'store is down' } }) }

@@ -1,6 +1,6 @@
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll, openConsole } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { useRedis } from '../support/redis.js';
 import { REAL_TIME_WINDOW } from '../support/windows.js';
@@ -10,21 +10,14 @@ import { REAL_TIME_WINDOW } from '../support/windows.js';
 declare const document: any;
 
 describe('the console of two instances on one Redis, in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   const redis = useRedis();
   const services: Running[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
   afterEach(async () => {
     await Promise.all(services.splice(0).map((service) => service.stop()));
   });
 
-  const open = async (url: string): Promise<Page> => (await openConsole(browser, url, { timeoutMs: 15_000 })).page;
+  const open = async (url: string): Promise<Page> => (await openConsole(chromium.browser, url, { timeoutMs: 15_000 })).page;
 
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
     ([c, a, v]) => document.querySelector(`#channels-table tr[data-channel="${c}"] td[data-action="${a}"]`)?.textContent === v,

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll, openConsole } from './browser.js';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
@@ -20,7 +20,7 @@ declare const document: any;
 declare const sessionStorage: any;
 
 describe('the operator console in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let agent: TestServer;
   let files: TestServer;
   let service: Running | undefined;
@@ -28,7 +28,6 @@ describe('the operator console in a real browser', () => {
   let healed = false;
 
   beforeAll(async () => {
-    browser = await launchChromium();
     agent = await serve((req, res) => {
       let body = '';
       req.on('data', (chunk) => { body += chunk; });
@@ -43,7 +42,6 @@ describe('the operator console in a real browser', () => {
     });
   });
   afterAll(async () => {
-    await browser?.close();
     await agent?.close();
     await files?.close();
   });
@@ -62,7 +60,7 @@ describe('the operator console in a real browser', () => {
     ...extra,
   });
 
-  const open = (url: string) => openConsole(browser, url, { timeoutMs: 8000 });
+  const open = (url: string) => openConsole(chromium.browser, url, { timeoutMs: 8000 });
 
   /** Wait until the channel's counter for an action shows `value`. */
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
