@@ -1,13 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { envSettings } from '../src/config/load.js';
 import { loadConfig } from '../src/service/configure.js';
 import { tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
+import { run } from './support/child.js';
 
 const ROOT = process.cwd();
 const KNOWN_ENV = new Set([...envSettings.map(([name]) => name), 'INTAKE_CONFIG', 'NODE_ENV']);
@@ -29,20 +29,8 @@ function finalStage(text: string) {
   return { from: stage[0], user: stage.find((line) => line.startsWith('USER ')), env, entrypoint, cmd, healthcheck, stage };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('deployment files', () => {
   const children: ChildProcess[] = [];
-  beforeAll(() => {
-    const build = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
-    expect(build.status).toBe(0);
-  }, 120_000);
   afterEach(() => {
     for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -66,23 +54,19 @@ describe('deployment files', () => {
     // The image's environment, with its folders and port moved to this machine's temporary ones.
     const env = { ...image.env, PORT: String(port), INTAKE_STORE: `sqlite:${join(data, 'intake.db')}`, INTAKE_MEDIA_DIR: media, INTAKE_API_TOKEN: 'deploy-test-token', INTAKE_DRAIN_MS: '200', LOG_LEVEL: 'info' };
     const [command, ...args] = image.cmd as [string, ...string[]];
-    const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const { child, output, exited } = run(command === 'node' ? process.execPath : command, args, ROOT, env);
     children.push(child);
-    let output = '';
-    child.stdout?.on('data', (d) => { output += d; });
-    child.stderr?.on('data', (d) => { output += d; });
-    const exited = once(child, 'exit').then(([code]) => code as number | null);
     const healthy = () => spawnSync(process.execPath, image.healthcheck.slice(1), { env: { PATH: process.env.PATH, PORT: String(port) } }).status === 0;
     await until(async () => {
-      if (child.exitCode !== null) throw new Error(`exited: ${output}`);
+      if (child.exitCode !== null) throw new Error(`exited: ${output()}`);
       return healthy();
     }, 15_000);
     // Logs are written asynchronously: the start line may follow the first answer.
-    await until(() => output.includes(`"host":"0.0.0.0","port":${port}`), 10_000);
+    await until(() => output().includes(`"host":"0.0.0.0","port":${port}`), 10_000);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(output).toContain('"msg":"draining: /readyz answers 503');
-    expect(output).toContain('"msg":"stopped cleanly"');
+    expect(output()).toContain('"msg":"draining: /readyz answers 503');
+    expect(output()).toContain('"msg":"stopped cleanly"');
     expect(healthy()).toBe(false);
   });
 

@@ -1,40 +1,15 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir, until } from './support/helpers.js';
-import { startRedis } from './store/redis-server.js';
+import { freePort } from './support/net.js';
+import { run as start } from './support/child.js';
+import { startRedis } from './support/redis.js';
 
 const ROOT = process.cwd();
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
 const BIN = join(ROOT, pkg.bin['agent-intake'] as string);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-interface Child {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<number | null>;
-}
-
-function start(command: string, args: string[], cwd: string, env: Record<string, string>): Child {
-  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => { stdout += d; });
-  child.stderr?.on('data', (d) => { stderr += d; });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
-}
 
 const readyz = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then(async (r) => ({ status: r.status, body: await r.json() as { problems: string[] } }), () => undefined);
 const alive = (pid: number) => {
@@ -49,10 +24,6 @@ const alive = (pid: number) => {
 describe('the process: its bin, signals and drain period', () => {
   const children: ChildProcess[] = [];
   const pids: number[] = [];
-  beforeAll(() => {
-    const build = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
-    expect(build.status).toBe(0);
-  }, 120_000);
   afterEach(() => {
     for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
     for (const pid of pids.splice(0)) if (alive(pid)) process.kill(pid, 'SIGKILL');

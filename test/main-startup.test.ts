@@ -1,45 +1,17 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir, until } from './support/helpers.js';
-
-const MAIN = join(process.cwd(), 'dist/main.js');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-interface Child {
-  child: ChildProcess;
-  stderr(): string;
-  exited: Promise<number | null>;
-}
-
-function run(cwd: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [MAIN], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d) => { stderr += d; });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  return { child, stderr: () => stderr, exited };
-}
+import { freePort } from './support/net.js';
+import { runMain as run } from './support/child.js';
 
 const ready = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
 
 describe('the service process at start and stop', () => {
   const children: ChildProcess[] = [];
   const blockers: Server[] = [];
-  beforeAll(() => {
-    // These tests run dist/main.js: make sure it is built from the current sources.
-    const build = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
-    expect(build.status).toBe(0);
-  }, 120_000);
   afterEach(() => {
     for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
     for (const server of blockers.splice(0)) server.close();

@@ -1,9 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, readEvents, startChild, tempDir, until } from './support/helpers.js';
+import { postJson, tempDir, until } from './support/helpers.js';
+import { freePort } from './support/net.js';
+import { runMain, startChild } from './support/child.js';
+import { readEvents } from './support/sse.js';
+import { REAL_TIME_WINDOW_ENV } from './support/windows.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];
@@ -39,7 +43,7 @@ describe('the service process', () => {
     const dir = tempDir().path;
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const env = { INTAKE_TURNS_MODE: 'collect', INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_DEBOUNCE_MAX_WAIT_MS: '200' };
+    const env = { INTAKE_TURNS_MODE: 'collect', ...REAL_TIME_WINDOW_ENV };
     const turnOf = async () => (await (await fetch(`${url}/v1/sessions/cli%3Aa/turn`)).json()) as { open: boolean; outputId?: string; held: number };
     const first = await startChild(dir, port, env);
     children.push(first);
@@ -87,13 +91,9 @@ describe('the service process', () => {
   });
 
   it('refuses to start on a bad setting and names it', async () => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js')], {
-      cwd: tempDir().path, env: { PATH: process.env.PATH, INTAKE_DEBOUNCE_MEDIA: 'some', INTAKE_DRAIN_MS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
-    const [code] = await once(child, 'exit');
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/debounce\.media \(from INTAKE_DEBOUNCE_MEDIA\)/);
+    const service = runMain(tempDir().path, { INTAKE_DEBOUNCE_MEDIA: 'some', INTAKE_DRAIN_MS: '0' });
+    children.push(service.child);
+    expect(await service.exited).toBe(1);
+    expect(service.stderr()).toMatch(/debounce\.media \(from INTAKE_DEBOUNCE_MEDIA\)/);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from './support/helpers.js';
 import { sharedStoresForTests } from './store/redis-cluster.js';
+import { REAL_TIME_WINDOW } from './support/windows.js';
 
 /* `/v1/stats` on Redis (one server, or a 3-master Cluster): the deployment's counts, whichever instance answers. */
 
@@ -16,7 +17,7 @@ const stats = async (service: Running) => (await (await fetch(`${service.url}/v1
 describe('/v1/stats of several instances', () => {
   it.each(stores.forms)('counts every instance\'s deliveries on each, on %s, with a per-instance breakdown naming the instance that answered', async (_name, store) => {
     const prefix = `ops${process.pid}`;
-    const file = { store: store(), redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
+    const file = { store: store(), redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);
     services.push(a, b);
     await postJson(`${a.url}/webhooks/generic`, { id: 's1', sessionKey: 'cli:s', content: 'one' });

@@ -3,8 +3,9 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/service/configure.js';
 import type { ProcessedMessage } from '../src/events/output.js';
-import { postJson, readEvents, startService, tempDir, type Running } from './support/helpers.js';
+import { postJson, startService, tempDir, type Running } from './support/helpers.js';
 import { INTERNAL_REFERENCE } from './support/internal-references.js';
+import { readEvents } from './support/sse.js';
 import { ManualClock } from './support/manual-clock.js';
 
 const README = readFileSync('README.md', 'utf8');

@@ -6,7 +6,8 @@ import { closest, editDistance } from '../../src/config/issues.js';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
-import { silent, tempDir } from '../support/helpers.js';
+import { tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 describe('loadConfig', () => {
   it('gives the contract defaults and the generic channel with no file and no environment', () => {

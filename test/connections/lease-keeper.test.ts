@@ -3,7 +3,7 @@ import { LeaseKeeper } from '../../src/connections/lease-keeper.js';
 import type { LeaseFence } from '../../src/events/connection.js';
 import type { Leases } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** Two instances' keepers of one lease on one store, on a manual clock; `running` says which runs what the lease guards. */

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Links } from '../../src/connections/links.js';
 import type { RawDelivery } from '../../src/events/transport.js';
-import { silent, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /*

@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Links } from '../../src/connections/links.js';
 import { SocketDialer } from '../../src/connections/socket-dialer.js';
-import { silent, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const dialer = (random: () => number, reconnectMinMs = 1000, reconnectMaxMs = 30_000) => {

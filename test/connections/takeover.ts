@@ -1,7 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll } from 'vitest';
-import { freePort, startIntakeChild, startService, tempDir, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { startService, tempDir, useTeardown, type Running } from '../support/helpers.js';
+import { freePort } from '../support/net.js';
+import { startIntakeChild } from '../support/child.js';
+import { useRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /**
  * Two instances of one connection channel on one real redis-server, for the takeover tests: a
@@ -13,17 +15,8 @@ import { type RedisServer, startRedis } from '../store/redis-server.js';
  * way when it is killed holds its session that long (30 s by default, past the tests' waits).
  */
 export function takeoverInstances() {
-  let redis: RedisServer;
-  const services: Running[] = [];
-  const children: ChildProcess[] = [];
-  const cleanups: Array<() => unknown> = [];
-  beforeAll(async () => { redis = await startRedis(); });
-  afterAll(async () => { await redis.stop(); });
-  afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await Promise.all(services.splice(0).map((service) => service.stop()));
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
+  const redis = useRedis();
+  const { services, children, cleanups } = useTeardown();
   return {
     /** Run after the test (a fake platform's close). */
     cleanup(fn: () => unknown): void {
@@ -34,7 +27,7 @@ export function takeoverInstances() {
       const dir = tempDir();
       cleanups.push(() => dir.remove());
       const child = await startIntakeChild(dir.path, await freePort(), {
-        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel] },
+        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel] },
         flushLeaseMs: 2000,
       });
       children.push(child);
@@ -42,7 +35,7 @@ export function takeoverInstances() {
     },
     /** An instance in this process on the same store and channel. */
     async survivor(prefix: string, channel: Record<string, unknown>): Promise<Running> {
-      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: { windowMs: 50, maxWaitMs: 500 }, channels: [channel] });
+      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: REAL_TIME_WINDOW, channels: [channel] });
       services.push(service);
       return service;
     },

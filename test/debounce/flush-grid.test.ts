@@ -4,7 +4,8 @@ import { createIntake } from '../../src/service/intake.js';
 import { loadConfig } from '../../src/service/configure.js';
 import type { Output } from '../../src/events/output.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { deliverJson, silent, tempDir } from '../support/helpers.js';
+import { deliverJson, tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 describe('flushGridMs', () => {
   it('is a twentieth of the shortest hold, between 10 and 50 ms', () => {

@@ -1,11 +1,10 @@
 import { createHmac } from 'node:crypto';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { fixtureBytes } from '../fixtures/index.js';
-import { deliverJson, silent } from '../support/helpers.js';
+import { deliverJson } from '../support/helpers.js';
+import { recordingLogger, silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
@@ -57,8 +56,7 @@ describe('exact-id windows that cover each platform\'s retries', () => {
   });
 
   it('counts exact ids evicted past dedup.maxKeys before their window ended, by channel, and warns once', async () => {
-    const lines: Array<{ msg: string; channel?: string }> = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
+    const { logger, lines } = recordingLogger('warn');
     const clock = new ManualClock();
     intake = await createIntake({
       clock, logger,

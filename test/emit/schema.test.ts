@@ -1,17 +1,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { adapters } from '../../src/adapters/index.js';
 import { loadConfig } from '../../src/service/configure.js';
 import { outputJson, outputOf, type Output } from '../../src/events/output.js';
 import { createIntake } from '../../src/service/intake.js';
 import { channelEntry } from '../adapters/suite.js';
 import { seal } from '../adapters/wx-kit.js';
-import { startRedis, type RedisServer } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
 import { fixtureBytes } from '../fixtures/index.js';
-import { silent, tempDir, until } from '../support/helpers.js';
+import { tempDir, until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 const schema = JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/schema/output-v1.schema.json'), 'utf8'));
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);
@@ -113,9 +114,7 @@ describe('the output JSON Schema (docs/schema/output-v1.schema.json)', () => {
   }
 
   describe('on the other stores', () => {
-    let redis: RedisServer;
-    beforeAll(async () => { redis = await startRedis(); });
-    afterAll(async () => { await redis.stop(); });
+    const redis = useRedis();
 
     // The reply handle nests objects (reply_parameters) and the quote: each store keeps the output whole.
     for (const [label, store] of [['memory', () => ({ store: 'memory' })], ['Redis', () => ({ store: redis.url, redis: { keyPrefix: `schema${Date.now()}` } })]] as const) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createOutput } from '../../src/emit/stage.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
 import type { LeasedBatch, OutboxDraft } from '../../src/core/ports/index.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const event = (id: string): InboundEvent => ({

@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { encrypt, getSignature } from '@wecom/crypto';
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { wxSignature } from '../../src/adapters/wx/crypto.js';
 import { fixture } from '../fixtures/index.js';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
@@ -15,13 +15,8 @@ const DT_SECRET = 'dingtalk-app-secret-0123456789abcdefghijklmnopqrstuvwxyzABCDE
 declare const document: any;
 
 describe('the console channel table in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let service: Running | undefined;
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => browser?.close());
   afterEach(async () => {
     await service?.stop();
     service = undefined;
@@ -62,12 +57,7 @@ describe('the console channel table in a real browser', () => {
       ],
     });
     service = running;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    await page.goto(running.url);
+    const { page } = await openConsole(chromium.browser, running.url, { timeoutMs: 10_000 });
     await page.locator('#channels-table td.empty', { hasText: 'No traffic yet.' }).waitFor();
 
     await deliverOneEach(running.url);
@@ -81,6 +71,6 @@ describe('the console channel table in a real browser', () => {
       expect(await row(page, channel).locator('td[data-action="received"]').textContent()).toBe('1');
       expect(await row(page, channel).locator('td[data-action="rejected"]').textContent()).toBe('0');
     }
-    await context.close();
+    await page.context().close();
   });
 });

@@ -1,6 +1,6 @@
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { fakeTelegram, TOKEN } from '../connections/fake-telegram.js';
 import { startService, until, type Running } from '../support/helpers.js';
@@ -25,13 +25,8 @@ function napcat(service: Running, selfId: string): Promise<WebSocket> {
 }
 
 describe('the console Connections panel in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let service: Running | undefined;
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => browser?.close());
   afterEach(async () => {
     await service?.stop();
     service = undefined;
@@ -39,20 +34,7 @@ describe('the console Connections panel in a real browser', () => {
 
   const start = () => startService({ channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] });
 
-  async function open(url: string): Promise<{ page: Page; dialogs: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the panel's next poll.
-    await page.clock.install();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.goto(url);
-    return { page, dialogs };
-  }
+  const open = (url: string) => openConsole(chromium.browser, url, { timeoutMs: 10_000 });
 
   /** The text of each cell of the panel's row for a bot, by class. */
   const cells = (page: Page, bot: string) => page.locator(`#connections-table tr[data-bot="${bot}"]`).evaluate((row: any) => Object.fromEntries(
@@ -122,19 +104,12 @@ describe('the console Connections panel in a real browser', () => {
       connectedAt: now - 7_200_000, lastEventAt: now - 300_000, lastHeartbeatAt: now - 60_000, reconnects: 5, heartbeatMs: 5000,
     };
     let failing = false;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.route('**/v1/connections', (route) => route.fulfill(failing
-      ? { status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'store is down' } }) }
-      : { status: 200, contentType: 'application/json', body: JSON.stringify({ connections: [hostile, late] }) }));
-    const page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    await page.clock.install();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
+    const { page, dialogs } = await openConsole(chromium.browser, running.url, {
+      timeoutMs: 10_000,
+      prepare: (context) => context.route('**/v1/connections', (route) => route.fulfill(failing
+        ? { status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'store is down' } }) }
+        : { status: 200, contentType: 'application/json', body: JSON.stringify({ connections: [hostile, late] }) })),
     });
-    await page.goto(running.url);
 
     await page.locator('#connections-table tr[data-state="connecting"]').waitFor();
     const shown = await page.locator('#connections-table tr[data-state="connecting"]').evaluate((row: any) => [...row.cells].map((cell: any) => cell.textContent));
@@ -156,7 +131,7 @@ describe('the console Connections panel in a real browser', () => {
     await nextPoll(page, '/v1/connections');
     await error.waitFor({ state: 'hidden' });
     expect(dialogs).toEqual([]);
-    await context.close();
+    await page.context().close();
   });
 
   it('lists a Telegram long-polling channel as a poll row, open, with the bot id from its token', { timeout: 40_000 }, async () => {

@@ -1,39 +1,23 @@
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 
 // Functions run in the page (playwright serializes them); the test program has no DOM types.
 declare const document: any;
 
 describe('the console of two instances on one Redis, in a real browser', () => {
-  let browser: Browser;
-  let redis: RedisServer;
+  const chromium = useChromium();
+  const redis = useRedis();
   const services: Running[] = [];
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await redis?.stop();
-  });
   afterEach(async () => {
     await Promise.all(services.splice(0).map((service) => service.stop()));
   });
 
-  async function open(url: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    await page.goto(url);
-    return page;
-  }
+  const open = async (url: string): Promise<Page> => (await openConsole(chromium.browser, url, { timeoutMs: 15_000 })).page;
 
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
     ([c, a, v]) => document.querySelector(`#channels-table tr[data-channel="${c}"] td[data-action="${a}"]`)?.textContent === v,
@@ -42,7 +26,7 @@ describe('the console of two instances on one Redis, in a real browser', () => {
 
   // The counters wait for A's next publication (every 2 s).
   it('shows on B one feed of both instances\' deliveries, each naming its instance, and the deployment\'s counters', { timeout: 40_000 }, async () => {
-    const file = { store: redis.url, redis: { keyPrefix: `con${process.pid}`, commandTimeoutMs: 3000 }, debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 } };
+    const file = { store: redis.url, redis: { keyPrefix: `con${process.pid}`, commandTimeoutMs: 3000 }, debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 } };
     const [a, b] = await Promise.all([startService(file), startService(file)]);
     services.push(a, b);
     const page = await open(b.url);

@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
-import { silent, tempDir, until } from '../support/helpers.js';
+import { tempDir, until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 declare const document: any;
 
@@ -25,13 +25,9 @@ function mounted(prefix: string, middleware: Koa.Middleware): Koa.Middleware {
 }
 
 describe('the console under a path prefix of a host app', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let intake: Intake | undefined;
   let server: Server | undefined;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => browser?.close());
   afterEach(async () => {
     server?.close();
     await intake?.close();
@@ -50,7 +46,7 @@ describe('the console under a path prefix of a host app', () => {
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     await fetch(`${base}/intake/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:p","content":"hi"}' });
-    const page = await browser.newPage();
+    const page = await chromium.browser.newPage();
     const failed: string[] = [];
     page.on('response', (response) => { if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`); });
     await page.goto(`${base}/intake`);

@@ -1,6 +1,5 @@
-import type { Browser } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nextPoll, useChromium } from './browser.js';
+import { describe, expect, it } from 'vitest';
 import type { Output } from '../../src/events/output.js';
 import { postJson, startService, until } from '../support/helpers.js';
 
@@ -8,13 +7,7 @@ import { postJson, startService, until } from '../support/helpers.js';
 declare const document: any;
 
 describe('the operator console: agent turns', () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const chromium = useChromium();
 
   it('shows the open turns and the messages they hold, per session', async () => {
     const service = await startService({ debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'collect' } });
@@ -27,7 +20,7 @@ describe('the operator console: agent turns', () => {
       await say('m2', 'second');
       await say('m3', 'third');
       await until(async () => (await service.intake.turn('cli:alice')).held >= 1);
-      const page = await (await browser.newContext()).newPage();
+      const page = await (await chromium.browser.newContext()).newPage();
       page.setDefaultTimeout(8000);
       // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
       await page.clock.install();

@@ -1,18 +1,13 @@
-import type { Browser } from 'playwright-core';
-import { launchChromium } from './browser.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useChromium } from './browser.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
 
 // Functions run in the page; the test program has no DOM types.
 declare const document: any;
 
 describe('the console shows agent turns', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let service: Running | undefined;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => browser?.close());
   afterEach(async () => service?.stop());
 
   it('counts the open turns and the messages held for them, and held in the channel table', async () => {
@@ -23,7 +18,7 @@ describe('the console shows agent turns', () => {
     await until(() => outputs.length === 1);
     await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:t', content: 'also ORD-124' });
     await until(async () => ((await (await fetch(`${service!.url}/v1/stats`)).json()) as { turns: { held: number } }).turns.held === 1);
-    const page = await browser.newPage();
+    const page = await chromium.browser.newPage();
     await page.goto(service.url);
     const text = (key: string) => page.evaluate((k) => document.querySelector(`#summary dd[data-key="${k}"]`)?.textContent ?? null, key);
     await until(async () => (await text('open turns')) === '1' && (await text('held')) === '1', 10_000);

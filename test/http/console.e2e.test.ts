@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, nextPoll } from './browser.js';
+import type { Page } from 'playwright-core';
+import { nextPoll, openConsole, useChromium } from './browser.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
-import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { PNG, serve, type TestServer } from '../support/servers.js';
 
 const SIGNED_SECRET = 'whsec_' + Buffer.from('console-signed-channel-secret-01').toString('base64');
@@ -19,7 +20,7 @@ declare const document: any;
 declare const sessionStorage: any;
 
 describe('the operator console in a real browser', () => {
-  let browser: Browser;
+  const chromium = useChromium();
   let agent: TestServer;
   let files: TestServer;
   let service: Running | undefined;
@@ -27,7 +28,6 @@ describe('the operator console in a real browser', () => {
   let healed = false;
 
   beforeAll(async () => {
-    browser = await launchChromium();
     agent = await serve((req, res) => {
       let body = '';
       req.on('data', (chunk) => { body += chunk; });
@@ -42,7 +42,6 @@ describe('the operator console in a real browser', () => {
     });
   });
   afterAll(async () => {
-    await browser?.close();
     await agent?.close();
     await files?.close();
   });
@@ -61,20 +60,7 @@ describe('the operator console in a real browser', () => {
     ...extra,
   });
 
-  async function open(url: string): Promise<{ page: Page; dialogs: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(8000);
-    // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
-    await page.clock.install();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.goto(url);
-    return { page, dialogs };
-  }
+  const open = (url: string) => openConsole(chromium.browser, url, { timeoutMs: 8000 });
 
   /** Wait until the channel's counter for an action shows `value`. */
   const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { standardWebhooks } from '../../src/core/signing.js';
-import { silent, tempDir } from '../support/helpers.js';
+import { tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 const SECRET = 'whsec_' + Buffer.from('embedding-test-secret-0123456789').toString('base64');
 

@@ -1,15 +1,13 @@
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import Koa from 'koa';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxLife, OutboxRecord } from '../../src/core/ports/index.js';
 import type { TraceEntry } from '../../src/events/trace.js';
-import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { readEvents, silent, until } from '../support/helpers.js';
+import { inProcessTrail, Trail } from '../../src/trace/trail.js';
+import { until } from '../support/helpers.js';
+import { recordingLogger, silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { readEvents, serveStream, type ServedStream } from '../support/sse.js';
 
 /** An outbox in an array: what a store gives the event stream. */
 class FakeOutbox implements OutboxReader {
@@ -53,23 +51,14 @@ class LivedOutbox extends FakeOutbox {
   }
 }
 
-async function serveHub(hub: StreamHub, outbox: FakeOutbox): Promise<{ url: string; server: Server; close(): void }> {
-  const app = new Koa();
-  app.silent = true; // a cut-off client's closed socket is expected here
-  app.use(errorResponder(silent));
-  app.use(hub.events(outbox));
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, close: () => { server.closeAllConnections(); server.close(); } };
-}
+const serveHub = (hub: StreamHub, outbox: FakeOutbox): Promise<ServedStream> => serveStream(hub.events(outbox));
 
 describe('event stream', () => {
   let close: (() => void) | undefined;
   afterEach(() => close?.());
 
   it('cuts off a client that stops reading, logs it once, and keeps what it missed from trimming', async () => {
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line); } });
+    const { logger, lines } = recordingLogger('warn');
     const hub = new StreamHub({ logger, now: () => 0, maxBufferedBytes: 64 * 1024 });
     const outbox = new FakeOutbox();
     outbox.body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(10_000) });
@@ -87,7 +76,7 @@ describe('event stream', () => {
       await new Promise((resolve) => setImmediate(resolve));
     }
     expect(hub.count).toBe(0);
-    expect(lines.filter((line) => line.includes('too slow'))).toHaveLength(1);
+    expect(lines.filter((line) => line.msg.includes('too slow'))).toHaveLength(1);
     // It had not read everything: the trim keeps what it missed, so it can resume.
     const keep = hub.keepAfterSeq();
     expect(keep).toBeGreaterThanOrEqual(1);
@@ -170,15 +159,10 @@ describe('event stream', () => {
       after: async () => [],
       subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
     };
-    const app = new Koa();
-    app.silent = true;
-    app.use(errorResponder(silent));
-    app.use(hub.activityStream(trail));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    close = () => { server.closeAllConnections(); server.close(); };
+    const served = await serveStream(hub.activityStream(trail));
+    close = served.close;
     // A raw activity client that never reads.
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    const socket = connect(served.port, '127.0.0.1');
     socket.on('error', () => {});
     socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     socket.pause();
@@ -306,5 +290,39 @@ describe('regression: a resume past a seq the store assigned again', () => {
     const frames = await readEvents(url, 8, { headers: { 'last-event-id': '1@before' } });
     expect(frames[0]?.data).toEqual({ after: 1, next: 2, reset: true });
     expect(frames.slice(1).map((f) => f.id)).toEqual(['2@after', '3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
+  });
+});
+
+describe('regression: the activity stream after a restart', () => {
+  let close: (() => void) | undefined;
+  afterEach(() => close?.());
+
+  async function serveTrail(trail: Trail): Promise<string> {
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
+    close = served.close;
+    return served.url;
+  }
+
+  it('tells a client resuming with an id of the earlier process\'s trail of the reset, then replays this one\'s entries from the first', async () => {
+    const before = new Trail();
+    for (const id of ['a', 'b', 'c']) before.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    const last = (await readEvents(await serveTrail(before), 3, { headers: { 'last-event-id': '0' } }))[2]!;
+    expect(last.id).toBe(`3@${before.life}`);
+    close?.();
+    // A fresh process: its trail numbers entries from 1 again, past the console's last id before long.
+    const trail = new Trail();
+    for (const id of ['x1', 'x2', 'x3', 'x4']) trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    const frames = await readEvents(await serveTrail(trail), 5, { headers: { 'last-event-id': last.id } });
+    expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 3, next: 1, reset: true } });
+    expect(frames.slice(1).map((frame) => frame.data.id)).toEqual(['x1', 'x2', 'x3', 'x4']);
+  });
+
+  it('answers 409 to a resume point ahead of the trail, as /v1/events does, instead of a stream that skips every entry up to it', async () => {
+    // A fresh process: its trail numbers entries from 1 again; the console resumes with the old process's last id.
+    const trail = new Trail();
+    trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id: 'm1', verdict: 'accepted' });
+    const response = await fetch(`${await serveTrail(trail)}?after=5000`, { signal: AbortSignal.timeout(1000) });
+    await response.body?.cancel();
+    expect(response.status).toBe(409);
   });
 });

@@ -4,7 +4,8 @@ import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
-import { silent, startService, tempDir, type Running } from '../support/helpers.js';
+import { startService, tempDir, type Running } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 interface Answer { status: number; body: any }
 

@@ -3,7 +3,8 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { standardWebhooks } from '../../src/core/signing.js';
-import { postJson, readEvents, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { postJson, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const quick = { debounce: { windowMs: 150, maxMessages: 3, maxWaitMs: 600 }, dedup: { fuzzyWindowMs: 400 } };

@@ -1,19 +1,11 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
 import Koa from 'koa';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { listen, serve, whileStarting } from '../../src/http/server.js';
-
-/** A logger whose lines the test can read. */
-function capture(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
-  return { logger: pino({ level: 'debug' }, sink), lines };
-}
+import { recordingLogger, silent } from '../support/logger.js';
 
 function app(): Koa {
   const koa = new Koa();
@@ -46,7 +38,7 @@ describe('the HTTP server limits (listen)', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
-  const start = async (settings: Record<string, unknown>, logger = pino({ level: 'silent' })) => {
+  const start = async (settings: Record<string, unknown>, logger = silent) => {
     const server = await listen(app().callback(), config(settings), logger);
     servers.push(server);
     return { server, port: (server.address() as AddressInfo).port };
@@ -80,7 +72,7 @@ describe('the HTTP server limits (listen)', () => {
   });
 
   it('answers a malformed request 400 and logs its code at warn, never its bytes', async () => {
-    const { logger, lines } = capture();
+    const { logger, lines } = recordingLogger('debug');
     const { port } = await start({}, logger);
     const { socket, received } = await rawClient(port, 'POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: nope\r\n\r\n');
     sockets.push(socket);
@@ -93,13 +85,13 @@ describe('the HTTP server limits (listen)', () => {
 
   it('names server.port / PORT when the port is taken', async () => {
     const { port } = await start({});
-    await expect(listen(app().callback(), config({ port }), pino({ level: 'silent' }))).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
+    await expect(listen(app().callback(), config({ port }), silent)).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
   });
 });
 
 describe('the process while its store opens (whileStarting)', () => {
   it('is alive but not ready, answers webhooks 503 with Retry-After, then serves the app once it is handed over', async () => {
-    const server = await listen(whileStarting, config({}), pino({ level: 'silent' }));
+    const server = await listen(whileStarting, config({}), silent);
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);

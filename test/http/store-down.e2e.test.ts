@@ -3,7 +3,8 @@ import { MemoryStore } from '../../src/store/local/memory.js';
 import type { AdmitItem, AdmitVerdict } from '../../src/core/ports/index.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { loadConfig } from '../../src/service/configure.js';
-import { silent, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** A store that can be switched off, like a database that went away. */

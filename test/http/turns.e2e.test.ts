@@ -1,8 +1,7 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Output, ProcessedMessage } from '../../src/events/output.js';
 import { postJson, type Running, startService, tempDir, until } from '../support/helpers.js';
+import { recordingLogger } from '../support/logger.js';
 import { serve, type TestServer } from '../support/servers.js';
 
 const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString('base64');
@@ -95,8 +94,7 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
   });
 
   it('logs a push answer with a body that is not {"turn":"done"} (the turn stays open); an empty body is no turn news, not logged', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });
+    const { logger, lines } = recordingLogger('warn');
     agent = await serve((req, res, n) => {
       req.resume();
       req.on('end', () => res.end(n === 1 ? '{"turn":"finished"}' : ''));
@@ -104,7 +102,7 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     service = await startService({
       debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'steer' },
       agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, timeoutMs: 5000 },
-    }, { logger: pino({ level: 'warn' }, sink) });
+    }, { logger });
     const outputs = collect(service);
     await say(service, 'm1', 'first');
     await until(() => outputs.length === 1);

@@ -1,19 +1,17 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import { tempDir } from '../support/helpers.js';
+import { recordingLogger } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** An in-process intake whose log lines are collected, at `level`. */
 async function logged(level: 'debug' | 'info') {
   const dir = tempDir();
   const clock = new ManualClock();
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });
+  const { logger, lines } = recordingLogger(level);
   const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', media: { dir: 'media' }, debounce: { windowMs: 1000 }, dedup: { fuzzy: 'always' } } });
-  const intake = await createIntake({ config, logger: pino({ level }, sink), cwd: dir.path, clock });
+  const intake = await createIntake({ config, logger, cwd: dir.path, clock });
   const send = (body: Record<string, unknown>) => intake.ingest('generic', {
     headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(), body: Buffer.from(JSON.stringify(body)),
   });

@@ -3,7 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, readEvents, startService, type Running } from '../support/helpers.js';
+import { postJson, startService, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { PNG, serve, type TestServer } from '../support/servers.js';
 

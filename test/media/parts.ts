@@ -5,7 +5,7 @@ import type { MediaConnections } from '../../src/media/connections.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
 import type { BufferedPart } from '../../src/events/inbound.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 
 let partIds = 0;
 

@@ -1,13 +1,12 @@
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/core/clock.js';
 import { loadConfig } from '../../src/service/configure.js';
 import { MediaStage } from '../../src/media/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import { silent, tempDir, until } from '../support/helpers.js';
+import { tempDir, until } from '../support/helpers.js';
+import { recordingLogger, silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { PNG, serve } from '../support/servers.js';
 import { partOf } from './parts.js';
@@ -69,8 +68,7 @@ describe('MediaStage on a media folder it cannot write', () => {
     const dir = tempDir().path;
     writeFileSync(join(dir, 'not-a-folder'), 'x');
     const config = loadConfig({ env: {}, file: { media: { dir: 'not-a-folder/media', allowHosts: [`127.0.0.1:${host.port}`] } } });
-    const warnings: Array<{ dir?: string; msg: string }> = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _encoding, done) { warnings.push(JSON.parse(String(chunk))); done(); } }));
+    const { logger, lines: warnings } = recordingLogger('warn');
     const metrics = new Metrics({ defaultMetrics: false });
     const stage = new MediaStage({
       cwd: dir, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics,
@@ -94,8 +92,7 @@ describe('MediaStage on a media folder it cannot write', () => {
   });
 
   it('says nothing at start about a folder not made yet whose parent is writable', async () => {
-    const warnings: string[] = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _encoding, done) { warnings.push(String(chunk)); done(); } }));
+    const { logger, lines: warnings } = recordingLogger('warn');
     const config = loadConfig({ env: {}, file: { media: { dir: 'later/media' } } });
     const stage = new MediaStage({
       cwd: tempDir().path, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics: new Metrics({ defaultMetrics: false }),

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import pino from 'pino';
 import type { OutboxDraft } from '../../src/core/ports/index.js';
 import type { PushLease, PushOutcome, Store } from '../../src/core/ports/index.js';
 import { defaults } from '../../src/config/schema.js';
 import { AgentPush } from '../../src/push/agent-push.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { silent, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
+import { recordingLogger, silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { serve, type TestServer } from '../support/servers.js';
 
@@ -153,8 +153,7 @@ describe('regression: an agent that answers only after agent.timeoutMs', () => {
 
   async function run(turnsOn: boolean): Promise<{ lines: string[]; ids: string[]; store: MemoryStore }> {
     const { ids } = await slowFirstAnswer();
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const { logger, lines } = recordingLogger('warn');
     const store = new MemoryStore();
     const clock = new ManualClock();
     await enqueue(store, 'o1', 's', clock.now());
@@ -169,7 +168,7 @@ describe('regression: an agent that answers only after agent.timeoutMs', () => {
     await clock.advance(1000);
     await until(async () => (await store.outboxGet('o1'))?.state === 'delivered', 5000);
     await push.close();
-    return { lines: lines.map((line) => JSON.parse(line).msg as string), ids, store };
+    return { lines: lines.map((line) => line.msg), ids, store };
   }
 
   it('logs the timeout with its setting and how to close the turn instead, then sends the message again with the same webhook-id', async () => {

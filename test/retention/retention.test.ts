@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Retention } from '../../src/retention/retention.js';
-import { silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 describe('Retention on the injected clock', () => {

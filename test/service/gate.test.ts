@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 const message = (id: string, session: string) => ({ id, sessionKey: `cli:${session}`, content: `hello ${id}` });
 
@@ -43,15 +43,13 @@ describe.each(['memory', 'sqlite'])('the flush backlog on the %s store', (kind) 
 });
 
 describe('the flush backlog on a Redis store several instances share', () => {
-  let redis: RedisServer | undefined;
+  const redis = useRedis();
   const services: Running[] = [];
   afterEach(async () => {
     for (const service of services.splice(0)) await service.stop();
-    await redis?.stop();
   });
 
   it('counts every instance\'s open buffers against debounce.maxOpenBuffers, recounting at most every 100 ms', async () => {
-    redis = await startRedis();
     const clock = new ManualClock();
     // A window no test run reaches: the buffers stay open (Redis stamps them with its own clock).
     const file = { store: redis.url, debounce: { windowMs: 600_000, maxWaitMs: 600_000, maxOpenBuffers: 2 } };

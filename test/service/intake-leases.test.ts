@@ -3,7 +3,8 @@ import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import type { LeasedBatch, PushLease } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { deliverJson, silent, tempDir, until } from '../support/helpers.js';
+import { deliverJson, tempDir, until } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { serve } from '../support/servers.js';
 

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
-import { deliverJson, silent, tempDir } from '../support/helpers.js';
+import { deliverJson, tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** A store whose trims wait until the test lets them finish, counting how many run at once. */

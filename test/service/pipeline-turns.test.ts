@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/service/configure.js';
 import type { Output, ProcessedMessage } from '../../src/events/output.js';
 import { createIntake } from '../../src/service/intake.js';
-import { deliverJson, silent, tempDir } from '../support/helpers.js';
+import { deliverJson, tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** Messages sent by every intake here: their ids never repeat, so one reopened dedups none. */

@@ -4,7 +4,8 @@ import type { InboundEvent } from '../../src/events/inbound.js';
 import type { Output } from '../../src/events/output.js';
 import { createIntake, type Intake } from '../../src/service/intake.js';
 import { isIntakeError } from '../../src/core/errors.js';
-import { postJson, silent, startService, tempDir } from '../support/helpers.js';
+import { postJson, startService, tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** An in-process intake on the memory store and a manual clock, collecting what it emits. */

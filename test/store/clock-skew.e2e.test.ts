@@ -1,19 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type Clock, systemClock } from '../../src/core/clock.js';
 import { postJson, type Running, startService, until } from '../support/helpers.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 /*
  * Two real instances on one redis-server, one of them with its clock 45 s ahead: the debounce
  * window still merges a user's fragments, whichever instance flushes them.
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 const services: Running[] = [];
-beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => {
   await Promise.all(services.map((service) => service.stop()));
-  await redis.stop();
 });
 
 const ahead: Clock = { ...systemClock, now: () => Date.now() + 45_000 };

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../support/helpers.js';
 import { type Covered, describeViolation, modelCheck, type Violation } from './model-check.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 import { clusterForTests } from './redis-cluster.js';
 import { openStore } from '../../src/store/index.js';
 
@@ -63,13 +63,7 @@ describe('store model check', () => {
   }, 60_000);
 
   describe('on a real redis-server', () => {
-    let server: RedisServer;
-    beforeAll(async () => {
-      server = await startRedis();
-    });
-    afterAll(async () => {
-      await server.stop();
-    });
+    const server = useRedis();
 
     it('redis: 200 random sequences keep the model', async () => {
       const coverage = new Map<Covered, number>();

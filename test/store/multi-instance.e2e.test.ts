@@ -1,17 +1,20 @@
-import type { ChildProcess } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
-import { freePort, postJson, readEvents, startIntakeChild, startService, tempDir, until, type Running } from '../support/helpers.js';
+import { postJson, startService, tempDir, until, useTeardown, type Running } from '../support/helpers.js';
+import { startIntakeChild } from '../support/child.js';
+import { readEvents } from '../support/sse.js';
+import { freePort } from '../support/net.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { PNG, serve } from '../support/servers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
-import { startRedis } from './redis-server.js';
+import { startRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /*
  * Several real instances on one real redis-server, and on a real 3-master Redis Cluster (the
@@ -24,15 +27,7 @@ const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1
 
 const stores = sharedStoresForTests();
 let tests = 0;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const { services, children, cleanups } = useTeardown();
 
 const newPrefix = () => `mi${process.pid}-${++tests}`;
 
@@ -45,7 +40,7 @@ async function instance(prefix: string, file: Record<string, unknown> = {}, opti
     // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
     // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
     redis: { keyPrefix: prefix, commandTimeoutMs: options.outage ? 1000 : 3000 },
-    debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     ...file,
   }, options.clock ? { clock: options.clock } : {});
   services.push(service);
@@ -231,7 +226,7 @@ describe('several instances on one Redis, through its outages', () => {
     const durable = await startRedis({ dir: dir.path, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
     cleanups.push(() => durable.stop());
     const prefix = newPrefix();
-    const rules = { debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 3 } };
+    const rules = { debounce: { ...REAL_TIME_WINDOW, maxMessages: 3 } };
     const [a, b] = await Promise.all([instance(prefix, rules, { store: durable.url, outage: true }), instance(prefix, rules, { store: durable.url, outage: true })]);
 
     const acked = new Set<string>();

@@ -4,7 +4,8 @@ import type { Store } from '../../src/core/ports/index.js';
 import type { RedisStore } from '../../src/store/redis/redis.js';
 import { shardOf } from '../../src/store/redis/shard-map.js';
 import { tempDir } from '../support/helpers.js';
-import { freePort, type RedisServer, startRedis } from './redis-server.js';
+import { freePort } from '../support/net.js';
+import { type RedisServer, startRedis } from '../support/redis.js';
 
 /** The slots of a cluster (0 .. 16383). */
 const SLOTS = 16_384;

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll } from 'vitest';
 import type { Store } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { describeStoreContract } from '../../src/testing/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 // The whole store contract on Redis, as memory and SQLite run it (stores.test.ts), on the caller's
 // clock (every TTL by the `now` the cases pass), each store under a key prefix of its own; reopened
 // on the same keys for the restart cases. A shared store leaves out the shutdown cases and the
 // cached counts (ContractOptions.shared); redis.test.ts and the model check cover those.
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedis();
 
 let n = 0;
 const prefixes = new WeakMap<Store, string>();

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isIntakeError } from '../../src/core/errors.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { scripts } from '../../src/store/redis/scripts.js';
@@ -7,7 +7,7 @@ import { scripts } from '../../src/store/redis/scripts.js';
 const { aiClaimDue: CLAIM_DUE_LUA, aiUnclaim: UNCLAIM_LUA } = scripts();
 import type { AdmitItem } from '../../src/core/ports/index.js';
 import { draft, item as fixture } from '../../src/testing/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 let n = 0;
 const item = (): AdmitItem => {
@@ -25,13 +25,7 @@ const item = (): AdmitItem => {
   };
 };
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useRedis();
 
 describe('Redis store when Redis fails', () => {
   it('runs its scripts again after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {

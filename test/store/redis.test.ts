@@ -1,10 +1,9 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../src/events/inbound.js';
 import type { LeasedBatch, OutboxDraft, OutboxRecord } from '../../src/core/ports/index.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import type { AdmitItem, ClaimSpec, CorrelationStep } from '../../src/core/ports/index.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 
 const rule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 3 };
 const claim = (key: string, ttlMs = 60_000): ClaimSpec => ({ key, space: 'id:c', ttlMs, maxKeys: 1000 });
@@ -23,8 +22,7 @@ const step = (botId: string, platformId: string, kind: 'message' | 'notice' = 'm
   delivery: { channel: `ch-${botId}`, adapter: 'onebot', botId, platformId, ids: { message_id: platformId }, at: 1 },
 });
 
-let server: RedisServer;
-let admin: Redis;
+const server = useRedis();
 const opened: RedisStore[] = [];
 // On the caller's clock: these tests move time by the `now` they pass (leases, deadlines); the
 // server's clock is tested in clock-skew.test.ts and by every multi-instance test.
@@ -34,17 +32,11 @@ const open = async (options = {}): Promise<RedisStore> => {
   return store;
 };
 
-beforeAll(async () => {
-  server = await startRedis();
-  admin = new Redis(server.url);
-});
 afterAll(async () => {
   await Promise.all(opened.map((store) => store.close()));
-  admin.disconnect();
-  await server.stop();
 });
 beforeEach(async () => {
-  await admin.flushall();
+  await server.admin.flushall();
 });
 
 /** Admit, then the `now` at which the buffer is due. */
@@ -129,13 +121,13 @@ describe('Redis store: admission', () => {
   it('takes one round trip per admit, whatever the number of items', async () => {
     const store = await open();
     await store.admit([item('warm')], 0);
-    const monitor = await admin.duplicate().monitor();
+    const monitor = await server.admin.duplicate().monitor();
     const sent: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') sent.push(String(args[0]).toLowerCase());
     });
     for (let i = 0; i < 20; i++) await store.admit([item(`r${i}a`), item(`r${i}b`, { correlation: step('A', `p${i}`) })], 0);
-    await admin.ping('done');
+    await server.admin.ping('done');
     await expect.poll(() => sent.at(-1)).toBe('ping');
     monitor.disconnect();
     expect(sent.slice(0, -1)).toEqual(Array(20).fill('evalsha'));

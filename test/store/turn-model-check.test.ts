@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/core/ports/index.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { RedisStore } from '../../src/store/redis/redis.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { tempDir } from '../support/helpers.js';
-import { type RedisServer, startRedis } from './redis-server.js';
+import { useRedis } from '../support/redis.js';
 import { type TurnCovered, turnModelCheck, type TurnViolation } from './turn-model-check.js';
 
 /** Zero violations, or the first with its op log. */
@@ -62,13 +62,7 @@ describe('agent turns model check', () => {
   }, 60_000);
 
   describe('on a real redis-server', () => {
-    let server: RedisServer;
-    beforeAll(async () => {
-      server = await startRedis();
-    });
-    afterAll(async () => {
-      await server.stop();
-    });
+    const server = useRedis();
 
     it('redis: a message arriving while the held messages\' release is in flight, and 100 random sequences with restarts (the store reopened, modes changed by them) emit every message once, in order', async () => {
       const covered = new Map<TurnCovered, number>();

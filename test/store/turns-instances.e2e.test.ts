@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, type Running, startService, until } from '../support/helpers.js';
 import { sharedStoresForTests } from './redis-cluster.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /* Agent turns on two real instances sharing one real redis-server, or a real 3-master Redis Cluster. */
 
@@ -13,7 +14,7 @@ afterEach(async () => {
 async function instance(store: string, prefix: string): Promise<Running> {
   const service = await startService({
     store, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
-    debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 }, turns: { mode: 'collect' },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 }, turns: { mode: 'collect' },
   });
   services.push(service);
   return service;

@@ -1,9 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes, twoOneBotChannels } from '../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { readEvents } from '../support/sse.js';
 import { serve } from '../support/servers.js';
 import { sharedStoresForTests } from '../store/redis-cluster.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /*
  * The trail on Redis: two instances on one real redis-server (and on a real 3-master Redis
@@ -24,7 +26,7 @@ async function instance(prefix: string, file: Record<string, unknown> = {}): Pro
   const service = await startService({
     store: store(),
     redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
-    debounce: { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     ...file,
   });
   services.push(service);

@@ -1,22 +1,21 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { postJson, startService, until, type Running } from '../support/helpers.js';
-import { type RedisServer, startRedis } from '../store/redis-server.js';
+import { useRedis } from '../support/redis.js';
+import { REAL_TIME_WINDOW } from '../support/windows.js';
 
 /* trace.shared false on Redis: each instance keeps its own trail, and Redis does no trail work. */
 
-let redis: RedisServer;
+const redis = useRedis();
 const services: Running[] = [];
-beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => {
   await Promise.all(services.map((service) => service.stop()));
-  await redis.stop();
 });
 
 const instance = async (): Promise<Running> => {
   const service = await startService({
     store: redis.url, redis: { keyPrefix: 'unshared', commandTimeoutMs: 3000 },
-    debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 }, trace: { shared: false },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 }, trace: { shared: false },
   });
   services.push(service);
   return service;

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
-import { silent, until } from '../../support/helpers.js';
+import { until } from '../../support/helpers.js';
+import { silent } from '../../support/logger.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { serve } from '../../support/servers.js';
 import { BOT_TOKEN, fakeGateway } from '../../connections/fake-gateway.js';

@@ -1,11 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
-import { silent, tempDir, until } from '../../support/helpers.js';
+import { tempDir, until } from '../../support/helpers.js';
+import { recordingLogger, silent } from '../../support/logger.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { PNG, serve } from '../../support/servers.js';
 import { BOT_TOKEN, BOT_USER, fakeGateway } from '../../connections/fake-gateway.js';
@@ -15,11 +14,10 @@ describe('Discord over the Gateway (adapter "discord")', () => {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  const start = async (gatewayUrl: string, extra: Record<string, unknown> = {}, options: { clock?: ManualClock; logs?: string[]; allowHosts?: string[]; debounce?: { windowMs: number; maxWaitMs: number } } = {}): Promise<{ intake: Intake; outputs: Output[]; dir: string }> => {
+  const start = async (gatewayUrl: string, extra: Record<string, unknown> = {}, options: { clock?: ManualClock; logs?: ReturnType<typeof recordingLogger>; allowHosts?: string[]; debounce?: { windowMs: number; maxWaitMs: number } } = {}): Promise<{ intake: Intake; outputs: Output[]; dir: string }> => {
     const dir = tempDir().path;
-    const sink = new Writable({ write(chunk, _encoding, done) { options.logs?.push(String(chunk)); done(); } });
     const intake = await createIntake({
-      logger: options.logs ? pino({ level: 'warn' }, sink) : silent, cwd: dir, ...(options.clock ? { clock: options.clock } : {}),
+      logger: options.logs?.logger ?? silent, cwd: dir, ...(options.clock ? { clock: options.clock } : {}),
       configFile: {
         store: 'memory', logLevel: 'silent', media: { dir: 'media', allowHosts: options.allowHosts ?? [] }, debounce: options.debounce ?? { windowMs: 50, maxWaitMs: 200 },
         channels: [{ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl, reconnectMinMs: 20, reconnectMaxMs: 100, ...extra }],
@@ -103,7 +101,7 @@ describe('Discord over the Gateway (adapter "discord")', () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
     const clock = new ManualClock();
-    const logs: string[] = [];
+    const logs = recordingLogger('warn');
     await start(gateway.url, {}, { clock, logs });
     await until(() => gateway.identifies() === 1);
     gateway.closeNewest(4009, 'Session timed out');
@@ -114,7 +112,7 @@ describe('Discord over the Gateway (adapter "discord")', () => {
     await until(async () => { await clock.advance(200); return gateway.identifies() === 3; }, 10_000);
     expect(gateway.resumes()).toEqual([]);
     gateway.closeNewest(4004, 'Authentication failed.');
-    await until(() => logs.some((line) => line.includes('Discord refused the botToken (4004 authentication failed); not reconnecting')));
+    await until(() => logs.lines.some((line) => line.msg.includes('Discord refused the botToken (4004 authentication failed); not reconnecting')));
     const opened = gateway.state.paths.length;
     for (let i = 0; i < 10; i++) await clock.advance(200);
     expect(gateway.state.paths.length).toBe(opened);
@@ -137,12 +135,12 @@ describe('Discord over the Gateway (adapter "discord")', () => {
   it('warns once when guild messages keep arriving without content (the Message Content intent)', async () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
-    const logs: string[] = [];
+    const logs = recordingLogger('warn');
     await start(gateway.url, {}, { logs });
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
     for (const id of ['40', '41', '42', '43']) gateway.dispatch({ id, channel_id: id, content: '' });
-    await until(() => logs.some((line) => line.includes('turn on Message Content Intent')));
-    expect(logs.filter((line) => line.includes('turn on Message Content Intent'))).toHaveLength(1);
+    await until(() => logs.lines.some((line) => line.msg.includes('turn on Message Content Intent')));
+    expect(logs.lines.filter((line) => line.msg.includes('turn on Message Content Intent'))).toHaveLength(1);
   });
 
   it('refuses a webhook POST on the channel and a start without botToken', async () => {

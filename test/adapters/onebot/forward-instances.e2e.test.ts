@@ -1,9 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, postJson, startIntakeChild, startService, tempDir, until, type Running } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../../store/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { postJson, startService, tempDir, until, useTeardown, type Running } from '../../support/helpers.js';
+import { freePort } from '../../support/net.js';
+import { startIntakeChild } from '../../support/child.js';
+import { useRedis } from '../../support/redis.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
+import { REAL_TIME_WINDOW } from '../../support/windows.js';
 
 /*
  * Several instances on one real redis-server share one forward OneBot channel: exactly one
@@ -13,30 +15,16 @@ import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
 const BOT = 10001000;
 /** The killed holder's flush lease. */
 const FLUSH_LEASE_MS = 2000;
-let redis: RedisServer;
+const redis = useRedis();
 let tests = 0;
-const services: Running[] = [];
-const children: ChildProcess[] = [];
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(services.splice(0).map((service) => service.stop()));
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const { services, children, cleanups } = useTeardown();
 
 const channel = (url: string) => ({ id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url, accessToken: 'tok', leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200, actionTimeoutMs: 2000 });
 
 async function instance(prefix: string, url: string): Promise<Running> {
   const service = await startService({
     store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
-    debounce: { windowMs: 50, maxWaitMs: 500, maxMessages: 10 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     channels: [channel(url)],
   });
   services.push(service);
@@ -90,7 +78,7 @@ describe('a forward OneBot channel on several instances', () => {
     // A flush the victim has under way when it dies holds its session until its lease runs out:
     // 2 s here (30 s by default).
     const victim = await startIntakeChild(dir.path, await freePort(), {
-      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: { windowMs: 50, maxWaitMs: 500 }, logLevel: 'warn', channels: [channel(fake.url)] },
+      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel(fake.url)] },
       flushLeaseMs: FLUSH_LEASE_MS,
     });
     children.push(victim);

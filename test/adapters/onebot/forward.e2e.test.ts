@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
-import { postJson, readEvents, startService, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { readEvents } from '../../support/sse.js';
 import { serve, type TestServer } from '../../support/servers.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
 

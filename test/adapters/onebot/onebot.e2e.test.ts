@@ -2,7 +2,8 @@ import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InboundEvent } from '../../../src/events/inbound.js';
 import { fixtureBytes } from '../../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { readEvents } from '../../support/sse.js';
 import { ManualClock } from '../../support/manual-clock.js';
 
 const sign = (secret: string, body: Buffer | string) => `sha1=${createHmac('sha1', secret).update(body).digest('hex')}`;

@@ -2,10 +2,12 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { freePort, postJson, startChild, startService, tempDir, until, type Running } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../../store/redis-server.js';
+import { postJson, startService, tempDir, until, type Running } from '../../support/helpers.js';
+import { freePort } from '../../support/net.js';
+import { startChild } from '../../support/child.js';
+import { useRedis } from '../../support/redis.js';
 
 /*
  * Two instances on one real redis-server: a bot holds a reverse socket to one of them, which
@@ -14,13 +16,7 @@ import { type RedisServer, startRedis } from '../../store/redis-server.js';
  */
 
 const channel = { id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok', actionTimeoutMs: 2000 };
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
+const redis = useRedis();
 
 describe('an action relayed to an instance that just died', () => {
   let child: ChildProcess | undefined;

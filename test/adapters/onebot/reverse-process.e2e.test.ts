@@ -4,7 +4,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { freePort, readEvents, startChild, tempDir, until } from '../../support/helpers.js';
+import { tempDir, until } from '../../support/helpers.js';
+import { freePort } from '../../support/net.js';
+import { startChild } from '../../support/child.js';
+import { readEvents } from '../../support/sse.js';
 
 /*
  * A OneBot reverse socket when the service process ends: a stop (SIGTERM) records every frame

@@ -7,7 +7,8 @@ import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import type { InstanceBus } from '../../../src/core/ports/index.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
 import { fixtureBytes } from '../../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { readEvents } from '../../support/sse.js';
 import { ManualClock } from '../../support/manual-clock.js';
 
 /** A bot connecting as NapCat does: Bearer token, X-Self-ID, the role in lower case. */

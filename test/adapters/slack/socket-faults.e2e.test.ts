@@ -1,9 +1,9 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
+import type pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
-import { silent, until } from '../../support/helpers.js';
+import { until } from '../../support/helpers.js';
+import { recordingLogger, silent } from '../../support/logger.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { APP_TOKEN, fakeSlack, message } from '../../connections/fake-slack.js';
 import { metric } from '../../connections/scrape.js';
@@ -101,8 +101,7 @@ describe('Slack Socket Mode under faults', () => {
       const slack = await fakeSlack();
       cleanups.push(() => slack.close());
       slack.state.afterHello = 'link_disabled';
-      const lines: Array<{ msg: string; level: number }> = [];
-      const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
+      const { logger, lines } = recordingLogger('warn');
       const clock = new ManualClock();
       await start(slack.api, { clock, logger, reconnect: [1000, 30_000] });
       await until(() => lines.some((line) => line.level === 50 && /turned Socket Mode off/.test(line.msg)));

@@ -3,7 +3,8 @@ import { UnavailableError } from '../../../src/core/errors.js';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
-import { silent, until } from '../../support/helpers.js';
+import { until } from '../../support/helpers.js';
+import { silent } from '../../support/logger.js';
 import { APP_TOKEN, fakeSlack, message } from '../../connections/fake-slack.js';
 
 describe('Slack Socket Mode ("transport": "socket")', () => {

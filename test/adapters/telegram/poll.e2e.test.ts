@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
+import type pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../src/core/errors.js';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
-import { silent, tempDir, until } from '../../support/helpers.js';
+import { tempDir, until } from '../../support/helpers.js';
+import { recordingLogger, silent } from '../../support/logger.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { fakeTelegram, TOKEN, update } from '../../connections/fake-telegram.js';
 
@@ -90,8 +90,7 @@ describe('Telegram long polling ("transport": "poll")', () => {
     const api = await fakeTelegram();
     cleanups.push(() => api.close());
     api.state.conflict = true;
-    const lines: Array<{ msg: string; level: number }> = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }));
+    const { logger, lines } = recordingLogger('warn');
     const intake = await start(api, { logger });
     await until(() => lines.some((line) => /deleteWebhook/.test(line.msg) && line.level === 50));
     expect((await intake.connections())[0]?.state).toBe('connecting');

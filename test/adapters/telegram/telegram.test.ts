@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { readEvents } from '../../support/sse.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { PNG, serve, type TestServer } from '../../support/servers.js';
 

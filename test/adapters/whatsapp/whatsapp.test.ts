@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureBytes } from '../../fixtures/index.js';
-import { postJson, readEvents, startService, until, type Running } from '../../support/helpers.js';
+import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { readEvents } from '../../support/sse.js';
 import { PNG, serve, type TestServer } from '../../support/servers.js';
 
 const APP_SECRET = 'wa-app-secret';

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useRedis();
 
 describe('the instance bus on a real redis-server', () => {
   it('relays an action to the instance that serves it, says "unheard" when none listens, and undefined when no answer comes in time', async () => {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { AdmitItem } from '../../../src/core/ports/index.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 
 /*
  * Instances whose clocks disagree with the server's. Admission stamps deadlines with Redis's
@@ -10,12 +10,10 @@ import { type RedisServer, startRedis } from '../redis-server.js';
  * 30 outputs, +45 s flushed every message alone).
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 const stores: RedisStore[] = [];
-beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => {
   for (const store of stores) await store.close();
-  await redis.stop();
 });
 
 const open = async (): Promise<RedisStore> => {

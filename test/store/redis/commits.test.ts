@@ -1,25 +1,15 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
 /* Commits asked for together go to Redis as one script call, each under its own fence. */
 
-let redis: RedisServer;
-let admin: Redis;
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = new Redis(redis.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
+const redis = useRedis();
 
 /** Script calls Redis ran (EVALSHA, or EVAL the first time a script is sent). */
 const scriptCalls = async () => {
-  const stats = String(await admin.info('commandstats'));
+  const stats = String(await redis.admin.info('commandstats'));
   return ['evalsha', 'eval'].reduce((sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0), 0);
 };
 
@@ -34,7 +24,7 @@ describe('Redis store commits', () => {
     const stale = batches.find((b) => b.debounceKey === 'c')!;
     const [taken] = await store.claimDue(10_000, 5000, 10);
     expect(taken?.debounceKey).toBe('c');
-    await admin.config('RESETSTAT');
+    await redis.admin.config('RESETSTAT');
     const records = await Promise.all(batches.map((batch) => store.commit(batch, doneDraft(batch.debounceKey), 2)));
     expect(await scriptCalls()).toBe(2); // one commit-many call, and the outbox look-up of the refused one
     expect(records.map((r) => r?.id)).toEqual(['a', 'b', undefined]);

@@ -1,8 +1,7 @@
-import { Redis } from 'ioredis';
-import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { recordingLogger, type LogRecord } from '../../support/logger.js';
+import { useRedis } from '../../support/redis.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
 /*
@@ -10,26 +9,16 @@ import { closingItem, doneDraft } from './fixtures.js';
  * leaves: a buffer whose parts list went while its meta stayed.
  */
 
-let redis: RedisServer;
-let admin: Redis;
+const redis = useRedis();
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = new Redis(redis.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
 afterEach(async () => {
-  await admin.config('SET', 'maxmemory-policy', 'noeviction');
+  await redis.admin.config('SET', 'maxmemory-policy', 'noeviction');
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await admin.flushall();
+  await redis.admin.flushall();
 });
 
-async function open(): Promise<{ store: RedisStore; lines: string[] }> {
-  const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+async function open(): Promise<{ store: RedisStore; lines: LogRecord[] }> {
+  const { logger, lines } = recordingLogger('warn');
   const store = await RedisStore.open(redis.url, { keyPrefix: 'ev', commandTimeoutMs: 3000, logger });
   cleanups.push(() => store.close());
   return { store, lines };
@@ -40,22 +29,22 @@ describe('Redis eviction', () => {
     const { store, lines } = await open();
     expect(await store.health()).toMatchObject({ rollbacks: 0 });
     expect((await store.health()).evictionPolicy).toBeUndefined();
-    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await redis.admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
     expect(await store.health()).toMatchObject({ evictionPolicy: 'allkeys-lru', evictedKeys: 0 });
     await store.health();
-    const said = lines.filter((line) => line.includes('maxmemory-policy'));
+    const said = lines.filter((line) => line.msg.includes('maxmemory-policy'));
     expect(said).toHaveLength(1);
-    expect(JSON.parse(said[0]!)).toMatchObject({ level: 50, policy: 'allkeys-lru' });
-    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    expect(said[0]).toMatchObject({ level: 50, policy: 'allkeys-lru' });
+    await redis.admin.config('SET', 'maxmemory-policy', 'noeviction');
     expect((await store.health()).evictionPolicy).toBeUndefined();
   });
 
   it('drops a buffer whose parts were evicted instead of handing out a batch of no parts, logs it, and frees its session', async () => {
     const { store, lines } = await open();
     await store.admit([closingItem('s1')], 0);
-    await admin.del('{ev}:buf:s1'); // evicted: its meta and its place in `due` stay
+    await redis.admin.del('{ev}:buf:s1'); // evicted: its meta and its place in `due` stay
     expect(await store.claimDue(Date.now() + 60_000, 5000, 10)).toEqual([]);
-    expect(lines.some((line) => /lost its parts/.test(line))).toBe(true);
+    expect(lines.some((line) => /lost its parts/.test(line.msg))).toBe(true);
     expect(await store.openBuffers()).toBe(0);
     // The session is free: its next message flushes as usual.
     await store.admit([closingItem('s1')], 0);

@@ -1,39 +1,25 @@
-import { Redis } from 'ioredis';
-import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { recordingLogger } from '../../support/logger.js';
+import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
-import { follow, type Followed } from './follow.js';
+import { follow, type Followed } from '../../support/sse.js';
 
 /*
  * The outbox seq going backwards: a FLUSHALL (or a restart without persistence) and a failover
  * to a replica that lagged (simulated: the newest records and the seq put back, the epoch kept).
  */
 
-let redis: RedisServer;
-let admin: Redis;
+const redis = useRedis();
 let tests = 0;
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = new Redis(redis.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 const newPrefix = () => `rb${process.pid}-${++tests}`;
-
-function capture(): { logger: pino.Logger; lines: string[] } {
-  const lines: string[] = [];
-  return { lines, logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) };
-}
 
 async function instance(prefix: string): Promise<Running> {
   const service = await startService({
@@ -54,11 +40,11 @@ function stream(url: string, headers: Record<string, string> = {}): Followed {
 /** What a failover to a replica `behind` commits late leaves: the newest records and their seqs gone, the epoch kept. */
 async function failOverToLaggingReplica(prefix: string, behind: number): Promise<void> {
   const [seqKey, out] = [`{${prefix}}:seq`, `{${prefix}}:out`];
-  const kept = Number(await admin.get(seqKey)) - behind;
-  const entries = await admin.xrange(out, '-', `${kept}-0`);
-  await admin.del(out);
-  for (const [id, fields] of entries) await admin.xadd(out, id, ...fields);
-  await admin.set(seqKey, kept);
+  const kept = Number(await redis.admin.get(seqKey)) - behind;
+  const entries = await redis.admin.xrange(out, '-', `${kept}-0`);
+  await redis.admin.del(out);
+  for (const [id, fields] of entries) await redis.admin.xadd(out, id, ...fields);
+  await redis.admin.set(seqKey, kept);
 }
 
 const json = async (url: string): Promise<any> => (await fetch(url)).json();
@@ -77,7 +63,7 @@ describe('Redis store reset under live event streams', () => {
     await until(() => onA.frames.length === 3 && onB.frames.length === 3, 10_000, () => [onA.frames.length, onB.frames.length]);
     expect(onB.frames.map((frame) => frame.id.split('@')[0])).toEqual(['1', '2', '3']);
 
-    await admin.flushall();
+    await redis.admin.flushall();
     // Both streams end (their clients reconnect with Last-Event-ID 3) instead of staying silent.
     await until(() => onA.isEnded() && onB.isEnded(), 10_000, () => [onA.isEnded(), onB.isEnded()]);
     const resumed = await fetch(`${b.url}/v1/events`, { headers: { 'last-event-id': '3' } });
@@ -149,7 +135,7 @@ describe('Redis store reset under live event streams', () => {
 
     it('tells the live tail of a seq gone backwards (a lagging replica promoted), logs it and counts it once', async () => {
       const prefix = newPrefix();
-      const { logger, lines } = capture();
+      const { logger, lines } = recordingLogger('warn');
       const store = await open(prefix, logger);
       const resets: unknown[] = [];
       const seen: number[] = [];
@@ -159,7 +145,7 @@ describe('Redis store reset under live event streams', () => {
       await failOverToLaggingReplica(prefix, 2);
       await until(() => resets.length === 1, 5000);
       expect(resets).toEqual([{ from: 5, to: 3 }]);
-      expect(lines.join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
+      expect(lines.map((line) => line.msg).join('\n')).toMatch(/OUTBOX SEQ WENT BACKWARDS from 5 to 3/);
       // The records committed from now on (seqs 4 and 5 again) reach the tail.
       await commitOne(store, 'f');
       await until(() => seen.length === 6);
@@ -169,8 +155,8 @@ describe('Redis store reset under live event streams', () => {
 
     it('begins a new life of the outbox seqs once, after the seq it was found at, which the other instances take', async () => {
       const prefix = newPrefix();
-      const a = await open(prefix, capture().logger);
-      const b = await open(prefix, capture().logger);
+      const a = await open(prefix, recordingLogger('warn').logger);
+      const b = await open(prefix, recordingLogger('warn').logger);
       const resets: unknown[] = [];
       cleanups.push(a.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
       for (const id of ['a', 'b', 'c']) await commitOne(a, id);
@@ -186,29 +172,29 @@ describe('Redis store reset under live event streams', () => {
       await until(async () => (await b.health()).rollbacks === 1);
       expect(await b.life()).toEqual(after);
       // An instance opened now knows the same life.
-      expect(await (await open(prefix, capture().logger)).life()).toEqual(after);
+      expect(await (await open(prefix, recordingLogger('warn').logger)).life()).toEqual(after);
     });
 
     it('begins a new life after seq 0 when the store lost its keys (FLUSHALL)', async () => {
       const prefix = newPrefix();
-      const store = await open(prefix, capture().logger);
+      const store = await open(prefix, recordingLogger('warn').logger);
       const resets: unknown[] = [];
       cleanups.push(store.tail(() => undefined, { reset: (rollback) => resets.push(rollback) }));
       for (const id of ['a', 'b', 'c']) await commitOne(store, id);
       const before = await store.life();
-      await admin.flushall();
+      await redis.admin.flushall();
       await until(() => resets.length === 1, 5000);
       expect(await store.life()).toEqual({ tag: expect.not.stringMatching(`^${before.tag}$`), since: 0 });
     });
 
     it('finds the rollback at the next commit of an instance without a tail', async () => {
       const prefix = newPrefix();
-      const { logger, lines } = capture();
+      const { logger, lines } = recordingLogger('warn');
       const store = await open(prefix, logger);
       for (const id of ['a', 'b', 'c']) await commitOne(store, id);
       await failOverToLaggingReplica(prefix, 1);
       expect(await commitOne(store, 'd')).toBe(3);
-      await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line)));
+      await until(() => lines.some((line) => /OUTBOX SEQ WENT BACKWARDS from 3 to 3/.test(line.msg)));
       expect((await store.health()).rollbacks).toBe(1);
       expect(await commitOne(store, 'e')).toBe(4);
       expect((await store.health()).rollbacks).toBe(1);

@@ -1,26 +1,16 @@
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { TraceEntry } from '../../../src/events/trace.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { until } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { useRedis } from '../../support/redis.js';
 
 /* The verdict trail kept in Redis (src/store/redis/trail.ts): numbering, lookups by name, bounds. */
 
-let redis: RedisServer;
-let admin: Redis;
+const redis = useRedis();
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  redis = await startRedis();
-  admin = new Redis(redis.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.stop();
-});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await admin.flushall();
+  await redis.admin.flushall();
 });
 
 async function open(options: { retentionMs?: number; maxEntries?: number } = {}) {
@@ -68,7 +58,7 @@ describe('the trail in Redis', () => {
     trail.publish(verdict('new'));
     await until(async () => (await trail.after(0, 10)).some((entry) => entry.id === 'new'));
     expect((await trail.after(0, 10)).map((entry) => entry.id)).toEqual(['new']);
-    expect(await admin.exists('{tr}:tx:old')).toBe(0);
+    expect(await redis.admin.exists('{tr}:tx:old')).toBe(0);
   });
 
   it('tells every subscriber of every entry, whichever store wrote it', async () => {

@@ -1,10 +1,11 @@
-import type { AddressInfo } from 'node:net';
-import Koa from 'koa';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxRecord } from '../../src/core/ports/index.js';
-import { errorResponder } from '../../src/http/errors.js';
 import { StreamHub, type OutboxReader } from '../../src/http/event-stream.js';
-import { readEvents, silent } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
+import { readEvents, serveStream } from '../support/sse.js';
+
+/* One client's stream (src/http/stream-client.ts): its replay after Last-Event-ID, the gaps it announces, and what it queues. */
 
 const record = (seq: number, state: OutboxRecord['state']): OutboxRecord => ({
   id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state,
@@ -18,20 +19,15 @@ const trimmed: OutboxReader = {
   tail: () => () => undefined,
 };
 
-describe('event stream resume across a trim', () => {
+describe('regression: a replay across a trim', () => {
   let close: (() => void) | undefined;
   afterEach(() => close?.());
 
   /** Serve `outbox`'s event stream; resolves its URL. */
   async function serve(outbox: OutboxReader): Promise<string> {
-    const app = new Koa();
-    app.silent = true; // the client hangs up after its frames
-    app.use(errorResponder(silent));
-    app.use(new StreamHub({ logger: silent, now: () => 0 }).events(outbox));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    close = () => { server.closeAllConnections(); server.close(); };
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0 }).events(outbox));
+    close = served.close;
+    return served.url;
   }
 
   it('announces a gap before a record when records between it and the previous replayed one were trimmed', async () => {
@@ -69,5 +65,32 @@ describe('event stream resume across a trim', () => {
     // The first frame decides (the race sent its gap first, and record 1 never): read it however slow the machine.
     const frames = await readEvents(await serve(racing), 1, { headers: { 'last-event-id': '0' } });
     expect(frames.map((f) => (f.event === 'gap' ? 'gap' : f.id))).toEqual(['1']);
+  });
+});
+
+describe('regression: a replay to a client that does not read', () => {
+  let close: (() => void) | undefined;
+  afterEach(() => close?.());
+
+  it('holds no more than about maxBufferedBytes for a resuming client that stops reading', async () => {
+    // 5,000 retained records of 20 KB: ~100 MB if the whole replay is queued for one socket.
+    const body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(20_000) });
+    const records: OutboxRecord[] = Array.from({ length: 5000 }, (_, i) => ({
+      id: `x${i + 1}`, seq: i + 1, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state: 'none', body,
+    }));
+    const reader: OutboxReader = {
+      outboxAfter: async (seq, limit) => records.filter((r) => r.seq > seq).slice(0, limit),
+      lastSeq: async () => records.length,
+      tail: () => () => undefined,
+    };
+    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 1024 * 1024 }).events(reader));
+    const before = process.memoryUsage().rss;
+    const socket = connect(served.port, '127.0.0.1');
+    close = () => { socket.destroy(); served.close(); };
+    socket.pause(); // never reads
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const grownMb = (process.memoryUsage().rss - before) / 1e6;
+    expect(grownMb).toBeLessThan(50);
   });
 });

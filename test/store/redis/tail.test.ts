@@ -1,13 +1,11 @@
-import type { AddressInfo } from 'node:net';
-import Koa from 'koa';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { errorResponder } from '../../../src/http/errors.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { StreamHub } from '../../../src/http/event-stream.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { silent, until } from '../../support/helpers.js';
-import { type RedisServer, startRedis } from '../redis-server.js';
+import { until } from '../../support/helpers.js';
+import { silent } from '../../support/logger.js';
+import { useRedis } from '../../support/redis.js';
 import { commitOne } from './fixtures.js';
-import { follow } from './follow.js';
+import { follow, serveStream } from '../../support/sse.js';
 import { relay } from './link.js';
 
 /*
@@ -15,14 +13,8 @@ import { relay } from './link.js';
  * live tail reads on from its last id, past records that were trimmed meanwhile.
  */
 
-let redis: RedisServer;
+const redis = useRedis();
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -39,14 +31,9 @@ describe('the live tail across a trim it could not see', () => {
     cleanups.push(() => link.close());
     const [a, b] = await Promise.all([open(link.url), open(redis.url)]);
     const hub = new StreamHub({ logger: silent, now: () => 0 });
-    const app = new Koa();
-    app.silent = true;
-    app.use(errorResponder(silent));
-    app.use(hub.events(a));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    cleanups.push(() => { server.closeAllConnections(); server.close(); });
-    const client = follow(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    const served = await serveStream(hub.events(a));
+    cleanups.push(() => served.close());
+    const client = follow(served.url);
     cleanups.push(() => client.close());
     expect(await client.status).toBe(200);
     await until(() => hub.count === 1);

@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { freePort } from './net.js';
 
 export interface RedisServer {
   url: string;
@@ -25,6 +28,43 @@ const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
+
+/** A redis-server of a file's tests (`useRedis`), and a client for the tests' own commands. */
+export interface UsedRedis extends RedisServer {
+  /** A client for the tests' own commands (FLUSHALL, CONFIG, INFO), opened at first use, closed after the tests. */
+  readonly admin: Redis;
+}
+
+/**
+ * A `redis-server` for the tests of the file or `describe` block that calls this: started
+ * before them, killed after them. Its fields read the running server, so read them in a test
+ * or a hook registered after this call (hooks run in the order they were registered, after-hooks
+ * in reverse).
+ */
+export function useRedis(options: RedisServerOptions = {}): UsedRedis {
+  let server: RedisServer | undefined;
+  let admin: Redis | undefined;
+  beforeAll(async () => {
+    server = await startRedis(options);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await server?.stop();
+  });
+  const running = (): RedisServer => {
+    if (!server) throw new Error('the redis-server of this file has not started: read it in a test or a hook');
+    return server;
+  };
+  return {
+    get url() { return running().url; },
+    get port() { return running().port; },
+    get admin() { return (admin ??= new Redis(running().url)); },
+    stop: () => running().stop(),
+    restart: () => running().restart(),
+    freeze: () => running().freeze(),
+    thaw: () => running().thaw(),
+  };
+}
 
 /** A throwaway `redis-server` on a free loopback port, without persistence unless `args` ask for it, ready to answer PING. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
@@ -109,17 +149,6 @@ function answeredBy(port: number, pid: number | undefined): Promise<boolean> {
       const match = /process_id:(\d+)/.exec(reply);
       if (match) done(Number(match[1]) === pid);
       else if (reply.startsWith('-')) done(false); // still loading, or an error
-    });
-  });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
 }
