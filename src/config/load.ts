@@ -252,9 +252,10 @@ export function loadConfigWith(options: LoadOptions): Config {
       id, adapter, index,
       verify: verify ?? true,
       ...(namespace === undefined ? {} : { namespace }),
-      // The exact-id window covers the platform's retries: the longer of the global window and
-      // the adapter's retry horizon, unless the channel sets its own.
-      dedup: Object.freeze({ ...raw.dedup, idTtlMs: Math.max(raw.dedup.idTtlMs, horizonOf(options.adapters, adapter)), ...dedup }),
+      // The exact-id window covers the platform's retries and any replay its signature still
+      // lets through: the longest of the global window, the adapter's retry horizon and its
+      // replay horizon, unless the channel sets its own.
+      dedup: Object.freeze({ ...raw.dedup, idTtlMs: Math.max(raw.dedup.idTtlMs, horizonOf(options.adapters, adapter), replayOf(options.adapters, adapter, rest)), ...dedup }),
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       turns: Object.freeze({ ...raw.turns, ...turns }),
@@ -280,6 +281,11 @@ export function loadConfigWith(options: LoadOptions): Config {
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** How long a replay of a channel's signed deliveries stays fresh (0 when nothing is signed with a timestamp). */
+function replayOf(kinds: readonly ChannelKind[], name: string, settings: Readonly<Record<string, unknown>>): number {
+  return kinds.find((kind) => kind.name === name)?.replayHorizonMs?.(settings) ?? 0;
 }
 
 /** The retry horizon of the adapter a channel names (0 when unknown: its own rule applies). */

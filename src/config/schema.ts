@@ -118,6 +118,8 @@ export interface ChannelKind {
   readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
   /** How long the platform retries one delivery, ms: a channel's exact-id window is at least this unless it sets its own. */
   readonly retryHorizonMs?: number;
+  /** How long a captured signed delivery stays fresh from its first arrival, ms (twice the timestamp tolerance): the exact-id window is at least this too. */
+  readonly replayHorizonMs?: (settings: Readonly<Record<string, unknown>>) => number;
 }
 
 /** The secret rule of a channel of this kind with these settings. */

@@ -157,3 +157,24 @@ describe('regression: the library reads no environment unless given env', () => 
       .toThrow('Setting server.apiToken refers to ${TOKEN}, which is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)');
   });
 });
+
+describe('regression: an exact-id window shorter than a signature stays fresh', () => {
+  const channel = (adapter: string, extra: Record<string, unknown> = {}) => ({ id: adapter, adapter, ...adapterFixtures.get(adapter)!.settings, ...extra });
+  const windowOf = (entry: Record<string, unknown>): number => loadConfig({ env: {}, cwd: tempDir().path, file: { channels: [entry] } }).channels[0]!.dedup.idTtlMs;
+
+  it('keeps a signed channel\'s ids twice its timestamp tolerance, so a replay inside it is a duplicate', () => {
+    // A sender whose clock runs ahead by up to the tolerance signs a delivery that still passes
+    // that long after its id would have left a window of the tolerance alone.
+    expect(windowOf(channel('wechat', { token: 't' }))).toBe(600_000);
+    expect(windowOf(channel('wechat', { token: 't', timestampToleranceSec: 900 }))).toBe(1_800_000);
+    expect(windowOf(channel('wecom', { token: 't' }))).toBe(600_000);
+    expect(windowOf(channel('dingtalk', { appSecret: 's' }))).toBe(7_200_000);
+    expect(windowOf(channel('generic', { secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }))).toBe(600_000);
+  });
+
+  it('leaves unsigned channels and a channel\'s own window as they were', () => {
+    expect(windowOf(channel('generic'))).toBe(300_000);
+    expect(windowOf(channel('wechat', { token: 't', timestampToleranceSec: 0 }))).toBe(300_000);
+    expect(windowOf(channel('wechat', { token: 't', dedup: { idTtlMs: 60_000 } }))).toBe(60_000);
+  });
+});

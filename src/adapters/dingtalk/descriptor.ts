@@ -40,6 +40,8 @@ export const dingtalk = defineAdapter({
   // valid for 1 h, so a captured delivery can be replayed for an hour; only its msgId (the
   // exact-id claim) tells the replay from a new message, so that claim must outlive the hour.
   retryHorizonMs: 3_600_000,
+  // The timestamp passes within 1 h either way of our clock (FRESHNESS below).
+  replayHorizonMs: () => 2 * FRESHNESS.toleranceMs,
   create: dingtalkAdapter,
 });
 

@@ -22,6 +22,8 @@ export const generic = defineAdapter({
   settings,
   // Senders of the generic channel retry as they like: today's exact-id window (dedup.idTtlMs).
   retryHorizonMs: 300_000,
+  // Standard Webhooks' timestamp passes within 5 min either way of our clock, when signed.
+  replayHorizonMs: (options) => (options.secret === undefined ? 0 : 2 * FRESHNESS.toleranceMs),
   create: genericAdapter,
 });
 

@@ -32,6 +32,13 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
    */
   readonly retryHorizonMs: number;
   /**
+   * How long a captured signed delivery would pass the freshness check, counted from its first
+   * arrival: twice the timestamp tolerance (the sender's clock may be ahead or behind by up to
+   * it). The exact-id window is at least this too, so a replay inside the tolerance is a
+   * duplicate, never a second output. Absent or 0: nothing is signed with a timestamp.
+   */
+  readonly replayHorizonMs?: (settings: z.output<Settings>) => number;
+  /**
    * Build the runtime adapter of one channel from its parsed settings; throws ConfigError.
    * `context` holds what instances share (API access tokens, `access-token.ts`).
    */

@@ -37,6 +37,8 @@ export const wechat = defineAdapter({
   // drops the connection and tries again, three times in total: the last copy comes about 15 s
   // after the first.
   retryHorizonMs: 15_000,
+  // The signed timestamp passes within timestampToleranceSec either way of our clock.
+  replayHorizonMs: (options) => 2 * options.timestampToleranceSec * 1000,
   create: wechatAdapter,
 });
 

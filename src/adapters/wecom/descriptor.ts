@@ -41,6 +41,8 @@ export const wecom = defineAdapter({
   // WeCom 90930 (回调配置, as copied verbatim by third parties): no 200 within 5 s and the
   // callback is retried, three retries: the last copy comes about 20 s after the first.
   retryHorizonMs: 20_000,
+  // The signed timestamp passes within timestampToleranceSec either way of our clock.
+  replayHorizonMs: (options) => 2 * options.timestampToleranceSec * 1000,
   create: wecomAdapter,
 });
 
