@@ -178,3 +178,11 @@ describe('regression: an exact-id window shorter than a signature stays fresh', 
     expect(windowOf(channel('wechat', { token: 't', dedup: { idTtlMs: 60_000 } }))).toBe(60_000);
   });
 });
+
+describe('debounce.flushWords from the environment', () => {
+  it('reads a comma-separated list, and refuses a word past 64 characters naming the setting', () => {
+    const config = loadConfig({ env: { INTAKE_DEBOUNCE_FLUSH_WORDS: 'stop, 停 ,等等' }, cwd: tempDir().path });
+    expect(config.debounce.flushWords).toEqual(['stop', '停', '等等']);
+    expect(() => loadConfig({ env: { INTAKE_DEBOUNCE_FLUSH_WORDS: 'x'.repeat(65) }, cwd: tempDir().path })).toThrow(/debounce\.flushWords/);
+  });
+});
