@@ -45,7 +45,8 @@ describe('the service process at start and stop', () => {
     const dir = tempDir().path;
     // A file where the store's folder should be: nobody, not even root, can create the database there.
     writeFileSync(join(dir, 'blocker'), '');
-    const service = run(dir, { PORT: String(await freePort()), INTAKE_STORE: 'sqlite:./blocker/intake.db' });
+    // Port 0: any port will do, the store fails after the listen.
+    const service = run(dir, { PORT: '0', INTAKE_STORE: 'sqlite:./blocker/intake.db' });
     children.push(service.child);
     expect(await service.exited).toBe(1);
     expect(service.stderr()).toMatch(new RegExp(`^agent-intake: store path ${join(dir, 'blocker', 'intake.db').replace(/[.]/g, '\\.')} is not writable \\(store / INTAKE_STORE\\): E[A-Z]+: [^\\n]*\\n$`));
