@@ -9,7 +9,12 @@ import { CorrelationGroups } from '../dist/store/local/correlations.js';
 /** What memory and SQLite stores do per correlated item inside admit (without the row writes). */
 class StoreCorrelation {
   constructor(maxGroups) {
-    this.bots = new Bots({ crossAdapter: true, messageWindowMs: 15 * 60_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']) });
+    this.bots = new Bots({
+      crossAdapter: true,
+      messageWindowMs: 15 * 60_000,
+      eventWindowMs: 60_000,
+      correlatedNamespaces: new Set(['qq']),
+    });
     this.groups = new CorrelationGroups(maxGroups);
   }
   observe(event) {
@@ -32,10 +37,26 @@ let now = 1_700_000_000_000;
 
 function message(i, bot) {
   return {
-    id: `m${i}`, kind: 'message', detail: 'group', channel: `qq-${bot}`, adapter: 'onebot', namespace: 'qq', botId: String(bot),
-    conversation: { type: 'group', id: String(100 + (i % 500)) }, sessionKey: `qq:group:${100 + (i % 500)}`,
-    sender: { id: String(10_000 + (i % 2000)) }, platformId: `${bot}:${i}`, mentions: [], media: [], timestamp: 1_700_000_000, raw: undefined,
-    segments: [{ type: 'at', data: { qq: '1' } }, { type: 'text', data: { text: ` message number ${i} ` } }, { type: 'face', data: { id: '14' } }],
+    id: `m${i}`,
+    kind: 'message',
+    detail: 'group',
+    channel: `qq-${bot}`,
+    adapter: 'onebot',
+    namespace: 'qq',
+    botId: String(bot),
+    conversation: { type: 'group', id: String(100 + (i % 500)) },
+    sessionKey: `qq:group:${100 + (i % 500)}`,
+    sender: { id: String(10_000 + (i % 2000)) },
+    platformId: `${bot}:${i}`,
+    mentions: [],
+    media: [],
+    timestamp: 1_700_000_000,
+    raw: undefined,
+    segments: [
+      { type: 'at', data: { qq: '1' } },
+      { type: 'text', data: { text: ` message number ${i} ` } },
+      { type: 'face', data: { id: '14' } },
+    ],
     text: `message number ${i}`,
   };
 }
@@ -45,7 +66,13 @@ class NaiveCorrelator {
   observe(event) {
     const t = clock.now();
     for (const [key, group] of this.groups) if (group.expiresAt <= t) this.groups.delete(key);
-    const key = JSON.stringify(['m', event.conversation.type, event.conversation.id, event.sender.id, event.segments.filter((s) => s.type !== 'reply')]);
+    const key = JSON.stringify([
+      'm',
+      event.conversation.type,
+      event.conversation.id,
+      event.sender.id,
+      event.segments.filter((s) => s.type !== 'reply'),
+    ]);
     const group = this.groups.get(key);
     if (group) {
       group.deliveries.push({ channel: event.channel, botId: event.botId });
@@ -57,7 +84,11 @@ class NaiveCorrelator {
   }
 }
 
-function heap() { global.gc(); global.gc(); return process.memoryUsage().heapUsed; }
+function heap() {
+  global.gc();
+  global.gc();
+  return process.memoryUsage().heapUsed;
+}
 
 function run(name, correlator, ops) {
   const before = heap();
@@ -76,4 +107,5 @@ const ours = run('correlation step (agent-intake, embedded stores)', new StoreCo
 const naive = run('naive: JSON.stringify keys, scan per call', new NaiveCorrelator(), 2_000);
 console.log(`\ncorrelator at maxGroups = ${GROUPS.toLocaleString('en')} (node ${process.version})`);
 console.log('| correlator | observe()/s | heap bytes/group |\n|---|---:|---:|');
-for (const r of [ours, naive]) console.log(`| ${r.name} | ${Math.round(r.perSecond).toLocaleString('en')} | ${Math.round(r.perGroup)} |`);
+for (const r of [ours, naive])
+  console.log(`| ${r.name} | ${Math.round(r.perSecond).toLocaleString('en')} | ${Math.round(r.perGroup)} |`);

@@ -34,16 +34,34 @@ function measure(name, n, make, claim, opsAtSize) {
 const rows = [];
 for (const n of sizes) {
   // A thousand claims per millisecond, so every key is still inside its 300 s TTL at the end.
-  const ours = measure('ClaimTable (agent-intake)', n, () => new ClaimTable(300_000, 2_000_000), (t, id, i) => t.claim(claimKey('id', 'wa', id), Math.floor(i / 1000)), 100_000);
+  const ours = measure(
+    'ClaimTable (agent-intake)',
+    n,
+    () => new ClaimTable(300_000, 2_000_000),
+    (t, id, i) => t.claim(claimKey('id', 'wa', id), Math.floor(i / 1000)),
+    100_000,
+  );
   rows.push(ours);
-  const timers = measure('Set + setTimeout per id (seed)', n, () => new Set(), (set, id) => {
-    if (set.has(id)) return false;
-    set.add(id);
-    setTimeout(() => set.delete(id), 300_000).unref();
-    return true;
-  }, 100_000);
+  const timers = measure(
+    'Set + setTimeout per id (seed)',
+    n,
+    () => new Set(),
+    (set, id) => {
+      if (set.has(id)) return false;
+      set.add(id);
+      setTimeout(() => set.delete(id), 300_000).unref();
+      return true;
+    },
+    100_000,
+  );
   rows.push(timers);
-  const scan = measure('Map scanned per message (seed)', n, () => new Map(), (map, id, now) => map.set(id, now), 0);
+  const scan = measure(
+    'Map scanned per message (seed)',
+    n,
+    () => new Map(),
+    (map, id, now) => map.set(id, now),
+    0,
+  );
   // The seed's fuzzy sketch walks the whole map on every message; time a few such walks.
   const walks = n >= 1_000_000 ? 20 : 100;
   const t = process.hrtime.bigint();
@@ -60,10 +78,15 @@ for (const n of sizes) {
 
 console.log(`\ndedup structures (node ${process.version})`);
 console.log('| structure | live keys | ns/op at that size | bytes/key (heap + typed arrays) |\n|---|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.name} | ${r.n.toLocaleString('en')} | ${Math.round(r.opNs).toLocaleString('en')} | ${Math.round(r.bytes)} |`);
+for (const r of rows)
+  console.log(
+    `| ${r.name} | ${r.n.toLocaleString('en')} | ${Math.round(r.opNs).toLocaleString('en')} | ${Math.round(r.bytes)} |`,
+  );
 for (const n of sizes) {
   const ours = rows.find((r) => r.n === n && r.name.startsWith('ClaimTable'));
   const seed = rows.find((r) => r.n === n && r.name.startsWith('Set'));
-  console.log(`at ${n.toLocaleString('en')} keys: ClaimTable uses ${(ours.bytes / seed.bytes * 100).toFixed(0)}% of the Set+timer sketch's heap`);
+  console.log(
+    `at ${n.toLocaleString('en')} keys: ClaimTable uses ${((ours.bytes / seed.bytes) * 100).toFixed(0)}% of the Set+timer sketch's heap`,
+  );
 }
 process.exit(0);

@@ -30,13 +30,34 @@ wss.on('connection', (ws) => {
   ws.on('message', (data) => {
     const frame = JSON.parse(data.toString());
     if (frame.op === 1) ws.send(JSON.stringify({ op: 11 }));
-    if (frame.op === 2) ws.send(JSON.stringify({ op: 0, s: ++seq, t: 'READY', d: { user: { id: '1' }, session_id: 's1', resume_gateway_url: gatewayUrl } }));
+    if (frame.op === 2)
+      ws.send(
+        JSON.stringify({
+          op: 0,
+          s: ++seq,
+          t: 'READY',
+          d: { user: { id: '1' }, session_id: 's1', resume_gateway_url: gatewayUrl },
+        }),
+      );
   });
 });
 const now = new Date().toISOString();
-const dispatch = (n) => JSON.stringify({ op: 0, s: ++seq, t: 'MESSAGE_CREATE', d: {
-  id: `9${n}`, channel_id: `c${n}`, author: { id: `u${n}`, username: 'bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: now, mentions: [], attachments: [], embeds: [],
-} });
+const dispatch = (n) =>
+  JSON.stringify({
+    op: 0,
+    s: ++seq,
+    t: 'MESSAGE_CREATE',
+    d: {
+      id: `9${n}`,
+      channel_id: `c${n}`,
+      author: { id: `u${n}`, username: 'bench' },
+      content: `帮我查一下订单 ORD-${n} 的状态`,
+      timestamp: now,
+      mentions: [],
+      attachments: [],
+      embeds: [],
+    },
+  });
 let sent = 0;
 async function flood() {
   while (flooding) {
@@ -45,10 +66,12 @@ async function flood() {
   }
 }
 
-const config = JSON.stringify({ channels: [
-  { id: 'generic', adapter: 'generic' },
-  { id: 'dc', adapter: 'discord', botToken: TOKEN, gatewayUrl },
-] });
+const config = JSON.stringify({
+  channels: [
+    { id: 'generic', adapter: 'generic' },
+    { id: 'dc', adapter: 'discord', botToken: TOKEN, gatewayUrl },
+  ],
+});
 const { writeFileSync, mkdtempSync } = await import('node:fs');
 const { join } = await import('node:path');
 const { tmpdir } = await import('node:os');
@@ -64,12 +87,29 @@ const counts = async (channel) => {
 
 async function slice(path) {
   const channel = path === 'gateway' ? 'dc' : 'generic';
-  const run = path === 'gateway'
-    ? (() => { flooding = true; void flood(); return async () => { flooding = false; }; })()
-    : (() => {
-      const load = autocannon({ url: `${server.url}/webhooks/generic`, method: 'POST', connections: 32, duration: WARM + seconds + 1, headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`gw-${Date.now()}`) });
-      return async () => { load.stop(); await load; };
-    })();
+  const run =
+    path === 'gateway'
+      ? (() => {
+          flooding = true;
+          void flood();
+          return async () => {
+            flooding = false;
+          };
+        })()
+      : (() => {
+          const load = autocannon({
+            url: `${server.url}/webhooks/generic`,
+            method: 'POST',
+            connections: 32,
+            duration: WARM + seconds + 1,
+            headers: { 'content-type': 'application/json' },
+            requests: newSessionRequests(`gw-${Date.now()}`),
+          });
+          return async () => {
+            load.stop();
+            await load;
+          };
+        })();
   await sleep(WARM * 1000);
   const before = await counts(channel);
   await sleep(seconds * 1000);
@@ -85,10 +125,16 @@ for (let round = 0; round < rounds; round++) {
 }
 server.stop();
 wss.close();
-const fmt = (values) => `${median(values).toFixed(0)} (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)})`;
+const fmt = (values) =>
+  `${median(values).toFixed(0)} (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)})`;
 const ratio = results.gateway.map((g, i) => g.outputs / results.http[i].outputs);
 console.log(`Discord Gateway vs HTTP webhooks, ${seconds}s x ${rounds} rounds, Node ${process.version}`);
 console.log('| path | events/s | outputs/s |');
 console.log('|---|---:|---:|');
-for (const path of ['gateway', 'http']) console.log(`| ${path === 'gateway' ? 'one Gateway socket (discord)' : 'HTTP webhooks, 32 connections (generic)'} | ${fmt(results[path].map((r) => r.events))} | ${fmt(results[path].map((r) => r.outputs))} |`);
-console.log(`Gateway ÷ HTTP, outputs/s: ${fmt(ratio.map((r) => r * 100)).replace(/(\d+)/g, (n) => (Number(n) / 100).toFixed(2))}x`);
+for (const path of ['gateway', 'http'])
+  console.log(
+    `| ${path === 'gateway' ? 'one Gateway socket (discord)' : 'HTTP webhooks, 32 connections (generic)'} | ${fmt(results[path].map((r) => r.events))} | ${fmt(results[path].map((r) => r.outputs))} |`,
+  );
+console.log(
+  `Gateway ÷ HTTP, outputs/s: ${fmt(ratio.map((r) => r * 100)).replace(/(\d+)/g, (n) => (Number(n) / 100).toFixed(2))}x`,
+);

@@ -14,17 +14,28 @@ const rate = Number(process.argv[2] ?? 2000);
 const seconds = Number(process.argv[3] ?? 6);
 const rounds = Number(process.argv[4] ?? 2);
 
-const drive = (server, duration) => autocannon({
-  url: `${server.url}/webhooks/generic`, duration, method: 'POST', connections: 20, overallRate: rate,
-  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
-});
+const drive = (server, duration) =>
+  autocannon({
+    url: `${server.url}/webhooks/generic`,
+    duration,
+    method: 'POST',
+    connections: 20,
+    overallRate: rate,
+    headers: { 'content-type': 'application/json' },
+    requests: newSessionRequests(`${server.pid}-${Date.now()}`),
+  });
 
 const runs = new Map(targets.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
   const order = targets.map((_, i) => targets[(i + round) % targets.length]);
   for (const target of order) {
     let text = '';
-    const server = await start(target, { execArgv: ['--trace-gc-nvp'], onStdout: (chunk) => { text += chunk; } });
+    const server = await start(target, {
+      execArgv: ['--trace-gc-nvp'],
+      onStdout: (chunk) => {
+        text += chunk;
+      },
+    });
     await drive(server, 2); // warm-up: compilation, and the young generation grown to its working size
     const mark = text.length;
     const result = await drive(server, seconds);
@@ -48,10 +59,16 @@ for (let round = 0; round < rounds; round++) {
 }
 
 const f = (x, d = 1) => x.toFixed(d);
-console.log(`\nGC per request at ${rate} req/s, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version}; medians)`);
-console.log('| server | KB allocated / request | KB surviving a scavenge / request | scavenges / s | scavenge pause ms, mean (max) | major GCs | GC pause ms / s |\n|---|---:|---:|---:|---:|---:|---:|');
+console.log(
+  `\nGC per request at ${rate} req/s, ${rounds} rounds of ${seconds}s, one server at a time, every request a new session (node ${process.version}; medians)`,
+);
+console.log(
+  '| server | KB allocated / request | KB surviving a scavenge / request | scavenges / s | scavenge pause ms, mean (max) | major GCs | GC pause ms / s |\n|---|---:|---:|---:|---:|---:|---:|',
+);
 for (const [name] of targets) {
   const r = runs.get(name);
   const m = (key) => median(r.map((x) => x[key]));
-  console.log(`| ${name} | ${f(m('allocatedKb'))} | ${f(m('survivedKb'), 2)} | ${f(m('perSecond'))} | ${f(m('meanPause'), 2)} (${f(Math.max(...r.map((x) => x.maxPause)))}) | ${m('majors')} | ${f(m('gcMsPerS'))} |`);
+  console.log(
+    `| ${name} | ${f(m('allocatedKb'))} | ${f(m('survivedKb'), 2)} | ${f(m('perSecond'))} | ${f(m('meanPause'), 2)} (${f(Math.max(...r.map((x) => x.maxPause)))}) | ${m('majors')} | ${f(m('gcMsPerS'))} |`,
+  );
 }

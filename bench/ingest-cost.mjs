@@ -37,8 +37,13 @@ async function load(server, duration) {
     return { n: r.ok + r.non2xx, errors: r.errors + r.non2xx, p99: r.p99, took: r.took };
   }
   const r = await autocannon({
-    url: `${server.url}/webhooks/generic`, connections: 10, duration, overallRate: rate, method: 'POST',
-    headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
+    url: `${server.url}/webhooks/generic`,
+    connections: 10,
+    duration,
+    overallRate: rate,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    requests: newSessionRequests(`${server.pid}-${Date.now()}`),
   });
   return { n: r.requests.total, errors: r.errors + r.non2xx, p99: r.latency.p99, took: duration };
 }
@@ -54,9 +59,14 @@ for (let round = 0; round < rounds; round++) {
     const after = cpuNs(server.pid);
     const { n, errors, p99, took } = results[i];
     rows.get(server.name).push({
-      main: (after.main - before[i].main) / 1000 / n, all: (after.all - before[i].all) / 1000 / n,
+      main: (after.main - before[i].main) / 1000 / n,
+      all: (after.all - before[i].all) / 1000 / n,
       // A steady load always sends every request; a server that fell behind took longer.
-      n, got: n / Math.max(seconds, took), held: n / (rate * Math.max(seconds, took)), errors, p99,
+      n,
+      got: n / Math.max(seconds, took),
+      held: n / (rate * Math.max(seconds, took)),
+      errors,
+      p99,
     });
     server.stop();
   });
@@ -64,17 +74,31 @@ for (let round = 0; round < rounds; round++) {
 
 const bare = rows.get(targets[0][0]);
 const range = (values, digits) => `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
-console.log(`\ningest cost, all servers side by side at ${rate} req/s each for ${seconds}s (${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}), median of ${rounds} rounds, every request a new session (node ${process.version})`);
-console.log('| server | main thread µs/req (range) | all threads µs/req | bare Koa main ÷ this (median, range) | rate held (lowest round) | requests | errors | p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+console.log(
+  `\ningest cost, all servers side by side at ${rate} req/s each for ${seconds}s (${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}), median of ${rounds} rounds, every request a new session (node ${process.version})`,
+);
+console.log(
+  '| server | main thread µs/req (range) | all threads µs/req | bare Koa main ÷ this (median, range) | rate held (lowest round) | requests | errors | p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|',
+);
 for (const [name] of targets) {
   const r = rows.get(name);
   const ratios = r.map((x, i) => bare[i].main / x.main);
   const held = Math.min(...r.map((x) => x.held));
-  console.log(`| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} (${range(r.map((x) => x.main), 0)}) | ${median(r.map((x) => x.all)).toFixed(1)} | ${median(ratios).toFixed(2)}x (${range(ratios, 2)}) | ${Math.round(held * 100)}%${held < HELD ? '*' : ''} | ${r.reduce((a, x) => a + x.n, 0)} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.p99)).toFixed(1)} |`);
+  console.log(
+    `| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} (${range(
+      r.map((x) => x.main),
+      0,
+    )}) | ${median(r.map((x) => x.all)).toFixed(1)} | ${median(ratios).toFixed(2)}x (${range(ratios, 2)}) | ${Math.round(held * 100)}%${held < HELD ? '*' : ''} | ${r.reduce((a, x) => a + x.n, 0)} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.p99)).toFixed(1)} |`,
+  );
 }
 for (const [name] of targets) {
-  const behind = rows.get(name).map((x, round) => [x, round]).filter(([x]) => x.held < HELD);
+  const behind = rows
+    .get(name)
+    .map((x, round) => [x, round])
+    .filter(([x]) => x.held < HELD);
   if (behind.length > 0) {
-    console.log(`* ${name} fell behind ${rate}/s in round ${behind.map(([x, round]) => `${round + 1} (${Math.round(x.got)}/s)`).join(', ')}: the machine (or the load generator) could not hold the rate for every server; its cost per request still counts, but lower the rate for a fair side-by-side run`);
+    console.log(
+      `* ${name} fell behind ${rate}/s in round ${behind.map(([x, round]) => `${round + 1} (${Math.round(x.got)}/s)`).join(', ')}: the machine (or the load generator) could not hold the rate for every server; its cost per request still counts, but lower the rate for a fair side-by-side run`,
+    );
   }
 }

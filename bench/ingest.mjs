@@ -35,10 +35,15 @@ const rounds = Number(process.argv[4] ?? 6);
 const WARM = 2;
 const BUSY = 0.85;
 
-const load = (url, duration, tag) => autocannon({
-  url: `${url}/webhooks/generic`, connections, duration, method: 'POST',
-  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(tag),
-});
+const load = (url, duration, tag) =>
+  autocannon({
+    url: `${url}/webhooks/generic`,
+    connections,
+    duration,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    requests: newSessionRequests(tag),
+  });
 
 /** One slice on a running server: warm, then measure; req/s, p99 and how busy its main thread was. */
 async function slice(server, measured) {
@@ -67,7 +72,10 @@ if (process.env.BENCH_SEQUENTIAL === '1') {
     }
     const bare = measured.get(bareTarget[0]);
     bareRuns.push(bare);
-    for (const [name] of others) runs.get(name).push({ ...measured.get(name), ratio: measured.get(name).rps / bare.rps, counted: bare.busy >= BUSY });
+    for (const [name] of others)
+      runs
+        .get(name)
+        .push({ ...measured.get(name), ratio: measured.get(name).rps / bare.rps, counted: bare.busy >= BUSY });
   }
 } else {
   const bare = await start(bareTarget);
@@ -76,9 +84,12 @@ if (process.env.BENCH_SEQUENTIAL === '1') {
   try {
     await bracketed(bare, servers, rounds, (server) => slice(server, seconds), {
       onBare: (run) => bareRuns.push(run),
-      onServer: (server, own, before, after) => runs.get(server.name).push({
-        ...own, ratio: own.rps / ((before.rps + after.rps) / 2), counted: before.busy >= BUSY && after.busy >= BUSY,
-      }),
+      onServer: (server, own, before, after) =>
+        runs.get(server.name).push({
+          ...own,
+          ratio: own.rps / ((before.rps + after.rps) / 2),
+          counted: before.busy >= BUSY && after.busy >= BUSY,
+        }),
     });
   } finally {
     bare.stop();
@@ -86,23 +97,32 @@ if (process.env.BENCH_SEQUENTIAL === '1') {
   }
 }
 
-const layout = process.env.BENCH_SEQUENTIAL === '1'
-  ? `${rounds} rounds, each server started, warmed ${WARM}s and measured ${seconds}s in turn (BENCH_SEQUENTIAL=1)`
-  : `${rounds} rounds of slices (${WARM}s warm + ${seconds}s counted), each server's between two of bare Koa`;
+const layout =
+  process.env.BENCH_SEQUENTIAL === '1'
+    ? `${rounds} rounds, each server started, warmed ${WARM}s and measured ${seconds}s in turn (BENCH_SEQUENTIAL=1)`
+    : `${rounds} rounds of slices (${WARM}s warm + ${seconds}s counted), each server's between two of bare Koa`;
 console.log(`\ningest, ${layout}, ${connections} connections, every request a new session (node ${process.version})`);
-console.log(`| server | median req/s | vs bare Koa (median of counted rounds) | range | rounds counted | p99 ms | errors | each round: req/s (main thread busy) |\n|---|---:|---:|---:|---:|---:|---:|---|`);
+console.log(
+  `| server | median req/s | vs bare Koa (median of counted rounds) | range | rounds counted | p99 ms | errors | each round: req/s (main thread busy) |\n|---|---:|---:|---:|---:|---:|---:|---|`,
+);
 const fmt = (x, flag = '') => `${Math.round(x.rps)} (${Math.round(x.busy * 100)}%)${flag}`;
-console.log(`| ${bareTarget[0]} | ${Math.round(median(bareRuns.map((x) => x.rps)))} | 1.00x | | | ${median(bareRuns.map((x) => x.p99))} | ${bareRuns.reduce((a, x) => a + x.errors, 0)} | ${bareRuns.map((x) => fmt(x)).join(', ')} |`);
+console.log(
+  `| ${bareTarget[0]} | ${Math.round(median(bareRuns.map((x) => x.rps)))} | 1.00x | | | ${median(bareRuns.map((x) => x.p99))} | ${bareRuns.reduce((a, x) => a + x.errors, 0)} | ${bareRuns.map((x) => fmt(x)).join(', ')} |`,
+);
 let uncounted = false;
 for (const [name, r] of runs) {
   const counted = r.filter((x) => x.counted);
   const used = counted.length > 0 ? counted : r;
   if (counted.length < r.length) uncounted = true;
   const ratios = used.map((x) => x.ratio);
-  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(ratios).toFixed(2)}x | ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} | ${counted.length} of ${r.length} | ${median(r.map((x) => x.p99))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${r.map((x) => fmt(x, x.counted ? '' : '*')).join(', ')} |`);
+  console.log(
+    `| ${name} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(ratios).toFixed(2)}x | ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} | ${counted.length} of ${r.length} | ${median(r.map((x) => x.p99))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${r.map((x) => fmt(x, x.counted ? '' : '*')).join(', ')} |`,
+  );
 }
 if (uncounted) {
-  console.log(bareRuns.some((x) => x.busy >= BUSY)
-    ? `* not counted: a bare Koa slice next to it had its main thread under ${BUSY * 100}% busy, so autocannon, not the server, set the pace`
-    : `note: bare Koa's main thread never reached ${BUSY * 100}% busy; every round is counted, and the ratios understate the gap`);
+  console.log(
+    bareRuns.some((x) => x.busy >= BUSY)
+      ? `* not counted: a bare Koa slice next to it had its main thread under ${BUSY * 100}% busy, so autocannon, not the server, set the pace`
+      : `note: bare Koa's main thread never reached ${BUSY * 100}% busy; every round is counted, and the ratios understate the gap`,
+  );
 }

@@ -39,10 +39,15 @@ const rounds = Number(process.argv[3] ?? 3);
 const idleSeconds = Number(process.argv[4] ?? 10);
 const IDLE_SETTLE_MS = Number(process.argv[5] ?? 150) * 1000;
 
-const load = (server, duration, options) => autocannon({
-  url: `${server.url}/webhooks/generic`, duration, method: 'POST',
-  headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`), ...options,
-});
+const load = (server, duration, options) =>
+  autocannon({
+    url: `${server.url}/webhooks/generic`,
+    duration,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    requests: newSessionRequests(`${server.pid}-${Date.now()}`),
+    ...options,
+  });
 
 const bursts = process.env.BENCH_BURSTS === '1';
 
@@ -50,12 +55,20 @@ const bursts = process.env.BENCH_BURSTS === '1';
 async function measured(server, duration, rate) {
   if (!bursts) {
     const r = await paced(server, { rate, seconds: duration, connections: 20 });
-    return { result: { requests: { total: r.ok }, errors: r.errors, non2xx: r.non2xx }, took: r.took, p50: r.p50, p99: r.p99, p999: r.p999 };
+    return {
+      result: { requests: { total: r.ok }, errors: r.errors, non2xx: r.non2xx },
+      took: r.took,
+      p50: r.p50,
+      p99: r.p99,
+      p999: r.p999,
+    };
   }
   const options = { connections: 20, overallRate: rate };
   const times = [];
   const run = load(server, duration, options);
-  run.on('response', (_client, status, _bytes, ms) => { if (status < 300) times.push(ms); });
+  run.on('response', (_client, status, _bytes, ms) => {
+    if (status < 300) times.push(ms);
+  });
   const result = await run;
   times.sort((a, b) => a - b);
   const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN;
@@ -72,15 +85,16 @@ const fixedRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : unde
 /** BENCH_HANDLING=1: also read each server's own handling time per request (bench/handling.mjs). */
 const handling = process.env.BENCH_HANDLING === '1';
 const execArgv = handling ? ['--import', join(new URL('.', import.meta.url).pathname, 'handling.mjs')] : [];
-const ask = (server, message) => new Promise((resolve) => {
-  const onMessage = (reply) => {
-    if (reply?.handling === undefined) return; // a server's own message (bare Koa's 'ready')
-    server.child.off('message', onMessage);
-    resolve(reply.handling);
-  };
-  server.child.on('message', onMessage);
-  server.child.send(message);
-});
+const ask = (server, message) =>
+  new Promise((resolve) => {
+    const onMessage = (reply) => {
+      if (reply?.handling === undefined) return; // a server's own message (bare Koa's 'ready')
+      server.child.off('message', onMessage);
+      resolve(reply.handling);
+    };
+    server.child.on('message', onMessage);
+    server.child.send(message);
+  });
 
 /**
  * Seconds of saturating load before the max is counted (BENCH_MAX_WARM=0: none, as before). A
@@ -102,9 +116,22 @@ async function latencyRun(server) {
   // How long the server's main thread and this process (the load generator) waited for a core.
   const waited = [runQueueNs(server.pid), runQueueNs(process.pid)];
   const { result, took, p50, p99, p999 } = await measured(server, seconds, rate);
-  const [serverWait, generatorWait] = [runQueueNs(server.pid) - waited[0], runQueueNs(process.pid) - waited[1]].map((ns) => ns / 1e6 / took);
+  const [serverWait, generatorWait] = [runQueueNs(server.pid) - waited[0], runQueueNs(process.pid) - waited[1]].map(
+    (ns) => ns / 1e6 / took,
+  );
   const own = handling ? await ask(server, 'handling:read') : undefined;
-  return { max, rate, got: result.requests.total / took, p50, p99, max99: p999, errors: result.errors + result.non2xx, serverWait, generatorWait, own };
+  return {
+    max,
+    rate,
+    got: result.requests.total / took,
+    p50,
+    p99,
+    max99: p999,
+    errors: result.errors + result.non2xx,
+    serverWait,
+    generatorWait,
+    own,
+  };
 }
 
 const sequential = process.env.BENCH_SEQUENTIAL === '1';
@@ -120,7 +147,8 @@ if (sequential) {
       server.stop();
     }
     const bare = measuredRound.get(targets[0][0]);
-    for (const [name] of targets) runs.get(name).push({ ...measuredRound.get(name), ratio: measuredRound.get(name).p99 / bare.p99 });
+    for (const [name] of targets)
+      runs.get(name).push({ ...measuredRound.get(name), ratio: measuredRound.get(name).p99 / bare.p99 });
   }
 } else if (rounds > 0) {
   const servers = [];
@@ -130,7 +158,8 @@ if (sequential) {
     const [bare, ...others] = servers;
     await bracketed(bare, others, rounds, latencyRun, {
       onBare: (run) => runs.get(bare.name).push({ ...run, ratio: 1 }),
-      onServer: (server, own, before, after) => runs.get(server.name).push({ ...own, ratio: own.p99 / ((before.p99 + after.p99) / 2) }),
+      onServer: (server, own, before, after) =>
+        runs.get(server.name).push({ ...own, ratio: own.p99 / ((before.p99 + after.p99) / 2) }),
     });
   } finally {
     for (const server of servers) server.stop();
@@ -147,27 +176,40 @@ if (idleSeconds > 0) {
   servers.forEach((server, i) => {
     const after = cpuNs(server.pid);
     // µs of CPU per second of wall time.
-    idle.set(server.name, { main: (after.main - before[i].main) / 1000 / idleSeconds, all: (after.all - before[i].all) / 1000 / idleSeconds });
+    idle.set(server.name, {
+      main: (after.main - before[i].main) / 1000 / idleSeconds,
+      all: (after.all - before[i].all) / 1000 / idleSeconds,
+    });
     server.stop();
   });
 }
 
 const bareIdle = idle.get(targets[0][0]);
 if (rounds > 0) {
-console.log(`\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, ${sequential ? 'each started and measured in turn (BENCH_SEQUENTIAL=1)' : "each server's run between two of bare Koa"}, every request a new session (node ${process.version})`);
-console.log(`| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors | server main thread waiting for a core, ms/s | load generator waiting, ms/s |${handling ? ' server handling p50 / p99 ms |' : ''}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${handling ? '---:|' : ''}`);
-for (const [name] of targets) {
-  const r = runs.get(name);
-  const ratios = r.map((x) => x.ratio);
-  const p99s = r.map((x) => x.p99);
-  console.log(`| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.serverWait)).toFixed(0)} | ${median(r.map((x) => x.generatorWait)).toFixed(0)} |${handling ? ` ${ms(median(r.map((x) => x.own.p50)))} / ${ms(median(r.map((x) => x.own.p99)))} |` : ''}`);
-}
+  console.log(
+    `\nack latency at ${fixedRate ? `${fixedRate} req/s for every server` : "half of each server's own max rate"}, ${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}, ${rounds} rounds of ${seconds}s, one server at a time, ${sequential ? 'each started and measured in turn (BENCH_SEQUENTIAL=1)' : "each server's run between two of bare Koa"}, every request a new session (node ${process.version})`,
+  );
+  console.log(
+    `| server | max req/s (median) | half rate held req/s | p50 ms | p99 ms (median, range) | p99 ÷ bare Koa p99 (median, range) | p99.9 ms | errors | server main thread waiting for a core, ms/s | load generator waiting, ms/s |${handling ? ' server handling p50 / p99 ms |' : ''}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${handling ? '---:|' : ''}`,
+  );
+  for (const [name] of targets) {
+    const r = runs.get(name);
+    const ratios = r.map((x) => x.ratio);
+    const p99s = r.map((x) => x.p99);
+    console.log(
+      `| ${name} | ${Math.round(median(r.map((x) => x.max)))} | ${Math.round(median(r.map((x) => x.got)))} | ${ms(median(r.map((x) => x.p50)))} | ${ms(median(p99s))} (${ms(Math.min(...p99s))}–${ms(Math.max(...p99s))}) | ${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${ms(median(r.map((x) => x.max99)))} | ${r.reduce((a, x) => a + x.errors, 0)} | ${median(r.map((x) => x.serverWait)).toFixed(0)} | ${median(r.map((x) => x.generatorWait)).toFixed(0)} |${handling ? ` ${ms(median(r.map((x) => x.own.p50)))} / ${ms(median(r.map((x) => x.own.p99)))} |` : ''}`,
+    );
+  }
 }
 if (idleSeconds > 0) {
-console.log(`\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s, ${IDLE_SETTLE_MS / 1000}s after start (µs of CPU per second)`);
-console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
-for (const [name] of targets) {
-  const x = idle.get(name);
-  console.log(`| ${name} | ${x.main.toFixed(0)} | ${x.all.toFixed(0)} | ${(x.all / Math.max(1, bareIdle.all)).toFixed(2)}x |`);
-}
+  console.log(
+    `\nidle CPU, no traffic, all servers side by side for ${idleSeconds}s, ${IDLE_SETTLE_MS / 1000}s after start (µs of CPU per second)`,
+  );
+  console.log('| server | main thread µs/s | all threads µs/s | all threads ÷ bare Koa |\n|---|---:|---:|---:|');
+  for (const [name] of targets) {
+    const x = idle.get(name);
+    console.log(
+      `| ${name} | ${x.main.toFixed(0)} | ${x.all.toFixed(0)} | ${(x.all / Math.max(1, bareIdle.all)).toFixed(2)}x |`,
+    );
+  }
 }

@@ -34,7 +34,9 @@ async function measure(name, download) {
   global.gc?.();
   const base = process.memoryUsage().rss;
   let peak = base;
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 10);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 10);
   const started = performance.now();
   await Promise.all(Array.from({ length: count }, (_, i) => download(join(dir, `f${i}`))));
   const seconds = (performance.now() - started) / 1000;
@@ -48,12 +50,20 @@ const baseline = await measure('plain undici request -> file', async (path) => {
   const { body } = await request(url, { dispatcher: plainAgent });
   await pipeline(body, createWriteStream(path));
 });
-const ours = await measure('agent-intake fetchToFile', (path) => fetchToFile(url, path, {
-  maxBytes: size + 1, timeoutMs: 120_000, retries: 0, allowHosts: [new URL(url).host], allowPorts: [],
-}));
+const ours = await measure('agent-intake fetchToFile', (path) =>
+  fetchToFile(url, path, {
+    maxBytes: size + 1,
+    timeoutMs: 120_000,
+    retries: 0,
+    allowHosts: [new URL(url).host],
+    allowPorts: [],
+  }),
+);
 server.close();
 
-console.log(`\nmedia: ${count} concurrent downloads of ${size / 1024 / 1024} MB from loopback (node ${process.version})`);
+console.log(
+  `\nmedia: ${count} concurrent downloads of ${size / 1024 / 1024} MB from loopback (node ${process.version})`,
+);
 console.log('| downloader | MB/s | peak RSS growth MB |\n|---|---:|---:|');
 for (const r of [baseline, ours]) console.log(`| ${r.name} | ${Math.round(r.mbps)} | ${r.peakMb.toFixed(1)} |`);
 process.exit(0);

@@ -41,7 +41,12 @@ function flushBuffer(sessionKey) {
   clearTimeout(buf.timeoutId);
   debounceBuffers.delete(sessionKey);
   output.emit('chat.processedMessage', {
-    type: 'chat.processedMessage', sessionKey, content: buf.messages.join(' '), messageIds: buf.ids, merged: buf.messages.length, timestamp: buf.lastActivity,
+    type: 'chat.processedMessage',
+    sessionKey,
+    content: buf.messages.join(' '),
+    messageIds: buf.ids,
+    merged: buf.messages.length,
+    timestamp: buf.lastActivity,
   });
 }
 
@@ -67,7 +72,11 @@ router.post('/webhooks/:channel', async (ctx) => {
   const message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   const duplicate = isDuplicate(message) || (!message.id && isFuzzyDuplicate(message.content, message.sessionKey));
   if (!duplicate) enqueueMessage(message.sessionKey, message.id, message.content);
-  ctx.body = { accepted: duplicate ? 0 : 1, duplicates: duplicate ? 1 : 0, events: [{ id: message.id, verdict: duplicate ? 'duplicate' : 'accepted' }] };
+  ctx.body = {
+    accepted: duplicate ? 0 : 1,
+    duplicates: duplicate ? 1 : 0,
+    events: [{ id: message.id, verdict: duplicate ? 'duplicate' : 'accepted' }],
+  };
 });
 app.use(router.routes());
 app.listen(Number(process.env.PORT), '127.0.0.1', () => process.send?.('ready'));

@@ -23,16 +23,26 @@ const setups = [
 ];
 // BENCH_TURNS=1: turns.mode off against collect, side by side (every output opens a turn of its session).
 if (process.env.BENCH_TURNS) {
-  setups.splice(0, setups.length,
-    ['memory store, turns off', { store: 'memory' }], ['memory store, turns collect', { store: 'memory', turns: { mode: 'collect' } }],
-    ['sqlite store, turns off', { store: 'sqlite' }], ['sqlite store, turns collect', { store: 'sqlite', turns: { mode: 'collect' } }]);
+  setups.splice(
+    0,
+    setups.length,
+    ['memory store, turns off', { store: 'memory' }],
+    ['memory store, turns collect', { store: 'memory', turns: { mode: 'collect' } }],
+    ['sqlite store, turns off', { store: 'sqlite' }],
+    ['sqlite store, turns collect', { store: 'sqlite', turns: { mode: 'collect' } }],
+  );
 }
 const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
   distPath(dist, 'service/intake.js');
-  const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
-  setups.push([`${name}, memory store`, { store: 'memory', dist }], [`${name}, sqlite store`, { store: 'sqlite', dist }]);
+  const name = existsSync(join(compare, 'COMMIT'))
+    ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim()
+    : 'compared build';
+  setups.push(
+    [`${name}, memory store`, { store: 'memory', dist }],
+    [`${name}, sqlite store`, { store: 'sqlite', dist }],
+  );
 }
 
 if (process.argv[2] === '--child') await child(JSON.parse(process.argv[3]));
@@ -49,31 +59,52 @@ async function parent() {
       results.get(name).push(await run({ ...setup, rate, seconds }));
     }
   }
-  console.log(`\npipeline without HTTP, steady ${rate}/s for ${seconds}s, each message a new session, median of ${rounds} rounds (node ${process.version})`);
+  console.log(
+    `\npipeline without HTTP, steady ${rate}/s for ${seconds}s, each message a new session, median of ${rounds} rounds (node ${process.version})`,
+  );
   console.log('| setup | main thread µs/msg | all threads µs/msg | each round (main) |\n|---|---:|---:|---|');
   for (const [name] of setups) {
     const r = results.get(name);
-    console.log(`| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`);
+    console.log(
+      `| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`,
+    );
   }
 }
 
 function run(setup) {
   return new Promise((resolve, reject) => {
-    const child = fork(new URL(import.meta.url).pathname, ['--child', JSON.stringify(setup)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(new URL(import.meta.url).pathname, ['--child', JSON.stringify(setup)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child.once('message', resolve);
     child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`bench child exited with ${code}`))));
   });
 }
 
-async function child({ store, debounce, turns, floor, rate, seconds, dist = new URL('../dist', import.meta.url).pathname }) {
+async function child({
+  store,
+  debounce,
+  turns,
+  floor,
+  rate,
+  seconds,
+  dist = new URL('../dist', import.meta.url).pathname,
+}) {
   const { default: pino } = await import('pino');
   const { createIntake } = await fromDist(dist, 'service/intake.js');
   const { parseJson } = await import(join(dist, 'http/body.js'));
   const { createAdapter } = await import(join(dist, 'adapters/index.js'));
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
-    configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(debounce ? { debounce } : {}), ...(turns ? { turns } : {}) },
-    env: {}, logger: pino({ level: 'silent' }), cwd: dir,
+    configFile: {
+      store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`,
+      logLevel: 'silent',
+      ...(debounce ? { debounce } : {}),
+      ...(turns ? { turns } : {}),
+    },
+    env: {},
+    logger: pino({ level: 'silent' }),
+    cwd: dir,
   });
   const adapter = createAdapter(intake.config.channels[0]);
   const ingest = floor
@@ -97,7 +128,15 @@ async function child({ store, debounce, turns, floor, rate, seconds, dist = new 
       // Catch up to the rate, but never more than 30 ms of messages in one tick.
       const due = Math.min(Math.floor(elapsed * rate) - sent, rate * 0.03);
       for (let i = 0; i < due; i++, sent++) {
-        const body = Buffer.from(JSON.stringify({ id: `p-${sent}`, sessionKey: `bench:user-${sent}`, sender: { id: `u${sent}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${sent} 的状态`, timestamp: 1710234567 }));
+        const body = Buffer.from(
+          JSON.stringify({
+            id: `p-${sent}`,
+            sessionKey: `bench:user-${sent}`,
+            sender: { id: `u${sent}`, name: 'Bench' },
+            content: `帮我查一下订单 ORD-${sent} 的状态`,
+            timestamp: 1710234567,
+          }),
+        );
         void ingest({ headers: {}, body, query, now: Date.now() });
       }
     }, 10);

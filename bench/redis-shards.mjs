@@ -16,8 +16,14 @@ const MASTERS = Number(process.argv[3] ?? 3);
 const rounds = Number(process.argv[4] ?? 2);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const pids = new Set();
-process.on('exit', () => { for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
-
+process.on('exit', () => {
+  for (const pid of pids)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+});
 
 /** Admit, claim and commit messages [from, from + N), one at a time. */
 async function drive(store, from) {
@@ -26,10 +32,23 @@ async function drive(store, from) {
   let done = 0;
   while (done < N) {
     const batches = await store.claimDue(Date.now(), 30_000, 100);
-    await Promise.all(batches.map((batch) => store.commit(batch, {
-      id: `o-${from}-${batch.debounceKey}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'g', createdAt: Date.now(),
-      body: '{"content":"hello, where is ORD-123?"}', state: 'none',
-    }, Date.now())));
+    await Promise.all(
+      batches.map((batch) =>
+        store.commit(
+          batch,
+          {
+            id: `o-${from}-${batch.debounceKey}`,
+            type: 'chat.processedMessage',
+            sessionKey: batch.sessionKey,
+            channel: 'g',
+            createdAt: Date.now(),
+            body: '{"content":"hello, where is ORD-123?"}',
+            state: 'none',
+          },
+          Date.now(),
+        ),
+      ),
+    );
     done += batches.length;
     if (batches.length === 0) await sleep(2);
   }
@@ -39,16 +58,33 @@ async function drive(store, from) {
 async function startCluster(count) {
   const masters = [];
   for (let n = 0; n < count; n++) {
-    const server = await startRedisServer(['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${n}.conf`, '--cluster-port', String(await freePort())]);
+    const server = await startRedisServer([
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      `nodes-${n}.conf`,
+      '--cluster-port',
+      String(await freePort()),
+    ]);
     pids.add(server.pid);
     masters.push(server);
   }
-  execFileSync('redis-cli', ['--cluster', 'create', ...masters.map((m) => `127.0.0.1:${m.port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...masters.map((m) => `127.0.0.1:${m.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore' },
+  );
   for (;;) {
-    const states = await Promise.all(masters.map(async (m) => {
-      const client = new Redis(m.port, '127.0.0.1');
-      try { return /cluster_state:ok/.test(await client.cluster('INFO')); } finally { client.disconnect(); }
-    }));
+    const states = await Promise.all(
+      masters.map(async (m) => {
+        const client = new Redis(m.port, '127.0.0.1');
+        try {
+          return /cluster_state:ok/.test(await client.cluster('INFO'));
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
     if (states.every(Boolean)) break;
     await sleep(100);
   }
@@ -83,7 +119,9 @@ async function sharded() {
   return result;
 }
 
-console.log(`\n# Redis past one server: ${os.availableParallelism()} cores, node ${process.version}, ${N} messages (each a new session: admit, claim, commit through the store), ${rounds} rounds`);
+console.log(
+  `\n# Redis past one server: ${os.availableParallelism()} cores, node ${process.version}, ${N} messages (each a new session: admit, claim, commit through the store), ${rounds} rounds`,
+);
 const ones = [];
 const shardeds = [];
 for (let r = 0; r < rounds; r++) {
@@ -91,9 +129,17 @@ for (let r = 0; r < rounds; r++) {
   shardeds.push(await sharded());
 }
 const med = (values) => median(values).toFixed(1);
-console.log('\n| store | redis-server CPU per message, each server (µs) | all servers (µs) | the busiest server (µs) | client wall time per message (µs) |\n|---|---|---:|---:|---:|');
-console.log(`| \`redis://\`, one server | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.wallUs))} |`);
+console.log(
+  '\n| store | redis-server CPU per message, each server (µs) | all servers (µs) | the busiest server (µs) | client wall time per message (µs) |\n|---|---|---:|---:|---:|',
+);
+console.log(
+  `| \`redis://\`, one server | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.perServer[0]))} | ${med(ones.map((x) => x.wallUs))} |`,
+);
 const cols = Array.from({ length: MASTERS }, (_, i) => med(shardeds.map((x) => x.perServer[i])));
-console.log(`| \`redis-cluster://\`, ${MASTERS} masters, ${MASTERS} shards | ${cols.join(' / ')} | ${med(shardeds.map((x) => x.perServer.reduce((a, b) => a + b, 0)))} | ${med(shardeds.map((x) => Math.max(...x.perServer)))} | ${med(shardeds.map((x) => x.wallUs))} |`);
-console.log('\nCPU is each redis-server process\'s own (user + system, from schedstat) over the measured part, divided by all messages; the global keys live on one of the masters. The client drives one message at a time, so these are costs, not a saturation test.');
+console.log(
+  `| \`redis-cluster://\`, ${MASTERS} masters, ${MASTERS} shards | ${cols.join(' / ')} | ${med(shardeds.map((x) => x.perServer.reduce((a, b) => a + b, 0)))} | ${med(shardeds.map((x) => Math.max(...x.perServer)))} | ${med(shardeds.map((x) => x.wallUs))} |`,
+);
+console.log(
+  "\nCPU is each redis-server process's own (user + system, from schedstat) over the measured part, divided by all messages; the global keys live on one of the masters. The client drives one message at a time, so these are costs, not a saturation test.",
+);
 process.exit(0);

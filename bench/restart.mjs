@@ -26,9 +26,16 @@ async function fill(path, count) {
   const { default: pino } = await import('pino');
   const { createIntake } = await import('../dist/service/intake.js');
   const shift = 3_600_000;
-  const clock = { now: () => Date.now() - shift, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (t) => clearTimeout(t) };
+  const clock = {
+    now: () => Date.now() - shift,
+    setTimeout: (fn, ms) => setTimeout(fn, ms),
+    clearTimeout: (t) => clearTimeout(t),
+  };
   const intake = await createIntake({
-    configFile: { store: `sqlite:${path}`, debounce: { windowMs: 600_000, maxWaitMs: 600_000 } }, env: {}, logger: pino({ level: 'silent' }), clock,
+    configFile: { store: `sqlite:${path}`, debounce: { windowMs: 600_000, maxWaitMs: 600_000 } },
+    env: {},
+    logger: pino({ level: 'silent' }),
+    clock,
   });
   const query = new URLSearchParams();
   const PER = 100;
@@ -37,9 +44,17 @@ async function fill(path, count) {
     for (let d = 0; d < 8 && sent < count; d++) {
       const messages = [];
       for (let i = 0; i < PER && sent < count; i++, sent++) {
-        messages.push({ id: `r-${sent}`, sessionKey: `restart:user-${sent}`, sender: { id: `u${sent}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${sent} 的状态`, timestamp: 1710234567 });
+        messages.push({
+          id: `r-${sent}`,
+          sessionKey: `restart:user-${sent}`,
+          sender: { id: `u${sent}`, name: 'Bench' },
+          content: `帮我查一下订单 ORD-${sent} 的状态`,
+          timestamp: 1710234567,
+        });
       }
-      deliveries.push(intake.ingest('generic', { headers: {}, body: Buffer.from(JSON.stringify(messages)), query, now: clock.now() }));
+      deliveries.push(
+        intake.ingest('generic', { headers: {}, body: Buffer.from(JSON.stringify(messages)), query, now: clock.now() }),
+      );
     }
     await Promise.all(deliveries);
   }
@@ -50,21 +65,31 @@ async function fill(path, count) {
 /** Child: poll /healthz every 10 ms and /readyz until ready; report timings. */
 async function poll(url) {
   // Timed from the server's spawn, on the clock both processes share (time origin + now).
-  const started = await new Promise((resolve) => process.once('message', (m) => resolve(m.spawnedAt - performance.timeOrigin)));
+  const started = await new Promise((resolve) =>
+    process.once('message', (m) => resolve(m.spawnedAt - performance.timeOrigin)),
+  );
   let listening;
   let ready;
   const healthz = [];
   let stop = false;
-  process.on('message', (m) => { if (m === 'stop') stop = true; });
+  process.on('message', (m) => {
+    if (m === 'stop') stop = true;
+  });
   while (!stop) {
     const t = performance.now();
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     const ms = performance.now() - t;
     if (ok) {
       listening ??= t - started;
       healthz.push(ms);
       if (ready === undefined) {
-        const r = await fetch(`${url}/readyz`).then((res) => res.ok, () => false);
+        const r = await fetch(`${url}/readyz`).then(
+          (res) => res.ok,
+          () => false,
+        );
         if (r) ready = performance.now() - started;
       }
     }
@@ -90,14 +115,29 @@ async function parent(count) {
   const started = performance.now();
   poller.send({ spawnedAt: performance.timeOrigin + started });
   const server = spawn(process.execPath, [join(root, 'dist/main.js')], {
-    cwd: dir, stdio: ['ignore', 'ignore', 'inherit'],
-    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'info', INTAKE_STORE: `sqlite:${path}`, INTAKE_EVENTS_RETENTION_COUNT: String(count * 2) },
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      INTAKE_STORE: `sqlite:${path}`,
+      INTAKE_EVENTS_RETENTION_COUNT: String(count * 2),
+    },
   });
   let rssPeakSampled = 0;
-  const sampler = setInterval(() => { rssPeakSampled = Math.max(rssPeakSampled, rssMb(server.pid).rss); }, 20);
+  const sampler = setInterval(() => {
+    rssPeakSampled = Math.max(rssPeakSampled, rssMb(server.pid).rss);
+  }, 20);
 
   // Read every output from the start of the outbox, as an agent that was away would.
-  while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) await new Promise((resolve) => setTimeout(resolve, 10));
+  while (
+    !(await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  )
+    await new Promise((resolve) => setTimeout(resolve, 10));
   const outputs = new Set();
   const messages = new Map();
   const response = await fetch(`${url}/v1/events?after=0`);
@@ -131,7 +171,9 @@ async function parent(count) {
   const before = cpuNs(server.pid);
   await new Promise((resolve) => setTimeout(resolve, 5000));
   const after = cpuNs(server.pid);
-  const openAfter = await fetch(`${url}/v1/stats`).then((r) => r.json()).then((s) => s.debounce.open);
+  const openAfter = await fetch(`${url}/v1/stats`)
+    .then((r) => r.json())
+    .then((s) => s.debounce.open);
   server.kill('SIGKILL');
   poller.kill();
   rmSync(dir, { recursive: true, force: true });
@@ -140,14 +182,22 @@ async function parent(count) {
   const pct = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
   const twice = [...messages.values()].filter((n) => n > 1).length;
   const peak = Math.max(steady.peak, rssPeakSampled);
-  console.log(`\nrestart with ${filled.open.toLocaleString('en')} overdue buffers (SQLite, filled in ${fillSeconds.toFixed(1)} s, then SIGKILL), node ${process.version}`);
+  console.log(
+    `\nrestart with ${filled.open.toLocaleString('en')} overdue buffers (SQLite, filled in ${fillSeconds.toFixed(1)} s, then SIGKILL), node ${process.version}`,
+  );
   console.log('| measure | value |\n|---|---:|');
   console.log(`| listening (/healthz 200) after start | ${Math.round(polled.listening)} ms |`);
   console.log(`| ready (/readyz 200) after start | ${Math.round(polled.ready)} ms |`);
   console.log(`| backlog drained (last output read) after start | ${drainSeconds.toFixed(1)} s |`);
-  console.log(`| /healthz while draining: p50 / p99 / max (${sorted.length} polls) | ${pct(0.5).toFixed(1)} / ${pct(0.99).toFixed(1)} / ${sorted.at(-1).toFixed(1)} ms |`);
-  console.log(`| peak RSS / RSS once drained | ${peak.toFixed(0)} / ${steady.rss.toFixed(0)} MB (${(peak / steady.rss).toFixed(2)}x) |`);
-  console.log(`| outputs / messages out / messages emitted twice / missing | ${outputs.size} / ${messages.size} / ${twice} / ${count - messages.size} |`);
+  console.log(
+    `| /healthz while draining: p50 / p99 / max (${sorted.length} polls) | ${pct(0.5).toFixed(1)} / ${pct(0.99).toFixed(1)} / ${sorted.at(-1).toFixed(1)} ms |`,
+  );
+  console.log(
+    `| peak RSS / RSS once drained | ${peak.toFixed(0)} / ${steady.rss.toFixed(0)} MB (${(peak / steady.rss).toFixed(2)}x) |`,
+  );
+  console.log(
+    `| outputs / messages out / messages emitted twice / missing | ${outputs.size} / ${messages.size} / ${twice} / ${count - messages.size} |`,
+  );
   console.log(`| buffers still open after | ${openAfter} |`);
   console.log(`| idle CPU after the drain (all threads) | ${((after.all - before.all) / 1000 / 5).toFixed(0)} µs/s |`);
   process.exit(0);

@@ -13,8 +13,12 @@ const root = new URL('..', import.meta.url).pathname;
  * its previous commit in the same run, not against a number from another minute.
  */
 const compare = process.env.BENCH_COMPARE;
-if (compare && !existsSync(join(compare, 'dist/main.js'))) throw new Error(`BENCH_COMPARE=${compare}: no dist/main.js there`);
-const compareName = compare && existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+if (compare && !existsSync(join(compare, 'dist/main.js')))
+  throw new Error(`BENCH_COMPARE=${compare}: no dist/main.js there`);
+const compareName =
+  compare && existsSync(join(compare, 'COMMIT'))
+    ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim()
+    : 'compared build';
 
 /** [name, script, env]: the two baselines first, then agent-intake on each embedded store. */
 export const targets = [
@@ -22,10 +26,16 @@ export const targets = [
   ['naive baseline', 'bench/naive-baseline.mjs', {}],
   ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory' }],
   ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }],
-  ...(compare ? [
-    [`agent-intake ${compareName}, memory store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'memory' }],
-    [`agent-intake ${compareName}, sqlite store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'sqlite:./bench.db' }],
-  ] : []),
+  ...(compare
+    ? [
+        [`agent-intake ${compareName}, memory store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'memory' }],
+        [
+          `agent-intake ${compareName}, sqlite store`,
+          join(compare, 'dist/main.js'),
+          { INTAKE_STORE: 'sqlite:./bench.db' },
+        ],
+      ]
+    : []),
 ];
 
 /**
@@ -36,18 +46,29 @@ export async function start([name, script, env], options = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-'));
   const child = fork(script.startsWith('/') ? script : join(root, script), [], {
-    cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0', ...env },
-    execArgv: options.execArgv ?? [], stdio: ['ignore', options.onStdout ? 'pipe' : 'ignore', 'inherit', 'ipc'],
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0', ...env },
+    execArgv: options.execArgv ?? [],
+    stdio: ['ignore', options.onStdout ? 'pipe' : 'ignore', 'inherit', 'ipc'],
   });
   if (options.onStdout) child.stdout.setEncoding('utf8').on('data', options.onStdout);
   for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status < 500, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status < 500,
+      () => false,
+    );
     if (ok) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    name, pid: child.pid, url: `http://127.0.0.1:${port}`, child,
-    stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); },
+    name,
+    pid: child.pid,
+    url: `http://127.0.0.1:${port}`,
+    child,
+    stop: () => {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -65,18 +86,26 @@ export function freePort() {
 
 /** The body of message `n`: a new message of a new session. */
 export function newSessionBody(tag, n) {
-  return JSON.stringify({ id: `bench-${tag}-${n}`, sessionKey: `bench:user-${n}`, sender: { id: `u${n}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${n} 的状态`, timestamp: 1710234567 });
+  return JSON.stringify({
+    id: `bench-${tag}-${n}`,
+    sessionKey: `bench:user-${n}`,
+    sender: { id: `u${n}`, name: 'Bench' },
+    content: `帮我查一下订单 ORD-${n} 的状态`,
+    timestamp: 1710234567,
+  });
 }
 
 /** An autocannon request whose body is a new message of a new session every time. */
 export function newSessionRequests(tag) {
   let n = 0;
-  return [{
-    setupRequest(request) {
-      request.body = newSessionBody(tag, ++n);
-      return request;
+  return [
+    {
+      setupRequest(request) {
+        request.body = newSessionBody(tag, ++n);
+        return request;
+      },
     },
-  }];
+  ];
 }
 
 /**
@@ -107,8 +136,13 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
   const idle = [];
   let finish;
   let fail;
-  const finished = new Promise((resolve, reject) => { finish = resolve; fail = reject; });
-  const answered = () => { if (++done === total) finish(); };
+  const finished = new Promise((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
+  const answered = () => {
+    if (++done === total) finish();
+  };
 
   const request = (n) => {
     const body = newSessionBody(tag, n);
@@ -118,7 +152,9 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     const socket = connect(Number(port), hostname);
     socket.setNoDelay(true);
     const conn = { socket, dueAt: 0, buffer: '', connected: false };
-    socket.once('connect', () => { conn.connected = true; });
+    socket.once('connect', () => {
+      conn.connected = true;
+    });
     socket.setEncoding('latin1');
     socket.on('data', (chunk) => {
       conn.buffer += chunk;
@@ -138,20 +174,30 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
       // A connection that never opened: the server is not there.
       if (!conn.connected) return fail(new Error(`cannot connect to ${server.url}`));
       // A connection the server closed: what it had in flight is an error; open another.
-      if (conn.dueAt !== 0) { errors++; answered(); }
+      if (conn.dueAt !== 0) {
+        errors++;
+        answered();
+      }
       if (done < total) next(open());
     });
     return conn;
   };
   const next = (conn) => {
     const dueAt = queue.shift();
-    if (dueAt === undefined) { conn.dueAt = 0; idle.push(conn); return; }
+    if (dueAt === undefined) {
+      conn.dueAt = 0;
+      idle.push(conn);
+      return;
+    }
     conn.dueAt = dueAt;
     // The requests taken off the queue so far, this one included, number it.
     conn.socket.write(request(queued - queue.length));
   };
   for (let i = 0; i < connections; i++) idle.push(open());
-  await Promise.race([finished, Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve))))]);
+  await Promise.race([
+    finished,
+    Promise.all(idle.map((conn) => new Promise((resolve) => conn.socket.once('connect', resolve)))),
+  ]);
 
   const started = performance.now();
   const tick = () => {
@@ -261,27 +307,80 @@ export async function startRedisServer(args = []) {
   const { spawn, execFileSync } = await import('node:child_process');
   const { createServer } = await import('node:net');
   const port = await new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => { const { port: p } = server.address(); server.close(() => resolve(p)); });
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port: p } = server.address();
+      server.close(() => resolve(p));
+    });
   });
   const dir = mkdtempSync(join(tmpdir(), 'intake-bench-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning', ...args], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--loglevel',
+      'warning',
+      ...args,
+    ],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
-    try { if (execFileSync('redis-cli', ['-p', String(port), 'PING'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().startsWith('PONG')) break; } catch { /* not yet */ }
+    try {
+      if (
+        execFileSync('redis-cli', ['-p', String(port), 'PING'], { stdio: ['ignore', 'pipe', 'ignore'] })
+          .toString()
+          .startsWith('PONG')
+      )
+        break;
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   const version = /v=(\S+)/.exec(execFileSync('redis-server', ['--version']).toString())?.[1] ?? '?';
-  return { url, port, pid: child.pid, version, stop: () => { child.kill('SIGKILL'); rmSync(dir, { recursive: true, force: true }); } };
+  return {
+    url,
+    port,
+    pid: child.pid,
+    version,
+    stop: () => {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Store-level message `n` (RedisStore.admit's item): a new session with one exact-id claim, due 1 ms after it. */
 export function storeItem(n) {
   const event = {
-    id: `m${n}`, kind: 'message', channel: 'g', adapter: 'generic', namespace: 'g', conversation: { type: 'private', id: `u${n}` }, sessionKey: `g:u${n}`,
-    sender: { id: `u${n}`, name: 'Ana' }, segments: [{ type: 'text', text: 'hello, where is ORD-123?' }], text: 'hello, where is ORD-123?', media: [], mentions: [], timestamp: 1710234567, botId: 'b',
+    id: `m${n}`,
+    kind: 'message',
+    channel: 'g',
+    adapter: 'generic',
+    namespace: 'g',
+    conversation: { type: 'private', id: `u${n}` },
+    sessionKey: `g:u${n}`,
+    sender: { id: `u${n}`, name: 'Ana' },
+    segments: [{ type: 'text', text: 'hello, where is ORD-123?' }],
+    text: 'hello, where is ORD-123?',
+    media: [],
+    mentions: [],
+    timestamp: 1710234567,
+    botId: 'b',
   };
   return {
     claims: [{ key: `id:g:${n}`, space: 'id:g', ttlMs: 300_000, maxKeys: 1_000_000 }],
-    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event }, rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 }, closeNow: false,
+    part: { debounceKey: `g:u${n}\u0000u`, receivedAt: 0, event },
+    rule: { windowMs: 1, maxWaitMs: 10_000, maxMessages: 20 },
+    closeNow: false,
   };
 }

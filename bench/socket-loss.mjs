@@ -22,26 +22,50 @@ import { freePort } from './servers.mjs';
 const root = new URL('..', import.meta.url).pathname;
 const [how = 'kill', framesArg = '20000', msArg = '1500', runsArg = '3'] = process.argv.slice(2);
 const FRAMES = Number(framesArg);
-const builds = [['this build', join(root, 'dist/main.js')], ...(process.env.BENCH_COMPARE ? [['compared build', join(resolve(process.env.BENCH_COMPARE), 'dist/main.js')]] : [])];
+const builds = [
+  ['this build', join(root, 'dist/main.js')],
+  ...(process.env.BENCH_COMPARE ? [['compared build', join(resolve(process.env.BENCH_COMPARE), 'dist/main.js')]] : []),
+];
 const HIGH = 64 * 1024;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const frame = (id) => JSON.stringify({
-  time: 1718000001, self_id: 10001000, post_type: 'message', message_type: 'private', sub_type: 'friend', message_id: id, user_id: 1000 + (id % 20),
-  sender: { user_id: 1000 + (id % 20), nickname: 'u' }, message: [{ type: 'text', data: { text: `m${id} ${'x'.repeat(300)}` } }], raw_message: `m${id}`,
-});
+const frame = (id) =>
+  JSON.stringify({
+    time: 1718000001,
+    self_id: 10001000,
+    post_type: 'message',
+    message_type: 'private',
+    sub_type: 'friend',
+    message_id: id,
+    user_id: 1000 + (id % 20),
+    sender: { user_id: 1000 + (id % 20), nickname: 'u' },
+    message: [{ type: 'text', data: { text: `m${id} ${'x'.repeat(300)}` } }],
+    raw_message: `m${id}`,
+  });
 const FRAME_BYTES = Buffer.byteLength(frame(10_000));
 const tcpMax = (name) => Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]);
 
 function serve(main, dir, port) {
-  const child = spawn(process.execPath, [main], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [main], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', INTAKE_DRAIN_MS: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let log = '';
-  child.stdout.on('data', (chunk) => { log += chunk; });
+  child.stdout.on('data', (chunk) => {
+    log += chunk;
+  });
   child.log = () => log;
   return child;
 }
 async function ready(port) {
   for (;;) {
-    if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(20);
   }
 }
@@ -66,7 +90,8 @@ async function recorded(port) {
       quiet = setTimeout(() => controller.abort(), 1000);
       text += decoder.decode(chunk, { stream: true });
       const end = text.lastIndexOf('\n\n');
-      for (const match of text.slice(0, end).matchAll(/"messageIds":\[([^\]]*)\]/g)) for (const id of match[1].split(',')) ids.push(Number(/:(\d+)"$/.exec(id)[1]));
+      for (const match of text.slice(0, end).matchAll(/"messageIds":\[([^\]]*)\]/g))
+        for (const id of match[1].split(',')) ids.push(Number(/:(\d+)"$/.exec(id)[1]));
       text = text.slice(end + 2);
     }
   } catch (error) {
@@ -78,11 +103,16 @@ async function recorded(port) {
 
 async function run(main) {
   const dir = mkdtempSync(join(tmpdir(), 'socket-loss-'));
-  writeFileSync(join(dir, 'intake.config.json'), JSON.stringify({ channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] }));
+  writeFileSync(
+    join(dir, 'intake.config.json'),
+    JSON.stringify({ channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok' }] }),
+  );
   const port = await freePort();
   let child = serve(main, dir, port);
   await ready(port);
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/webhooks/qq`, { headers: { authorization: 'Bearer tok', 'x-self-id': '10001000' } });
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/webhooks/qq`, {
+    headers: { authorization: 'Bearer tok', 'x-self-id': '10001000' },
+  });
   socket.on('error', () => undefined);
   await new Promise((resolve) => socket.once('open', resolve));
   const started = Date.now();
@@ -90,7 +120,8 @@ async function run(main) {
   let stop = false;
   const sending = new Promise((resolve) => {
     const burst = () => {
-      while (!stop && sent < FRAMES && socket.readyState === WebSocket.OPEN && socket.bufferedAmount < HIGH) socket.send(frame(++sent));
+      while (!stop && sent < FRAMES && socket.readyState === WebSocket.OPEN && socket.bufferedAmount < HIGH)
+        socket.send(frame(++sent));
       if (!stop && sent < FRAMES && socket.readyState === WebSocket.OPEN) setImmediate(burst);
       else resolve();
     };
@@ -114,10 +145,14 @@ async function run(main) {
   return { sent, recorded: ids.length, lost: sent - ids.length, prefix, refused };
 }
 
-console.log(`${how} ${msArg} ms into a flood of ${FRAMES} frames of ${FRAME_BYTES} B (at most ${HIGH / 1024} KiB unsent in the bot); TCP buffer maxima: receive ${(tcpMax('tcp_rmem') / 2 ** 20).toFixed(1)} MiB, send ${(tcpMax('tcp_wmem') / 2 ** 20).toFixed(1)} MiB`);
+console.log(
+  `${how} ${msArg} ms into a flood of ${FRAMES} frames of ${FRAME_BYTES} B (at most ${HIGH / 1024} KiB unsent in the bot); TCP buffer maxima: receive ${(tcpMax('tcp_rmem') / 2 ** 20).toFixed(1)} MiB, send ${(tcpMax('tcp_wmem') / 2 ** 20).toFixed(1)} MiB`,
+);
 for (let i = 0; i < Number(runsArg); i++) {
   for (const [name, main] of builds) {
     const r = await run(main);
-    console.log(`${name}: sent ${r.sent}, recorded ${r.recorded} (${r.prefix ? '1..k' : 'NOT 1..k'}), lost in flight ${r.lost} (${Math.round((r.lost * FRAME_BYTES) / 1024)} KiB)${r.refused ? `, ${r.refused} refused shutting_down` : ''}`);
+    console.log(
+      `${name}: sent ${r.sent}, recorded ${r.recorded} (${r.prefix ? '1..k' : 'NOT 1..k'}), lost in flight ${r.lost} (${Math.round((r.lost * FRAME_BYTES) / 1024)} KiB)${r.refused ? `, ${r.refused} refused shutting_down` : ''}`,
+    );
   }
 }

@@ -48,9 +48,20 @@ async function child(role) {
   if (role === 'bare') {
     const { createServer } = await import('node:http');
     let received = 0;
-    const server = createServer((req, res) => res.end(JSON.stringify(req.url === '/v1/stats' ? { channels: { qq: { received, emitted: received } } } : { ok: true })));
+    const server = createServer((req, res) =>
+      res.end(
+        JSON.stringify(req.url === '/v1/stats' ? { channels: { qq: { received, emitted: received } } } : { ok: true }),
+      ),
+    );
     const wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: 1_048_576 });
-    server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => { JSON.parse(data.toString()); received++; })));
+    server.on('upgrade', (req, socket, head) =>
+      wss.handleUpgrade(req, socket, head, (ws) =>
+        ws.on('message', (data) => {
+          JSON.parse(data.toString());
+          received++;
+        }),
+      ),
+    );
     server.listen(port, '127.0.0.1');
     return;
   }
@@ -61,10 +72,17 @@ async function child(role) {
   const logger = pino({ level: 'warn' });
   const intake = await createIntake({
     configFile: {
-      store: 'memory', logLevel: 'warn', server: { port, maxConnections: CONNS + 100 },
-      channels: [{ id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: TOKEN }, { id: 'qqh', adapter: 'onebot', secret: SECRET }],
+      store: 'memory',
+      logLevel: 'warn',
+      server: { port, maxConnections: CONNS + 100 },
+      channels: [
+        { id: 'qq', adapter: 'onebot', transport: 'ws-reverse', accessToken: TOKEN },
+        { id: 'qqh', adapter: 'onebot', secret: SECRET },
+      ],
     },
-    env: {}, logger, cwd: process.cwd(),
+    env: {},
+    logger,
+    cwd: process.cwd(),
   });
   const server = await listen(intake.app.callback(), intake.config, logger);
   server.on('upgrade', (req, socket, head) => {
@@ -73,7 +91,8 @@ async function child(role) {
 }
 
 /** OneBot v11 private message `n`: message_id and user_id n, so a new session every time. */
-const frame = (n, time) => `{"time":${time},"self_id":${SELF_ID},"post_type":"message","message_type":"private","sub_type":"friend","message_id":${n},"user_id":${n},"sender":{"user_id":${n},"nickname":"u"},"message":[{"type":"text","data":{"text":"hello ${n}"}}],"raw_message":"hello ${n}"}`;
+const frame = (n, time) =>
+  `{"time":${time},"self_id":${SELF_ID},"post_type":"message","message_type":"private","sub_type":"friend","message_id":${n},"user_id":${n},"sender":{"user_id":${n},"nickname":"u"},"message":[{"type":"text","data":{"text":"hello ${n}"}}],"raw_message":"hello ${n}"}`;
 let next = 100_000_000;
 
 async function connect(url, selfId) {
@@ -111,8 +130,12 @@ async function counted(server, channel, seconds) {
   const wall = (b.at - a.at) * 1000; // µs
   const own = process.cpuUsage(a.own);
   return {
-    rps: events / (wall / 1e6), outputs: (b.emitted - a.emitted) / (wall / 1e6), main: (b.cpu.main - a.cpu.main) / 1000 / events, all: (b.cpu.all - a.cpu.all) / 1000 / events,
-    busy: (b.cpu.main - a.cpu.main) / 1000 / wall, sender: (own.user + own.system) / wall,
+    rps: events / (wall / 1e6),
+    outputs: (b.emitted - a.emitted) / (wall / 1e6),
+    main: (b.cpu.main - a.cpu.main) / 1000 / events,
+    all: (b.cpu.all - a.cpu.all) / 1000 / events,
+    busy: (b.cpu.main - a.cpu.main) / 1000 / wall,
+    sender: (own.user + own.system) / wall,
   };
 }
 
@@ -149,15 +172,24 @@ async function httpSlice(server, seconds) {
   const time = Math.floor(Date.now() / 1000);
   let built = 0;
   const load = autocannon({
-    url: `${server.url}/webhooks/qqh`, connections: HTTP_CONNECTIONS, duration: WARM + seconds + 0.5, method: 'POST',
-    requests: [{
-      setupRequest(request) {
-        built++;
-        request.body = frame(next++, time);
-        request.headers = { 'content-type': 'application/json', 'x-self-id': String(SELF_ID), 'x-signature': `sha1=${createHmac('sha1', SECRET).update(request.body).digest('hex')}` };
-        return request;
+    url: `${server.url}/webhooks/qqh`,
+    connections: HTTP_CONNECTIONS,
+    duration: WARM + seconds + 0.5,
+    method: 'POST',
+    requests: [
+      {
+        setupRequest(request) {
+          built++;
+          request.body = frame(next++, time);
+          request.headers = {
+            'content-type': 'application/json',
+            'x-self-id': String(SELF_ID),
+            'x-signature': `sha1=${createHmac('sha1', SECRET).update(request.body).digest('hex')}`,
+          };
+          return request;
+        },
       },
-    }],
+    ],
   });
   const run = await counted(server, 'qqh', seconds);
   const result = await load;
@@ -165,14 +197,23 @@ async function httpSlice(server, seconds) {
   // Requests in flight when autocannon stopped may or may not have been read: between the 2xx answers and those written.
   const got = (await settled(server, 'qqh', base + answered)) - base;
   const bad = result.errors + result.non2xx;
-  return { ...run, sent: built, lost: Math.max(0, answered - got), check: got >= answered && got <= built && bad === 0 ? 'ok' : `received ${got}, answered ${answered}, built ${built}, ${bad} errors/non-2xx` };
+  return {
+    ...run,
+    sent: built,
+    lost: Math.max(0, answered - got),
+    check:
+      got >= answered && got <= built && bad === 0
+        ? 'ok'
+        : `received ${got}, answered ${answered}, built ${built}, ${bad} errors/non-2xx`,
+  };
 }
 
 /** The child's RSS and heapUsed after gc(), over IPC. */
-const ask = (server) => new Promise((resolve) => {
-  server.child.once('message', (reply) => resolve(reply.mem));
-  server.child.send('mem');
-});
+const ask = (server) =>
+  new Promise((resolve) => {
+    server.child.once('message', (reply) => resolve(reply.mem));
+    server.child.send('mem');
+  });
 
 /** Memory per idle connection at CONNS sockets, and the state after closing them all. */
 async function memory(name, role) {
@@ -180,10 +221,24 @@ async function memory(name, role) {
   try {
     const open = async (from, count) => {
       const sockets = [];
-      for (let i = 0; i < count; i += 50) sockets.push(...await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => connect(server.url, from + i + j))));
+      for (let i = 0; i < count; i += 50)
+        sockets.push(
+          ...(await Promise.all(
+            Array.from({ length: Math.min(50, count - i) }, (_, j) => connect(server.url, from + i + j)),
+          )),
+        );
       return sockets;
     };
-    const closeAll = (sockets) => Promise.all(sockets.map((s) => new Promise((resolve) => { s.once('close', resolve); s.close(); })));
+    const closeAll = (sockets) =>
+      Promise.all(
+        sockets.map(
+          (s) =>
+            new Promise((resolve) => {
+              s.once('close', resolve);
+              s.close();
+            }),
+        ),
+      );
     await closeAll(await open(30_000_000, 20)); // warm the handshake path before the first reading
     await fetch(`${server.url}/v1/connections`);
     await sleep(500);
@@ -191,14 +246,31 @@ async function memory(name, role) {
     const sockets = await open(20_000_000, CONNS);
     await sleep(1000);
     const after = await ask(server);
-    const listed = async () => role === 'bare' ? [] : (await (await fetch(`${server.url}/v1/connections`)).json()).connections.filter((c) => c.botId.startsWith('2'));
+    const listed = async () =>
+      role === 'bare'
+        ? []
+        : (await (await fetch(`${server.url}/v1/connections`)).json()).connections.filter((c) =>
+            c.botId.startsWith('2'),
+          );
     const openListed = (await listed()).filter((c) => c.state === 'open').length;
     await closeAll(sockets);
     let closedListed = 0;
-    for (let i = 0; i < 50 && role !== 'bare' && closedListed < CONNS; i++) closedListed = await sleep(100).then(listed).then((l) => l.filter((c) => c.state === 'closed').length);
+    for (let i = 0; i < 50 && role !== 'bare' && closedListed < CONNS; i++)
+      closedListed = await sleep(100)
+        .then(listed)
+        .then((l) => l.filter((c) => c.state === 'closed').length);
     const healthz = (await fetch(`${server.url}/healthz`)).status;
     const closed = await ask(server);
-    return { rss: (after.rss - before.rss) / CONNS, heap: (after.heapUsed - before.heapUsed) / CONNS, before, after, closed, openListed, closedListed, healthz };
+    return {
+      rss: (after.rss - before.rss) / CONNS,
+      heap: (after.heapUsed - before.heapUsed) / CONNS,
+      before,
+      after,
+      closed,
+      openListed,
+      closedListed,
+      healthz,
+    };
   } finally {
     server.stop();
   }
@@ -214,24 +286,37 @@ async function parent() {
   ];
   const compare = process.env.BENCH_COMPARE;
   if (compare) {
-    const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
-    setups.push([`agent-intake ${name}, one reverse WebSocket`, 'intake', wsSlice, { BENCH_SOCKETS_DIST: resolve(compare, 'dist') }]);
+    const name = existsSync(join(compare, 'COMMIT'))
+      ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim()
+      : 'compared build';
+    setups.push([
+      `agent-intake ${name}, one reverse WebSocket`,
+      'intake',
+      wsSlice,
+      { BENCH_SOCKETS_DIST: resolve(compare, 'dist') },
+    ]);
   }
   const servers = [];
-  for (const [name, role, , env] of setups) servers.push(await start([name, 'bench/sockets.mjs', { BENCH_SOCKETS_ROLE: role, ...env }]));
+  for (const [name, role, , env] of setups)
+    servers.push(await start([name, 'bench/sockets.mjs', { BENCH_SOCKETS_ROLE: role, ...env }]));
   const runs = setups.map(() => []);
   try {
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < setups.length; k++) {
         const i = (k + round) % setups.length;
         runs[i][round] = await setups[i][2](servers[i], seconds);
-        console.error(`round ${round + 1}, ${setups[i][0]}: ${Math.round(runs[i][round].rps)} events/s, ${runs[i][round].check}`);
+        console.error(
+          `round ${round + 1}, ${setups[i][0]}: ${Math.round(runs[i][round].rps)} events/s, ${runs[i][round].check}`,
+        );
       }
     }
   } finally {
     for (const server of servers) server.stop();
   }
-  const memSetups = [['agent-intake', 'intake'], ['bare ws server', 'bare']];
+  const memSetups = [
+    ['agent-intake', 'intake'],
+    ['bare ws server', 'bare'],
+  ];
   const mem = memSetups.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (let k = 0; k < memSetups.length; k++) {
@@ -244,26 +329,56 @@ async function parent() {
   const range = (xs, f) => `${f(Math.min(...xs))}–${f(Math.max(...xs))}`;
   const ratio = (a, b) => runs[a].map((x, r) => x.rps / runs[b][r].rps);
   const x = (v) => `${v.toFixed(2)}x`;
-  console.log(`\nOneBot events, one new session each, ${rounds} rounds of ${WARM}s warm + ${seconds}s counted, setups rotated (node ${process.version})`);
-  console.log('| setup | events/s (median, range) | outputs/s | main thread µs/event | all threads µs/event | main thread busy | sender busy | lost |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    `\nOneBot events, one new session each, ${rounds} rounds of ${WARM}s warm + ${seconds}s counted, setups rotated (node ${process.version})`,
+  );
+  console.log(
+    '| setup | events/s (median, range) | outputs/s | main thread µs/event | all threads µs/event | main thread busy | sender busy | lost |\n|---|---:|---:|---:|---:|---:|---:|---:|',
+  );
   setups.forEach(([name], i) => {
     const r = runs[i];
     const m = (f) => median(r.map(f));
-    console.log(`| ${name} | ${int(m((v) => v.rps))} (${range(r.map((v) => v.rps), int)}) | ${int(m((v) => v.outputs))} | ${m((v) => v.main).toFixed(1)} | ${m((v) => v.all).toFixed(1)} | ${Math.round(m((v) => v.busy) * 100)}% | ${Math.round(m((v) => v.sender) * 100)}% | ${r.reduce((a, v) => a + v.lost, 0)} |`);
+    console.log(
+      `| ${name} | ${int(m((v) => v.rps))} (${range(
+        r.map((v) => v.rps),
+        int,
+      )}) | ${int(m((v) => v.outputs))} | ${m((v) => v.main).toFixed(1)} | ${m((v) => v.all).toFixed(1)} | ${Math.round(m((v) => v.busy) * 100)}% | ${Math.round(m((v) => v.sender) * 100)}% | ${r.reduce((a, v) => a + v.lost, 0)} |`,
+    );
   });
-  for (const [label, a, b, goal] of [['WebSocket ÷ HTTP', 0, 1, 2], ['WebSocket ÷ bare ws', 0, 2, 0.5]]) {
+  for (const [label, a, b, goal] of [
+    ['WebSocket ÷ HTTP', 0, 1, 2],
+    ['WebSocket ÷ bare ws', 0, 2, 0.5],
+  ]) {
     const rs = ratio(a, b);
-    console.log(`| **${label}** (goal >= ${goal}x) | **${x(median(rs))}** (${range(rs, x)}) | | | | | | ${median(rs) >= goal ? 'met' : 'not met'} |`);
+    console.log(
+      `| **${label}** (goal >= ${goal}x) | **${x(median(rs))}** (${range(rs, x)}) | | | | | | ${median(rs) >= goal ? 'met' : 'not met'} |`,
+    );
   }
   const checks = runs.flat().filter((v) => v.check !== 'ok');
-  console.log(checks.length === 0 ? 'every slice settled at received == sent' : `NOT SETTLED: ${checks.map((v) => v.check).join('; ')}`);
-  console.log(`\nmemory per idle connection, ${CONNS} sockets, a fresh child per round, median of ${rounds} (after gc)`);
-  console.log(`| server | RSS bytes / connection (range) | heapUsed bytes / connection (range) | RSS MB before → with ${CONNS} → closed | heapUsed MB before → with → closed | listed open / closed | /healthz after |\n|---|---:|---:|---:|---:|---:|---:|`);
+  console.log(
+    checks.length === 0
+      ? 'every slice settled at received == sent'
+      : `NOT SETTLED: ${checks.map((v) => v.check).join('; ')}`,
+  );
+  console.log(
+    `\nmemory per idle connection, ${CONNS} sockets, a fresh child per round, median of ${rounds} (after gc)`,
+  );
+  console.log(
+    `| server | RSS bytes / connection (range) | heapUsed bytes / connection (range) | RSS MB before → with ${CONNS} → closed | heapUsed MB before → with → closed | listed open / closed | /healthz after |\n|---|---:|---:|---:|---:|---:|---:|`,
+  );
   const mb = (b) => (b / 1048576).toFixed(1);
   mem.forEach((r, i) => {
     const m = r.find((v) => v.rss === median(r.map((w) => w.rss)));
     const lists = memSetups[i][1] === 'bare' ? 'n/a' : r.map((v) => `${v.openListed} / ${v.closedListed}`).join(', ');
-    console.log(`| ${memSetups[i][0]} | ${int(m.rss)} (${range(r.map((v) => v.rss), int)}) | ${int(median(r.map((v) => v.heap)))} (${range(r.map((v) => v.heap), int)}) | ${mb(m.before.rss)} → ${mb(m.after.rss)} → ${mb(m.closed.rss)} | ${mb(m.before.heapUsed)} → ${mb(m.after.heapUsed)} → ${mb(m.closed.heapUsed)} | ${lists} | ${r.map((v) => v.healthz).join(', ')} |`);
+    console.log(
+      `| ${memSetups[i][0]} | ${int(m.rss)} (${range(
+        r.map((v) => v.rss),
+        int,
+      )}) | ${int(median(r.map((v) => v.heap)))} (${range(
+        r.map((v) => v.heap),
+        int,
+      )}) | ${mb(m.before.rss)} → ${mb(m.after.rss)} → ${mb(m.closed.rss)} | ${mb(m.before.heapUsed)} → ${mb(m.after.heapUsed)} → ${mb(m.closed.heapUsed)} | ${lists} | ${r.map((v) => v.healthz).join(', ')} |`,
+    );
   });
 }
 

@@ -25,21 +25,43 @@ function follow(url, n) {
         if (res.statusCode !== 200) return reject(new Error(`stream ${i}: ${res.statusCode}`));
         if (++opened === n) resolve();
         res.setEncoding('utf8');
-        res.on('data', (chunk) => { received[i] += chunk.split('\nevent: chat.processedMessage\n').length - 1 + (chunk.startsWith('event: chat.processedMessage\n') ? 1 : 0); });
+        res.on('data', (chunk) => {
+          received[i] +=
+            chunk.split('\nevent: chat.processedMessage\n').length -
+            1 +
+            (chunk.startsWith('event: chat.processedMessage\n') ? 1 : 0);
+        });
       });
       req.on('error', () => undefined);
       requests.push(req);
     }
   });
-  return { ready, received, close: () => { for (const req of requests) req.destroy(); } };
+  return {
+    ready,
+    received,
+    close: () => {
+      for (const req of requests) req.destroy();
+    },
+  };
 }
 
-console.log(`\n# SSE fan-out: ${os.availableParallelism()} cores, node ${process.version}, ${rate} webhooks/s for ${seconds} s, each a new session (one output each)`);
-console.log('| live /v1/events clients | ack p50 ms | ack p99 ms | service CPU µs per webhook | outputs each client received (min / expected) |\n|---:|---:|---:|---:|---|');
+console.log(
+  `\n# SSE fan-out: ${os.availableParallelism()} cores, node ${process.version}, ${rate} webhooks/s for ${seconds} s, each a new session (one output each)`,
+);
+console.log(
+  '| live /v1/events clients | ack p50 ms | ack p99 ms | service CPU µs per webhook | outputs each client received (min / expected) |\n|---:|---:|---:|---:|---|',
+);
 for (const n of counts) {
-  const server = await start(['agent-intake, memory store', 'dist/main.js', {
-    INTAKE_STORE: 'memory', INTAKE_DEBOUNCE_WINDOW_MS: '50', INTAKE_EVENTS_MAX_STREAMS: String(Math.max(n, 1)), INTAKE_MAX_CONNECTIONS: String(n + 200),
-  }]);
+  const server = await start([
+    'agent-intake, memory store',
+    'dist/main.js',
+    {
+      INTAKE_STORE: 'memory',
+      INTAKE_DEBOUNCE_WINDOW_MS: '50',
+      INTAKE_EVENTS_MAX_STREAMS: String(Math.max(n, 1)),
+      INTAKE_MAX_CONNECTIONS: String(n + 200),
+    },
+  ]);
   const clients = follow(server.url, n);
   await clients.ready;
   await paced(server, { rate, seconds: 1, tag: `warm-${n}` });
@@ -50,7 +72,9 @@ for (const n of counts) {
   await sleep(1500);
   const cpu = ((cpuTicks(server.pid).all - before.all) * 10_000) / result.total;
   const got = clients.received.map((count, i) => count - base[i]);
-  console.log(`| ${n} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${cpu.toFixed(0)} | ${n ? Math.min(...got) : '–'} / ${result.ok} |`);
+  console.log(
+    `| ${n} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${cpu.toFixed(0)} | ${n ? Math.min(...got) : '–'} / ${result.ok} |`,
+  );
   clients.close();
   server.stop();
 }

@@ -11,7 +11,9 @@ import { join, resolve } from 'node:path';
 
 const perBlock = Number(process.argv[2] ?? 2000);
 const blocks = Number(process.argv[3] ?? 9);
-const dist = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE, 'dist') : new URL('../dist', import.meta.url).pathname;
+const dist = process.env.BENCH_COMPARE
+  ? resolve(process.env.BENCH_COMPARE, 'dist')
+  : new URL('../dist', import.meta.url).pathname;
 const { item, draft } = await import(join(dist, 'testing/index.js'));
 const { MemoryStore } = await import(join(dist, 'store/local/memory.js'));
 const { SqliteStore } = await import(join(dist, 'store/sqlite/sqlite.js'));
@@ -29,17 +31,30 @@ async function block(store, mode) {
   for (let i = 0; i < perBlock; i += 20) {
     const at = n + 1;
     const keys = Array.from({ length: 20 }, () => `bench:user-${++n}`);
-    await Promise.all(keys.map((sessionKey) => store.admit([item(`m-${sessionKey}`, { sessionKey, at, closeNow: true })], at)));
+    await Promise.all(
+      keys.map((sessionKey) => store.admit([item(`m-${sessionKey}`, { sessionKey, at, closeNow: true })], at)),
+    );
     const batches = await store.claimDue(at, 1000, 20);
-    await Promise.all(batches.map((batch) => store.commitTurn(batch, draft(`o-${batch.sessionKey}`, 'none', batch.sessionKey, at), at, rule)));
+    await Promise.all(
+      batches.map((batch) =>
+        store.commitTurn(batch, draft(`o-${batch.sessionKey}`, 'none', batch.sessionKey, at), at, rule),
+      ),
+    );
   }
   const used = process.cpuUsage(start);
   return { cpu: (used.user + used.system) / perBlock, bytes: (written() - bytes) / perBlock };
 }
 
-console.log(`store commit path, each message a new session, ${perBlock} per block, median of ${blocks} blocks (${dist})`);
-console.log('| store | turns off µs/msg | collect µs/msg | collect ÷ off | bytes written/msg, off / collect |\n|---|---:|---:|---:|---:|');
-for (const [name, open] of [['memory', () => new MemoryStore()], ['sqlite', () => new SqliteStore(join(dir, `s${Date.now()}.db`), { now: 0 })]]) {
+console.log(
+  `store commit path, each message a new session, ${perBlock} per block, median of ${blocks} blocks (${dist})`,
+);
+console.log(
+  '| store | turns off µs/msg | collect µs/msg | collect ÷ off | bytes written/msg, off / collect |\n|---|---:|---:|---:|---:|',
+);
+for (const [name, open] of [
+  ['memory', () => new MemoryStore()],
+  ['sqlite', () => new SqliteStore(join(dir, `s${Date.now()}.db`), { now: 0 })],
+]) {
   const store = await open();
   const off = [];
   const on = [];
@@ -52,6 +67,8 @@ for (const [name, open] of [['memory', () => new MemoryStore()], ['sqlite', () =
   await store.close();
   const cpu = (blocks_) => median(blocks_.map((b) => b.cpu));
   const bytes = (blocks_) => Math.round(median(blocks_.map((b) => b.bytes)));
-  console.log(`| ${name} | ${cpu(off).toFixed(1)} | ${cpu(on).toFixed(1)} | ${(cpu(on) / cpu(off)).toFixed(2)}x | ${bytes(off)} / ${bytes(on)} |`);
+  console.log(
+    `| ${name} | ${cpu(off).toFixed(1)} | ${cpu(on).toFixed(1)} | ${(cpu(on) / cpu(off)).toFixed(2)}x | ${bytes(off)} / ${bytes(on)} |`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });

@@ -26,7 +26,9 @@ const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
   distPath(dist, 'service/intake.js');
-  const name = existsSync(join(compare, 'COMMIT')) ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim() : 'compared build';
+  const name = existsSync(join(compare, 'COMMIT'))
+    ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim()
+    : 'compared build';
   setups.push(
     [`${name}, memory, turns off`, { store: 'memory', dist }],
     [`${name}, memory, collect, each message a new session`, { store: 'memory', turns: 'collect', dist }],
@@ -48,17 +50,23 @@ async function parent() {
       results.get(name).push(await run({ ...setup, rate, seconds }));
     }
   }
-  console.log(`\nagent turns, pipeline without HTTP, steady ${rate}/s for ${seconds}s, median of ${rounds} rounds (node ${process.version})`);
+  console.log(
+    `\nagent turns, pipeline without HTTP, steady ${rate}/s for ${seconds}s, median of ${rounds} rounds (node ${process.version})`,
+  );
   console.log('| setup | main thread µs/msg | all threads µs/msg | each round (main) |\n|---|---:|---:|---|');
   for (const [name] of setups) {
     const r = results.get(name);
-    console.log(`| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`);
+    console.log(
+      `| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`,
+    );
   }
 }
 
 function run(setup) {
   return new Promise((resolve, reject) => {
-    const child = fork(new URL(import.meta.url).pathname, ['--child', JSON.stringify(setup)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(new URL(import.meta.url).pathname, ['--child', JSON.stringify(setup)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child.once('message', resolve);
     child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`bench child exited with ${code}`))));
   });
@@ -69,8 +77,14 @@ async function child({ store, turns, sessions, rate, seconds, dist = new URL('..
   const { createIntake } = await fromDist(dist, 'service/intake.js');
   const dir = mkdtempSync(join(tmpdir(), 'intake-pipeline-'));
   const intake = await createIntake({
-    configFile: { store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`, logLevel: 'silent', ...(turns ? { turns: { mode: turns } } : {}) },
-    env: {}, logger: pino({ level: 'silent' }), cwd: dir,
+    configFile: {
+      store: store === 'memory' ? 'memory' : `sqlite:${join(dir, 'b.db')}`,
+      logLevel: 'silent',
+      ...(turns ? { turns: { mode: turns } } : {}),
+    },
+    env: {},
+    logger: pino({ level: 'silent' }),
+    cwd: dir,
   });
   const ingest = (delivery) => intake.ingest('generic', delivery);
   const mainTicks = () => cpuTicks(process.pid).main;
@@ -91,7 +105,15 @@ async function child({ store, turns, sessions, rate, seconds, dist = new URL('..
       // Catch up to the rate, but never more than 30 ms of messages in one tick.
       const due = Math.min(Math.floor(elapsed * rate) - sent, rate * 0.03);
       for (let i = 0; i < due; i++, sent++) {
-        const body = Buffer.from(JSON.stringify({ id: `p-${sent}`, sessionKey: `bench:user-${sessions ? sent % sessions : sent}`, sender: { id: `u${sent}`, name: 'Bench' }, content: `帮我查一下订单 ORD-${sent} 的状态`, timestamp: 1710234567 }));
+        const body = Buffer.from(
+          JSON.stringify({
+            id: `p-${sent}`,
+            sessionKey: `bench:user-${sessions ? sent % sessions : sent}`,
+            sender: { id: `u${sent}`, name: 'Bench' },
+            content: `帮我查一下订单 ORD-${sent} 的状态`,
+            timestamp: 1710234567,
+          }),
+        );
         void ingest({ headers: {}, body, query, now: Date.now() });
       }
     }, 10);

@@ -21,21 +21,36 @@ const generic = {
   name: 'generic (Standard Webhooks)',
   channel: { id: 'generic', adapter: 'generic', secret: SECRET },
   delivery(i) {
-    const body = Buffer.from(JSON.stringify({ id: `m${i}`, sessionKey: `cli:${i}`, sender: { id: 'u1', name: 'User' }, content: `hello ${i}` }));
+    const body = Buffer.from(
+      JSON.stringify({
+        id: `m${i}`,
+        sessionKey: `cli:${i}`,
+        sender: { id: 'u1', name: 'User' },
+        content: `hello ${i}`,
+      }),
+    );
     const id = `msg_${i}`;
     const ts = Math.floor(Date.now() / 1000);
     const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
     const signature = createHmac('sha256', key).update(`${id}.${ts}.`).update(body).digest('base64');
-    return { headers: { 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` }, body };
+    return {
+      headers: { 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` },
+      body,
+    };
   },
 };
 const cases = [generic];
-for (const file of readdirSync(new URL('./verify/', import.meta.url)).filter((name) => name.endsWith('.mjs')).sort()) {
+for (const file of readdirSync(new URL('./verify/', import.meta.url))
+  .filter((name) => name.endsWith('.mjs'))
+  .sort()) {
   const mod = await import(new URL(`./verify/${file}`, import.meta.url));
   cases.push({ name: mod.name ?? file.replace(/\.mjs$/, ''), channel: mod.channel, delivery: mod.delivery });
 }
 
-const config = loadConfig({ env: {}, file: { store: 'memory', logLevel: 'silent', channels: cases.map((c) => c.channel) } });
+const config = loadConfig({
+  env: {},
+  file: { store: 'memory', logLevel: 'silent', channels: cases.map((c) => c.channel) },
+});
 const channels = new Channels(config);
 const limits = { maxDepth: config.server.maxDepth, maxKeys: config.server.maxKeys };
 const json = (bytes) => parseJson(bytes, limits.maxDepth, limits.maxKeys);
@@ -46,13 +61,19 @@ function run(c) {
   let events = 0;
   const started = process.cpuUsage();
   for (const raw of c.deliveries) {
-    const delivery = { headers: raw.headers, body: raw.body, query: raw.query ?? new URLSearchParams(), now: Date.now() };
+    const delivery = {
+      headers: raw.headers,
+      body: raw.body,
+      query: raw.query ?? new URLSearchParams(),
+      now: Date.now(),
+    };
     adapter.verify(delivery);
     const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits, json) : json(delivery.body);
     events += adapter.normalize(body, delivery).events.length;
   }
   const used = process.cpuUsage(started);
-  if (events < c.deliveries.length) throw new Error(`${c.name}: ${events} events from ${c.deliveries.length} deliveries`);
+  if (events < c.deliveries.length)
+    throw new Error(`${c.name}: ${events} events from ${c.deliveries.length} deliveries`);
   return (used.user + used.system) / c.deliveries.length;
 }
 

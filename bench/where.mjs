@@ -38,7 +38,10 @@ function skip(reason) {
 if (spawnSync('perf', ['--version']).status !== 0) skip('it needs Linux perf (Debian: apt-get install linux-perf)');
 const paranoid = Number(readFileSync('/proc/sys/kernel/perf_event_paranoid', 'utf8'));
 // Above 1, perf samples user space only for a non-root user: the kernel rows would read 0.
-if (process.getuid?.() !== 0 && paranoid > 1) skip(`perf may not sample the kernel here (kernel.perf_event_paranoid is ${paranoid}): run as root, or sysctl kernel.perf_event_paranoid=1`);
+if (process.getuid?.() !== 0 && paranoid > 1)
+  skip(
+    `perf may not sample the kernel here (kernel.perf_event_paranoid is ${paranoid}): run as root, or sysctl kernel.perf_event_paranoid=1`,
+  );
 
 const ourCode = new URL('../dist/', import.meta.url).pathname;
 
@@ -55,12 +58,20 @@ function categoryOf(frames) {
     if (sym.includes('/bench/')) return 'JS: the bench server itself';
     return 'JS: Node internals';
   }
-  if (sym === '[unknown]' || dso.startsWith('/tmp/perf-')) return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+  if (sym === '[unknown]' || dso.startsWith('/tmp/perf-'))
+    return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
   if (dso.includes('better_sqlite3')) return 'SQLite (better-sqlite3)';
   if (/libc\.so|libstdc\+\+|libm\.so|ld-linux|\[vdso\]/.test(dso)) return 'libc (malloc, memcpy, ...)';
-  if (/Scaveng|MarkCompact|Marking|Sweep|Evacuat|RecordWrite|Remembered|ConcurrentMark|Heap::|GCTracer|MemoryAllocator|BasicMemoryChunk/.test(sym)) return 'V8: garbage collector';
-  if (/Builtins_|v8::|V8|Runtime_|Stub/.test(sym)) return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
-  if (/node::|uv_|uv__|llhttp|OPENSSL|ossl_|EVP_|sha256|simdutf|nghttp|cares|ares_/.test(sym)) return 'Node native (streams, HTTP parser, libuv, OpenSSL)';
+  if (
+    /Scaveng|MarkCompact|Marking|Sweep|Evacuat|RecordWrite|Remembered|ConcurrentMark|Heap::|GCTracer|MemoryAllocator|BasicMemoryChunk/.test(
+      sym,
+    )
+  )
+    return 'V8: garbage collector';
+  if (/Builtins_|v8::|V8|Runtime_|Stub/.test(sym))
+    return 'V8: builtins and runtime (ICs, calls, JSON, strings, compiler)';
+  if (/node::|uv_|uv__|llhttp|OPENSSL|ossl_|EVP_|sha256|simdutf|nghttp|cares|ares_/.test(sym))
+    return 'Node native (streams, HTTP parser, libuv, OpenSSL)';
   return 'other native code';
 }
 
@@ -73,10 +84,13 @@ function* samplesOf(text) {
     const lines = block.split('\n');
     const head = lines.findIndex((line) => /^\s*\d+\s*$/.test(line));
     if (head === -1) continue;
-    const frames = lines.slice(head + 1).filter((line) => line.trim() !== '').map((line) => {
-      const m = /^\s*[0-9a-f]+ (.*) \(([^)]*)\)\s*$/.exec(line);
-      return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: line.trim(), dso: '' };
-    });
+    const frames = lines
+      .slice(head + 1)
+      .filter((line) => line.trim() !== '')
+      .map((line) => {
+        const m = /^\s*[0-9a-f]+ (.*) \(([^)]*)\)\s*$/.exec(line);
+        return m ? { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] } : { sym: line.trim(), dso: '' };
+      });
     yield { period: Number(lines[head]), frames };
   }
 }
@@ -85,16 +99,27 @@ const dir = mkdtempSync(join(tmpdir(), 'intake-where-'));
 const rows = [];
 for (const target of targets) {
   const server = await start(target, { execArgv: ['--perf-basic-prof-only-functions'] });
-  const load = (duration) => autocannon({
-    url: `${server.url}/webhooks/generic`, connections, duration, method: 'POST',
-    headers: { 'content-type': 'application/json' }, requests: newSessionRequests(`${server.pid}-${Date.now()}`),
-  });
+  const load = (duration) =>
+    autocannon({
+      url: `${server.url}/webhooks/generic`,
+      connections,
+      duration,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      requests: newSessionRequests(`${server.pid}-${Date.now()}`),
+    });
   await load(3); // warm-up: compiled code, and the young generation grown to its working size
   const data = join(dir, `${server.pid}.data`);
   // cpu-clock: a timer, on every machine (a VM often has no hardware counters).
-  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-g', '-t', String(server.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const perf = spawn(
+    'perf',
+    ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-g', '-t', String(server.pid), '-o', data],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let perfErrors = '';
-  perf.stderr.setEncoding('utf8').on('data', (chunk) => { perfErrors += chunk; });
+  perf.stderr.setEncoding('utf8').on('data', (chunk) => {
+    perfErrors += chunk;
+  });
   const perfExited = new Promise((resolve) => perf.once('exit', resolve));
   const early = await Promise.race([perfExited.then(() => true), sleep(500).then(() => false)]);
   if (early) {
@@ -106,7 +131,10 @@ for (const target of targets) {
   const result = await load(seconds);
   perf.kill('SIGINT');
   await perfExited;
-  const script = spawnSync('perf', ['script', '-i', data, '-F', 'period,ip,sym,dso'], { maxBuffer: 1 << 30, encoding: 'utf8' }).stdout;
+  const script = spawnSync('perf', ['script', '-i', data, '-F', 'period,ip,sym,dso'], {
+    maxBuffer: 1 << 30,
+    encoding: 'utf8',
+  }).stdout;
   server.stop();
   rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
   const byCategory = new Map();
@@ -120,18 +148,29 @@ for (const target of targets) {
   }
   if (totalNs === 0 || !kernelSeen) {
     rmSync(dir, { recursive: true, force: true });
-    skip(`perf recorded ${totalNs === 0 ? 'nothing' : 'no kernel time'} for ${target[0]} (${perfErrors.trim().split('\n')[0] || 'no message'})`);
+    skip(
+      `perf recorded ${totalNs === 0 ? 'nothing' : 'no kernel time'} for ${target[0]} (${perfErrors.trim().split('\n')[0] || 'no message'})`,
+    );
   }
   const requests = result.requests.total;
   const perRequest = (ns) => ns / 1000 / requests;
-  rows.push({ name: target[0], rps: result.requests.average, total: perRequest(totalNs), byCategory: new Map([...byCategory].map(([k, ns]) => [k, perRequest(ns)])) });
+  rows.push({
+    name: target[0],
+    rps: result.requests.average,
+    total: perRequest(totalNs),
+    byCategory: new Map([...byCategory].map(([k, ns]) => [k, perRequest(ns)])),
+  });
 }
 rmSync(dir, { recursive: true, force: true });
 
-const categories = [...new Set(rows.flatMap((row) => [...row.byCategory.keys()]))]
-  .sort((a, b) => (rows[2]?.byCategory.get(b) ?? 0) - (rows[2]?.byCategory.get(a) ?? 0));
-console.log(`\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf cpu-clock at ${HZ} Hz)`);
+const categories = [...new Set(rows.flatMap((row) => [...row.byCategory.keys()]))].sort(
+  (a, b) => (rows[2]?.byCategory.get(b) ?? 0) - (rows[2]?.byCategory.get(a) ?? 0),
+);
+console.log(
+  `\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf cpu-clock at ${HZ} Hz)`,
+);
 console.log(`| category | ${rows.map((row) => row.name).join(' | ')} |\n|---|${rows.map(() => '---:').join('|')}|`);
-for (const category of categories) console.log(`| ${category} | ${rows.map((row) => (row.byCategory.get(category) ?? 0).toFixed(1)).join(' | ')} |`);
+for (const category of categories)
+  console.log(`| ${category} | ${rows.map((row) => (row.byCategory.get(category) ?? 0).toFixed(1)).join(' | ')} |`);
 console.log(`| **main thread, all** | ${rows.map((row) => `**${row.total.toFixed(1)}**`).join(' | ')} |`);
 console.log(`| req/s in that run | ${rows.map((row) => row.rps.toFixed(0)).join(' | ')} |`);

@@ -50,7 +50,11 @@ $('forget-token').addEventListener('click', () => {
 /** A /v1 call with the token; a 401 brings the prompt back and tries again once a token is given. */
 export async function api(path, init = {}) {
   for (;;) {
-    const response = await fetch(path, { ...init, headers: { ...headers(), ...(init.headers ?? {}) }, cache: 'no-store' });
+    const response = await fetch(path, {
+      ...init,
+      headers: { ...headers(), ...(init.headers ?? {}) },
+      cache: 'no-store',
+    });
     if (response.status !== 401) {
       if (token) $('forget-token').hidden = false;
       return response;

@@ -24,20 +24,39 @@ const every = (ms) => (ms % 1000 === 0 ? `every ${ms / 1000} s` : `every ${ms} m
 function when(ms, now, cls) {
   if (typeof ms !== 'number') return el('td', { class: `${cls} never` }, 'never');
   const at = new Date(ms);
-  return el('td', { class: cls }, el('time', { dateTime: at.toISOString(), title: `${at.toLocaleDateString()} ${time(ms)}` }, ago(ms, now)));
+  return el(
+    'td',
+    { class: cls },
+    el('time', { dateTime: at.toISOString(), title: `${at.toLocaleDateString()} ${time(ms)}` }, ago(ms, now)),
+  );
 }
 
 function row(connection, now) {
   const state = STATES.has(connection.state) ? connection.state : 'other';
   const beat = connection.lastHeartbeatAt;
-  const late = state === 'open' && typeof beat === 'number' && connection.heartbeatMs > 0 && now - beat > LATE_AFTER_BEATS * connection.heartbeatMs;
+  const late =
+    state === 'open' &&
+    typeof beat === 'number' &&
+    connection.heartbeatMs > 0 &&
+    now - beat > LATE_AFTER_BEATS * connection.heartbeatMs;
   const heartbeat = when(beat, now, 'heartbeat');
-  if (connection.heartbeatMs > 0) heartbeat.append(' ', el('span', { class: 'hint interval' }, every(connection.heartbeatMs)));
+  if (connection.heartbeatMs > 0)
+    heartbeat.append(' ', el('span', { class: 'hint interval' }, every(connection.heartbeatMs)));
   if (late) {
     heartbeat.classList.add('late');
     heartbeat.append(' ', el('span', { class: 'late-note' }, 'late'));
   }
-  return el('tr', { class: `connection state-${state}`, data: { channel: String(connection.channel ?? ''), bot: String(connection.botId ?? ''), role: String(connection.role ?? ''), state } },
+  return el(
+    'tr',
+    {
+      class: `connection state-${state}`,
+      data: {
+        channel: String(connection.channel ?? ''),
+        bot: String(connection.botId ?? ''),
+        role: String(connection.role ?? ''),
+        state,
+      },
+    },
     el('th', { scope: 'row', class: 'channel' }, String(connection.channel ?? '')),
     el('td', { class: 'transport' }, String(connection.transport ?? '')),
     el('td', { class: 'bot' }, String(connection.botId ?? '')),
@@ -47,17 +66,34 @@ function row(connection, now) {
     when(connection.connectedAt, now, 'connected'),
     when(connection.lastEventAt, now, 'event'),
     heartbeat,
-    el('td', { class: 'reconnects' }, String(connection.reconnects ?? 0)));
+    el('td', { class: 'reconnects' }, String(connection.reconnects ?? 0)),
+  );
 }
 
 function empty(columns) {
-  return el('tr', {}, el('td', { colSpan: columns, class: 'empty' },
-    'No bot is connected. A channel with ', el('code', {}, '"transport": "ws-reverse"'),
-    ' lets bots (NapCat, Lagrange, …) connect to ', el('code', {}, '/webhooks/<id>'), ' of this service; with ',
-    el('code', {}, '"transport": "ws"'), ' the service dials the bot\'s forward WebSocket at the channel\'s ', el('code', {}, 'url'),
-    '. Without a public URL: a ', el('code', {}, '"discord"'), ' channel holds the Discord Gateway, Slack ',
-    el('code', {}, '"transport": "socket"'), ' holds a Socket Mode connection, Telegram ', el('code', {}, '"transport": "poll"'),
-    ' long-polls getUpdates; one instance holds each.'));
+  return el(
+    'tr',
+    {},
+    el(
+      'td',
+      { colSpan: columns, class: 'empty' },
+      'No bot is connected. A channel with ',
+      el('code', {}, '"transport": "ws-reverse"'),
+      ' lets bots (NapCat, Lagrange, …) connect to ',
+      el('code', {}, '/webhooks/<id>'),
+      ' of this service; with ',
+      el('code', {}, '"transport": "ws"'),
+      " the service dials the bot's forward WebSocket at the channel's ",
+      el('code', {}, 'url'),
+      '. Without a public URL: a ',
+      el('code', {}, '"discord"'),
+      ' channel holds the Discord Gateway, Slack ',
+      el('code', {}, '"transport": "socket"'),
+      ' holds a Socket Mode connection, Telegram ',
+      el('code', {}, '"transport": "poll"'),
+      ' long-polls getUpdates; one instance holds each.',
+    ),
+  );
 }
 
 function render(connections) {

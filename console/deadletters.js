@@ -28,16 +28,37 @@ export function createDeadLetters({ trace }) {
     const list = body.deadletters ?? [];
     $('dead-count').textContent = String(body.count ?? list.length);
     $('retry-all').disabled = list.length === 0;
-    $('dead-note').textContent = list.length === 0 ? 'None: every push to the agent was delivered or is still being tried.' : '';
-    $('dead-list').replaceChildren(...list.map((letter) => el('li', { class: 'dead-letter', data: { id: letter.id } },
-      el('div', { class: 'meta' },
-        el('time', {}, letter.failedAt ? time(letter.failedAt) : ''),
-        el('span', { class: 'channel' }, letter.channel ?? ''),
-        el('span', { class: 'session' }, letter.sessionKey ?? ''),
-        el('button', { type: 'button', class: 'id', on: { click: () => trace(letter.id) } }, short(letter.id)),
-        el('span', {}, counted(letter.attempts, 'attempt'))),
-      el('p', { class: 'error' }, letter.lastError ?? 'no error recorded'),
-      el('button', { type: 'button', class: 'retry', on: { click: (event) => retry(event.currentTarget, `v1/deadletters/${encodeURIComponent(letter.id)}/retry`) } }, 'Retry'))));
+    $('dead-note').textContent =
+      list.length === 0 ? 'None: every push to the agent was delivered or is still being tried.' : '';
+    $('dead-list').replaceChildren(
+      ...list.map((letter) =>
+        el(
+          'li',
+          { class: 'dead-letter', data: { id: letter.id } },
+          el(
+            'div',
+            { class: 'meta' },
+            el('time', {}, letter.failedAt ? time(letter.failedAt) : ''),
+            el('span', { class: 'channel' }, letter.channel ?? ''),
+            el('span', { class: 'session' }, letter.sessionKey ?? ''),
+            el('button', { type: 'button', class: 'id', on: { click: () => trace(letter.id) } }, short(letter.id)),
+            el('span', {}, counted(letter.attempts, 'attempt')),
+          ),
+          el('p', { class: 'error' }, letter.lastError ?? 'no error recorded'),
+          el(
+            'button',
+            {
+              type: 'button',
+              class: 'retry',
+              on: {
+                click: (event) => retry(event.currentTarget, `v1/deadletters/${encodeURIComponent(letter.id)}/retry`),
+              },
+            },
+            'Retry',
+          ),
+        ),
+      ),
+    );
   }
 
   async function retry(button, path) {

@@ -20,7 +20,9 @@ export function el(tag, props = {}, ...children) {
 export function append(node, children) {
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    node.append(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+    node.append(
+      typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child,
+    );
   }
 }
 

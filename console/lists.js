@@ -53,9 +53,29 @@ export function createLists({ trace, refreshDeadLetters }) {
     dirty = false;
     const visible = (item) => !sessionFilter || item.sessionKey === sessionFilter;
     const feedRows = feed.filter(visible).reverse().map(feedRow);
-    $('feed').replaceChildren(...(feedRows.length ? feedRows : [el('li', { class: 'empty' }, sessionFilter ? 'No deliveries of this session in this page.' : 'No deliveries yet.')]));
+    $('feed').replaceChildren(
+      ...(feedRows.length
+        ? feedRows
+        : [
+            el(
+              'li',
+              { class: 'empty' },
+              sessionFilter ? 'No deliveries of this session in this page.' : 'No deliveries yet.',
+            ),
+          ]),
+    );
     const outputRows = outputs.filter(visible).reverse().map(outputRow);
-    $('outputs').replaceChildren(...(outputRows.length ? outputRows : [el('li', { class: 'empty' }, sessionFilter ? 'No outputs of this session in this page.' : 'No outputs yet.')]));
+    $('outputs').replaceChildren(
+      ...(outputRows.length
+        ? outputRows
+        : [
+            el(
+              'li',
+              { class: 'empty' },
+              sessionFilter ? 'No outputs of this session in this page.' : 'No outputs yet.',
+            ),
+          ]),
+    );
     // Forget elements of items that fell off the lists.
     for (const key of feedEls.keys()) if (!feed.some((entry) => entry.n === key)) feedEls.delete(key);
     for (const key of outputEls.keys()) if (!outputs.some((output) => output.id === key)) outputEls.delete(key);
@@ -64,28 +84,53 @@ export function createLists({ trace, refreshDeadLetters }) {
   function feedRow(entry) {
     let row = feedEls.get(entry.n);
     if (!row) {
-      const idButton = entry.id ? el('button', { type: 'button', class: 'id', title: `trace ${entry.id}`, on: { click: () => trace(entry.platformId ?? entry.id) } }, entry.platformId ?? entry.id) : null;
-      row = el('li', { class: `entry verdict-${entry.verdict}`, data: { n: String(entry.n), verdict: entry.verdict ?? '' } },
-        el('div', { class: 'meta' },
+      const idButton = entry.id
+        ? el(
+            'button',
+            {
+              type: 'button',
+              class: 'id',
+              title: `trace ${entry.id}`,
+              on: { click: () => trace(entry.platformId ?? entry.id) },
+            },
+            entry.platformId ?? entry.id,
+          )
+        : null;
+      row = el(
+        'li',
+        { class: `entry verdict-${entry.verdict}`, data: { n: String(entry.n), verdict: entry.verdict ?? '' } },
+        el(
+          'div',
+          { class: 'meta' },
           el('time', {}, time(entry.at)),
           el('span', { class: 'channel' }, entry.bot ? `${entry.channel}/${entry.bot}` : entry.channel),
           entry.sessionKey ? el('span', { class: 'session' }, entry.sessionKey) : null,
           senderOf(entry),
           idButton,
-          entry.instance ? el('span', { class: 'instance', title: 'the instance that recorded it' }, `@${entry.instance}`) : null),
+          entry.instance
+            ? el('span', { class: 'instance', title: 'the instance that recorded it' }, `@${entry.instance}`)
+            : null,
+        ),
         entry.preview ? el('p', { class: 'preview' }, entry.preview) : null,
-        el('p', { class: 'verdict' },
+        el(
+          'p',
+          { class: 'verdict' },
           el('span', { class: 'badge' }, VERDICT_LABEL[entry.verdict] ?? entry.verdict ?? '?'),
           entry.reason ? el('span', { class: 'reason' }, entry.reason) : null,
-          el('span', { class: 'merged' })));
+          el('span', { class: 'merged' }),
+        ),
+      );
       feedEls.set(entry.n, row);
     }
     // Only the accepted arrival went into the output; its duplicates did not.
     const merged = entry.verdict === 'accepted' ? mergedInto.get(entry.id) : undefined;
     const slot = row.querySelector('.merged');
     if (merged && !slot.hasChildNodes()) {
-      append(slot, ['→ output ', el('button', { type: 'button', class: 'id', on: { click: () => trace(merged.output) } }, short(merged.output)),
-        merged.parts > 1 ? ` (merged ${merged.parts})` : '']);
+      append(slot, [
+        '→ output ',
+        el('button', { type: 'button', class: 'id', on: { click: () => trace(merged.output) } }, short(merged.output)),
+        merged.parts > 1 ? ` (merged ${merged.parts})` : '',
+      ]);
     }
     return row;
   }
@@ -94,30 +139,65 @@ export function createLists({ trace, refreshDeadLetters }) {
     let row = outputEls.get(output.id);
     if (!row) {
       const partIds = output.messageIds ?? [];
-      row = el('li', { class: 'output', data: { id: output.id } },
-        el('div', { class: 'meta' },
+      row = el(
+        'li',
+        { class: 'output', data: { id: output.id } },
+        el(
+          'div',
+          { class: 'meta' },
           el('time', {}, output.timestamp ? time(output.timestamp * 1000) : ''),
           el('span', { class: 'seq' }, `#${output.seq}`),
           el('span', { class: 'type' }, output.type),
           el('span', { class: 'channel' }, output.channel ?? ''),
           el('span', { class: 'session' }, output.sessionKey ?? ''),
           senderOf(output),
-          el('button', { type: 'button', class: 'id', title: `trace ${output.id}`, on: { click: () => trace(output.id) } }, short(output.id))),
+          el(
+            'button',
+            { type: 'button', class: 'id', title: `trace ${output.id}`, on: { click: () => trace(output.id) } },
+            short(output.id),
+          ),
+        ),
         output.content ? el('p', { class: 'content' }, output.content) : null,
-        el('div', { class: 'parts' },
+        el(
+          'div',
+          { class: 'parts' },
           el('span', { class: 'label' }, output.merged > 1 ? `merged ${output.merged} parts:` : 'part:'),
-          partIds.map((id) => el('button', { type: 'button', class: 'id part', title: `trace ${id}`, on: { click: () => trace(id) } }, id))),
+          partIds.map((id) =>
+            el(
+              'button',
+              { type: 'button', class: 'id part', title: `trace ${id}`, on: { click: () => trace(id) } },
+              id,
+            ),
+          ),
+        ),
         (output.media ?? []).length ? el('div', { class: 'media' }, output.media.map(mediaItem)) : null,
-        (output.mediaErrors ?? []).length ? el('ul', { class: 'media-errors' }, output.mediaErrors.map((e) => el('li', {}, `media failed: ${e.reason} (${e.url})`))) : null,
-        el('div', { class: 'foot' },
-          output.replyBot ? el('span', { class: 'reply-bot' }, `reply bot: ${output.replyBot.channel}${output.replyBot.botId ? `/${output.replyBot.botId}` : ''}`) : null,
-          el('span', { class: 'delivery' })));
+        (output.mediaErrors ?? []).length
+          ? el(
+              'ul',
+              { class: 'media-errors' },
+              output.mediaErrors.map((e) => el('li', {}, `media failed: ${e.reason} (${e.url})`)),
+            )
+          : null,
+        el(
+          'div',
+          { class: 'foot' },
+          output.replyBot
+            ? el(
+                'span',
+                { class: 'reply-bot' },
+                `reply bot: ${output.replyBot.channel}${output.replyBot.botId ? `/${output.replyBot.botId}` : ''}`,
+              )
+            : null,
+          el('span', { class: 'delivery' }),
+        ),
+      );
       outputEls.set(output.id, row);
       const newest = outputs.length - outputs.indexOf(output) <= DELIVERY_LOOKUPS;
       if (newest && !deliveries.has(output.id)) {
         apiJson(`v1/events/${encodeURIComponent(output.id)}`)
           .then((body) => {
-            if (!deliveries.has(output.id) || deliveries.get(output.id).fromLookup) deliveries.set(output.id, { ...body.delivery, fromLookup: true });
+            if (!deliveries.has(output.id) || deliveries.get(output.id).fromLookup)
+              deliveries.set(output.id, { ...body.delivery, fromLookup: true });
             changed();
           })
           .catch(() => undefined);
@@ -165,7 +245,8 @@ export function createLists({ trace, refreshDeadLetters }) {
   }
 
   /** Whether this page has received a delivery or an output of that session. */
-  const sessionSeen = (sessionKey) => feed.some((e) => e.sessionKey === sessionKey) || outputs.some((o) => o.sessionKey === sessionKey);
+  const sessionSeen = (sessionKey) =>
+    feed.some((e) => e.sessionKey === sessionKey) || outputs.some((o) => o.sessionKey === sessionKey);
 
   return { changed, onActivity, onOutput, setSessionFilter, sessionSeen };
 }

@@ -13,20 +13,35 @@ export function mediaItem(item) {
   const label = `${item.type} · ${item.mime} · ${formatBytes(item.bytes)}`;
   const blobOf = () => {
     if (!mediaUrls.has(item.path)) {
-      mediaUrls.set(item.path, api(url).then(async (response) => {
-        if (!response.ok) throw new Error(`media answered ${response.status}`);
-        return URL.createObjectURL(await response.blob());
-      }));
+      mediaUrls.set(
+        item.path,
+        api(url).then(async (response) => {
+          if (!response.ok) throw new Error(`media answered ${response.status}`);
+          return URL.createObjectURL(await response.blob());
+        }),
+      );
     }
     return mediaUrls.get(item.path);
   };
   if (item.type === 'image' && !item.path.startsWith('/')) {
     const img = el('img', { alt: label, title: label, class: 'thumb' });
     const figure = el('figure', { class: 'thumb-box' }, img, el('figcaption', {}, label));
-    blobOf().then((src) => { img.src = src; }, () => { figure.classList.add('missing'); });
+    blobOf().then(
+      (src) => {
+        img.src = src;
+      },
+      () => {
+        figure.classList.add('missing');
+      },
+    );
     return figure;
   }
-  if (item.path.startsWith('/')) return el('span', { class: 'file', title: item.path }, `${name} (${label}; outside the working directory, not served)`);
+  if (item.path.startsWith('/'))
+    return el(
+      'span',
+      { class: 'file', title: item.path },
+      `${name} (${label}; outside the working directory, not served)`,
+    );
   const link = el('a', { href: '#', class: 'file', download: name, title: label }, `${name} (${label})`);
   link.addEventListener('click', async (event) => {
     if (link.href.startsWith('blob:')) return;

@@ -6,7 +6,18 @@ import { $, el, time } from './dom.js';
 
 const BUCKET_MS = 10_000;
 const BUCKETS = 30;
-const ACTIONS = ['received', 'deduped', 'fuzzy_deduped', 'correlated', 'debounced', 'held', 'emitted', 'rejected', 'ignored', 'looped'];
+const ACTIONS = [
+  'received',
+  'deduped',
+  'fuzzy_deduped',
+  'correlated',
+  'debounced',
+  'held',
+  'emitted',
+  'rejected',
+  'ignored',
+  'looped',
+];
 const snapshots = []; // { at, received, emitted }
 
 /** Poll `v1/stats` every `everyMs`, refreshing the dead letters after each poll. */
@@ -27,23 +38,46 @@ export function startStats({ everyMs, refreshDeadLetters }) {
 function renderStats(stats) {
   const instances = stats.instances ?? [];
   $('scope').replaceChildren(
-    'Served by instance ', el('strong', { class: 'served-by' }, String(stats.instance ?? location.host)),
+    'Served by instance ',
+    el('strong', { class: 'served-by' }, String(stats.instance ?? location.host)),
     instances.length > 1
       ? `: feed, trail and counters of all ${instances.length} instances on store `
       : ': feed, trail and counters of this instance, the whole deployment on store ',
-    el('strong', { class: 'store-kind' }, String(stats.store ?? '?')));
+    el('strong', { class: 'store-kind' }, String(stats.store ?? '?')),
+  );
   const live = instances.filter((line) => line.live).length;
-  $('instances').replaceChildren(...(instances.length > 1 ? instances.map((line) => el('li', { data: { instance: line.instance, live: String(line.live) } },
-    el('span', { class: 'instance' }, line.instance), line.instance === stats.instance ? ' (this page) ' : ' ',
-    `received ${line.counts?.received ?? 0}, emitted ${line.counts?.emitted ?? 0}`,
-    line.live ? '' : `, not heard from since ${time(line.at)}`)) : []));
+  $('instances').replaceChildren(
+    ...(instances.length > 1
+      ? instances.map((line) =>
+          el(
+            'li',
+            { data: { instance: line.instance, live: String(line.live) } },
+            el('span', { class: 'instance' }, line.instance),
+            line.instance === stats.instance ? ' (this page) ' : ' ',
+            `received ${line.counts?.received ?? 0}, emitted ${line.counts?.emitted ?? 0}`,
+            line.live ? '' : `, not heard from since ${time(line.at)}`,
+          ),
+        )
+      : []),
+  );
   $('instances').hidden = instances.length <= 1;
   $('instances').title = `${live} of ${instances.length} instances live`;
   const channels = stats.channels ?? {};
-  const rows = Object.keys(channels).sort().map((channel) => el('tr', { data: { channel } },
-    el('th', { scope: 'row' }, channel),
-    ACTIONS.map((action) => el('td', { data: { action } }, String(channels[channel][action] ?? 0)))));
-  $('channels-table').tBodies[0].replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colSpan: ACTIONS.length + 1, class: 'empty' }, 'No traffic yet.'))]));
+  const rows = Object.keys(channels)
+    .sort()
+    .map((channel) =>
+      el(
+        'tr',
+        { data: { channel } },
+        el('th', { scope: 'row' }, channel),
+        ACTIONS.map((action) => el('td', { data: { action } }, String(channels[channel][action] ?? 0))),
+      ),
+    );
+  $('channels-table').tBodies[0].replaceChildren(
+    ...(rows.length
+      ? rows
+      : [el('tr', {}, el('td', { colSpan: ACTIONS.length + 1, class: 'empty' }, 'No traffic yet.'))]),
+  );
 
   const delivery = stats.delivery ?? {};
   const pairs = [
@@ -51,15 +85,33 @@ function renderStats(stats) {
     ['flushing', stats.debounce?.flushing ?? 0],
     ['push', delivery.url ? 'on' : 'off'],
   ];
-  if (delivery.url) pairs.push(['pending', delivery.pending], ['dead', delivery.dead], ['saturated', delivery.saturated ? 'YES' : 'no']);
+  if (delivery.url)
+    pairs.push(
+      ['pending', delivery.pending],
+      ['dead', delivery.dead],
+      ['saturated', delivery.saturated ? 'YES' : 'no'],
+    );
   pairs.push(['streams', stats.streams ?? 0]);
   // Agent turns, when a channel keeps them: open turns and the messages they hold, per session.
   if (stats.turns) pairs.push(['open turns', stats.turns.open], ['held', stats.turns.held]);
-  $('summary').replaceChildren(...pairs.flatMap(([key, value]) => [el('dt', {}, key), el('dd', { data: { key } }, String(value))]));
-  $('turns').replaceChildren(...(stats.turns?.sessions ?? []).map((turn) => el('li', { data: { session: turn.sessionKey } },
-    el('span', { class: 'session' }, turn.sessionKey), ' ',
-    turn.open ? el('span', { class: 'turn-open' }, `turn ${turn.outputId} open`) : el('span', { class: 'turn-closed' }, 'turn closed, releasing'),
-    ' ', el('span', { class: 'held', data: { held: String(turn.held) } }, `${turn.held} held`))));
+  $('summary').replaceChildren(
+    ...pairs.flatMap(([key, value]) => [el('dt', {}, key), el('dd', { data: { key } }, String(value))]),
+  );
+  $('turns').replaceChildren(
+    ...(stats.turns?.sessions ?? []).map((turn) =>
+      el(
+        'li',
+        { data: { session: turn.sessionKey } },
+        el('span', { class: 'session' }, turn.sessionKey),
+        ' ',
+        turn.open
+          ? el('span', { class: 'turn-open' }, `turn ${turn.outputId} open`)
+          : el('span', { class: 'turn-closed' }, 'turn closed, releasing'),
+        ' ',
+        el('span', { class: 'held', data: { held: String(turn.held) } }, `${turn.held} held`),
+      ),
+    ),
+  );
   $('stats-age').textContent = `updated ${time(Date.now())}`;
 
   let received = 0;

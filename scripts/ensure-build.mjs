@@ -30,10 +30,14 @@ try {
 } catch {
   // Installed without dev dependencies: keep a build that exists, fail clearly without one.
   if (built >= 0) {
-    console.error('agent-intake: sources are newer than dist/, but TypeScript is not installed; starting the existing build');
+    console.error(
+      'agent-intake: sources are newer than dist/, but TypeScript is not installed; starting the existing build',
+    );
     process.exit(0);
   }
-  console.error('agent-intake: dist/ is missing and TypeScript is not installed; run `npm ci` (with dev dependencies) first');
+  console.error(
+    'agent-intake: dist/ is missing and TypeScript is not installed; run `npm ci` (with dev dependencies) first',
+  );
   process.exit(1);
 }
 
@@ -45,6 +49,9 @@ rmSync(join(root, 'dist'), { recursive: true, force: true });
 const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 if (result.status !== 0) process.exit(result.status ?? 1);
 // tsc emits only code: the Redis store's Lua scripts are read from beside it at run time.
-cpSync(join(root, 'src'), join(root, 'dist'), { recursive: true, filter: (path) => statSync(path).isDirectory() || path.endsWith('.lua') });
+cpSync(join(root, 'src'), join(root, 'dist'), {
+  recursive: true,
+  filter: (path) => statSync(path).isDirectory() || path.endsWith('.lua'),
+});
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

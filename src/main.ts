@@ -57,16 +57,17 @@ function processLog(level: Config['logLevel']): ProcessLog {
   });
   return {
     logger: pino({ level }, destination),
-    drained: (boundMs) => new Promise<void>((resolve) => {
-      const timer = setTimeout(done, boundMs);
-      function done() {
-        clearTimeout(timer);
-        waiters.delete(done);
-        resolve();
-      }
-      waiters.add(done);
-      settle();
-    }),
+    drained: (boundMs) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(done, boundMs);
+        function done() {
+          clearTimeout(timer);
+          waiters.delete(done);
+          resolve();
+        }
+        waiters.add(done);
+        settle();
+      }),
     detach() {
       destination.flushSync = () => undefined;
     },
@@ -85,19 +86,28 @@ function withCode(code: string | undefined, message: string): string {
 
 /** Start-up failures the operator fixes in a setting, as one line naming it; anything else is rethrown. */
 function startupError(error: unknown, config: Config): unknown {
-  if (isIntakeError(error) && error.code === 'store_in_use') return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
+  if (isIntakeError(error) && error.code === 'store_in_use')
+    return new ConfigError(`${error.message} (store / INTAKE_STORE)`, { cause: error });
   // A store that is down at start (Redis not running, wrong port) is one line naming the setting.
-  if (isIntakeError(error) && error.code === 'store_unavailable') return new ConfigError(`${error.message}; is it running? (store / INTAKE_STORE)`, { cause: error });
+  if (isIntakeError(error) && error.code === 'store_unavailable')
+    return new ConfigError(`${error.message}; is it running? (store / INTAKE_STORE)`, { cause: error });
   const { code, path, message } = error as NodeJS.ErrnoException;
   const storePath = config.store.startsWith('sqlite:') ? resolve(config.store.slice('sqlite:'.length)) : undefined;
   const sqliteFailure = typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|IOERR)/.test(code);
-  const fileFailure = code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST';
+  const fileFailure =
+    code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST';
   if (storePath && (sqliteFailure || (fileFailure && path !== undefined && storePath.startsWith(resolve(path))))) {
-    return new ConfigError(`store path ${storePath} is not writable (store / INTAKE_STORE): ${withCode(code, message)}`, { cause: error });
+    return new ConfigError(
+      `store path ${storePath} is not writable (store / INTAKE_STORE): ${withCode(code, message)}`,
+      { cause: error },
+    );
   }
   const mediaDir = resolve(config.media.dir);
   if (fileFailure && path !== undefined && (resolve(path).startsWith(mediaDir) || mediaDir.startsWith(resolve(path)))) {
-    return new ConfigError(`media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${withCode(code, message)}`, { cause: error });
+    return new ConfigError(
+      `media folder ${mediaDir} is not writable (media.dir / INTAKE_MEDIA_DIR): ${withCode(code, message)}`,
+      { cause: error },
+    );
   }
   return error;
 }
@@ -119,11 +129,15 @@ async function main(): Promise<void> {
   serve(server, intake.app.callback());
   // WebSocket upgrades of socket channels (OneBot ws-reverse); any other upgrade is refused.
   server.on('upgrade', (request, socket, head) => {
-    if (!intake.upgrade(request, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    if (!intake.upgrade(request, socket, head))
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
-  logger.info({ host: config.server.host, port, store: redactedStore(config.store), channels: config.channels.map((c) => c.id) }, `agent-intake listening on http://${config.server.host}:${port}`);
+  logger.info(
+    { host: config.server.host, port, store: redactedStore(config.store), channels: config.channels.map((c) => c.id) },
+    `agent-intake listening on http://${config.server.host}:${port}`,
+  );
 
   let stopping = false;
   const exit = async (code: number) => {
@@ -144,7 +158,10 @@ async function main(): Promise<void> {
       intake.drain();
       // Ctrl-C in a terminal is SIGINT: whoever pressed it waits out the drain unless told how not to.
       const again = signal === 'SIGINT' ? 'Ctrl-C' : signal;
-      logger.info({ signal, drainMs: config.server.drainMs }, `draining: /readyz answers 503, deliveries still taken until the listener closes in ${config.server.drainMs / 1000} s (server.drainMs); ${again} again to stop now`);
+      logger.info(
+        { signal, drainMs: config.server.drainMs },
+        `draining: /readyz answers 503, deliveries still taken until the listener closes in ${config.server.drainMs / 1000} s (server.drainMs); ${again} again to stop now`,
+      );
       await new Promise<void>((resolve) => {
         drained = resolve;
         setTimeout(resolve, config.server.drainMs).unref();

@@ -14,19 +14,32 @@ const KNOWN_ENV = new Set([...envSettings.map(([name]) => name), 'INTAKE_CONFIG'
 
 /** The final stage of the Dockerfile: its ENV, ENTRYPOINT, CMD and HEALTHCHECK command (JSON forms). */
 function finalStage(text: string) {
-  const lines = text.replace(/\\\n\s*/g, ' ').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+  const lines = text
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
   const stage = lines.slice(lines.map((line) => line.startsWith('FROM ')).lastIndexOf(true));
   const env: Record<string, string> = {};
   let entrypoint: string[] = [];
   let cmd: string[] = [];
   let healthcheck: string[] = [];
   for (const line of stage) {
-    if (line.startsWith('ENV ')) for (const [, key, value] of line.slice(4).matchAll(/(\w+)=(\S+)/g)) env[key as string] = value as string;
+    if (line.startsWith('ENV '))
+      for (const [, key, value] of line.slice(4).matchAll(/(\w+)=(\S+)/g)) env[key as string] = value as string;
     if (line.startsWith('ENTRYPOINT ')) entrypoint = JSON.parse(line.slice(11)) as string[];
     if (line.startsWith('CMD ')) cmd = JSON.parse(line.slice(4)) as string[];
     if (line.startsWith('HEALTHCHECK ')) healthcheck = JSON.parse(line.slice(line.indexOf(' CMD ') + 5)) as string[];
   }
-  return { from: stage[0], user: stage.find((line) => line.startsWith('USER ')), env, entrypoint, cmd, healthcheck, stage };
+  return {
+    from: stage[0],
+    user: stage.find((line) => line.startsWith('USER ')),
+    env,
+    entrypoint,
+    cmd,
+    healthcheck,
+    stage,
+  };
 }
 
 describe('deployment files', () => {
@@ -52,11 +65,21 @@ describe('deployment files', () => {
     const data = tempDir().path;
     const media = tempDir().path;
     // The image's environment, with its folders and port moved to this machine's temporary ones.
-    const env = { ...image.env, PORT: String(port), INTAKE_STORE: `sqlite:${join(data, 'intake.db')}`, INTAKE_MEDIA_DIR: media, INTAKE_API_TOKEN: 'deploy-test-token', INTAKE_DRAIN_MS: '200', LOG_LEVEL: 'info' };
+    const env = {
+      ...image.env,
+      PORT: String(port),
+      INTAKE_STORE: `sqlite:${join(data, 'intake.db')}`,
+      INTAKE_MEDIA_DIR: media,
+      INTAKE_API_TOKEN: 'deploy-test-token',
+      INTAKE_DRAIN_MS: '200',
+      LOG_LEVEL: 'info',
+    };
     const [command, ...args] = image.cmd as [string, ...string[]];
     const { child, output, exited } = run(command === 'node' ? process.execPath : command, args, ROOT, env);
     children.push(child);
-    const healthy = () => spawnSync(process.execPath, image.healthcheck.slice(1), { env: { PATH: process.env.PATH, PORT: String(port) } }).status === 0;
+    const healthy = () =>
+      spawnSync(process.execPath, image.healthcheck.slice(1), { env: { PATH: process.env.PATH, PORT: String(port) } })
+        .status === 0;
     await until(async () => {
       if (child.exitCode !== null) throw new Error(`exited: ${output()}`);
       return healthy();
@@ -72,7 +95,16 @@ describe('deployment files', () => {
 
   it('the compose file: two instances on one Redis that keeps everything, naming only real settings', () => {
     const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as {
-      services: Record<string, { image?: string; command?: string[]; environment?: Record<string, string>; build?: string; stop_grace_period?: string }>;
+      services: Record<
+        string,
+        {
+          image?: string;
+          command?: string[];
+          environment?: Record<string, string>;
+          build?: string;
+          stop_grace_period?: string;
+        }
+      >;
     };
     const intakes = Object.entries(compose.services).filter(([, service]) => service.build === '.');
     expect(intakes.map(([name]) => name)).toEqual(['intake-a', 'intake-b']);
@@ -81,18 +113,26 @@ describe('deployment files', () => {
       expect(Object.keys(service.environment ?? {}).filter((name) => !KNOWN_ENV.has(name))).toEqual([]);
       expect(Number.parseInt(service.stop_grace_period ?? '0', 10)).toBeGreaterThan(5 + 15);
     }
-    expect(compose.services.redis?.command).toEqual(expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--appendonly', 'yes']));
+    expect(compose.services.redis?.command).toEqual(
+      expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--appendonly', 'yes']),
+    );
   });
 
   it('the compose file starts from a fresh clone: the config it mounts by default is in the repository and loads', () => {
-    const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { build?: string; volumes?: string[]; environment?: Record<string, string> }> };
+    const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as {
+      services: Record<string, { build?: string; volumes?: string[]; environment?: Record<string, string> }>;
+    };
     for (const service of Object.values(compose.services).filter((candidate) => candidate.build === '.')) {
       const mount = service.volumes?.find((volume) => volume.endsWith(`:${service.environment?.INTAKE_CONFIG}:ro`));
       // Docker makes a missing bind source an empty directory: the default must be a real file.
       const source = /^\$\{INTAKE_CONFIG_FILE:-([^}]+)\}:/.exec(mount ?? '')?.[1];
       expect(source, mount).toBeDefined();
       expect(existsSync(join(ROOT, source as string))).toBe(true);
-      const config = loadConfig({ env: {}, cwd: tempDir().path, file: JSON.parse(readFileSync(join(ROOT, source as string), 'utf8')) });
+      const config = loadConfig({
+        env: {},
+        cwd: tempDir().path,
+        file: JSON.parse(readFileSync(join(ROOT, source as string), 'utf8')),
+      });
       expect(config.channels.length).toBeGreaterThan(0);
     }
   });

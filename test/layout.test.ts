@@ -25,13 +25,32 @@ const entries = new Set(['index', 'main']);
 /** The composition: builds the service from the stages; only the entry points import it. */
 const composition = 'service';
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */
-const stages = new Set(['adapters', 'connections', 'correlate', 'dedup', 'debounce', 'emit', 'handlers', 'http', 'ingest', 'media', 'push', 'retention', 'store', 'testing', 'trace', 'turns']);
+const stages = new Set([
+  'adapters',
+  'connections',
+  'correlate',
+  'dedup',
+  'debounce',
+  'emit',
+  'handlers',
+  'http',
+  'ingest',
+  'media',
+  'push',
+  'retention',
+  'store',
+  'testing',
+  'trace',
+  'turns',
+]);
 /** The shared kernel and shapes any stage may import: ports, errors, clock (core/), event shapes, config, metrics. */
 const shared = new Set(['core', 'events', 'config', 'metrics']);
 
 /** The first path segment under src/ of a file (`store` for src/store/redis/redis.ts, `events` for src/events.ts). */
 function placeOf(file: string): string {
-  return relative(src, file).split(sep)[0]!.replace(/\.(ts|js)$/, '');
+  return relative(src, file)
+    .split(sep)[0]!
+    .replace(/\.(ts|js)$/, '');
 }
 
 function importsOf(file: string): string[] {
@@ -45,32 +64,50 @@ describe('the layout of src/', () => {
   const files = filesUnder(src);
 
   it('holds only the entry points at its root, and every other file in a tier', () => {
-    const loose = files.filter((file) => dirname(file) === src && !entries.has(placeOf(file))).map((file) => relative(src, file));
-    const unplaced = files.map(placeOf).filter((place) => !entries.has(place) && place !== composition && !stages.has(place) && !shared.has(place));
+    const loose = files
+      .filter((file) => dirname(file) === src && !entries.has(placeOf(file)))
+      .map((file) => relative(src, file));
+    const unplaced = files
+      .map(placeOf)
+      .filter((place) => !entries.has(place) && place !== composition && !stages.has(place) && !shared.has(place));
     expect({ loose, unplaced: [...new Set(unplaced)] }).toEqual({ loose: [], unplaced: [] });
   });
 
   it('has the composition imported by the entry points alone', () => {
     const wrong = files
       .filter((file) => !entries.has(placeOf(file)) && placeOf(file) !== composition)
-      .flatMap((file) => importsOf(file).filter((target) => placeOf(target) === composition).map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((target) => placeOf(target) === composition)
+          .map((target) => `${relative(src, file)} -> ${relative(src, target)}`),
+      );
     expect(wrong).toEqual([]);
   });
 
   it('has the shared kernel importing nothing above it', () => {
     const wrong = files
       .filter((file) => shared.has(placeOf(file)))
-      .flatMap((file) => importsOf(file).filter((target) => !shared.has(placeOf(target))).map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((target) => !shared.has(placeOf(target)))
+          .map((target) => `${relative(src, file)} -> ${relative(src, target)}`),
+      );
     expect(wrong).toEqual([]);
   });
 
   it('has one folder per platform under adapters/, beside the kit and the registry', () => {
-    const loose = files.filter((file) => dirname(file) === join(src, 'adapters') && !file.endsWith('index.ts')).map((file) => relative(src, file));
+    const loose = files
+      .filter((file) => dirname(file) === join(src, 'adapters') && !file.endsWith('index.ts'))
+      .map((file) => relative(src, file));
     expect(loose).toEqual([]);
   });
 
-  it('has no file over 350 lines', () => {
-    const long = files.map((file) => [relative(src, file), readFileSync(file, 'utf8').split('\n').length] as const).filter(([, lines]) => lines > 350);
+  // Lines as the formatter lays them out (`npm test` checks the formatting first): a file this
+  // long is split along a seam in its data, never squeezed.
+  it('has no file over 400 formatted lines', () => {
+    const long = files
+      .map((file) => [relative(src, file), readFileSync(file, 'utf8').split('\n').length] as const)
+      .filter(([, lines]) => lines > 400);
     expect(long).toEqual([]);
   });
 
@@ -91,14 +128,20 @@ describe('the layout of src/', () => {
   it('has nothing outside src/testing importing the test kit', () => {
     const wrong = files
       .filter((file) => placeOf(file) !== 'testing')
-      .flatMap((file) => importsOf(file).filter((target) => placeOf(target) === 'testing').map((target) => `${relative(src, file)} -> ${relative(src, target)}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((target) => placeOf(target) === 'testing')
+          .map((target) => `${relative(src, file)} -> ${relative(src, target)}`),
+      );
     expect(wrong).toEqual([]);
   });
 
   it('names no document a user does not have, nor how the work was organised, in src/, docs/ or test/ (comments ship in the .d.ts files)', () => {
     const root = resolve(src, '..');
     const pattern = resolve(root, 'test', 'support', 'internal-references.ts');
-    const texts = ['src', 'docs', 'test'].flatMap((dir) => textsUnder(resolve(root, dir))).filter((file) => file !== pattern);
+    const texts = ['src', 'docs', 'test']
+      .flatMap((dir) => textsUnder(resolve(root, dir)))
+      .filter((file) => file !== pattern);
     const leaks = texts.flatMap((file) => {
       const found = INTERNAL_REFERENCE.exec(readFileSync(file, 'utf8'));
       return found ? [`${relative(root, file)}: ${found[0]}`] : [];

@@ -8,10 +8,17 @@ import { run as start } from './support/child.js';
 import { startRedis } from './support/redis.js';
 
 const ROOT = process.cwd();
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  scripts: Record<string, string>;
+};
 const BIN = join(ROOT, pkg.bin['agent-intake'] as string);
 
-const readyz = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then(async (r) => ({ status: r.status, body: await r.json() as { problems: string[] } }), () => undefined);
+const readyz = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/readyz`).then(
+    async (r) => ({ status: r.status, body: (await r.json()) as { problems: string[] } }),
+    () => undefined,
+  );
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -36,13 +43,24 @@ describe('the process: its bin, signals and drain period', () => {
 
   it('answers /readyz 503 during server.drainMs after SIGTERM while still taking deliveries; a second signal stops it', async () => {
     const port = await freePort();
-    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_DRAIN_MS: '600000', LOG_LEVEL: 'info' });
+    const service = start(process.execPath, [BIN], tempDir().path, {
+      PORT: String(port),
+      INTAKE_STORE: 'memory',
+      INTAKE_DRAIN_MS: '600000',
+      LOG_LEVEL: 'info',
+    });
     children.push(service.child);
     await until(async () => (await readyz(port))?.status === 200, 10_000);
     service.child.kill('SIGTERM');
     await until(async () => (await readyz(port))?.status === 503, 10_000);
-    expect((await readyz(port))?.body.problems).toEqual(['draining: stopping soon (server.drainMs), deliveries still taken']);
-    const posted = await fetch(`http://127.0.0.1:${port}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:drain","content":"still taken"}' });
+    expect((await readyz(port))?.body.problems).toEqual([
+      'draining: stopping soon (server.drainMs), deliveries still taken',
+    ]);
+    const posted = await fetch(`http://127.0.0.1:${port}/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"sessionKey":"cli:drain","content":"still taken"}',
+    });
     expect(posted.status).toBe(200);
     expect(service.child.exitCode).toBe(null);
     // The second signal cuts the drain short; the buffered message is flushed by the stop as usual.
@@ -53,7 +71,12 @@ describe('the process: its bin, signals and drain period', () => {
 
   it('says during the drain after Ctrl-C that a second one stops now, and stops on it', async () => {
     const port = await freePort();
-    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_DRAIN_MS: '600000', LOG_LEVEL: 'info' });
+    const service = start(process.execPath, [BIN], tempDir().path, {
+      PORT: String(port),
+      INTAKE_STORE: 'memory',
+      INTAKE_DRAIN_MS: '600000',
+      LOG_LEVEL: 'info',
+    });
     children.push(service.child);
     await until(async () => (await readyz(port))?.status === 200, 10_000);
     service.child.kill('SIGINT');
@@ -68,7 +91,14 @@ describe('the process: its bin, signals and drain period', () => {
   it('stops node when `npm start` gets SIGTERM (the script execs node: nothing is left serving)', async () => {
     const port = await freePort();
     const media = tempDir().path;
-    const npm = start('npm', ['start', '--silent'], ROOT, { PORT: String(port), INTAKE_STORE: 'memory', INTAKE_MEDIA_DIR: media, INTAKE_DRAIN_MS: '0', LOG_LEVEL: 'info', HOME: process.env.HOME ?? '/root' });
+    const npm = start('npm', ['start', '--silent'], ROOT, {
+      PORT: String(port),
+      INTAKE_STORE: 'memory',
+      INTAKE_MEDIA_DIR: media,
+      INTAKE_DRAIN_MS: '0',
+      LOG_LEVEL: 'info',
+      HOME: process.env.HOME ?? '/root',
+    });
     children.push(npm.child);
     await until(async () => (await readyz(port))?.status === 200, 60_000);
     const pid = Number(/"pid":(\d+)/.exec(npm.stdout())?.[1]);
@@ -84,7 +114,12 @@ describe('the process: its bin, signals and drain period', () => {
   it('never logs the Redis password of its store setting', async () => {
     const redis = await startRedis();
     const port = await freePort();
-    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(port), INTAKE_STORE: redis.url.replace('redis://', 'redis://:s3cretpw@'), INTAKE_DRAIN_MS: '0', LOG_LEVEL: 'info' });
+    const service = start(process.execPath, [BIN], tempDir().path, {
+      PORT: String(port),
+      INTAKE_STORE: redis.url.replace('redis://', 'redis://:s3cretpw@'),
+      INTAKE_DRAIN_MS: '0',
+      LOG_LEVEL: 'info',
+    });
     children.push(service.child);
     try {
       await until(() => service.stdout().includes('agent-intake listening'), 15_000);
@@ -99,10 +134,17 @@ describe('the process: its bin, signals and drain period', () => {
 
   it('says in one line that a Redis store is down at start, without its password', async () => {
     const port = await freePort();
-    const service = start(process.execPath, [BIN], tempDir().path, { PORT: String(await freePort()), INTAKE_STORE: `redis://:s3cretpw@127.0.0.1:${port}` });
+    const service = start(process.execPath, [BIN], tempDir().path, {
+      PORT: String(await freePort()),
+      INTAKE_STORE: `redis://:s3cretpw@127.0.0.1:${port}`,
+    });
     children.push(service.child);
     expect(await service.exited).toBe(1);
-    expect(service.stderr()).toMatch(new RegExp(`^agent-intake: Redis store: cannot connect to redis://\\*\\*\\*@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED [^\\n]*\\(store / INTAKE_STORE\\)\\n$`));
+    expect(service.stderr()).toMatch(
+      new RegExp(
+        `^agent-intake: Redis store: cannot connect to redis://\\*\\*\\*@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED [^\\n]*\\(store / INTAKE_STORE\\)\\n$`,
+      ),
+    );
     expect(service.stdout() + service.stderr()).not.toContain('s3cretpw');
   });
 });

@@ -7,7 +7,11 @@ import { tempDir, until } from './support/helpers.js';
 import { freePort } from './support/net.js';
 import { runMain as run } from './support/child.js';
 
-const ready = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+const ready = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/readyz`).then(
+    (r) => r.ok,
+    () => false,
+  );
 
 describe('the service process at start and stop', () => {
   const children: ChildProcess[] = [];
@@ -25,7 +29,11 @@ describe('the service process at start and stop', () => {
     await until(() => ready(port), 10_000);
     // The log reader dies first: the pipe's read end closes, and every later log write meets EPIPE.
     service.child.stdout?.destroy();
-    await fetch(`http://127.0.0.1:${port}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:a","content":"hi"}' });
+    await fetch(`http://127.0.0.1:${port}/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"sessionKey":"cli:a","content":"hi"}',
+    });
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
   });
@@ -38,7 +46,9 @@ describe('the service process at start and stop', () => {
     const service = run(tempDir().path, { PORT: String(port), INTAKE_STORE: 'memory' });
     children.push(service.child);
     expect(await service.exited).toBe(1);
-    expect(service.stderr()).toBe(`agent-intake: server.port / PORT ${port} is in use by another process on 127.0.0.1; stop it or choose another port\n`);
+    expect(service.stderr()).toBe(
+      `agent-intake: server.port / PORT ${port} is in use by another process on 127.0.0.1; stop it or choose another port\n`,
+    );
   });
 
   it('names the store path in one line when it cannot be written', async () => {
@@ -49,16 +59,25 @@ describe('the service process at start and stop', () => {
     const service = run(dir, { PORT: '0', INTAKE_STORE: 'sqlite:./blocker/intake.db' });
     children.push(service.child);
     expect(await service.exited).toBe(1);
-    expect(service.stderr()).toMatch(new RegExp(`^agent-intake: store path ${join(dir, 'blocker', 'intake.db').replace(/[.]/g, '\\.')} is not writable \\(store / INTAKE_STORE\\): E[A-Z]+: [^\\n]*\\n$`));
+    expect(service.stderr()).toMatch(
+      new RegExp(
+        `^agent-intake: store path ${join(dir, 'blocker', 'intake.db').replace(/[.]/g, '\\.')} is not writable \\(store / INTAKE_STORE\\): E[A-Z]+: [^\\n]*\\n$`,
+      ),
+    );
     // Node's message names its code already: once is enough.
     expect(service.stderr()).not.toMatch(/(E[A-Z]+): \1:/);
   });
 
   it('refuses an agent.secret shorter than Standard Webhooks allows, naming it', async () => {
-    const service = run(tempDir().path, { INTAKE_AGENT_URL: 'http://127.0.0.1:9/inbox', INTAKE_AGENT_SECRET: 'whsec_' + Buffer.from('abc').toString('base64') });
+    const service = run(tempDir().path, {
+      INTAKE_AGENT_URL: 'http://127.0.0.1:9/inbox',
+      INTAKE_AGENT_SECRET: 'whsec_' + Buffer.from('abc').toString('base64'),
+    });
     children.push(service.child);
     expect(await service.exited).toBe(1);
-    expect(service.stderr()).toMatch(/^agent-intake: agent\.secret \(INTAKE_AGENT_SECRET\) must be a Standard Webhooks secret.*decodes to 3 bytes\n$/);
+    expect(service.stderr()).toMatch(
+      /^agent-intake: agent\.secret \(INTAKE_AGENT_SECRET\) must be a Standard Webhooks secret.*decodes to 3 bytes\n$/,
+    );
   });
 
   it('reads a .env file in its working directory, under the environment', async () => {

@@ -11,7 +11,9 @@ import { REAL_TIME_WINDOW_ENV } from './support/windows.js';
 
 describe('the service process', () => {
   const children: ChildProcess[] = [];
-  afterEach(() => { for (const child of children) if (child.exitCode === null) child.kill('SIGKILL'); });
+  afterEach(() => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  });
 
   it('loses no acknowledged message to kill -9: open buffers come out after restart', async () => {
     const dir = tempDir().path;
@@ -19,11 +21,19 @@ describe('the service process', () => {
     const url = `http://127.0.0.1:${port}`;
     // A buffer keeps the rule it was opened with, across a restart too: a 2 s window that runs
     // out while the service is down (killed right after the answers, back about a second later).
-    const first = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '2000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '4000', INTAKE_DEBOUNCE_MAX_MESSAGES: '10' });
+    const first = await startChild(dir, port, {
+      INTAKE_DEBOUNCE_WINDOW_MS: '2000',
+      INTAKE_DEBOUNCE_MAX_WAIT_MS: '4000',
+      INTAKE_DEBOUNCE_MAX_MESSAGES: '10',
+    });
     children.push(first);
     for (const session of ['a', 'b', 'c']) {
       for (const part of ['one', 'two']) {
-        const res = await postJson(`${url}/webhooks/generic`, { id: `${session}-${part}`, sessionKey: `cli:${session}`, content: part });
+        const res = await postJson(`${url}/webhooks/generic`, {
+          id: `${session}-${part}`,
+          sessionKey: `cli:${session}`,
+          content: part,
+        });
         expect(res.status).toBe(200);
       }
     }
@@ -33,9 +43,15 @@ describe('the service process', () => {
     const second = await startChild(dir, port);
     children.push(second);
     const frames = await readEvents(`${url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
-    expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:a', 'one two'], ['cli:b', 'one two'], ['cli:c', 'one two']]);
+    expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([
+      ['cli:a', 'one two'],
+      ['cli:b', 'one two'],
+      ['cli:c', 'one two'],
+    ]);
     // Claims survived too: a retry of an acknowledged message is still a duplicate.
-    expect((await postJson(`${url}/webhooks/generic`, { id: 'a-one', sessionKey: 'cli:a', content: 'one' })).body.duplicates).toBe(1);
+    expect(
+      (await postJson(`${url}/webhooks/generic`, { id: 'a-one', sessionKey: 'cli:a', content: 'one' })).body.duplicates,
+    ).toBe(1);
     second.kill('SIGKILL');
   });
 
@@ -44,7 +60,12 @@ describe('the service process', () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const env = { INTAKE_TURNS_MODE: 'collect', ...REAL_TIME_WINDOW_ENV };
-    const turnOf = async () => (await (await fetch(`${url}/v1/sessions/cli%3Aa/turn`)).json()) as { open: boolean; outputId?: string; held: number };
+    const turnOf = async () =>
+      (await (await fetch(`${url}/v1/sessions/cli%3Aa/turn`)).json()) as {
+        open: boolean;
+        outputId?: string;
+        held: number;
+      };
     const first = await startChild(dir, port, env);
     children.push(first);
     await postJson(`${url}/webhooks/generic`, { id: 'k1', sessionKey: 'cli:a', content: 'first' });
@@ -59,11 +80,19 @@ describe('the service process', () => {
     const second = await startChild(dir, port, env);
     children.push(second);
     expect(await turnOf()).toMatchObject({ open: true, outputId: opened!.data.id, held: 2 });
-    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({ closed: true, released: 2 });
+    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({
+      closed: true,
+      released: 2,
+    });
     const frames = await readEvents(`${url}/v1/events?after=0`, 2, { timeoutMs: 10_000 });
-    expect(frames.map((f) => [f.data.content, f.data.followsUp])).toEqual([['first', undefined], ['second third', opened!.data.id]]);
+    expect(frames.map((f) => [f.data.content, f.data.followsUp])).toEqual([
+      ['first', undefined],
+      ['second third', opened!.data.id],
+    ]);
     // Once: a second done releases nothing, and the outbox holds the two outputs only.
-    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({ closed: false });
+    expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({
+      closed: false,
+    });
     await until(async () => (await turnOf()).held === 0);
     second.kill('SIGKILL');
     await once(second, 'exit');
@@ -76,7 +105,10 @@ describe('the service process', () => {
   it('flushes every open buffer on SIGTERM and exits 0', async () => {
     const dir = tempDir().path;
     const port = await freePort();
-    const child = await startChild(dir, port, { INTAKE_DEBOUNCE_WINDOW_MS: '60000', INTAKE_DEBOUNCE_MAX_WAIT_MS: '120000' });
+    const child = await startChild(dir, port, {
+      INTAKE_DEBOUNCE_WINDOW_MS: '60000',
+      INTAKE_DEBOUNCE_MAX_WAIT_MS: '120000',
+    });
     children.push(child);
     await postJson(`http://127.0.0.1:${port}/webhooks/generic`, { sessionKey: 'cli:t', content: 'bye' });
     child.kill('SIGTERM');

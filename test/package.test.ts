@@ -1,5 +1,14 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './support/helpers.js';
@@ -33,10 +42,20 @@ function consumerProject(tarball: string): string {
     for (const scoped of readdirSync(join(ROOT, 'node_modules', name))) link(`${name}/${scoped}`);
   }
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: ['node'] },
-    files: ['app.ts'],
-  }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        noEmit: true,
+        types: ['node'],
+      },
+      files: ['app.ts'],
+    }),
+  );
   return dir;
 }
 
@@ -71,7 +90,16 @@ await intake.close();
 `;
 
 /** The scripts npm runs by itself when the package is installed, or started in its folder. */
-const LIFECYCLE = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare', 'prestart', 'poststart'];
+const LIFECYCLE = [
+  'preinstall',
+  'install',
+  'postinstall',
+  'prepare',
+  'preprepare',
+  'postprepare',
+  'prestart',
+  'poststart',
+];
 
 describe('the npm package', () => {
   let tarball = '';
@@ -84,16 +112,21 @@ describe('the npm package', () => {
     manifest.mtimeMs = statSync(join(ROOT, 'package.json')).mtimeMs;
     const out = tempDir().path;
     // With its scripts, as a user packs it (prepack/postpack shape the packed package.json).
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--silent', '--pack-destination', out], { encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--silent', '--pack-destination', out], { encoding: 'utf8' }),
+    ) as Array<{ filename: string; files: Array<{ path: string }> }>;
     tarball = join(out, packed[0]?.filename as string);
     files = packed[0]?.files.map((file) => file.path) ?? [];
   }, 120_000);
 
-  it('ships a package.json that runs nothing on install and names no file it leaves out, and leaves the repository\'s as it was', () => {
-    const shipped = JSON.parse(execFileSync('tar', ['xzf', tarball, '-O', 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string>; bin: Record<string, string> };
+  it("ships a package.json that runs nothing on install and names no file it leaves out, and leaves the repository's as it was", () => {
+    const shipped = JSON.parse(
+      execFileSync('tar', ['xzf', tarball, '-O', 'package/package.json'], { encoding: 'utf8' }),
+    ) as { scripts?: Record<string, string>; bin: Record<string, string> };
     expect(Object.keys(shipped.scripts ?? {}).filter((name) => LIFECYCLE.includes(name))).toEqual([]);
     for (const [name, command] of Object.entries(shipped.scripts ?? {})) {
-      for (const [path] of command.matchAll(/[\w./-]+\.(?:m?js|cjs|ts)\b/g)) expect(files, `script "${name}" runs ${path}`).toContain(path);
+      for (const [path] of command.matchAll(/[\w./-]+\.(?:m?js|cjs|ts)\b/g))
+        expect(files, `script "${name}" runs ${path}`).toContain(path);
     }
     expect(files).toContain(shipped.bin['agent-intake']);
     // The repository keeps its build scripts, unchanged to the byte and the millisecond (a newer
@@ -103,10 +136,26 @@ describe('the npm package', () => {
   });
 
   it('holds the build, the console, the docs, README, LICENSE and CHANGELOG, and nothing of development', () => {
-    for (const needed of ['dist/index.js', 'dist/index.d.ts', 'dist/main.js', 'dist/testing/index.js', 'dist/store/redis/lua/admit.lua', 'console/index.html', 'docs/stores.md', 'README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']) {
+    for (const needed of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/main.js',
+      'dist/testing/index.js',
+      'dist/store/redis/lua/admit.lua',
+      'console/index.html',
+      'docs/stores.md',
+      'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
+      'package.json',
+    ]) {
       expect(files).toContain(needed);
     }
-    const unwanted = files.filter((path) => /^(src|test|bench|scripts|\.ci|data|media)\//.test(path) || /intake\.config\.json$|\.build-stamp$|^\.env/.test(path));
+    const unwanted = files.filter(
+      (path) =>
+        /^(src|test|bench|scripts|\.ci|data|media)\//.test(path) ||
+        /intake\.config\.json$|\.build-stamp$|^\.env/.test(path),
+    );
     expect(unwanted).toEqual([]);
   });
 
@@ -116,10 +165,14 @@ describe('the npm package', () => {
     copyFileSync(join(ROOT, 'scripts/pack-manifest.mjs'), join(dir, 'scripts/pack-manifest.mjs'));
     const original = `${JSON.stringify({ name: 'p', scripts: { prepare: 'node scripts/build.mjs', start: 'node main.js' } }, null, 2)}\n`;
     writeFileSync(join(dir, 'package.json'), original);
-    const step = (name: string) => execFileSync(process.execPath, ['scripts/pack-manifest.mjs', name], { cwd: dir, encoding: 'utf8' });
+    const step = (name: string) =>
+      execFileSync(process.execPath, ['scripts/pack-manifest.mjs', name], { cwd: dir, encoding: 'utf8' });
     step('strip');
     step('strip');
-    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))).toEqual({ name: 'p', scripts: { start: 'node main.js' } });
+    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))).toEqual({
+      name: 'p',
+      scripts: { start: 'node main.js' },
+    });
     step('restore');
     expect(readFileSync(join(dir, 'package.json'), 'utf8')).toBe(original);
     expect(existsSync(join(dir, '.package.json.packing'))).toBe(false);
@@ -128,7 +181,9 @@ describe('the npm package', () => {
   it('type-checks a consumer under moduleResolution nodenext with only @types/node added, and runs it', () => {
     const dir = consumerProject(tarball);
     writeFileSync(join(dir, 'app.ts'), CONSUMER_TS);
-    const check = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
+    const check = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+      encoding: 'utf8',
+    });
     expect(check.stdout + check.stderr).toBe('');
     expect(check.status).toBe(0);
     writeFileSync(join(dir, 'app.mjs'), CONSUMER_JS);

@@ -9,7 +9,9 @@ import { readEvents } from './support/sse.js';
 import { ManualClock } from './support/manual-clock.js';
 
 const README = readFileSync('README.md', 'utf8');
-const DOCS = readdirSync('docs').filter((name) => name.endsWith('.md')).map((name) => join('docs', name));
+const DOCS = readdirSync('docs')
+  .filter((name) => name.endsWith('.md'))
+  .map((name) => join('docs', name));
 /** The guides: every page of docs/ (the benchmarks' history of past runs lives in bench/). */
 const GUIDES = DOCS;
 
@@ -26,9 +28,17 @@ describe('the README, as a newcomer reads it', () => {
   });
 
   it("has recipes whose configuration starts as it is written (the channels' secrets from the environment)", () => {
-    const blocks = [...README.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => JSON.parse(match[1] as string) as Record<string, unknown>).filter((block) => 'channels' in block);
+    const blocks = [...README.matchAll(/```json\n([\s\S]*?)```/g)]
+      .map((match) => JSON.parse(match[1] as string) as Record<string, unknown>)
+      .filter((block) => 'channels' in block);
     expect(blocks.length).toBeGreaterThanOrEqual(3);
-    const env = { TG_TOKEN: '123:abc', QQ_TOKEN: 'qq-token', SLACK_SIGNING_SECRET: 'slack-secret', SLACK_BOT_TOKEN: 'xoxb-1', AGENT_SECRET: 'whsec_' + Buffer.from('a'.repeat(32)).toString('base64') };
+    const env = {
+      TG_TOKEN: '123:abc',
+      QQ_TOKEN: 'qq-token',
+      SLACK_SIGNING_SECRET: 'slack-secret',
+      SLACK_BOT_TOKEN: 'xoxb-1',
+      AGENT_SECRET: 'whsec_' + Buffer.from('a'.repeat(32)).toString('base64'),
+    };
     for (const file of blocks) {
       const config = loadConfig({ env, cwd: tempDir().path, file });
       expect(config.channels.length).toBeGreaterThan(0);
@@ -52,7 +62,9 @@ describe('the quick start, run as written on the defaults', () => {
   afterEach(async () => service?.stop());
 
   it('merges its three fragments into one message about 1.5 s after the last one', async () => {
-    const parts = [...(/for part in ((?:'[^']*' ?)+); do/.exec(quickStart)?.[1] ?? '').matchAll(/'([^']*)'/g)].map((match) => match[1] as string);
+    const parts = [...(/for part in ((?:'[^']*' ?)+); do/.exec(quickStart)?.[1] ?? '').matchAll(/'([^']*)'/g)].map(
+      (match) => match[1] as string,
+    );
     const sessionKey = /\\"sessionKey\\":\\"([^\\]+)\\"/.exec(quickStart)?.[1];
     const shown = /^data: (\{.*\})$/m.exec(quickStart)?.[1] ?? '';
     const shownId = /^id: (\S+)$/m.exec(quickStart)?.[1] ?? '';
@@ -62,7 +74,8 @@ describe('the quick start, run as written on the defaults', () => {
     service = await startService({}, { clock });
     const outputs: ProcessedMessage[] = [];
     service.intake.on('chat.processedMessage', (message) => outputs.push(message));
-    for (const content of parts) expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey, content })).status).toBe(200);
+    for (const content of parts)
+      expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey, content })).status).toBe(200);
 
     await clock.advance(1_450);
     expect(outputs).toEqual([]);
@@ -70,12 +83,17 @@ describe('the quick start, run as written on the defaults', () => {
     await service.intake.settle();
     expect(outputs).toHaveLength(1);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
-    expect(frame).toMatchObject({ event: 'chat.processedMessage', data: { type: 'chat.processedMessage', seq: 1, sessionKey } });
+    expect(frame).toMatchObject({
+      event: 'chat.processedMessage',
+      data: { type: 'chat.processedMessage', seq: 1, sessionKey },
+    });
     // The seq the README shows; what may follow it (the life of the store's seqs) differs per store.
     expect(frame?.id.split('@')[0]).toBe(shownId.split('@')[0]);
     expect(shownId.split('@')[0]).toBe('1');
     // What the README shows of the frame, field by field.
-    const fields = [...shown.matchAll(/"(\w+)":("[^"…]*"|\d+)/g)].map(([, key, value]) => [key as string, JSON.parse(value as string) as unknown] as const);
+    const fields = [...shown.matchAll(/"(\w+)":("[^"…]*"|\d+)/g)].map(
+      ([, key, value]) => [key as string, JSON.parse(value as string) as unknown] as const,
+    );
     expect(fields.map(([key]) => key)).toEqual(expect.arrayContaining(['sessionKey', 'content', 'merged']));
     for (const [key, value] of fields) expect(frame?.data[key], key).toEqual(value);
   });

@@ -19,7 +19,9 @@ export function seal(message, receiveId, key = KEY) {
   const pad = 32 - (plain.length % 32);
   const cipher = createCipheriv('aes-256-cbc', aes, aes.subarray(0, 16));
   cipher.setAutoPadding(false);
-  return Buffer.concat([cipher.update(Buffer.concat([plain, Buffer.alloc(pad, pad)])), cipher.final()]).toString('base64');
+  return Buffer.concat([cipher.update(Buffer.concat([plain, Buffer.alloc(pad, pad)])), cipher.final()]).toString(
+    'base64',
+  );
 }
 
 export const sha1Sorted = (...parts) => createHash('sha1').update(parts.sort().join('')).digest('hex');
@@ -29,7 +31,16 @@ export function delivery(i) {
   const nonce = String(1_000_000 + i);
   const xml = `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><FromUserName><![CDATA[oRd5a6kQd3Xh8Zy1Lm2NpQ7s${i % 1000}]]></FromUserName><CreateTime>${ts}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[hello ${i}]]></Content><MsgId>${6054768590064713728n + BigInt(i)}</MsgId></xml>`;
   const encrypt = seal(xml, APP_ID);
-  const query = new URLSearchParams({ signature: sha1Sorted(TOKEN, ts, nonce), timestamp: ts, nonce, openid: 'o', encrypt_type: 'aes', msg_signature: sha1Sorted(TOKEN, ts, nonce, encrypt) });
-  const body = Buffer.from(`<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><Encrypt><![CDATA[${encrypt}]]></Encrypt></xml>`);
+  const query = new URLSearchParams({
+    signature: sha1Sorted(TOKEN, ts, nonce),
+    timestamp: ts,
+    nonce,
+    openid: 'o',
+    encrypt_type: 'aes',
+    msg_signature: sha1Sorted(TOKEN, ts, nonce, encrypt),
+  });
+  const body = Buffer.from(
+    `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><Encrypt><![CDATA[${encrypt}]]></Encrypt></xml>`,
+  );
   return { headers: { 'content-type': 'text/xml' }, body, query };
 }

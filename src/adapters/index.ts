@@ -43,11 +43,18 @@ export const adapters: readonly AdapterDescriptor[] = [
  * again by the descriptor's schema (a no-op for a channel from loadConfig), so a hand-made
  * ChannelConfig is held to the same rules and `create` gets them typed.
  */
-export function createAdapter(channel: ChannelConfig, registry: readonly AdapterDescriptor[] = adapters, context: AdapterContext = localContext()): Adapter {
+export function createAdapter(
+  channel: ChannelConfig,
+  registry: readonly AdapterDescriptor[] = adapters,
+  context: AdapterContext = localContext(),
+): Adapter {
   const descriptor = registry.find((candidate) => candidate.name === channel.adapter);
   const where = `channels[${channel.index}]`;
   if (!descriptor) {
-    throw new ConfigError(`${where}.adapter (channel "${channel.id}"): must be one of ${registry.map((d) => JSON.stringify(d.name)).join(', ')}`, { channel: channel.id });
+    throw new ConfigError(
+      `${where}.adapter (channel "${channel.id}"): must be one of ${registry.map((d) => JSON.stringify(d.name)).join(', ')}`,
+      { channel: channel.id },
+    );
   }
   const parsed = descriptor.settings.safeParse(channel.settings);
   const issue = parsed.error?.issues[0];
@@ -57,6 +64,14 @@ export function createAdapter(channel: ChannelConfig, registry: readonly Adapter
     throw new ConfigError(`${where}.${key ?? '?'} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
   }
   const problem = missingSecret(descriptor, channel.verify, parsed.data);
-  if (problem) throw new ConfigError(`${where}.${secretRuleOf(descriptor, parsed.data)?.setting} (channel "${channel.id}"): ${problem}`, { channel: channel.id });
-  return descriptor.create({ ...channel, namespace: channel.namespace ?? descriptor.namespace ?? channel.id }, parsed.data, context);
+  if (problem)
+    throw new ConfigError(
+      `${where}.${secretRuleOf(descriptor, parsed.data)?.setting} (channel "${channel.id}"): ${problem}`,
+      { channel: channel.id },
+    );
+  return descriptor.create(
+    { ...channel, namespace: channel.namespace ?? descriptor.namespace ?? channel.id },
+    parsed.data,
+    context,
+  );
 }

@@ -7,7 +7,12 @@ type Path = ReadonlyArray<PropertyKey>;
  * or for an unknown key the schema has no message of its own for, the setting it was likely
  * meant to be: `unknown setting "chanels": did you mean "channels"?`.
  */
-export function describeIssue(issue: z.core.$ZodIssue, schema: z.ZodType, source: ReadonlyMap<string, string>, input: Record<string, unknown>): string[] {
+export function describeIssue(
+  issue: z.core.$ZodIssue,
+  schema: z.ZodType,
+  source: ReadonlyMap<string, string>,
+  input: Record<string, unknown>,
+): string[] {
   const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
   // The adapters' own message for their settings wins over a guess (it lists what they take).
   const known = issue.code === 'unrecognized_keys' ? keysAt(schema, issue.path) : undefined;
@@ -31,13 +36,17 @@ function hint(parts: Path, known: readonly string[]): string {
 }
 
 function pathText(parts: Path): string {
-  return parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('');
+  return parts
+    .map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
+    .join('');
 }
 
 function channelIdAt(input: Record<string, unknown>, index: number): string | undefined {
   const channels = input.channels;
   const channel: unknown = Array.isArray(channels) ? channels[index] : undefined;
-  return typeof channel === 'object' && channel !== null && 'id' in channel && typeof channel.id === 'string' ? channel.id : undefined;
+  return typeof channel === 'object' && channel !== null && 'id' in channel && typeof channel.id === 'string'
+    ? channel.id
+    : undefined;
 }
 
 /**
@@ -61,7 +70,8 @@ function keysAt(schema: z.ZodType, path: Path): string[] | undefined {
 /** The schema of `key` in the first of `options` that has it. */
 function fieldOfAny(options: readonly unknown[], key: string): unknown {
   for (const option of options.map(unwrap)) {
-    if (option instanceof z.ZodObject && Object.hasOwn(option.shape, key)) return (option.shape as Record<string, unknown>)[key];
+    if (option instanceof z.ZodObject && Object.hasOwn(option.shape, key))
+      return (option.shape as Record<string, unknown>)[key];
   }
   return undefined;
 }
@@ -88,8 +98,13 @@ export function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      let edits = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) edits = Math.min(edits, (twoBack[j - 2] as number) + 1);
+      let edits = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        edits = Math.min(edits, (twoBack[j - 2] as number) + 1);
       current.push(edits);
     }
     twoBack = previous;

@@ -3,7 +3,14 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { ConfigError } from '../core/errors.js';
 import { describeIssue } from './issues.js';
-import { configSchemaFor, defaults, standardWebhooksSecretProblem, type ChannelConfig, type ChannelKind, type Config } from './schema.js';
+import {
+  configSchemaFor,
+  defaults,
+  standardWebhooksSecretProblem,
+  type ChannelConfig,
+  type ChannelKind,
+  type Config,
+} from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'intList';
 
@@ -95,9 +102,15 @@ function parseEnvValue(name: string, raw: string, kind: EnvKind): Json {
     case 'bool':
       return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : fail('true or false');
     case 'list':
-      return raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean);
     case 'intList':
-      return raw.split(',').map((entry) => entry.trim()).filter(Boolean)
+      return raw
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean)
         .map((entry) => (/^\d+$/.test(entry) ? Number(entry) : fail('a comma-separated list of whole numbers')));
   }
 }
@@ -178,7 +191,8 @@ export function withDotEnv(cwd: string, env: NodeJS.ProcessEnv): NodeJS.ProcessE
     throw new ConfigError(`Cannot read ${path}: ${(cause as Error).message}`, { cause });
   }
   const merged: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(parseEnv(text))) if (value !== undefined && name !== '__proto__') merged[name] = value;
+  for (const [name, value] of Object.entries(parseEnv(text)))
+    if (value !== undefined && name !== '__proto__') merged[name] = value;
   return Object.assign(merged, env);
 }
 
@@ -213,7 +227,12 @@ export function loadConfigWith(options: LoadOptions): Config {
   // The host's environment is not ours to read (a container's HOST=0.0.0.0 would move the
   // listener of a library that never listens): only what the caller hands over.
   const env = options.env ?? {};
-  const vars: Variables = { env, unset: options.env ? 'is not set in the environment' : 'is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)' };
+  const vars: Variables = {
+    env,
+    unset: options.env
+      ? 'is not set in the environment'
+      : 'is not set: the library reads no environment variable unless given one in `env` (e.g. `env: process.env`)',
+  };
   const cwd = options.cwd ?? process.cwd();
   let file: JsonObject = {};
   if (options.file) {
@@ -238,7 +257,9 @@ export function loadConfigWith(options: LoadOptions): Config {
   const schema = schemaFor(options.adapters);
   const result = schema.safeParse(merged);
   if (!result.success) {
-    const lines = result.error.issues.flatMap((issue) => describeIssue(issue, schema, source, merged)).map((line) => `  - ${line}`);
+    const lines = result.error.issues
+      .flatMap((issue) => describeIssue(issue, schema, source, merged))
+      .map((line) => `  - ${line}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const raw = result.data;
@@ -250,13 +271,23 @@ export function loadConfigWith(options: LoadOptions): Config {
     // What is left after the common fields is the adapter's parsed settings.
     const { id, adapter, verify, namespace, dedup, debounce, media, turns, ...rest } = channel;
     return Object.freeze({
-      id, adapter, index,
+      id,
+      adapter,
+      index,
       verify: verify ?? true,
       ...(namespace === undefined ? {} : { namespace }),
       // The exact-id window covers the platform's retries and any replay its signature still
       // lets through: the longest of the global window, the adapter's retry horizon and its
       // replay horizon, unless the channel sets its own.
-      dedup: Object.freeze({ ...raw.dedup, idTtlMs: Math.max(raw.dedup.idTtlMs, horizonOf(options.adapters, adapter), replayOf(options.adapters, adapter, rest)), ...dedup }),
+      dedup: Object.freeze({
+        ...raw.dedup,
+        idTtlMs: Math.max(
+          raw.dedup.idTtlMs,
+          horizonOf(options.adapters, adapter),
+          replayOf(options.adapters, adapter, rest),
+        ),
+        ...dedup,
+      }),
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       turns: Object.freeze({ ...raw.turns, ...turns }),
@@ -265,17 +296,25 @@ export function loadConfigWith(options: LoadOptions): Config {
   });
 
   if (raw.agent.url !== undefined && raw.agent.secret === undefined) {
-    throw new ConfigError('agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives');
+    throw new ConfigError(
+      'agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives',
+    );
   }
   const secretProblem = raw.agent.secret === undefined ? undefined : standardWebhooksSecretProblem(raw.agent.secret);
   if (secretProblem) {
-    throw new ConfigError(`agent.secret (INTAKE_AGENT_SECRET) must be a Standard Webhooks secret, "whsec_" then the base64 of 24 to 64 random bytes: ${secretProblem}`);
+    throw new ConfigError(
+      `agent.secret (INTAKE_AGENT_SECRET) must be a Standard Webhooks secret, "whsec_" then the base64 of 24 to 64 random bytes: ${secretProblem}`,
+    );
   }
   if (raw.server.headersTimeoutMs > raw.server.requestTimeoutMs) {
-    throw new ConfigError(`server.headersTimeoutMs (INTAKE_HEADERS_TIMEOUT_MS) ${raw.server.headersTimeoutMs} must not exceed server.requestTimeoutMs (INTAKE_REQUEST_TIMEOUT_MS) ${raw.server.requestTimeoutMs}: the headers are part of the request`);
+    throw new ConfigError(
+      `server.headersTimeoutMs (INTAKE_HEADERS_TIMEOUT_MS) ${raw.server.headersTimeoutMs} must not exceed server.requestTimeoutMs (INTAKE_REQUEST_TIMEOUT_MS) ${raw.server.requestTimeoutMs}: the headers are part of the request`,
+    );
   }
   if (!isLoopbackHost(raw.server.host) && !raw.server.apiToken) {
-    throw new ConfigError(`server.apiToken (INTAKE_API_TOKEN) is required when server.host (HOST) is "${raw.server.host}", a non-loopback address: /v1/* and /metrics would be open to the network`);
+    throw new ConfigError(
+      `server.apiToken (INTAKE_API_TOKEN) is required when server.host (HOST) is "${raw.server.host}", a non-loopback address: /v1/* and /metrics would be open to the network`,
+    );
   }
   return Object.freeze({ ...raw, channels: Object.freeze(channels) });
 }

@@ -32,12 +32,24 @@ export class Calls {
   send(socket: WebSocket, view: ConnectionView, action: string, params: unknown, timeoutMs: number): Promise<unknown> {
     const context = { channel: view.channel, stage: 'connections' };
     if (socket.bufferedAmount > MAX_BUFFERED) {
-      throw new UnavailableError('bot_not_reading', `Bot ${view.botId} on channel "${view.channel}" is not reading its socket (${socket.bufferedAmount} bytes waiting): the action was not sent`, 5, context);
+      throw new UnavailableError(
+        'bot_not_reading',
+        `Bot ${view.botId} on channel "${view.channel}" is not reading its socket (${socket.bufferedAmount} bytes waiting): the action was not sent`,
+        5,
+        context,
+      );
     }
     const echo = `${this.instance}:${++this.echoes}`;
     return new Promise((resolve, reject) => {
       const timer = this.clock.setTimeout(() => {
-        this.settle(echo)?.reject(new IntakeError('action_timeout', 504, `Bot ${view.botId || '(id not known yet)'} on channel "${view.channel}" did not answer "${action}" within ${timeoutMs} ms`, context));
+        this.settle(echo)?.reject(
+          new IntakeError(
+            'action_timeout',
+            504,
+            `Bot ${view.botId || '(id not known yet)'} on channel "${view.channel}" did not answer "${action}" within ${timeoutMs} ms`,
+            context,
+          ),
+        );
       }, timeoutMs);
       this.pending.set(echo, { resolve, reject, timer, socket });
       socket.send(JSON.stringify({ action, params, echo }));
@@ -52,7 +64,15 @@ export class Calls {
   /** The socket of `view` closed: its actions get no answer now. */
   disconnected(socket: WebSocket, view: ConnectionView): void {
     for (const [echo, waiting] of this.pending) {
-      if (waiting.socket === socket) this.settle(echo)?.reject(new IntakeError('bot_disconnected', 502, `Bot ${view.botId} on channel "${view.channel}" disconnected before it answered the action`, { channel: view.channel, stage: 'connections' }));
+      if (waiting.socket === socket)
+        this.settle(echo)?.reject(
+          new IntakeError(
+            'bot_disconnected',
+            502,
+            `Bot ${view.botId} on channel "${view.channel}" disconnected before it answered the action`,
+            { channel: view.channel, stage: 'connections' },
+          ),
+        );
     }
   }
 

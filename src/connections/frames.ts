@@ -111,19 +111,31 @@ export class Frames {
     try {
       if (await live.fence.holds()) return true;
     } catch (error) {
-      live.socket.close(CLOSE.tryAgain, `not recorded: the lease could not be checked (${(error as Error).message})`.slice(0, 120));
+      live.socket.close(
+        CLOSE.tryAgain,
+        `not recorded: the lease could not be checked (${(error as Error).message})`.slice(0, 120),
+      );
       return false;
     }
     live.late = true;
     live.queue.length = 0;
-    this.options.logger.warn({ channel: live.view.channel, botId: live.view.botId }, 'another instance holds this connection now (the lease\'s fence moved on): its events are left to it');
+    this.options.logger.warn(
+      { channel: live.view.channel, botId: live.view.botId },
+      "another instance holds this connection now (the lease's fence moved on): its events are left to it",
+    );
     return false;
   }
 
   /** Run one event through the pipeline; false when the store could not record it. */
   private async record(live: Live, body: Buffer, now: number): Promise<boolean> {
     try {
-      await this.options.deliver(live.view.channel, { headers: live.headers, body, query: live.query, now, authenticated: true });
+      await this.options.deliver(live.view.channel, {
+        headers: live.headers,
+        body,
+        query: live.query,
+        now,
+        authenticated: true,
+      });
       live.view.lastEventAt = now;
       return true;
     } catch (error) {

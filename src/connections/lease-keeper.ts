@@ -66,7 +66,10 @@ export class LeaseKeeper {
       } else {
         // Stop what the lease guards before the store could give it to another: one ask early.
         clock.clearTimeout(this.expiry);
-        this.expiry = clock.setTimeout(() => void this.lose('it could not be renewed in time'), Math.max(0, asked + leaseMs - this.everyMs - clock.now()));
+        this.expiry = clock.setTimeout(
+          () => void this.lose('it could not be renewed in time'),
+          Math.max(0, asked + leaseMs - this.everyMs - clock.now()),
+        );
         if (!this.held) {
           this.held = true;
           this.token = fence;
@@ -93,7 +96,8 @@ export class LeaseKeeper {
     };
     return {
       holds: async () => (await this.options.leases.fenceHolds(name, fence)) || refused(),
-      put: async (key, value, ttlMs) => (await this.options.leases.fencedPut(name, fence, key, value, ttlMs, clock.now())) || refused(),
+      put: async (key, value, ttlMs) =>
+        (await this.options.leases.fencedPut(name, fence, key, value, ttlMs, clock.now())) || refused(),
     };
   }
 
@@ -117,7 +121,10 @@ export class LeaseKeeper {
     this.token = undefined;
     await this.options.lost();
     await this.options.leases.dropLease(this.options.name, this.options.holder).catch((error: unknown) => {
-      this.options.logger.warn({ err: error, lease: this.options.name }, 'lease could not be given back; it runs out by itself');
+      this.options.logger.warn(
+        { err: error, lease: this.options.name },
+        'lease could not be given back; it runs out by itself',
+      );
     });
   }
 }

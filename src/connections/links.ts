@@ -93,7 +93,15 @@ export class Links {
    * Take an open socket: a second socket under the same key (bot and role) replaces the first
    * (closed 1008). Its frames are read from now on.
    */
-  attach(key: string, socket: WebSocket, target: LinkTarget, peer: SocketPeer, headers: IncomingMessage['headers'] = {}, query = new URLSearchParams(), dialled: Dialled = {}): void {
+  attach(
+    key: string,
+    socket: WebSocket,
+    target: LinkTarget,
+    peer: SocketPeer,
+    headers: IncomingMessage['headers'] = {},
+    query = new URLSearchParams(),
+    dialled: Dialled = {},
+  ): void {
     const before = this.live.get(key);
     if (before) before.socket.close(CLOSE.policy, 'replaced by a newer connection of the same bot and role');
     const remembered = this.roster.get(key);
@@ -103,7 +111,10 @@ export class Links {
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
-    this.options.logger.info({ channel: target.channel, botId: peer.botId, role: peer.role, transport: target.transport }, 'bot connected');
+    this.options.logger.info(
+      { channel: target.channel, botId: peer.botId, role: peer.role, transport: target.transport },
+      'bot connected',
+    );
 
     socket.on('pong', () => {
       live.alive = true;
@@ -127,14 +138,29 @@ export class Links {
       if (this.live.get(key) === live) this.live.delete(key);
       this.options.counted(target.channel, target.transport, 'close');
       this.options.changed?.();
-      this.options.logger.info({ channel: target.channel, botId: view.botId, role: view.role, code, reason: reason.toString() }, 'bot disconnected');
+      this.options.logger.info(
+        { channel: target.channel, botId: view.botId, role: view.role, code, reason: reason.toString() },
+        'bot disconnected',
+      );
     });
   }
 
-  private viewOf(target: LinkTarget, peer: SocketPeer, reconnects: number, state: ConnectionView['state']): ConnectionView {
+  private viewOf(
+    target: LinkTarget,
+    peer: SocketPeer,
+    reconnects: number,
+    state: ConnectionView['state'],
+  ): ConnectionView {
     return {
-      ...target, botId: peer.botId, role: peer.role, instance: this.options.instance, state,
-      connectedAt: this.options.now(), lastEventAt: null, lastHeartbeatAt: null, reconnects,
+      ...target,
+      botId: peer.botId,
+      role: peer.role,
+      instance: this.options.instance,
+      state,
+      connectedAt: this.options.now(),
+      lastEventAt: null,
+      lastHeartbeatAt: null,
+      reconnects,
     };
   }
 
@@ -156,7 +182,8 @@ export class Links {
       live.busy = false;
       this.draining.delete(live);
       // Read on while the socket is open or closing: the bot's answer to our close comes that way.
-      if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING) live.socket.resume();
+      if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING)
+        live.socket.resume();
       if (this.draining.size === 0) {
         for (const wake of this.idle) wake();
         this.idle.clear();
@@ -170,7 +197,8 @@ export class Links {
   }
 
   private takers(channel: string): Live[] {
-    return [...this.live.values()].filter(({ view }) => view.channel === channel && view.role !== 'Event')
+    return [...this.live.values()]
+      .filter(({ view }) => view.channel === channel && view.role !== 'Event')
       .sort((a, b) => a.view.connectedAt - b.view.connectedAt);
   }
 
@@ -179,7 +207,13 @@ export class Links {
    * `botId` picks the bot (else the one connected longest); Event-only sockets take no actions.
    * Undefined when no such bot is connected here.
    */
-  call(channel: string, action: string, params: unknown, botId: string | undefined, timeoutMs: number): Promise<unknown> | undefined {
+  call(
+    channel: string,
+    action: string,
+    params: unknown,
+    botId: string | undefined,
+    timeoutMs: number,
+  ): Promise<unknown> | undefined {
     const live = this.takers(channel).find(({ view }) => botId === undefined || view.botId === botId);
     return live && this.calls.send(live.socket, live.view, action, params, timeoutMs);
   }
@@ -193,7 +227,10 @@ export class Links {
   ping(): void {
     for (const live of this.live.values()) {
       if (!live.alive) {
-        this.options.logger.warn({ channel: live.view.channel, botId: live.view.botId }, 'socket did not answer a ping: dropped');
+        this.options.logger.warn(
+          { channel: live.view.channel, botId: live.view.botId },
+          'socket did not answer a ping: dropped',
+        );
         live.socket.terminate();
         continue;
       }
@@ -209,20 +246,27 @@ export class Links {
    * can have more in the TCP buffers than a stop can wait for). Resolves once every socket is
    * closed; `drained` then says when their last frames are recorded.
    */
-  async close(which: (view: ConnectionView) => boolean, closeWaitMs: number, reason = 'server stopping', maxWaitMs = closeWaitMs): Promise<void> {
+  async close(
+    which: (view: ConnectionView) => boolean,
+    closeWaitMs: number,
+    reason = 'server stopping',
+    maxWaitMs = closeWaitMs,
+  ): Promise<void> {
     const open = [...this.live.values()].filter(({ view }) => which(view));
     for (const live of open) live.socket.close(CLOSE.goingAway, reason);
-    await Promise.all(open.map(async (live) => {
-      const ended = closedOf(live.socket);
-      for (let waited = 0; waited < maxWaitMs; waited += closeWaitMs) {
-        const moved = live.moved;
-        if (await within(ended, Math.min(closeWaitMs, maxWaitMs - waited))) return;
-        if (live.moved === moved) break;
-      }
-      // Frames ws still holds are read out before its close event: wait for it.
-      live.socket.terminate();
-      await ended;
-    }));
+    await Promise.all(
+      open.map(async (live) => {
+        const ended = closedOf(live.socket);
+        for (let waited = 0; waited < maxWaitMs; waited += closeWaitMs) {
+          const moved = live.moved;
+          if (await within(ended, Math.min(closeWaitMs, maxWaitMs - waited))) return;
+          if (live.moved === moved) break;
+        }
+        // Frames ws still holds are read out before its close event: wait for it.
+        live.socket.terminate();
+        await ended;
+      }),
+    );
   }
 }
 
@@ -241,7 +285,12 @@ function closedOf(socket: WebSocket): Promise<void> {
  */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const settled = await Promise.race([promise.then(() => true), new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]);
+  const settled = await Promise.race([
+    promise.then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
   clearTimeout(timer);
   return settled;
 }

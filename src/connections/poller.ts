@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import { isIntakeError } from '../core/errors.js';
-import { PollError, type ConnectionEvent, type ConnectionView, type LeaseFence, type PollSpec } from '../events/connection.js';
+import {
+  PollError,
+  type ConnectionEvent,
+  type ConnectionView,
+  type LeaseFence,
+  type PollSpec,
+} from '../events/connection.js';
 import type { RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../core/ports/index.js';
 import { backoffMs } from '../core/backoff.js';
@@ -48,8 +54,15 @@ export class Poller {
   constructor(private readonly options: PollerOptions) {
     const { target, poll, instance, clock } = options;
     this.view = {
-      ...target, botId: poll.botId, role: 'Universal', instance, state: 'closed',
-      connectedAt: clock.now(), lastEventAt: null, lastHeartbeatAt: null, reconnects: 0,
+      ...target,
+      botId: poll.botId,
+      role: 'Universal',
+      instance,
+      state: 'closed',
+      connectedAt: clock.now(),
+      lastEventAt: null,
+      lastHeartbeatAt: null,
+      reconnects: 0,
     };
   }
 
@@ -83,7 +96,10 @@ export class Poller {
       try {
         const cursor = await shared.sharedGet(this.cursorName, clock.now());
         // On the injected clock: a poll the platform never answers is given up and asked again.
-        stall = clock.setTimeout(() => abort.abort(new PollError(`getUpdates stalled: no answer within ${poll.stallMs} ms`)), poll.stallMs);
+        stall = clock.setTimeout(
+          () => abort.abort(new PollError(`getUpdates stalled: no answer within ${poll.stallMs} ms`)),
+          poll.stallMs,
+        );
         const polled = await poll.next(cursor, abort.signal).catch((error: unknown) => {
           throw abort.signal.aborted && this.running ? abort.signal.reason : error;
         });
@@ -98,7 +114,12 @@ export class Poller {
           await this.pause(poll.reconnectMinMs);
           continue;
         }
-        if (polled.cursor !== undefined && polled.cursor !== cursor && !(await fence.put(this.cursorName, polled.cursor, CURSOR_TTL_MS))) return this.late();
+        if (
+          polled.cursor !== undefined &&
+          polled.cursor !== cursor &&
+          !(await fence.put(this.cursorName, polled.cursor, CURSOR_TTL_MS))
+        )
+          return this.late();
       } catch (error) {
         clock.clearTimeout(stall);
         if (!this.running) return;
@@ -120,14 +141,21 @@ export class Poller {
 
   /** The lease changed hands under this poll: what it had is left to the new holder. */
   private late(): void {
-    this.options.logger.warn({ channel: this.options.target.channel }, 'another instance polls this channel now (the lease\'s fence moved on): this one stops');
+    this.options.logger.warn(
+      { channel: this.options.target.channel },
+      "another instance polls this channel now (the lease's fence moved on): this one stops",
+    );
   }
 
   /** A poll answered: the connection is up (again, after a start or a failure). */
   private seen(): void {
     this.view.lastHeartbeatAt = this.options.clock.now();
     if (this.view.state === 'open') return;
-    this.options.counted(this.options.target.channel, this.options.target.transport, this.opens > 0 ? 'reconnect' : 'open');
+    this.options.counted(
+      this.options.target.channel,
+      this.options.target.transport,
+      this.opens > 0 ? 'reconnect' : 'open',
+    );
     this.view.state = 'open';
     this.view.reconnects = this.opens++;
     this.view.connectedAt = this.options.clock.now();
@@ -140,11 +168,20 @@ export class Poller {
     for (const body of bodies) {
       const now = clock.now();
       try {
-        await this.options.deliver(target.channel, { headers: {}, body, query: new URLSearchParams(), now, authenticated: true });
+        await this.options.deliver(target.channel, {
+          headers: {},
+          body,
+          query: new URLSearchParams(),
+          now,
+          authenticated: true,
+        });
         this.view.lastEventAt = now;
       } catch (error) {
         if (isIntakeError(error) && error.status === 503) {
-          this.options.logger.warn({ channel: target.channel, err: error }, 'a polled update could not be recorded; the next poll asks for it again');
+          this.options.logger.warn(
+            { channel: target.channel, err: error },
+            'a polled update could not be recorded; the next poll asks for it again',
+          );
           return false;
         }
         // Refused (malformed): counted and trailed by the pipeline; passing it keeps the channel moving.
@@ -180,7 +217,8 @@ export class Poller {
     this.abort?.abort();
     this.wake?.();
     await this.loop;
-    if (this.view.state === 'open') this.options.counted(this.options.target.channel, this.options.target.transport, 'close');
+    if (this.view.state === 'open')
+      this.options.counted(this.options.target.channel, this.options.target.transport, 'close');
     this.view.state = 'closed';
     this.options.changed();
   }

@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Clock } from '../core/clock.js';
-import { DialError, type DialSession, type LeaseFence, type RefreshFrame, type SocketDial } from '../events/connection.js';
+import {
+  DialError,
+  type DialSession,
+  type LeaseFence,
+  type RefreshFrame,
+  type SocketDial,
+} from '../events/connection.js';
 import { backoffMs } from '../core/backoff.js';
 import { wasHealthy } from './healthy.js';
 import type { LinkTarget, Links } from './links.js';
@@ -44,7 +50,10 @@ export class SocketDialer {
   private asking: AbortController | undefined;
   private fence: LeaseFence | undefined;
 
-  constructor(private readonly options: SocketDialerOptions, private readonly links: Links) {}
+  constructor(
+    private readonly options: SocketDialerOptions,
+    private readonly links: Links,
+  ) {}
 
   /** Dial and keep dialling; under `fence`, the lease this instance holds the connection by. */
   start(fence?: LeaseFence): void {
@@ -83,33 +92,47 @@ export class SocketDialer {
     // A platform that hands out a URL per connection (Slack's apps.connections.open).
     const abort = new AbortController();
     this.asking = abort;
-    dial.open(abort.signal).then((url) => {
-      if (this.asking === abort) this.asking = undefined;
-      if (this.running) this.connect(url);
-    }, (error: Error) => {
-      if (this.asking === abort) this.asking = undefined;
-      if (!this.running) return;
-      this.failures++;
-      // The platform said when to ask again (Discord's session starts reset_after): not sooner.
-      const waitMs = Math.max(this.backoffMs(this.failures), error instanceof DialError ? error.retryAfterMs ?? 0 : 0);
-      logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
-      this.later(waitMs);
-    });
+    dial.open(abort.signal).then(
+      (url) => {
+        if (this.asking === abort) this.asking = undefined;
+        if (this.running) this.connect(url);
+      },
+      (error: Error) => {
+        if (this.asking === abort) this.asking = undefined;
+        if (!this.running) return;
+        this.failures++;
+        // The platform said when to ask again (Discord's session starts reset_after): not sooner.
+        const waitMs = Math.max(
+          this.backoffMs(this.failures),
+          error instanceof DialError ? (error.retryAfterMs ?? 0) : 0,
+        );
+        logger.warn({ channel: target.channel, waitMs, err: error }, `could not get a socket URL: ${error.message}`);
+        this.later(waitMs);
+      },
+    );
   }
 
   private connect(url: string): void {
     const { key, target, dial, logger } = this.options;
-    const socket = new WebSocket(url, { headers: { ...dial.headers }, maxPayload: this.options.maxPayload, handshakeTimeout: HANDSHAKE_MS });
+    const socket = new WebSocket(url, {
+      headers: { ...dial.headers },
+      maxPayload: this.options.maxPayload,
+      handshakeTimeout: HANDSHAKE_MS,
+    });
     this.socket = socket;
     const { clock } = this.options;
     let openedAt: number | undefined;
     let frames = 0;
     let session: DialSession | undefined;
-    socket.on('message', () => { frames++; });
+    socket.on('message', () => {
+      frames++;
+    });
     socket.once('open', () => {
       openedAt = clock.now();
       session = dial.session?.({
-        send: (text) => { if (socket.readyState === socket.OPEN) socket.send(text); },
+        send: (text) => {
+          if (socket.readyState === socket.OPEN) socket.send(text);
+        },
         close: (code, reason) => socket.close(code, reason),
         setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
         clearTimeout: (handle) => clock.clearTimeout(handle),
@@ -127,7 +150,10 @@ export class SocketDialer {
         if (asked.disabled) {
           // Turned off on the platform's side: only a person can fix it; ask again at the longest wait.
           this.failures = Math.max(this.failures, TOP);
-          logger.error({ channel: target.channel, reason: asked.reason }, `${asked.disabled}; asking again in ${Math.round(dial.reconnectMaxMs / 1000)} s`);
+          logger.error(
+            { channel: target.channel, reason: asked.reason },
+            `${asked.disabled}; asking again in ${Math.round(dial.reconnectMaxMs / 1000)} s`,
+          );
           socket.close(1000, 'turned off by the platform');
           this.later(dial.reconnectMaxMs);
           return;
@@ -135,15 +161,21 @@ export class SocketDialer {
         this.later(this.failures === 0 ? 0 : this.backoffMs(this.failures));
       };
       this.links.attach(key, socket, target, { botId: '', role: 'Universal' }, {}, new URLSearchParams(), {
-        refresh, ...(session ? { session } : {}), ...(this.fence ? { fence: this.fence } : {}),
+        refresh,
+        ...(session ? { session } : {}),
+        ...(this.fence ? { fence: this.fence } : {}),
       });
       void this.identify();
     });
     socket.on('error', (error) => {
       if (openedAt !== undefined) return; // the links log errors of an open socket
       const refused = /Unexpected server response: (401|403)/.exec(error.message);
-      logger.warn({ channel: target.channel, url: redacted(url), err: error },
-        refused ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken` : `could not connect to the bot: ${error.message}`);
+      logger.warn(
+        { channel: target.channel, url: redacted(url), err: error },
+        refused
+          ? `the bot refused our WebSocket (HTTP ${refused[1]}): check the channel's accessToken`
+          : `could not connect to the bot: ${error.message}`,
+      );
     });
     socket.once('close', (code, reason) => {
       const verdict = session?.closed(code, reason.toString());
@@ -153,7 +185,10 @@ export class SocketDialer {
       if (!this.running) return;
       if (verdict?.next === 'stop') {
         // Retrying cannot help (a refused token): say so once, dial no more until restarted.
-        logger.error({ channel: target.channel, code }, `${verdict.why}; not reconnecting (fix the channel's settings and restart)`);
+        logger.error(
+          { channel: target.channel, code },
+          `${verdict.why}; not reconnecting (fix the channel's settings and restart)`,
+        );
         return;
       }
       this.ended(openedAt, frames);
@@ -172,7 +207,10 @@ export class SocketDialer {
       const botId = dial.whoAmI.botIdOf(answer);
       if (botId) this.links.identify(key, botId);
     } catch (error) {
-      this.options.logger.warn({ channel: target.channel, err: error }, `the bot did not answer ${dial.whoAmI.action}; its id comes with its next meta event`);
+      this.options.logger.warn(
+        { channel: target.channel, err: error },
+        `the bot did not answer ${dial.whoAmI.action}; its id comes with its next meta event`,
+      );
     }
   }
 
@@ -184,7 +222,11 @@ export class SocketDialer {
     const socket = this.socket;
     this.socket = undefined;
     if (socket && socket.readyState === socket.CONNECTING) socket.terminate();
-    await this.links.close((view) => view.channel === this.options.target.channel && view.transport === this.options.target.transport, closeWaitMs, 'lease given up');
+    await this.links.close(
+      (view) => view.channel === this.options.target.channel && view.transport === this.options.target.transport,
+      closeWaitMs,
+      'lease given up',
+    );
     this.links.forget(this.options.key);
   }
 }

@@ -40,7 +40,10 @@ export class SocketServer {
   private readonly wss: WebSocketServer;
   private closing = false;
 
-  constructor(private readonly options: SocketServerOptions, private readonly links: Links) {
+  constructor(
+    private readonly options: SocketServerOptions,
+    private readonly links: Links,
+  ) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload, clientTracking: false });
   }
 
@@ -57,7 +60,12 @@ export class SocketServer {
     }
     let peer: SocketPeer;
     try {
-      peer = this.options.accept(channel, { headers: request.headers, body: Buffer.alloc(0), query: url.searchParams, now: this.options.now() });
+      peer = this.options.accept(channel, {
+        headers: request.headers,
+        body: Buffer.alloc(0),
+        query: url.searchParams,
+        now: this.options.now(),
+      });
     } catch (error) {
       const status = isIntakeError(error) ? error.status : 500;
       const code = isIntakeError(error) ? error.code : 'internal';
@@ -87,6 +95,11 @@ export class SocketServer {
 /** Answer a refused upgrade with an HTTP status and the service's error body, and hang up. */
 function refuse(socket: Duplex, status: number, code: ErrorCode, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status] ?? 'Error';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const reason =
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[
+      status
+    ] ?? 'Error';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

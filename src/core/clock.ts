@@ -38,7 +38,8 @@ export const systemClock: Clock = {
  * clock written before they were part of `Clock`); `withIntervals` then runs them on its
  * `setTimeout`, re-armed after each run.
  */
-export type ClockInput = Omit<Clock, 'setInterval' | 'clearInterval'> & Partial<Pick<Clock, 'setInterval' | 'clearInterval'>>;
+export type ClockInput = Omit<Clock, 'setInterval' | 'clearInterval'> &
+  Partial<Pick<Clock, 'setInterval' | 'clearInterval'>>;
 
 /** The clock itself when it has intervals, else the same clock with intervals made of its timeouts. */
 export function withIntervals(clock: ClockInput): Clock {
@@ -51,11 +52,14 @@ export function withIntervals(clock: ClockInput): Clock {
     setInterval: (fn, ms) => {
       const handle = {};
       const arm = (): void => {
-        timers.set(handle, clock.setTimeout(() => {
-          if (!timers.has(handle)) return;
-          arm();
-          fn();
-        }, ms));
+        timers.set(
+          handle,
+          clock.setTimeout(() => {
+            if (!timers.has(handle)) return;
+            arm();
+            fn();
+          }, ms),
+        );
       };
       arm();
       return handle;

@@ -9,20 +9,70 @@
  */
 export const ERROR_CODES = [
   // 400: the request must change
-  'bad_json', 'bad_shape', 'too_deep', 'too_many_keys', 'forbidden_key', 'bad_resume_point', 'bad_limit', 'bad_id', 'bad_action',
-  'bad_media_path', 'bad_handshake', 'bad_role', 'self_id_missing', 'no_key', 'no_secret', 'bad_request',
+  'bad_json',
+  'bad_shape',
+  'too_deep',
+  'too_many_keys',
+  'forbidden_key',
+  'bad_resume_point',
+  'bad_limit',
+  'bad_id',
+  'bad_action',
+  'bad_media_path',
+  'bad_handshake',
+  'bad_role',
+  'self_id_missing',
+  'no_key',
+  'no_secret',
+  'bad_request',
   // 401, 403: who is asking
-  'bad_signature', 'stale_timestamp', 'missing_token', 'bad_token', 'token_missing', 'token_mismatch', 'self_id_mismatch',
-  'host_not_allowed', 'cross_origin', 'csrf_header_missing', 'bad_verify_token',
+  'bad_signature',
+  'stale_timestamp',
+  'missing_token',
+  'bad_token',
+  'token_missing',
+  'token_mismatch',
+  'self_id_mismatch',
+  'host_not_allowed',
+  'cross_origin',
+  'csrf_header_missing',
+  'bad_verify_token',
   // 404, 405, 409, 413, 415, 499
-  'not_found', 'unknown_channel', 'turn_unknown', 'no_actions', 'bot_not_connected', 'no_handshake', 'resume_point_ahead',
-  'push_not_configured', 'body_too_large', 'unsupported_media_type', 'client_closed',
+  'not_found',
+  'unknown_channel',
+  'turn_unknown',
+  'no_actions',
+  'bot_not_connected',
+  'no_handshake',
+  'resume_point_ahead',
+  'push_not_configured',
+  'body_too_large',
+  'unsupported_media_type',
+  'client_closed',
   // 500, 502, 503, 504: the service, its store, a bot
-  'internal', 'bad_config', 'middleware_failed', 'body_already_read', 'bot_api_error', 'bot_api_refused', 'bot_api_unreachable',
-  'bot_disconnected', 'starting', 'unavailable', 'shutting_down', 'store_unavailable', 'store_closed', 'store_in_use', 'outbox_full',
-  'debounce_backlog', 'too_many_streams', 'bot_not_reading', 'action_timeout',
+  'internal',
+  'bad_config',
+  'middleware_failed',
+  'body_already_read',
+  'bot_api_error',
+  'bot_api_refused',
+  'bot_api_unreachable',
+  'bot_disconnected',
+  'starting',
+  'unavailable',
+  'shutting_down',
+  'store_unavailable',
+  'store_closed',
+  'store_in_use',
+  'outbox_full',
+  'debounce_backlog',
+  'too_many_streams',
+  'bot_not_reading',
+  'action_timeout',
   // never an answer: a failed attachment's resolution (its download fails) and a failed push attempt
-  'bad_media', 'no_token', 'push_failed',
+  'bad_media',
+  'no_token',
+  'push_failed',
 ] as const;
 
 /** A code of ERROR_CODES, or a failed download's `media_<kind>` (never an answer: see MediaError). */
@@ -114,7 +164,16 @@ export function isConfigError(error: unknown): error is ConfigError {
  * Why a download failed, as the processed message's `mediaErrors[].reason` starts. `disk`: the
  * media folder could not be written here (full, read-only, no permission): never retried.
  */
-export const FAILURE_KINDS = ['blocked', 'too_large', 'timeout', 'http', 'network', 'bad_url', 'aborted', 'disk'] as const;
+export const FAILURE_KINDS = [
+  'blocked',
+  'too_large',
+  'timeout',
+  'http',
+  'network',
+  'bad_url',
+  'aborted',
+  'disk',
+] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 /**

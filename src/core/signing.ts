@@ -31,11 +31,19 @@ export const standardWebhooks = {
    * Check the `webhook-signature` header (space-separated `v1,<sig>` entries, for rotation).
    * Returns the reason it fails, or undefined when it verifies.
    */
-  verify(secret: string, headers: { id?: string; timestamp?: string; signature?: string }, body: Buffer, nowSeconds: number, toleranceSeconds = 300): string | undefined {
+  verify(
+    secret: string,
+    headers: { id?: string; timestamp?: string; signature?: string },
+    body: Buffer,
+    nowSeconds: number,
+    toleranceSeconds = 300,
+  ): string | undefined {
     const { id, timestamp, signature } = headers;
-    if (!id || !timestamp || !signature) return 'webhook-id, webhook-timestamp and webhook-signature headers are required';
+    if (!id || !timestamp || !signature)
+      return 'webhook-id, webhook-timestamp and webhook-signature headers are required';
     if (!/^\d{1,12}$/.test(timestamp)) return 'webhook-timestamp must be whole seconds';
-    if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return `webhook-timestamp is more than ${toleranceSeconds} s from now`;
+    if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds)
+      return `webhook-timestamp is more than ${toleranceSeconds} s from now`;
     const expected = this.sign(secret, id, Number(timestamp), body);
     for (const candidate of signature.split(' ')) if (safeEqual(candidate, expected)) return undefined;
     return 'webhook-signature does not match the body';

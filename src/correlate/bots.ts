@@ -44,7 +44,8 @@ export class Bots {
   learn(group: CorrelationRecord, namespaceOf: (channel: string) => string | undefined): void {
     for (const delivery of group.deliveries) {
       const namespace = namespaceOf(delivery.channel);
-      if (delivery.botId !== undefined && namespace !== undefined) this.connect(namespace, delivery.botId, delivery.channel);
+      if (delivery.botId !== undefined && namespace !== undefined)
+        this.connect(namespace, delivery.botId, delivery.channel);
     }
   }
 
@@ -69,7 +70,10 @@ export class Bots {
       time: event.timestamp,
       toleranceS: event.kind === 'message' ? Number.MAX_SAFE_INTEGER : EVENT_TIME_TOLERANCE_S,
       delivery: {
-        channel: event.channel, adapter: event.adapter, at: now, ids: event.fields ?? {},
+        channel: event.channel,
+        adapter: event.adapter,
+        at: now,
+        ids: event.fields ?? {},
         ...(event.botId === undefined ? {} : { botId: event.botId }),
         ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
       },
@@ -95,19 +99,30 @@ export class Bots {
 /** Every bot that delivered the logical event of a group, first arrival first. */
 export function botsOf(record: CorrelationRecord | undefined, event: InboundEvent): BotRef[] {
   if (!record) return [ownBot(event)];
-  return record.deliveries.map((d) => (d.botId === undefined ? { channel: d.channel } : { channel: d.channel, botId: d.botId }));
+  return record.deliveries.map((d) =>
+    d.botId === undefined ? { channel: d.channel } : { channel: d.channel, botId: d.botId },
+  );
 }
 
 /** The group of an event that was not correlated: its own delivery alone. */
 export function soloRecord(event: InboundEvent): CorrelationRecord {
   const at = event.timestamp * 1000;
   return {
-    key: '', kind: event.kind, firstAt: at, expiresAt: at, time: event.timestamp,
-    deliveries: [{
-      channel: event.channel, adapter: event.adapter, at, ids: event.fields ?? {},
-      ...(event.botId === undefined ? {} : { botId: event.botId }),
-      ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
-    }],
+    key: '',
+    kind: event.kind,
+    firstAt: at,
+    expiresAt: at,
+    time: event.timestamp,
+    deliveries: [
+      {
+        channel: event.channel,
+        adapter: event.adapter,
+        at,
+        ids: event.fields ?? {},
+        ...(event.botId === undefined ? {} : { botId: event.botId }),
+        ...(event.platformId === undefined ? {} : { platformId: event.platformId }),
+      },
+    ],
   };
 }
 

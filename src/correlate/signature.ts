@@ -3,17 +3,32 @@ import type { InboundEvent, Segment } from '../events/inbound.js';
 
 const TEXT_LIMIT = 256;
 /** Query parameters that change per fetch or per bot and say nothing about the content. */
-const volatileParams = new Set(['rkey', 'token', 'expires', 'expire', 'sig', 'signature', 't', 'ts', 'timestamp', 'x-amz-signature', 'x-amz-date']);
+const volatileParams = new Set([
+  'rkey',
+  'token',
+  'expires',
+  'expire',
+  'sig',
+  'signature',
+  't',
+  'ts',
+  'timestamp',
+  'x-amz-signature',
+  'x-amz-date',
+]);
 
 const mediaSegments = { image: 1, flash: 1, record: 1, video: 1, file: 1 };
-
 
 /** Stable form of a JSON card: keys sorted, layout whitespace gone. */
 function canonicalJson(text: string): string {
   const sort = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(sort);
     if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sort((value as Record<string, unknown>)[key])]));
+      return Object.fromEntries(
+        Object.keys(value)
+          .sort()
+          .map((key) => [key, sort((value as Record<string, unknown>)[key])]),
+      );
     }
     return value;
   };
@@ -28,7 +43,9 @@ function canonicalJson(text: string): string {
 export function normalizeUrl(raw: string): string {
   try {
     const url = new URL(raw);
-    const kept = [...url.searchParams.entries()].filter(([key]) => !volatileParams.has(key.toLowerCase())).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const kept = [...url.searchParams.entries()]
+      .filter(([key]) => !volatileParams.has(key.toLowerCase()))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `${url.host.toLowerCase()}${url.pathname}${kept.length ? '?' + new URLSearchParams(kept).toString() : ''}`;
   } catch {
     return raw;
@@ -65,13 +82,30 @@ export function contentSignature(segments: readonly Segment[]): string {
     if (segment.type === 'reply') continue;
     endText();
     switch (segment.type) {
-      case 'at': parts.push(`@:${segment.data.qq ?? segment.data.id ?? ''}`); break;
-      case 'face': parts.push(`f:${segment.data.id ?? ''}`); break;
-      case 'json': case 'ark': parts.push(`j:${digest(canonicalJson(segment.data.data ?? segment.data.content ?? ''))}`); break;
-      case 'xml': parts.push(`x:${digest((segment.data.data ?? '').replace(/>\s+</g, '><').trim())}`); break;
-      case 'image': case 'flash': parts.push(`i:${imageIdentity(segment.data)}`); break;
-      case 'video': case 'record': case 'file': parts.push(segment.type); break;
-      default: parts.push(`o:${segment.data.type ?? ''}`);
+      case 'at':
+        parts.push(`@:${segment.data.qq ?? segment.data.id ?? ''}`);
+        break;
+      case 'face':
+        parts.push(`f:${segment.data.id ?? ''}`);
+        break;
+      case 'json':
+      case 'ark':
+        parts.push(`j:${digest(canonicalJson(segment.data.data ?? segment.data.content ?? ''))}`);
+        break;
+      case 'xml':
+        parts.push(`x:${digest((segment.data.data ?? '').replace(/>\s+</g, '><').trim())}`);
+        break;
+      case 'image':
+      case 'flash':
+        parts.push(`i:${imageIdentity(segment.data)}`);
+        break;
+      case 'video':
+      case 'record':
+      case 'file':
+        parts.push(segment.type);
+        break;
+      default:
+        parts.push(`o:${segment.data.type ?? ''}`);
     }
   }
   endText();
@@ -90,10 +124,20 @@ export function correlationKey(event: InboundEvent): string {
     let signature = contentSignature(event.segments);
     // Adapters other than OneBot carry attachments beside the segments, not in them.
     if (!event.segments.some((segment) => segment.type in mediaSegments)) {
-      for (const media of event.media) signature += `\u0001i:${media.hash ?? (media.url ? normalizeUrl(media.url) : media.ref ?? '')}`;
+      for (const media of event.media)
+        signature += `\u0001i:${media.hash ?? (media.url ? normalizeUrl(media.url) : (media.ref ?? ''))}`;
     }
     return `m|${event.namespace}|${event.conversation.type}|${event.conversation.id}|${event.sender.id}|${digest(signature)}`;
   }
   const f = event.fields ?? {};
-  return [event.kind === 'notice' ? 'n' : 'r', event.namespace, event.detail ?? '', event.subType ?? '', f.group_id ?? '', f.user_id ?? '', f.operator_id ?? '', f.target_id ?? ''].join('|');
+  return [
+    event.kind === 'notice' ? 'n' : 'r',
+    event.namespace,
+    event.detail ?? '',
+    event.subType ?? '',
+    f.group_id ?? '',
+    f.user_id ?? '',
+    f.operator_id ?? '',
+    f.target_id ?? '',
+  ].join('|');
 }

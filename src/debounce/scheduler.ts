@@ -95,11 +95,14 @@ export class FlushScheduler {
     if (at >= this.timerAt) return;
     if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = this.options.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.run();
-    }, Math.max(0, at - this.options.clock.now()));
+    this.timer = this.options.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.run();
+      },
+      Math.max(0, at - this.options.clock.now()),
+    );
   }
 
   private poll(): void {
@@ -121,13 +124,20 @@ export class FlushScheduler {
     this.running = true;
     const now = this.options.clock.now();
     let taken = 0;
-    void this.pass(now).then((n) => { taken = n; }, (error: unknown) => this.options.onError(error, undefined)).finally(() => {
-      this.running = false;
-      if (this.again) {
-        this.again = false;
-        this.run();
-      } else void this.rearm(now, taken);
-    });
+    void this.pass(now)
+      .then(
+        (n) => {
+          taken = n;
+        },
+        (error: unknown) => this.options.onError(error, undefined),
+      )
+      .finally(() => {
+        this.running = false;
+        if (this.again) {
+          this.again = false;
+          this.run();
+        } else void this.rearm(now, taken);
+      });
   }
 
   /**
@@ -181,16 +191,19 @@ export class FlushScheduler {
   private start1(batch: LeasedBatch): void {
     this.inflight.add(batch);
     this.armRenewal();
-    void this.flush(batch).then(() => {
-      if (this.failures.size > 0) this.failures.delete(batch.debounceKey);
-      this.ended(batch);
-    }, async (error: unknown) => {
-      try {
-        await this.failed(batch, error);
-      } finally {
+    void this.flush(batch).then(
+      () => {
+        if (this.failures.size > 0) this.failures.delete(batch.debounceKey);
         this.ended(batch);
-      }
-    });
+      },
+      async (error: unknown) => {
+        try {
+          await this.failed(batch, error);
+        } finally {
+          this.ended(batch);
+        }
+      },
+    );
   }
 
   private ended(batch: LeasedBatch): void {
@@ -252,9 +265,12 @@ export class FlushScheduler {
       this.renewTimer = undefined;
       const now = this.options.clock.now();
       for (const batch of this.inflight) {
-        void this.options.buffers.renewLease(batch, now, this.leaseMs).then((held) => {
-          if (held) batch.leaseUntil = now + this.leaseMs;
-        }, () => undefined);
+        void this.options.buffers.renewLease(batch, now, this.leaseMs).then(
+          (held) => {
+            if (held) batch.leaseUntil = now + this.leaseMs;
+          },
+          () => undefined,
+        );
       }
       if (this.inflight.size > 0) this.armRenewal();
     }, this.leaseMs / 3);
@@ -282,7 +298,8 @@ export class FlushScheduler {
         await this.flush(batch);
       } catch (error) {
         this.options.onError(error, batch);
-        for (const left of queue.slice(i)) await this.options.buffers.release(left, this.options.clock.now()).catch(() => undefined);
+        for (const left of queue.slice(i))
+          await this.options.buffers.release(left, this.options.clock.now()).catch(() => undefined);
         return false;
       }
     }

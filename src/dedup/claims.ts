@@ -36,19 +36,33 @@ export function dedupPlan(event: InboundEvent, options: DedupOptions): DedupPlan
   const kinds: DuplicateKind[] = [];
   const spaces = spacesOf(event.channel);
   if (event.platformId !== undefined) {
-    claims.push({ key: claimKey('id', event.channel, event.platformId), space: spaces.id, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
+    claims.push({
+      key: claimKey('id', event.channel, event.platformId),
+      space: spaces.id,
+      ttlMs: options.idTtlMs,
+      maxKeys: options.maxKeys,
+    });
     kinds.push('deduped');
   }
   if (event.clientMessageId !== undefined) {
-    claims.push({ key: claimKey('cm', event.channel, event.sessionKey, event.sender.id, event.clientMessageId), space: spaces.id, ttlMs: options.idTtlMs, maxKeys: options.maxKeys });
+    claims.push({
+      key: claimKey('cm', event.channel, event.sessionKey, event.sender.id, event.clientMessageId),
+      space: spaces.id,
+      ttlMs: options.idTtlMs,
+      maxKeys: options.maxKeys,
+    });
     kinds.push('client_deduped');
   }
-  const fuzzy = event.kind === 'message' && options.fuzzyWindowMs > 0 &&
+  const fuzzy =
+    event.kind === 'message' &&
+    options.fuzzyWindowMs > 0 &&
     (options.fuzzy === 'always' || (options.fuzzy === 'no-id' && event.platformId === undefined));
   if (fuzzy) {
     claims.push({
       key: claimKey('fz', event.channel, event.sessionKey, event.sender.id, fuzzyContent(event)),
-      space: spaces.fuzzy, ttlMs: options.fuzzyWindowMs, maxKeys: options.maxKeys,
+      space: spaces.fuzzy,
+      ttlMs: options.fuzzyWindowMs,
+      maxKeys: options.maxKeys,
     });
     kinds.push('fuzzy_deduped');
   }

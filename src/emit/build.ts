@@ -11,7 +11,6 @@ export interface BotFields {
   mentionedBots: BotRef[];
 }
 
-
 /**
  * Merge a batch into the processed message, without `seq` (the outbox assigns it).
  * `mediaMode: 'first'` keeps only the first attachment of the batch, as a channel may ask (`debounce.media`).

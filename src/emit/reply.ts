@@ -36,7 +36,12 @@ export function replyFields(
     const bots: MessagePart['bots'] = new Array<MessagePart['bots'][number]>(copies.length);
     for (let j = 0; j < copies.length; j++) {
       const copy = copies[j] as Delivery;
-      const target: ReplyTarget = { ids: copy.ids, conversation: event.conversation, sender: event.sender, receivedAt: copy.at };
+      const target: ReplyTarget = {
+        ids: copy.ids,
+        conversation: event.conversation,
+        sender: event.sender,
+        receivedAt: copy.at,
+      };
       if (copy.botId !== undefined) target.botId = copy.botId;
       const made = replyTo(copy.channel, target);
       first ??= made;
@@ -51,7 +56,12 @@ export function replyFields(
     if (i === parts.length - 1) {
       let made = own;
       if (!made) {
-        const target: ReplyTarget = { ids: {}, conversation: event.conversation, sender: event.sender, receivedAt: part.receivedAt };
+        const target: ReplyTarget = {
+          ids: {},
+          conversation: event.conversation,
+          sender: event.sender,
+          receivedAt: part.receivedAt,
+        };
         if (replyBot.botId !== undefined) target.botId = replyBot.botId;
         made = replyTo(replyBot.channel, target);
       }
@@ -75,7 +85,12 @@ export function replyFields(
 
 function ownDelivery(part: BufferedPart): Delivery {
   const { event } = part;
-  const delivery: Delivery = { channel: event.channel, adapter: event.adapter, ids: event.fields ?? {}, at: part.receivedAt };
+  const delivery: Delivery = {
+    channel: event.channel,
+    adapter: event.adapter,
+    ids: event.fields ?? {},
+    at: part.receivedAt,
+  };
   if (event.botId !== undefined) delivery.botId = event.botId;
   return delivery;
 }

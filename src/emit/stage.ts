@@ -1,8 +1,22 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
-import { ownBot, type BotRef, type BufferedPart, type CorrelationRecord, type InboundEvent, type PartMedia } from '../events/inbound.js';
+import {
+  ownBot,
+  type BotRef,
+  type BufferedPart,
+  type CorrelationRecord,
+  type InboundEvent,
+  type PartMedia,
+} from '../events/inbound.js';
 import { type Output } from '../events/output.js';
-import type { AdmissionStore, DebounceBuffers, OutboxDraft, OutboxRecord, TurnLink, TurnRule } from '../core/ports/index.js';
+import type {
+  AdmissionStore,
+  DebounceBuffers,
+  OutboxDraft,
+  OutboxRecord,
+  TurnLink,
+  TurnRule,
+} from '../core/ports/index.js';
 import type { LeasedBatch } from '../core/ports/index.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
@@ -89,37 +103,57 @@ export function createOutput(options: OutputStageOptions) {
     let media: PartMedia[] = noMedia;
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
-      const group = await groupOf(parts[0]!.correlationKey, now) ?? options.soloRecord(first);
+      const group = (await groupOf(parts[0]!.correlationKey, now)) ?? options.soloRecord(first);
       const participants = group.deliveries.map((d) => ({ ...ownBot(d), ids: d.ids }));
       const bots = options.botsOf(group, first);
-      built = buildProcessedEvent(batchOutputId(batch.debounceKey, parts), first, participants, { replyBot: options.pickReplyBot([], bots, first), bots });
+      built = buildProcessedEvent(batchOutputId(batch.debounceKey, parts), first, participants, {
+        replyBot: options.pickReplyBot([], bots, first),
+        bots,
+      });
       messageIds = parts.map((part) => part.event.platformId ?? part.event.id);
     } else {
       const last = parts[parts.length - 1]!.event;
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
       const withMedia = parts.some((part) => part.event.media.length > 0);
       const correlated = parts.some((part) => part.correlationKey !== undefined);
-      const [collected, groups] = withMedia || correlated
-        ? await Promise.all([
-          withMedia ? downloads.collect(parts) : noMedia,
-          correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
-        ])
-        : [noMedia, noGroups];
+      const [collected, groups] =
+        withMedia || correlated
+          ? await Promise.all([
+              withMedia ? downloads.collect(parts) : noMedia,
+              correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
+            ])
+          : [noMedia, noGroups];
       media = collected;
       const lastBots = options.botsOf(groups[parts.length - 1], last);
       const lastMentioned = known.mentionedBots(last);
       // One part (most batches): its own lists, without building them twice.
-      const bots = uniqueBots(parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)));
-      const mentionedBots = uniqueBots(parts.length === 1 ? lastMentioned : parts.flatMap((part) => known.mentionedBots(part.event)));
+      const bots = uniqueBots(
+        parts.length === 1 ? lastBots : parts.flatMap((part, i) => options.botsOf(groups[i], part.event)),
+      );
+      const mentionedBots = uniqueBots(
+        parts.length === 1 ? lastMentioned : parts.flatMap((part) => known.mentionedBots(part.event)),
+      );
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
       const replies = replyFields(parts, groups, replyBot, options.replyTo);
-      const message = buildProcessedMessage(batchOutputId(batch.debounceKey, parts), parts, media, rules.debounceOf(first.channel).media, { replyBot, bots, mentionedBots }, replies);
+      const message = buildProcessedMessage(
+        batchOutputId(batch.debounceKey, parts),
+        parts,
+        media,
+        rules.debounceOf(first.channel).media,
+        { replyBot, bots, mentionedBots },
+        replies,
+      );
       built = message;
       messageIds = message.messageIds;
     }
     const draft: OutboxDraft = {
-      id: built.id, type: built.type, sessionKey: built.sessionKey, channel: built.channel, createdAt: now,
-      body: JSON.stringify(built), state: options.pushes ? 'pending' : 'none',
+      id: built.id,
+      type: built.type,
+      sessionKey: built.sessionKey,
+      channel: built.channel,
+      createdAt: now,
+      body: JSON.stringify(built),
+      state: options.pushes ? 'pending' : 'none',
       messageIds,
     };
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
@@ -134,7 +168,10 @@ export function createOutput(options: OutputStageOptions) {
   };
 
   function lost(batch: LeasedBatch): undefined {
-    options.logger.warn({ sessionKey: batch.sessionKey, fence: batch.fence }, 'flush lease lost; another instance owns this batch');
+    options.logger.warn(
+      { sessionKey: batch.sessionKey, fence: batch.fence },
+      'flush lease lost; another instance owns this batch',
+    );
     return undefined;
   }
 }

@@ -138,7 +138,11 @@ export interface PollSpec {
 export class PollError extends Error {
   override name = 'PollError';
   /** `retryAfterMs`: the platform said when to ask again (Telegram 429 `retry_after`). */
-  constructor(message: string, readonly hint?: string, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly hint?: string,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
 }
@@ -146,7 +150,10 @@ export class PollError extends Error {
 /** A socket URL refused for a while; `retryAfterMs` says when to ask again (Discord's used-up daily session starts). */
 export class DialError extends Error {
   override name = 'DialError';
-  constructor(message: string, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
 }

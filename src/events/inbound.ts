@@ -9,7 +9,20 @@ export type MediaType = 'image' | 'audio' | 'video' | 'document';
 
 /** One piece of message content, OneBot-style, so signatures can be taken per segment. */
 export interface Segment {
-  type: 'text' | 'at' | 'face' | 'image' | 'flash' | 'record' | 'video' | 'file' | 'reply' | 'json' | 'xml' | 'ark' | 'other';
+  type:
+    | 'text'
+    | 'at'
+    | 'face'
+    | 'image'
+    | 'flash'
+    | 'record'
+    | 'video'
+    | 'file'
+    | 'reply'
+    | 'json'
+    | 'xml'
+    | 'ark'
+    | 'other';
   /** Segment fields as strings (text, qq, id, file, url, md5, data, ...). */
   data: Record<string, string>;
 }

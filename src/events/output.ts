@@ -69,7 +69,10 @@ export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage' ?
 
 /** The output event of an outbox record, with its seq in place. */
 export function outputOf(record: { body: string; seq: number }): Output {
-  const { type, id, ...rest } = JSON.parse(record.body) as { type: Output['type']; id: string } & Record<string, unknown>;
+  const { type, id, ...rest } = JSON.parse(record.body) as { type: Output['type']; id: string } & Record<
+    string,
+    unknown
+  >;
   return { type, id, seq: record.seq, ...rest } as unknown as Output;
 }
 

@@ -20,9 +20,7 @@ export interface TurnLink {
   id: string;
 }
 
-export type TurnDone =
-  | { result: 'closed' | 'already'; sessionKey: string; held: number }
-  | { result: 'unknown' };
+export type TurnDone = { result: 'closed' | 'already'; sessionKey: string; held: number } | { result: 'unknown' };
 
 /** A session's turn as `/v1/sessions/<key>/turn` shows it. */
 export interface TurnView {

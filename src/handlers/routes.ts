@@ -32,7 +32,12 @@ export class Handlers {
     const list = typeof route === 'string' ? [route] : route;
     if (list.length === 0) throw new TypeError('handle() needs at least one route');
     const everyDelivery = list.some((r) => r.startsWith('!'));
-    this.registrations.push({ routes: new Set(list.map((r) => r.replace(/^!/, ''))), everyDelivery, fn, seen: new WeakSet() });
+    this.registrations.push({
+      routes: new Set(list.map((r) => r.replace(/^!/, ''))),
+      everyDelivery,
+      fn,
+      seen: new WeakSet(),
+    });
   }
 
   /** Run every matching handler for a delivery; `duplicate` deliveries reach `!` routes only. */

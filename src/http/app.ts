@@ -50,7 +50,9 @@ function passing(chain: Koa.Middleware[]): Koa.Middleware {
   const composed = compose(chain);
   return async (ctx, next) => {
     let unmatched = false;
-    await composed(ctx, async () => { unmatched = true; });
+    await composed(ctx, async () => {
+      unmatched = true;
+    });
     if (unmatched) await next();
   };
 }

@@ -64,7 +64,12 @@ function isClientGone(error: unknown): boolean {
  * wrong with the service or the (unread) delivery. 499 is nginx's "client closed request".
  */
 function clientClosed(received: number, cause?: unknown): RequestError {
-  return new RequestError('client_closed', 499, `The client closed the connection after ${counted(received, 'byte')}, before the body ended`, { stage: 'body', ...(cause === undefined ? {} : { cause }) });
+  return new RequestError(
+    'client_closed',
+    499,
+    `The client closed the connection after ${counted(received, 'byte')}, before the body ended`,
+    { stage: 'body', ...(cause === undefined ? {} : { cause }) },
+  );
 }
 
 export function tooLarge(limit: number): RequestError {
@@ -123,7 +128,8 @@ function check(node: unknown, maxDepth: number, depth = 1): void {
     return;
   }
   for (const key in node) {
-    if (forbiddenKeys.has(key)) throw new RequestError('forbidden_key', 400, `JSON body contains the key "${key}", which is not accepted`);
+    if (forbiddenKeys.has(key))
+      throw new RequestError('forbidden_key', 400, `JSON body contains the key "${key}", which is not accepted`);
     check((node as Record<string, unknown>)[key], maxDepth, depth + 1);
   }
 }
@@ -180,9 +186,17 @@ function stringEnd(raw: Buffer, start: number): number {
 }
 
 function tooDeep(maxDepth: number): RequestError {
-  return new RequestError('too_deep', 400, `JSON body nests deeper than ${counted(maxDepth, 'level')} (server.maxDepth)`);
+  return new RequestError(
+    'too_deep',
+    400,
+    `JSON body nests deeper than ${counted(maxDepth, 'level')} (server.maxDepth)`,
+  );
 }
 
 function tooManyKeys(maxKeys: number): RequestError {
-  return new RequestError('too_many_keys', 400, `JSON body holds more than ${maxKeys} object keys and array items (server.maxKeys)`);
+  return new RequestError(
+    'too_many_keys',
+    400,
+    `JSON body holds more than ${maxKeys} object keys and array items (server.maxKeys)`,
+  );
 }

@@ -17,7 +17,8 @@ export interface ConsoleOptions {
 }
 
 /** No inline script or style, nothing from elsewhere; media arrive as blob: URLs. */
-export const CONSOLE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const CONSOLE_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** Resolved beside this module, so it is the same folder from `src/` (vitest) and `dist/` (npm start). */
 const PACKAGE_ASSETS = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -25,12 +26,13 @@ const ASSET_NAME = /^[A-Za-z0-9_-]+\.(?:js|css|svg|png)$/;
 /** Served inline; everything else is a download, so a stored HTML or SVG never runs on our origin. */
 const INLINE = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp)|audio\/|video\/)/;
 
-const securityHeaders = (ctx: Koa.Context) => ctx.set({
-  'Content-Security-Policy': CONSOLE_CSP,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'Cache-Control': 'no-cache',
-});
+const securityHeaders = (ctx: Koa.Context) =>
+  ctx.set({
+    'Content-Security-Policy': CONSOLE_CSP,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'Cache-Control': 'no-cache',
+  });
 
 /**
  * The operator console: `GET /` (static, no token: it holds no data) and its assets under
@@ -93,7 +95,10 @@ interface MediaFile {
  * does not exist or lands outside every media folder after symlinks are followed is 404, so
  * the answer never tells whether a file outside exists.
  */
-export async function mediaFile(rawPath: string, options: Pick<ConsoleOptions, 'mediaDirs' | 'cwd'>): Promise<MediaFile> {
+export async function mediaFile(
+  rawPath: string,
+  options: Pick<ConsoleOptions, 'mediaDirs' | 'cwd'>,
+): Promise<MediaFile> {
   const segments = rawPath.split('/').map((segment) => {
     let decoded: string;
     try {
@@ -101,7 +106,8 @@ export async function mediaFile(rawPath: string, options: Pick<ConsoleOptions, '
     } catch {
       throw badPath('it is not valid percent-encoding');
     }
-    if (decoded === '' || decoded === '.' || decoded === '..') throw badPath('it must be relative, without empty, "." or ".." segments');
+    if (decoded === '' || decoded === '.' || decoded === '..')
+      throw badPath('it must be relative, without empty, "." or ".." segments');
     if (/[/\\\0]/.test(decoded)) throw badPath('a segment holds a slash, backslash or NUL');
     return decoded;
   });
@@ -109,7 +115,9 @@ export async function mediaFile(rawPath: string, options: Pick<ConsoleOptions, '
   const wanted = resolve(options.cwd, ...segments);
   const real = await realpath(wanted).catch(() => undefined);
   if (real === undefined) throw notFound;
-  const roots = await Promise.all(options.mediaDirs().map((dir) => realpath(resolve(options.cwd, dir)).catch(() => undefined)));
+  const roots = await Promise.all(
+    options.mediaDirs().map((dir) => realpath(resolve(options.cwd, dir)).catch(() => undefined)),
+  );
   if (!roots.some((root) => root !== undefined && within(root, real))) throw notFound;
   // O_NOFOLLOW: a symlink swapped in after the check is refused, not followed.
   const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
@@ -128,5 +136,9 @@ function within(root: string, path: string): boolean {
 }
 
 function badPath(why: string): RequestError {
-  return new RequestError('bad_media_path', 400, `A media path is an output's media[].path, relative to the working directory: ${why}`);
+  return new RequestError(
+    'bad_media_path',
+    400,
+    `A media path is an output's media[].path, relative to the working directory: ${why}`,
+  );
 }

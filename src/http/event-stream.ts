@@ -80,7 +80,11 @@ export class StreamHub {
       if (start && !start.reset) {
         const last = await reader.lastSeq();
         if (start.after > last) {
-          throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${start.after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${eventId(last, life)} or without Last-Event-ID`);
+          throw new RequestError(
+            'resume_point_ahead',
+            409,
+            `Last-Event-ID ${start.after} is ahead of this store's newest event ${last} (was the store reset?); reconnect with after=${eventId(last, life)} or without Last-Event-ID`,
+          );
         }
       }
       this.reader = reader;
@@ -91,11 +95,15 @@ export class StreamHub {
         });
       }
       await this.serve(ctx, this.outputs, {
-        start, contiguous: true,
+        start,
+        contiguous: true,
         newest: () => reader.lastSeq(),
         page: async (from) => {
           const page = await reader.outboxAfter(from, REPLAY_PAGE);
-          return { frames: page.map((record) => ({ n: record.seq, text: outputFrame(record, life) })), more: page.length === REPLAY_PAGE };
+          return {
+            frames: page.map((record) => ({ n: record.seq, text: outputFrame(record, life) })),
+            more: page.length === REPLAY_PAGE,
+          };
         },
       });
     };
@@ -116,15 +124,23 @@ export class StreamHub {
       if (start && !start.reset) {
         const last = await trail.last();
         if (start.after > last) {
-          throw new RequestError('resume_point_ahead', 409, `Last-Event-ID ${start.after} is ahead of the newest activity entry ${last} (an in-process trail restarts with the process); reconnect with after=${eventId(last, life)} or without Last-Event-ID`);
+          throw new RequestError(
+            'resume_point_ahead',
+            409,
+            `Last-Event-ID ${start.after} is ahead of the newest activity entry ${last} (an in-process trail restarts with the process); reconnect with after=${eventId(last, life)} or without Last-Event-ID`,
+          );
         }
       }
       await this.serve(ctx, this.activity, {
-        start, contiguous: !trail.shared,
+        start,
+        contiguous: !trail.shared,
         newest: () => trail.last(),
         page: async (from) => {
           const page = await trail.after(from, REPLAY_PAGE);
-          return { frames: page.map((entry) => ({ n: entry.n, text: activityFrame(entry, life) })), more: page.length === REPLAY_PAGE };
+          return {
+            frames: page.map((entry) => ({ n: entry.n, text: activityFrame(entry, life) })),
+            more: page.length === REPLAY_PAGE,
+          };
         },
       });
     };
@@ -155,7 +171,10 @@ export class StreamHub {
     const at = this.options.now();
     this.cut.set(client, { lastSent: client.drained, at });
     this.reader?.keepUnread?.(client.drained, CUT_GRACE_MS, at).catch((error: unknown) => {
-      this.options.logger.warn({ err: error, lastSent: client.drained }, 'cannot keep a cut stream\'s unread records in the store; another instance may trim them');
+      this.options.logger.warn(
+        { err: error, lastSent: client.drained },
+        "cannot keep a cut stream's unread records in the store; another instance may trim them",
+      );
     });
   }
 
@@ -166,10 +185,18 @@ export class StreamHub {
    * The positions of streams cut before mean nothing in the new seqs.
    */
   private reset(rollback: { from: number; to: number }): void {
-    this.options.logger.error({ ...rollback, streams: this.outputs.size }, `the store was reset (outbox seq ${rollback.from} -> ${rollback.to}); cutting every event stream so that its client resumes and learns of it`);
+    this.options.logger.error(
+      { ...rollback, streams: this.outputs.size },
+      `the store was reset (outbox seq ${rollback.from} -> ${rollback.to}); cutting every event stream so that its client resumes and learns of it`,
+    );
     this.cut.clear();
     for (const client of [...this.outputs]) client.end();
-    this.reader?.life?.().then((life) => { this.outboxLife = life; }, () => undefined);
+    this.reader?.life?.().then(
+      (life) => {
+        this.outboxLife = life;
+      },
+      () => undefined,
+    );
   }
 
   private broadcast(clients: Set<Client>, n: number, text: string): void {
@@ -181,10 +208,17 @@ export class StreamHub {
 
   private async serve(ctx: Koa.Context, clients: Set<Client>, replay: Replay): Promise<void> {
     if (this.count >= this.maxStreams) {
-      throw new UnavailableError('too_many_streams', `${this.count} event streams are open (events.maxStreams ${this.maxStreams}); retry later`, 5);
+      throw new UnavailableError(
+        'too_many_streams',
+        `${this.count} event streams are open (events.maxStreams ${this.maxStreams}); retry later`,
+        5,
+      );
     }
     await serveStream(ctx, replay, {
-      clients, logger: this.options.logger, clock: this.options.clock ?? systemClock, maxBuffered: this.maxBuffered,
+      clients,
+      logger: this.options.logger,
+      clock: this.options.clock ?? systemClock,
+      maxBuffered: this.maxBuffered,
       // Only outbox streams hold the trim back (activity streams count trail entries, not seqs).
       ...(clients === this.outputs ? { cut: (client: Client) => this.keepUnread(client) } : {}),
     });

@@ -45,16 +45,28 @@ export function apiGuard(server: Config['server']): Koa.Middleware {
   return async function apiGuard(ctx, next) {
     const host = ctx.get('host');
     if (checkHost && host !== '' && !hostAllowed(hostName(host))) {
-      throw new RequestError('host_not_allowed', 403, `Host "${host.slice(0, 100)}" is not a name ${ctx.method} ${ctx.path} is answered for: ${token ? '' : 'without server.apiToken, '}only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach the API through a DNS name of its own. If you reach the service by this name (a proxy, a tunnel), add "${hostName(host).slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`);
+      throw new RequestError(
+        'host_not_allowed',
+        403,
+        `Host "${host.slice(0, 100)}" is not a name ${ctx.method} ${ctx.path} is answered for: ${token ? '' : 'without server.apiToken, '}only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach the API through a DNS name of its own. If you reach the service by this name (a proxy, a tunnel), add "${hostName(host).slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`,
+      );
     }
     if (token) checkToken(ctx, token);
     else if (!READS.has(ctx.method)) {
       const origin = ctx.get('origin');
       if (origin !== '' && !sameSite(origin, host, allowed)) {
-        throw new RequestError('cross_origin', 403, `${ctx.method} ${ctx.path} came from a page on ${origin.slice(0, 100)}, another origin than this service's: refused, so a web page cannot change anything here through your browser. Call it from the console or a program, or set server.apiToken and send it as a bearer token${origin === 'null' ? '' : `; or, if that page is yours, add its name to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`}`);
+        throw new RequestError(
+          'cross_origin',
+          403,
+          `${ctx.method} ${ctx.path} came from a page on ${origin.slice(0, 100)}, another origin than this service's: refused, so a web page cannot change anything here through your browser. Call it from the console or a program, or set server.apiToken and send it as a bearer token${origin === 'null' ? '' : `; or, if that page is yours, add its name to server.allowedHosts (INTAKE_ALLOWED_HOSTS)`}`,
+        );
       }
       if (!ctx.get('authorization') && !ctx.get('x-requested-with') && !nonSimpleType(ctx.get('content-type'))) {
-        throw new RequestError('csrf_header_missing', 403, `${ctx.method} ${ctx.path} without server.apiToken must carry a header a web page cannot send unasked: Content-Type: application/json, X-Requested-With (any value) or Authorization. This keeps pages on other sites from making the request through your browser`);
+        throw new RequestError(
+          'csrf_header_missing',
+          403,
+          `${ctx.method} ${ctx.path} without server.apiToken must carry a header a web page cannot send unasked: Content-Type: application/json, X-Requested-With (any value) or Authorization. This keeps pages on other sites from making the request through your browser`,
+        );
       }
     }
     await next();
@@ -71,15 +83,23 @@ function checkToken(ctx: Koa.Context, token: string): void {
   const header = ctx.get('authorization');
   if (header.trim() === '') {
     ctx.set('WWW-Authenticate', 'Bearer');
-    throw new RequestError('missing_token', 401, `${ctx.method} ${ctx.path} needs the API token: send Authorization: Bearer <server.apiToken>`);
+    throw new RequestError(
+      'missing_token',
+      401,
+      `${ctx.method} ${ctx.path} needs the API token: send Authorization: Bearer <server.apiToken>`,
+    );
   }
   const match = BEARER.exec(header);
   if (match && safeEqual(match[1] as string, token)) return;
   ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
   // The header is not echoed: it may hold most of a token.
-  throw new RequestError('bad_token', 401, match
-    ? `${ctx.method} ${ctx.path}: the bearer token is not server.apiToken (INTAKE_API_TOKEN); send the token the service is configured with`
-    : `${ctx.method} ${ctx.path}: Authorization must be "Bearer <server.apiToken>": the scheme Bearer (any case), a space, then the token alone`);
+  throw new RequestError(
+    'bad_token',
+    401,
+    match
+      ? `${ctx.method} ${ctx.path}: the bearer token is not server.apiToken (INTAKE_API_TOKEN); send the token the service is configured with`
+      : `${ctx.method} ${ctx.path}: Authorization must be "Bearer <server.apiToken>": the scheme Bearer (any case), a space, then the token alone`,
+  );
 }
 
 /**
@@ -89,14 +109,20 @@ function checkToken(ctx: Koa.Context, token: string): void {
 export function hostName(host: string): string {
   let name = host.trim().toLowerCase();
   if (name.startsWith('[')) name = name.slice(0, name.indexOf(']') + 1) || name;
-  else if (name.split(':').length > 2) name = `[${name}]`; // a bare IPv6 address (`server.host` "::1")
+  else if (name.split(':').length > 2)
+    name = `[${name}]`; // a bare IPv6 address (`server.host` "::1")
   else name = name.replace(/:\d*$/, '');
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
 /** Names a browser resolves to this machine itself, which no other site can point at us. */
 export function isLoopbackName(name: string): boolean {
-  return name === 'localhost' || name.endsWith('.localhost') || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+  return (
+    name === 'localhost' ||
+    name.endsWith('.localhost') ||
+    name === '[::1]' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
+  );
 }
 
 /** Whether `Origin` is this service's own (the same host and port as the request's `Host`), or a name the operator listed. */

@@ -30,18 +30,25 @@ export interface HttpPorts {
   sockets: {
     list(): Promise<ConnectionView[]>;
     /** Run an action through a connected bot; resolves with its answer (`POST /v1/channels/:id/actions/:action`). */
-    action(channel: string, action: string, params: Record<string, unknown>, selfId: string | undefined): Promise<unknown>;
+    action(
+      channel: string,
+      action: string,
+      params: Record<string, unknown>,
+      selfId: string | undefined,
+    ): Promise<unknown>;
   };
   /** The verdict trail (`/v1/activity`): this process's, or every instance's on a shared store. */
   trail: Pick<TraceTrail, 'shared' | 'life' | 'last' | 'after' | 'subscribe'>;
   /** What happened to one message (undefined: nothing known). */
   trace(id: string): Promise<object | undefined>;
   /** Dead letters, when push to the agent is configured. */
-  deadLetters: {
-    count(): Promise<number>;
-    list(limit: number): Promise<OutboxRecord[]>;
-    retry(id: string | undefined, limit: number): Promise<number>;
-  } | undefined;
+  deadLetters:
+    | {
+        count(): Promise<number>;
+        list(limit: number): Promise<OutboxRecord[]>;
+        retry(id: string | undefined, limit: number): Promise<number>;
+      }
+    | undefined;
   /** Agent turns (docs/turns.md): close one by its output id, read a session's. */
   turns: {
     done(outputId: string): Promise<TurnDone>;

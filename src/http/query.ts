@@ -10,7 +10,11 @@ export function numericParam(ctx: Koa.Context, name: string, code: ErrorCode, ex
   const raw = ctx.query[name];
   if (raw === undefined) return undefined;
   if (Array.isArray(raw)) {
-    throw new RequestError(code, 400, `${name} is given ${raw.length} times (${raw.map((value) => `${name}=${value.slice(0, 40)}`).join('&')}); give it once: ${expected}`);
+    throw new RequestError(
+      code,
+      400,
+      `${name} is given ${raw.length} times (${raw.map((value) => `${name}=${value.slice(0, 40)}`).join('&')}); give it once: ${expected}`,
+    );
   }
   if (raw === '') throw new RequestError(code, 400, `${name} is empty; give ${expected}, or leave ${name} out`);
   return raw;

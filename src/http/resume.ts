@@ -33,7 +33,11 @@ export function resumePoint(ctx: Koa.Context): ResumePoint | undefined {
   // Up to 16 digits: the trail on Redis numbers entries by time (`<ms> * 1000 + n`).
   const match = /^(\d{1,16})(?:@([\w-]{1,64}))?$/.exec(raw);
   if (!match || !Number.isSafeInteger(Number(match[1]))) {
-    throw new RequestError('bad_resume_point', 400, `Last-Event-ID / after must be the id of an event as the stream sent it, <seq> or <seq>@<life> (got "${raw.slice(0, 80)}")`);
+    throw new RequestError(
+      'bad_resume_point',
+      400,
+      `Last-Event-ID / after must be the id of an event as the stream sent it, <seq> or <seq>@<life> (got "${raw.slice(0, 80)}")`,
+    );
   }
   return match[2] === undefined ? { seq: Number(match[1]) } : { seq: Number(match[1]), life: match[2] };
 }

@@ -25,7 +25,12 @@ const clientErrorAnswers: ReadonlyMap<string, string> = new Map([
  * Rejects with a ConfigError naming `server.port` when the port is taken. `clock` runs the
  * slow-client sweep and paces the dropped-connections warning.
  */
-export async function listen(handler: RequestListener, config: Config, logger: Logger, clock: Clock = systemClock): Promise<Server> {
+export async function listen(
+  handler: RequestListener,
+  config: Config,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<Server> {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, host, port } = config.server;
   // Node checks these two timeouts every 30 s (its default), even with no connection open; the
   // guard checks them every second at most, and only while connections are open.
@@ -53,7 +58,10 @@ export async function listen(handler: RequestListener, config: Config, logger: L
     const now = clock.now();
     if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return;
     lastDropLog = now;
-    logger.warn({ maxConnections }, 'connections past server.maxConnections (INTAKE_MAX_CONNECTIONS) are being closed on arrival');
+    logger.warn(
+      { maxConnections },
+      'connections past server.maxConnections (INTAKE_MAX_CONNECTIONS) are being closed on arrival',
+    );
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -83,13 +91,17 @@ export function serve(server: Server, handler: RequestListener): void {
  */
 export function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
-  const [status, body] = path === '/healthz'
-    ? [200, { ok: true, starting: true }]
-    : path === '/readyz'
-      ? [503, { ready: false, problems: ['starting: opening the store'] }]
-      : [503, { error: { code: 'starting', message: 'The service is starting (opening its store); retry shortly' } }];
+  const [status, body] =
+    path === '/healthz'
+      ? [200, { ok: true, starting: true }]
+      : path === '/readyz'
+        ? [503, { ready: false, problems: ['starting: opening the store'] }]
+        : [503, { error: { code: 'starting', message: 'The service is starting (opening its store); retry shortly' } }];
   req.resume();
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 503 ? { 'retry-after': '1' } : {}) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    ...(status === 503 ? { 'retry-after': '1' } : {}),
+  });
   res.end(JSON.stringify(body));
 }
 
@@ -97,9 +109,15 @@ export function whileStarting(req: IncomingMessage, res: ServerResponse): void {
 function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
   switch (error.code) {
     case 'EADDRINUSE':
-      return new ConfigError(`server.port / PORT ${port} is in use by another process on ${host}; stop it or choose another port`, { cause: error });
+      return new ConfigError(
+        `server.port / PORT ${port} is in use by another process on ${host}; stop it or choose another port`,
+        { cause: error },
+      );
     case 'EACCES':
-      return new ConfigError(`server.port / PORT ${port} needs privileges this process lacks on ${host}; choose a port above 1023`, { cause: error });
+      return new ConfigError(
+        `server.port / PORT ${port} needs privileges this process lacks on ${host}; choose a port above 1023`,
+        { cause: error },
+      );
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
       return new ConfigError(`server.host / HOST "${host}" is not an address of this machine`, { cause: error });

@@ -94,7 +94,13 @@ export class SlowClientGuard {
   }
 
   private watch(socket: Watched): void {
-    socket[watchOf] = { req: undefined, res: undefined, requestAt: 0, waitingSince: this.clock.now(), answeringBytes: undefined };
+    socket[watchOf] = {
+      req: undefined,
+      res: undefined,
+      requestAt: 0,
+      waitingSince: this.clock.now(),
+      answeringBytes: undefined,
+    };
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     if (this.timer === undefined) this.timer = this.clock.setInterval(() => this.sweep(), this.sweepMs);
@@ -140,7 +146,9 @@ export class SlowClientGuard {
       return;
     }
     // The server's clientError handler answers 408 and closes, as for Node's own check.
-    const error = Object.assign(new Error('The client did not send its request in time'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+    const error = Object.assign(new Error('The client did not send its request in time'), {
+      code: 'ERR_HTTP_REQUEST_TIMEOUT',
+    });
     this.server.emit('clientError', error, socket);
   }
 }

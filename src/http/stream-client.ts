@@ -47,13 +47,22 @@ export interface StreamOf {
  * broadcasts them (`client.write`), held until the replay has settled where live begins. A
  * client that falls `maxBuffered` behind on live frames is cut.
  */
-export async function serveStream(ctx: Koa.Context, { start, newest, page, contiguous }: Replay, { clients, logger, clock, maxBuffered, cut }: StreamOf): Promise<void> {
+export async function serveStream(
+  ctx: Koa.Context,
+  { start, newest, page, contiguous }: Replay,
+  { clients, logger, clock, maxBuffered, cut }: StreamOf,
+): Promise<void> {
   const after = start?.after;
   const stream = new PassThrough();
   ctx.req.socket.setTimeout(0);
   ctx.req.socket.setNoDelay(true);
   ctx.status = 200;
-  ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  ctx.set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
   ctx.body = stream;
 
   let stopped = false;
@@ -73,7 +82,10 @@ export async function serveStream(ctx: Koa.Context, { start, newest, page, conti
       if (emptied(stream)) client.drained = client.lastSent;
       if (stream.writableLength > maxBuffered) {
         // What is still buffered never reaches the client: keep everything after what drained.
-        logger.warn({ lastSent: client.lastSent, drained: client.drained }, 'event stream client too slow; disconnected (it can resume with Last-Event-ID)');
+        logger.warn(
+          { lastSent: client.lastSent, drained: client.drained },
+          'event stream client too slow; disconnected (it can resume with Last-Event-ID)',
+        );
         cut?.(client);
         stop();
         return false;

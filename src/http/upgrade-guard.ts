@@ -12,7 +12,9 @@ import { hostName, isLoopbackName, sameSite } from './guard.js';
  * Bots send no `Origin`, and reach the service by a name its operator knows: loopback, the
  * listen host, or `server.allowedHosts`. Throws the 403 that refuses the handshake.
  */
-export function upgradeGuard(server: Pick<Config['server'], 'host' | 'allowedHosts'>): (channel: string, handshake: RawDelivery) => void {
+export function upgradeGuard(
+  server: Pick<Config['server'], 'host' | 'allowedHosts'>,
+): (channel: string, handshake: RawDelivery) => void {
   const allowed = new Set(server.allowedHosts.map(hostName));
   const anyHost = allowed.has('*');
   const listenHost = hostName(server.host);
@@ -26,11 +28,21 @@ export function upgradeGuard(server: Pick<Config['server'], 'host' | 'allowedHos
     const host = header(handshake, 'host');
     const name = hostName(host);
     if (!anyHost && host !== '' && !isLoopbackName(name) && name !== listenHost && !allowed.has(name)) {
-      throw new RequestError('host_not_allowed', 403, `Host "${host.slice(0, 100)}" is not a name a WebSocket to channel "${channel}" is answered for: the channel has no accessToken ("verify": false), so only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach it through a DNS name of its own. If the bot reaches the service by this name, add "${name.slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS), or give the channel an accessToken`, context);
+      throw new RequestError(
+        'host_not_allowed',
+        403,
+        `Host "${host.slice(0, 100)}" is not a name a WebSocket to channel "${channel}" is answered for: the channel has no accessToken ("verify": false), so only loopback names (localhost, 127.0.0.1, [::1]), server.host ("${server.host}") and the names in server.allowedHosts are, so a web page cannot reach it through a DNS name of its own. If the bot reaches the service by this name, add "${name.slice(0, 100)}" to server.allowedHosts (INTAKE_ALLOWED_HOSTS), or give the channel an accessToken`,
+        context,
+      );
     }
     const origin = header(handshake, 'origin');
     if (origin !== '' && !sameSite(origin, host, allowed)) {
-      throw new RequestError('cross_origin', 403, `A WebSocket to channel "${channel}" came from a page on ${origin.slice(0, 100)}: refused, so a web page cannot post events through your browser to a channel without an accessToken ("verify": false). Bots send no Origin: connect the bot directly, or give the channel an accessToken${origin === 'null' ? '' : '; if that page is yours, add its name to server.allowedHosts (INTAKE_ALLOWED_HOSTS)'}`, context);
+      throw new RequestError(
+        'cross_origin',
+        403,
+        `A WebSocket to channel "${channel}" came from a page on ${origin.slice(0, 100)}: refused, so a web page cannot post events through your browser to a channel without an accessToken ("verify": false). Bots send no Origin: connect the bot directly, or give the channel an accessToken${origin === 'null' ? '' : '; if that page is yours, add its name to server.allowedHosts (INTAKE_ALLOWED_HOSTS)'}`,
+        context,
+      );
     }
   };
 }

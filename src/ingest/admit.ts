@@ -54,7 +54,11 @@ export interface AdmitOptions {
   logger?: Logger;
 }
 
-const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate', client_deduped: 'duplicate', fuzzy_deduped: 'fuzzy_duplicate' };
+const duplicateVerdict: Record<DuplicateKind, Verdict> = {
+  deduped: 'duplicate',
+  client_deduped: 'duplicate',
+  fuzzy_deduped: 'fuzzy_duplicate',
+};
 
 /**
  * The per-delivery decision: every event of one webhook delivery is checked against our own
@@ -64,14 +68,27 @@ const duplicateVerdict: Record<DuplicateKind, Verdict> = { deduped: 'duplicate',
  */
 export function createAdmit(options: AdmitOptions) {
   /** `dropped`: events the inbound chain (`intake.use`) dropped; they are answered `ignored` and recorded nowhere. */
-  return async function admit(events: readonly InboundEvent[], now: number, deliveryId?: string, dropped?: ReadonlySet<InboundEvent>): Promise<Admitted> {
-    const admitted: Admitted = { summary: { accepted: 0, duplicates: 0, events: [] }, accepted: [], repeats: [], groups: [] };
+  return async function admit(
+    events: readonly InboundEvent[],
+    now: number,
+    deliveryId?: string,
+    dropped?: ReadonlySet<InboundEvent>,
+  ): Promise<Admitted> {
+    const admitted: Admitted = {
+      summary: { accepted: 0, duplicates: 0, events: [] },
+      accepted: [],
+      repeats: [],
+      groups: [],
+    };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as InboundEvent;
       options.metrics.message(event.channel, event.adapter, 'received');
-      if (dropped?.has(event) || (event.kind === 'message' && options.bots.isOwnBot(event.namespace, event.sender.id))) {
+      if (
+        dropped?.has(event) ||
+        (event.kind === 'message' && options.bots.isOwnBot(event.namespace, event.sender.id))
+      ) {
         plans.push(undefined);
         continue;
       }
@@ -102,21 +119,35 @@ export function createAdmit(options: AdmitOptions) {
         if (result.verdict === 'accepted') {
           verdict = 'accepted';
           const { debounceKey, receivedAt, correlationKey } = plan.item.part;
-          admitted.accepted.push({ part: { id: result.partId, debounceKey, receivedAt, event, ...(correlationKey === undefined ? {} : { correlationKey }) }, deadline: result.deadline });
+          admitted.accepted.push({
+            part: {
+              id: result.partId,
+              debounceKey,
+              receivedAt,
+              event,
+              ...(correlationKey === undefined ? {} : { correlationKey }),
+            },
+            deadline: result.deadline,
+          });
           if (result.correlation) admitted.groups.push([event, result.correlation]);
         } else if (result.verdict === 'claimed') {
           const kind = plan.kinds[result.claim] ?? 'deduped';
           verdict = duplicateVerdict[kind];
-          reason = kind === 'deduped' ? `platform id ${event.platformId ?? event.id} was already taken`
-            : kind === 'client_deduped' ? `client message id ${event.clientMessageId ?? ''} was already taken`
-              : 'the same sender sent the same content within dedup.fuzzyWindowMs';
+          reason =
+            kind === 'deduped'
+              ? `platform id ${event.platformId ?? event.id} was already taken`
+              : kind === 'client_deduped'
+                ? `client message id ${event.clientMessageId ?? ''} was already taken`
+                : 'the same sender sent the same content within dedup.fuzzyWindowMs';
           options.metrics.message(event.channel, event.adapter, kind === 'fuzzy_deduped' ? kind : 'deduped');
           admitted.repeats.push(event);
         } else {
           const first = result.correlation.deliveries[0];
           verdict = result.retry ? 'duplicate' : 'correlated';
           joined = first?.platformId;
-          reason = result.retry ? 'the same bot delivered it again' : `first delivered by ${first ? `${first.channel}${first.botId ? `/${first.botId}` : ''}` : 'another bot'}`;
+          reason = result.retry
+            ? 'the same bot delivered it again'
+            : `first delivered by ${first ? `${first.channel}${first.botId ? `/${first.botId}` : ''}` : 'another bot'}`;
           options.metrics.message(event.channel, event.adapter, result.retry ? 'deduped' : 'correlated');
           admitted.repeats.push(event);
           admitted.groups.push([event, result.correlation]);
@@ -127,9 +158,23 @@ export function createAdmit(options: AdmitOptions) {
       else if (answer !== 'ignored') admitted.summary.duplicates++;
       admitted.summary.events.push({ id: event.id, verdict: answer });
       // The message that took the fuzzy key, and a double send of it, carry it in the trail.
-      const fuzzy = plan && (verdict === 'accepted' || verdict === 'fuzzy_duplicate') ? plan.item.claims[plan.kinds.indexOf('fuzzy_deduped')]?.key : undefined;
+      const fuzzy =
+        plan && (verdict === 'accepted' || verdict === 'fuzzy_duplicate')
+          ? plan.item.claims[plan.kinds.indexOf('fuzzy_deduped')]?.key
+          : undefined;
       options.trail(trailEntry(event, verdict, now, reason, joined, fuzzy));
-      if (debug) options.logger?.debug({ channel: event.channel, id: event.id, platformId: event.platformId, sessionKey: event.sessionKey, verdict, reason }, `${verdict}: ${reason ?? 'buffered for its session'}`);
+      if (debug)
+        options.logger?.debug(
+          {
+            channel: event.channel,
+            id: event.id,
+            platformId: event.platformId,
+            sessionKey: event.sessionKey,
+            verdict,
+            reason,
+          },
+          `${verdict}: ${reason ?? 'buffered for its session'}`,
+        );
     }
     return admitted;
   };
@@ -137,10 +182,23 @@ export function createAdmit(options: AdmitOptions) {
 
 const PREVIEW = 120;
 
-function trailEntry(event: InboundEvent, verdict: Verdict, at: number, reason: string | undefined, joined: string | undefined, fuzzyKey: string | undefined): Omit<TraceEntry, 'n'> {
+function trailEntry(
+  event: InboundEvent,
+  verdict: Verdict,
+  at: number,
+  reason: string | undefined,
+  joined: string | undefined,
+  fuzzyKey: string | undefined,
+): Omit<TraceEntry, 'n'> {
   const entry: Omit<TraceEntry, 'n'> = {
-    at, channel: event.channel, kind: 'verdict', id: event.id, sessionKey: event.sessionKey, sender: event.sender,
-    preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text, verdict,
+    at,
+    channel: event.channel,
+    kind: 'verdict',
+    id: event.id,
+    sessionKey: event.sessionKey,
+    sender: event.sender,
+    preview: event.text.length > PREVIEW ? `${event.text.slice(0, PREVIEW)}…` : event.text,
+    verdict,
   };
   if (event.platformId !== undefined) entry.platformId = event.platformId;
   if (event.botId !== undefined) entry.bot = event.botId;

@@ -30,9 +30,16 @@ export class InboundChain {
     for (const event of events) {
       let passed = false;
       try {
-        await chain(event, async () => { passed = true; });
+        await chain(event, async () => {
+          passed = true;
+        });
       } catch (error) {
-        throw new IntakeError('middleware_failed', 500, `An inbound middleware (intake.use) failed on channel "${channelId}": ${(error as Error).message}; nothing was recorded`, { channel: channelId, stage: 'middleware', cause: error });
+        throw new IntakeError(
+          'middleware_failed',
+          500,
+          `An inbound middleware (intake.use) failed on channel "${channelId}": ${(error as Error).message}; nothing was recorded`,
+          { channel: channelId, stage: 'middleware', cause: error },
+        );
       }
       if (!passed) dropped.add(event);
     }

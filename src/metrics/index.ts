@@ -1,7 +1,17 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Actions of `inbox_messages_total`. */
-export type MessageAction = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'debounced' | 'emitted' | 'rejected' | 'ignored' | 'looped' | 'held';
+export type MessageAction =
+  | 'received'
+  | 'deduped'
+  | 'fuzzy_deduped'
+  | 'correlated'
+  | 'debounced'
+  | 'emitted'
+  | 'rejected'
+  | 'ignored'
+  | 'looped'
+  | 'held';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 
@@ -36,25 +46,58 @@ export class Metrics {
     this.defaultMetrics = options.defaultMetrics === false ? 'off' : 'waiting';
     const counts = this.messageCounts;
     new Counter({
-      name: 'inbox_messages_total', help: 'Inbound messages by channel and what happened to them', labelNames: ['channel', 'adapter', 'action'], registers,
+      name: 'inbox_messages_total',
+      help: 'Inbound messages by channel and what happened to them',
+      labelNames: ['channel', 'adapter', 'action'],
+      registers,
       collect() {
         this.reset();
         for (const [channel, adapters] of counts) {
-          for (const [adapter, actions] of adapters) for (const [action, value] of actions) this.inc({ channel, adapter, action }, value);
+          for (const [adapter, actions] of adapters)
+            for (const [action, value] of actions) this.inc({ channel, adapter, action }, value);
         }
       },
     });
-    this.mediaBytes = new Counter({ name: 'inbox_media_downloaded_bytes_total', help: 'Bytes of media stored', labelNames: ['channel'], registers });
-    this.mediaDownloads = new Counter({ name: 'inbox_media_downloads_total', help: 'Media downloads by result', labelNames: ['channel', 'result'], registers });
-    this.delivery = new Counter({ name: 'inbox_delivery_total', help: 'Pushes to the agent by result', labelNames: ['result'], registers });
-    this.storeErrors = new Counter({ name: 'inbox_store_errors_total', help: 'Store calls that failed, by operation', labelNames: ['op'], registers });
-    this.connectionEvents = new Counter({ name: 'inbox_connection_events_total', help: 'Bot connections opened, closed, refused and reopened', labelNames: ['channel', 'transport', 'event'], registers });
+    this.mediaBytes = new Counter({
+      name: 'inbox_media_downloaded_bytes_total',
+      help: 'Bytes of media stored',
+      labelNames: ['channel'],
+      registers,
+    });
+    this.mediaDownloads = new Counter({
+      name: 'inbox_media_downloads_total',
+      help: 'Media downloads by result',
+      labelNames: ['channel', 'result'],
+      registers,
+    });
+    this.delivery = new Counter({
+      name: 'inbox_delivery_total',
+      help: 'Pushes to the agent by result',
+      labelNames: ['result'],
+      registers,
+    });
+    this.storeErrors = new Counter({
+      name: 'inbox_store_errors_total',
+      help: 'Store calls that failed, by operation',
+      labelNames: ['op'],
+      registers,
+    });
+    this.connectionEvents = new Counter({
+      name: 'inbox_connection_events_total',
+      help: 'Bot connections opened, closed, refused and reopened',
+      labelNames: ['channel', 'transport', 'event'],
+      registers,
+    });
     this.deliveryLatency = new Histogram({
-      name: 'inbox_delivery_latency_seconds', help: 'From emit to the agent acknowledging it', registers,
+      name: 'inbox_delivery_latency_seconds',
+      help: 'From emit to the agent acknowledging it',
+      registers,
       buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
     });
     this.turnHold = new Histogram({
-      name: 'inbox_turn_hold_seconds', help: 'Agent turns: from a held message\'s arrival to its release', registers,
+      name: 'inbox_turn_hold_seconds',
+      help: "Agent turns: from a held message's arrival to its release",
+      registers,
       buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600],
     });
   }
@@ -112,7 +155,10 @@ export class Metrics {
   /** `inbox_connections{channel, transport}`: the open connections, read at scrape time. */
   connections(read: () => Iterable<{ channel: string; transport: string; state: string }>): void {
     new Gauge({
-      name: 'inbox_connections', help: 'Bot connections open on this instance', labelNames: ['channel', 'transport'], registers: [this.registry],
+      name: 'inbox_connections',
+      help: 'Bot connections open on this instance',
+      labelNames: ['channel', 'transport'],
+      registers: [this.registry],
       collect() {
         this.reset();
         for (const { channel, transport, state } of read()) if (state === 'open') this.inc({ channel, transport });
@@ -122,13 +168,23 @@ export class Metrics {
 
   /** Register a gauge whose value is read at scrape time. */
   gauge(name: string, help: string, read: () => number | Promise<number>): void {
-    new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        this.set(await read());
+      },
+    });
   }
 
   /** Register a counter by one label whose running totals are kept elsewhere and read at scrape time. */
   labelledCounterFrom(name: string, help: string, label: string, read: () => Readonly<Record<string, number>>): void {
     new Counter({
-      name, help, labelNames: [label], registers: [this.registry],
+      name,
+      help,
+      labelNames: [label],
+      registers: [this.registry],
       collect() {
         this.reset();
         for (const [value, total] of Object.entries(read())) this.inc({ [label]: value }, total);
@@ -139,7 +195,9 @@ export class Metrics {
   /** Register a counter whose running total is kept elsewhere and read at scrape time. */
   counterFrom(name: string, help: string, read: () => number): void {
     new Counter({
-      name, help, registers: [this.registry],
+      name,
+      help,
+      registers: [this.registry],
       collect() {
         this.reset();
         this.inc(read());
@@ -152,7 +210,8 @@ export class Metrics {
     const out: Record<string, Record<string, number>> = {};
     for (const [channel, adapters] of this.messageCounts) {
       const counts = (out[channel] ??= {});
-      for (const actions of adapters.values()) for (const [action, value] of actions) counts[action] = (counts[action] ?? 0) + value;
+      for (const actions of adapters.values())
+        for (const [action, value] of actions) counts[action] = (counts[action] ?? 0) + value;
     }
     for (const [channel, counts] of this.tallies) Object.assign((out[channel] ??= {}), Object.fromEntries(counts));
     return out;

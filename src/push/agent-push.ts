@@ -14,7 +14,11 @@ import { standardWebhooks } from '../core/signing.js';
 /** A failed push attempt; `retryable` errors are tried again later, the others go to dead letters. */
 export class PushError extends IntakeError {
   override name = 'PushError';
-  constructor(message: string, readonly retryable: boolean, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly retryAfterMs?: number,
+  ) {
     super('push_failed', 502, message, { stage: 'push' });
   }
 }
@@ -91,7 +95,8 @@ export class AgentPush {
 
   async start(): Promise<void> {
     await this.refresh();
-    if (this.pending > 0) this.options.logger.info({ pending: this.pending }, 'resuming delivery of undelivered messages');
+    if (this.pending > 0)
+      this.options.logger.info({ pending: this.pending }, 'resuming delivery of undelivered messages');
     this.poll();
     this.nudge();
   }
@@ -174,11 +179,14 @@ export class AgentPush {
     if (this.closed || at >= this.timerAt) return;
     if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = this.options.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.nudge();
-    }, Math.max(0, at - this.options.clock.now()));
+    this.timer = this.options.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.nudge();
+      },
+      Math.max(0, at - this.options.clock.now()),
+    );
   }
 
   private async deliver(lease: PushLease): Promise<void> {
@@ -193,10 +201,20 @@ export class AgentPush {
     } catch (error) {
       if (this.stop.signal.aborted) return; // shutting down: the lease runs out, the record stays queued
       const failure = error instanceof PushError ? error : new PushError((error as Error).message, true);
-      if (!failure.retryable || attempts >= config.retries) outcome = { state: 'dead', attempts, lastError: failure.message };
-      else outcome = { state: 'retry', attempts, lastError: failure.message, at: clock.now() + this.backoff(attempts, failure.retryAfterMs) };
+      if (!failure.retryable || attempts >= config.retries)
+        outcome = { state: 'dead', attempts, lastError: failure.message };
+      else
+        outcome = {
+          state: 'retry',
+          attempts,
+          lastError: failure.message,
+          at: clock.now() + this.backoff(attempts, failure.retryAfterMs),
+        };
       const then = outcome.state === 'retry' ? '; it is sent again (the same webhook-id) after a backoff' : '';
-      logger.warn({ channel: record.channel, id: record.id, seq: record.seq, attempt: attempts, reason: failure.message }, `push to agent failed: ${failure.message}${then}`);
+      logger.warn(
+        { channel: record.channel, id: record.id, seq: record.seq, attempt: attempts, reason: failure.message },
+        `push to agent failed: ${failure.message}${then}`,
+      );
     }
     const acked = await this.ack(lease, outcome);
     if (!acked) return;
@@ -204,12 +222,18 @@ export class AgentPush {
     else if (outcome.state === 'dead') {
       this.pending--;
       this.dead++;
-      logger.error({ channel: record.channel, id: record.id, seq: record.seq, attempts, reason: outcome.lastError }, 'push to agent gave up; message moved to dead letters');
+      logger.error(
+        { channel: record.channel, id: record.id, seq: record.seq, attempts, reason: outcome.lastError },
+        'push to agent gave up; message moved to dead letters',
+      );
     } else this.wake(outcome.at);
     this.options.onAttempt(record, outcome);
     if (answer !== undefined && this.options.turns) {
       await this.options.turns.answered(record, answer).catch((error: unknown) => {
-        logger.warn({ err: error, id: record.id }, 'the agent\'s answer could not close its turn; it closes at turns.maxMs');
+        logger.warn(
+          { err: error, id: record.id },
+          "the agent's answer could not close its turn; it closes at turns.maxMs",
+        );
       });
     }
   }
@@ -219,11 +243,23 @@ export class AgentPush {
     const { queue, clock, logger } = this.options;
     try {
       // No abort signal here: a write that succeeded while close() runs must still count.
-      const held = await pRetry(() => queue.ackPush(lease, outcome, clock.now()), { retries: 5, minTimeout: 100, maxTimeout: 2_000, shouldRetry: () => !this.closed });
-      if (!held) logger.warn({ id: lease.record.id }, 'push lease lost before the outcome was recorded; another pusher owns the record');
+      const held = await pRetry(() => queue.ackPush(lease, outcome, clock.now()), {
+        retries: 5,
+        minTimeout: 100,
+        maxTimeout: 2_000,
+        shouldRetry: () => !this.closed,
+      });
+      if (!held)
+        logger.warn(
+          { id: lease.record.id },
+          'push lease lost before the outcome was recorded; another pusher owns the record',
+        );
       return held;
     } catch (error) {
-      logger.error({ err: error, id: lease.record.id, state: outcome.state }, 'cannot record the push outcome; the record is sent again when its lease runs out');
+      logger.error(
+        { err: error, id: lease.record.id, state: outcome.state },
+        'cannot record the push outcome; the record is sent again when its lease runs out',
+      );
       return false;
     }
   }
@@ -235,7 +271,10 @@ export class AgentPush {
    */
   private backoff(attempts: number, retryAfter: number | undefined): number {
     const { minBackoffMs, maxBackoffMs } = this.options.config;
-    const jittered = Math.min(maxBackoffMs, backoffMs(attempts - 1, { minMs: 2 * minBackoffMs, maxMs: 2 * maxBackoffMs }, this.random));
+    const jittered = Math.min(
+      maxBackoffMs,
+      backoffMs(attempts - 1, { minMs: 2 * minBackoffMs, maxMs: 2 * maxBackoffMs }, this.random),
+    );
     return Math.max(jittered, Math.min(retryAfter ?? 0, maxBackoffMs));
   }
 
@@ -272,7 +311,11 @@ export class AgentPush {
     await response.body.dump({ limit: ANSWER_LIMIT }).catch(() => undefined);
     if (answered) return undefined;
     const retryable = status === 408 || status === 429 || status >= 500;
-    throw new PushError(`agent answered HTTP ${status}`, retryable, retryAfterMs(response.headers['retry-after'], clock.now(), config.maxBackoffMs));
+    throw new PushError(
+      `agent answered HTTP ${status}`,
+      retryable,
+      retryAfterMs(response.headers['retry-after'], clock.now(), config.maxBackoffMs),
+    );
   }
 
   /**
@@ -282,7 +325,8 @@ export class AgentPush {
    */
   private timedOut(record: OutboxRecord): string {
     const waited = `push to ${displayUrl(this.url)} timed out after ${this.options.config.timeoutMs} ms (agent.timeoutMs)`;
-    if (this.options.turns?.on(record.channel)) return `${waited}; answer the push at once (2xx) and close the turn with POST /v1/turns/${record.id}/done when the agent is done`;
+    if (this.options.turns?.on(record.channel))
+      return `${waited}; answer the push at once (2xx) and close the turn with POST /v1/turns/${record.id}/done when the agent is done`;
     return `${waited}; answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`;
   }
 

@@ -16,8 +16,17 @@ const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
  * claims (exact id, fuzzy content, a signed delivery's id), its correlation step (only in
  * namespaces where several bots deliver), the buffer it joins and the rule that closes that buffer.
  */
-export function admissionPlanner(config: Config, channels: Channels, bots: Bots, correlations: Pick<Correlations, 'observed'>) {
-  const noticeHold: BufferRule = { windowMs: config.correlation.noticeHoldMs, maxWaitMs: config.correlation.noticeHoldMs, maxMessages: Number.MAX_SAFE_INTEGER };
+export function admissionPlanner(
+  config: Config,
+  channels: Channels,
+  bots: Bots,
+  correlations: Pick<Correlations, 'observed'>,
+) {
+  const noticeHold: BufferRule = {
+    windowMs: config.correlation.noticeHoldMs,
+    maxWaitMs: config.correlation.noticeHoldMs,
+    maxMessages: Number.MAX_SAFE_INTEGER,
+  };
   const noHold: BufferRule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
   // One shared, frozen empty array for the buffered copy's empty lists: an empty array per
   // message is more for the young-generation collector to copy while the message waits.
@@ -32,7 +41,12 @@ export function admissionPlanner(config: Config, channels: Channels, bots: Bots,
     const { claims, kinds } = dedupPlan(event, dedup);
     if (deliveryId !== undefined && event.platformId === undefined) {
       // A replayed signed delivery: its events have no ids, but the delivery has one.
-      claims.unshift({ key: claimKey('wh', event.channel, deliveryId, String(index)), space: `wh:${event.channel}`, ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS), maxKeys: dedup.maxKeys });
+      claims.unshift({
+        key: claimKey('wh', event.channel, deliveryId, String(index)),
+        space: `wh:${event.channel}`,
+        ttlMs: Math.max(dedup.idTtlMs, SIGNATURE_TOLERANCE_MS),
+        maxKeys: dedup.maxKeys,
+      });
       kinds.unshift('deduped');
     }
     const correlation = bots.step(event, now);
@@ -45,18 +59,26 @@ export function admissionPlanner(config: Config, channels: Channels, bots: Bots,
         // Notices and requests are held (never merged) in a buffer of their own.
         // Joined, not concatenated: `+` makes a rope of two strings that the buffer's map then
         // flattens into a third, all three kept while the message waits.
-        debounceKey: message ? [event.sessionKey, event.sender.id].join('\u0000') : ['\u0001', event.channel, '\u0000', event.id].join(''),
+        debounceKey: message
+          ? [event.sessionKey, event.sender.id].join('\u0000')
+          : ['\u0001', event.channel, '\u0000', event.id].join(''),
         receivedAt: now,
         // The buffered copy drops `raw` and `segments` (read only by the correlation step,
         // above): what waits out the window, in memory or in a row, is what the output needs.
         event: {
-          ...event, raw: undefined, segments: none,
-          media: event.media.length === 0 ? none : event.media, mentions: event.mentions.length === 0 ? none : event.mentions,
+          ...event,
+          raw: undefined,
+          segments: none,
+          media: event.media.length === 0 ? none : event.media,
+          mentions: event.mentions.length === 0 ? none : event.mentions,
         },
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },
       rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,
-      closeNow: message && ((debounce.flushCommands && isCommand(event.text)) || (flushWords.get(event.channel) ?? globalFlushWord)(event.text)),
+      closeNow:
+        message &&
+        ((debounce.flushCommands && isCommand(event.text)) ||
+          (flushWords.get(event.channel) ?? globalFlushWord)(event.text)),
       ...(correlation ? { correlation } : {}),
       ...(event.fields?.media_group_id === undefined ? {} : { unit: `album:${event.fields.media_group_id}` }),
     };

@@ -21,8 +21,12 @@ export interface Channel {
 export class Channels {
   private readonly byId = new Map<string, Channel>();
 
-  constructor(private readonly config: Config, context?: AdapterContext) {
-    for (const channel of config.channels) this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel, undefined, context) });
+  constructor(
+    private readonly config: Config,
+    context?: AdapterContext,
+  ) {
+    for (const channel of config.channels)
+      this.byId.set(channel.id, { config: channel, adapter: createAdapter(channel, undefined, context) });
   }
 
   /** The body types a channel's webhook takes: JSON, unless its adapter reads another format (XML). */
@@ -41,14 +45,21 @@ export class Channels {
   /** The channel of an id, or the 404 a delivery to an unconfigured one gets. */
   require(id: string): Channel {
     const channel = this.byId.get(id);
-    if (!channel) throw new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
+    if (!channel)
+      throw new RequestError(
+        'unknown_channel',
+        404,
+        `No channel "${id}" is configured (see "channels" in the configuration)`,
+        { channel: id },
+      );
     return channel;
   }
 
   /** Answer a GET on a channel's webhook URL (a platform's URL check), or the 405 of a POST-only one. */
   handshake(id: string, delivery: RawDelivery): PlatformReply {
     const { adapter } = this.require(id);
-    if (!adapter.handshake) throw new RequestError('no_handshake', 405, `Channel "${id}" (${adapter.name}) takes POST only`, { channel: id });
+    if (!adapter.handshake)
+      throw new RequestError('no_handshake', 405, `Channel "${id}" (${adapter.name}) takes POST only`, { channel: id });
     return adapter.handshake(delivery);
   }
 
@@ -77,7 +88,9 @@ export class Channels {
 
   /** Whether any channel keeps agent turns. */
   turnsOn(): boolean {
-    return this.config.turns.mode !== 'off' || [...this.byId.values()].some(({ config }) => config.turns.mode !== 'off');
+    return (
+      this.config.turns.mode !== 'off' || [...this.byId.values()].some(({ config }) => config.turns.mode !== 'off')
+    );
   }
 
   /** Every debounce rule in use: the global one and each channel's. */

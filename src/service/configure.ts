@@ -15,10 +15,18 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 }
 
 /** The Config `createIntake` runs on: the one given, else loaded from its file/env options. */
-export function configOf(options: { config?: Config; configFile?: Record<string, unknown>; env?: LoadOptions['env']; cwd?: string }): Config {
-  return options.config ?? loadConfig({
-    ...(options.configFile ? { file: options.configFile } : {}),
-    ...(options.env ? { env: options.env } : {}),
-    ...(options.cwd ? { cwd: options.cwd } : {}),
-  });
+export function configOf(options: {
+  config?: Config;
+  configFile?: Record<string, unknown>;
+  env?: LoadOptions['env'];
+  cwd?: string;
+}): Config {
+  return (
+    options.config ??
+    loadConfig({
+      ...(options.configFile ? { file: options.configFile } : {}),
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    })
+  );
 }

@@ -52,10 +52,16 @@ export class Gate {
 
   /** Throws the 503 a delivery gets while the service takes none. */
   check(channel: string): void {
-    if (this.closing) throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel });
+    if (this.closing)
+      throw new UnavailableError('shutting_down', 'The service is shutting down; retry shortly', 5, { channel });
     const { push } = this.options;
     if (push?.saturated) {
-      throw new UnavailableError('outbox_full', `${counted(push.pending, 'message')} waiting for the agent (agent.maxPending ${this.options.maxPending}); retry later`, 30, { channel });
+      throw new UnavailableError(
+        'outbox_full',
+        `${counted(push.pending, 'message')} waiting for the agent (agent.maxPending ${this.options.maxPending}); retry later`,
+        30,
+        { channel },
+      );
     }
   }
 
@@ -75,7 +81,12 @@ export class Gate {
         this.admitFailing = { at: this.options.clock.now(), reason: (error as Error).message };
         this.options.metrics.storeError('admit');
         this.options.logger.error({ err: error, channel }, 'store unavailable; delivery refused');
-        throw new UnavailableError('store_unavailable', `The store is unreachable; ${outcomeOf(error)}, retry later`, STORE_RETRY_AFTER_S, { channel, cause: error });
+        throw new UnavailableError(
+          'store_unavailable',
+          `The store is unreachable; ${outcomeOf(error)}, retry later`,
+          STORE_RETRY_AFTER_S,
+          { channel, cause: error },
+        );
       }
     } finally {
       if (--this.admitting === 0) this.admitted?.();
@@ -97,7 +108,12 @@ export class Gate {
     const open = await this.countBuffers();
     const { max } = this.options.buffers;
     if (open >= max) {
-      throw new UnavailableError('debounce_backlog', `${open} debounce buffers wait for their flush (debounce.maxOpenBuffers ${max}): flushing has fallen behind; nothing was recorded, retry later`, BACKLOG_RETRY_AFTER_S, { channel });
+      throw new UnavailableError(
+        'debounce_backlog',
+        `${open} debounce buffers wait for their flush (debounce.maxOpenBuffers ${max}): flushing has fallen behind; nothing was recorded, retry later`,
+        BACKLOG_RETRY_AFTER_S,
+        { channel },
+      );
     }
   }
 
@@ -105,13 +121,19 @@ export class Gate {
   async countBuffers(): Promise<number> {
     const { buffers, clock } = this.options;
     if (clock.now() - this.countedAt < buffers.maxAgeMs) return this.open;
-    this.counting ??= buffers.count().then((open) => {
-      this.open = open;
-      this.countedAt = clock.now();
-      return open;
-    }, () => this.open).finally(() => {
-      this.counting = undefined;
-    });
+    this.counting ??= buffers
+      .count()
+      .then(
+        (open) => {
+          this.open = open;
+          this.countedAt = clock.now();
+          return open;
+        },
+        () => this.open,
+      )
+      .finally(() => {
+        this.counting = undefined;
+      });
     return this.counting;
   }
 
@@ -123,17 +145,28 @@ export class Gate {
   /** Refuse deliveries from now on; resolves once those being admitted are recorded. */
   async close(): Promise<void> {
     this.closingSince ??= this.options.clock.now();
-    if (this.admitting > 0) await new Promise<void>((resolve) => { this.admitted = resolve; });
+    if (this.admitting > 0)
+      await new Promise<void>((resolve) => {
+        this.admitted = resolve;
+      });
   }
 
   /** Reasons past the store's own ping (and a stop) that the service should get no traffic now. */
   problems(): string[] {
-    const problems: string[] = this.drainingSince !== undefined && !this.closing ? ['draining: stopping soon (server.drainMs), deliveries still taken'] : [];
+    const problems: string[] =
+      this.drainingSince !== undefined && !this.closing
+        ? ['draining: stopping soon (server.drainMs), deliveries still taken']
+        : [];
     const failing = this.admitFailing;
-    if (failing && this.options.clock.now() - failing.at < STORE_RETRY_AFTER_S * 1000) problems.push(`the last delivery could not be recorded: ${failing.reason}`);
+    if (failing && this.options.clock.now() - failing.at < STORE_RETRY_AFTER_S * 1000)
+      problems.push(`the last delivery could not be recorded: ${failing.reason}`);
     const { push } = this.options;
-    if (push?.saturated) problems.push(`outbox full: ${push.pending} undelivered (agent.maxPending ${this.options.maxPending})`);
-    if (this.backlogged) problems.push(`flush backlog: ${this.open} debounce buffers open (debounce.maxOpenBuffers ${this.options.buffers.max})`);
+    if (push?.saturated)
+      problems.push(`outbox full: ${push.pending} undelivered (agent.maxPending ${this.options.maxPending})`);
+    if (this.backlogged)
+      problems.push(
+        `flush backlog: ${this.open} debounce buffers open (debounce.maxOpenBuffers ${this.options.buffers.max})`,
+      );
     return problems;
   }
 }
@@ -147,7 +180,12 @@ export class Gate {
 function outcomeOf(error: unknown): string {
   for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
     const code = (cause as NodeJS.ErrnoException).code;
-    if (/timed? ?out|connection is closed|socket closed/i.test(cause.message) || code === 'ETIMEDOUT' || code === 'ECONNRESET' || code === 'EPIPE') {
+    if (
+      /timed? ?out|connection is closed|socket closed/i.test(cause.message) ||
+      code === 'ETIMEDOUT' ||
+      code === 'ECONNRESET' ||
+      code === 'EPIPE'
+    ) {
       return 'the delivery may not have been recorded (the store did not answer in time)';
     }
   }

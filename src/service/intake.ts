@@ -53,8 +53,18 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const clock = options.clock ? withIntervals(options.clock) : systemClock;
   const logger = options.logger ?? pino({ level: config.logLevel });
   const metrics = options.metrics ?? new Metrics();
-  const store = options.store ?? await openStore(config.store, cwd, { maxCorrelationGroups: config.correlation.maxGroups, ...config.redis, logger, now: clock.now() });
-  if (!store.durable) logger.warn('store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them');
+  const store =
+    options.store ??
+    (await openStore(config.store, cwd, {
+      maxCorrelationGroups: config.correlation.maxGroups,
+      ...config.redis,
+      logger,
+      now: clock.now(),
+    }));
+  if (!store.durable)
+    logger.warn(
+      'store "memory" is volatile: claims, open buffers and the outbox are lost on restart; use "sqlite:<path>" to keep them',
+    );
   const polling = store.shared ? { pollMs: SHARED_POLL_MS } : {};
 
   // Channels and their adapters; the bots configuration names.
@@ -66,82 +76,176 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // The verdict trail: the store's on a shared store (every instance's, unless trace.shared is
   // false), else this process's.
   const instance = options.instance ?? instanceName();
-  const trail = store.openTrail && config.trace.shared
-    ? sharedTrail(store.openTrail({ instance, retentionMs: config.trace.retentionMs, maxEntries: config.trace.maxEntries }))
-    : inProcessTrail(new Trail({ capacity: config.trace.maxEntries, retentionMs: config.trace.retentionMs, now: () => clock.now(), instance }));
+  const trail =
+    store.openTrail && config.trace.shared
+      ? sharedTrail(
+          store.openTrail({ instance, retentionMs: config.trace.retentionMs, maxEntries: config.trace.maxEntries }),
+        )
+      : inProcessTrail(
+          new Trail({
+            capacity: config.trace.maxEntries,
+            retentionMs: config.trace.retentionMs,
+            now: () => clock.now(),
+            instance,
+          }),
+        );
   const record = (entry: Omit<TraceEntry, 'n'>) => trail.publish(entry);
   const correlations = new Correlations();
   const chain = new InboundChain();
 
   // Admission: one store step per delivery, as the admission policy plans each event.
   const admit = createAdmit({
-    store, bots, metrics,
+    store,
+    bots,
+    metrics,
     plan: admissionPlanner(config, channels, bots, correlations),
     trail: record,
     logger,
   });
-  const handlers = new Handlers((error, event) => logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'));
+  const handlers = new Handlers((error, event) =>
+    logger.error({ err: error, channel: event.channel, messageId: event.platformId }, 'handler failed'),
+  );
   const debounceRules = channels.debounceRules();
   const media = new MediaStage({
-    cwd, channels: channels.ids(), concurrency: config.media.concurrency, clock, logger, metrics,
+    cwd,
+    channels: channels.ids(),
+    concurrency: config.media.concurrency,
+    clock,
+    logger,
+    metrics,
     optionsFor: (channel) => channels.get(channel)?.config.media ?? config.media,
     adapterFor: (channel) => channels.get(channel)?.adapter,
     // A finished download waits for its flush: past the longest wait a buffer can have, a lease
     // taken over from a dead instance (30 s) and a margin.
     // A batch held for an agent's turn keeps its downloads up to that turn's maxMs.
-    keepSettledMs: Math.max(KEEP_SETTLED_MS, Math.max(...debounceRules.map((rule) => rule.maxWaitMs), ...channels.ids().map((id) => channels.turnsOf(id).maxMs)) + 90_000),
+    keepSettledMs: Math.max(
+      KEEP_SETTLED_MS,
+      Math.max(
+        ...debounceRules.map((rule) => rule.maxWaitMs),
+        ...channels.ids().map((id) => channels.turnsOf(id).maxMs),
+      ) + 90_000,
+    ),
   });
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
-    clock, logger, pushes: config.agent.url !== undefined, store, rules: channels, media, bots,
-    soloRecord, botsOf, pickReplyBot,
+    clock,
+    logger,
+    pushes: config.agent.url !== undefined,
+    store,
+    rules: channels,
+    media,
+    bots,
+    soloRecord,
+    botsOf,
+    pickReplyBot,
     replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
   });
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
   const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });
-  const retention = new Retention({ clock, logger, outbox: store, ...config.events, keepAfterSeq: () => streams.keepAfterSeq() });
+  const retention = new Retention({
+    clock,
+    logger,
+    outbox: store,
+    ...config.events,
+    keepAfterSeq: () => streams.keepAfterSeq(),
+  });
 
   // The debounce scheduler closes buffers when due, on any instance, and hands them to the
   // pipeline's `flush` from its start on.
   const scheduler = new FlushScheduler({
-    clock, buffers: store, ...polling,
+    clock,
+    buffers: store,
+    ...polling,
     ...(options.flushLeaseMs ? { leaseMs: options.flushLeaseMs } : {}),
     gridMs: flushGridMs([config.correlation.noticeHoldMs, ...debounceRules.map((rule) => rule.windowMs)]),
     onError: (error, batch) => {
       metrics.storeError('flush');
-      logger.error({ err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length }, 'flush failed; the batch stays in the store and is tried again');
+      logger.error(
+        { err: error, sessionKey: batch?.sessionKey, parts: batch?.parts.length },
+        'flush failed; the batch stays in the store and is tried again',
+      );
     },
   });
   // Agent turns: held batches, released ones, and the agent closing a turn (docs/turns.md).
   const turns = new AgentTurns({ clock, logger, metrics, store, rules: channels, scheduler, record });
   const push = config.agent.url
     ? new AgentPush({
-      config: config.agent, queue: store, clock, logger, ...polling,
-      ...(options.pushLeaseMs ? { leaseMs: options.pushLeaseMs } : {}),
-      ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
-      onAttempt: pushAttempts(clock, metrics, record),
-      // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
-      ...(channels.turnsOn() ? { turns } : {}),
-    })
+        config: config.agent,
+        queue: store,
+        clock,
+        logger,
+        ...polling,
+        ...(options.pushLeaseMs ? { leaseMs: options.pushLeaseMs } : {}),
+        ...(options.agentDispatcher ? { dispatcher: options.agentDispatcher } : {}),
+        onAttempt: pushAttempts(clock, metrics, record),
+        // The agent's answer closes a turn (`{"turn":"done"}`) only where a channel keeps turns.
+        ...(channels.turnsOn() ? { turns } : {}),
+      })
     : undefined;
   // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
-  const buffers = { count: () => store.openBuffers(), max: config.debounce.maxOpenBuffers, maxAgeMs: store.shared ? SHARED_COUNT_MS : 0 };
+  const buffers = {
+    count: () => store.openBuffers(),
+    max: config.debounce.maxOpenBuffers,
+    maxAgeMs: store.shared ? SHARED_COUNT_MS : 0,
+  };
   const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
   const rejected = refusals({ channels, clock, logger, metrics, record });
 
   // The path of a message, in run order (src/service/pipeline.ts).
   const pipeline = createPipeline({
-    clock, logger, metrics, record, rejected, channels, gate, limits: config.server, chain, admit, correlations, handlers,
-    media, scheduler, output, turns, outlet, push, retention,
+    clock,
+    logger,
+    metrics,
+    record,
+    rejected,
+    channels,
+    gate,
+    limits: config.server,
+    chain,
+    admit,
+    correlations,
+    handlers,
+    media,
+    scheduler,
+    output,
+    turns,
+    outlet,
+    push,
+    retention,
   });
 
   // Bot connections (they dial us, or we dial them): each event frame runs through `pipeline.inbound`.
-  const sockets = botConnections({ channels, store, clock, logger, metrics, maxPayload: config.server.bodyLimitBytes, server: config.server, pipeline, instance, ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}) });
-  const ops = operations({ config, store, gate, metrics, scheduler, streams, push, correlations, clock, logger, instance });
+  const sockets = botConnections({
+    channels,
+    store,
+    clock,
+    logger,
+    metrics,
+    maxPayload: config.server.bodyLimitBytes,
+    server: config.server,
+    pipeline,
+    instance,
+    ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}),
+  });
+  const ops = operations({
+    config,
+    store,
+    gate,
+    metrics,
+    scheduler,
+    streams,
+    push,
+    correlations,
+    clock,
+    logger,
+    instance,
+  });
 
   const http = createApp({
-    config, logger, now: () => clock.now(),
+    config,
+    logger,
+    now: () => clock.now(),
     channels,
     ingest: pipeline.inbound,
     rejected,
@@ -159,7 +263,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       list: (limit) => store.deadLetters(limit),
       retry: (id, limit) => push.retryDead(id, limit),
     },
-    extra: consoleRoutes({ cwd, mediaDirs: () => [config.media.dir, ...config.channels.map((channel) => channel.media.dir)] }),
+    extra: consoleRoutes({
+      cwd,
+      mediaDirs: () => [config.media.dir, ...config.channels.map((channel) => channel.media.dir)],
+    }),
   });
 
   // Start: media temporaries, the push queue, buffers left by a previous run (drained in
@@ -172,11 +279,30 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   await sockets.start();
 
   if (channels.turnsOn()) {
-    metrics.gauge('inbox_turns_open', 'Agent turns open (every instance\'s, as the store sees them)', () => store.openTurnCount(clock.now()).catch(() => 0));
+    metrics.gauge('inbox_turns_open', "Agent turns open (every instance's, as the store sees them)", () =>
+      store.openTurnCount(clock.now()).catch(() => 0),
+    );
   }
 
   return exposeIntake({
-    http, config, store, metrics, pipeline, chain, outlet, handlers, bots, correlations, turns, correlationStats: ops.correlationStats,
-    gate, media, scheduler, push, retention, sockets, stopWatching: ops.stop,
+    http,
+    config,
+    store,
+    metrics,
+    pipeline,
+    chain,
+    outlet,
+    handlers,
+    bots,
+    correlations,
+    turns,
+    correlationStats: ops.correlationStats,
+    gate,
+    media,
+    scheduler,
+    push,
+    retention,
+    sockets,
+    stopWatching: ops.stop,
   });
 }

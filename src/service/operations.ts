@@ -48,8 +48,16 @@ function summed(all: readonly InstanceCounters[]): Record<string, Record<string,
 /** One instance's line of the breakdown: its counts by action over every channel. */
 function breakdown(counters: InstanceCounters): Record<string, unknown> {
   const counts: Record<string, number> = {};
-  for (const byAction of Object.values(counters.channels)) for (const [action, value] of Object.entries(byAction)) counts[action] = (counts[action] ?? 0) + value;
-  return { instance: counters.instance, live: counters.live, at: counters.at, counts, streams: counters.streams, flushing: counters.flushing };
+  for (const byAction of Object.values(counters.channels))
+    for (const [action, value] of Object.entries(byAction)) counts[action] = (counts[action] ?? 0) + value;
+  return {
+    instance: counters.instance,
+    live: counters.live,
+    at: counters.at,
+    counts,
+    streams: counters.streams,
+    flushing: counters.flushing,
+  };
 }
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
@@ -83,7 +91,10 @@ export function operations(options: OperationsOptions) {
       if (warned.has(channel)) continue;
       warned.add(channel);
       const { idTtlMs, maxKeys } = config.channels.find((c) => c.id === channel)?.dedup ?? config.dedup;
-      logger.warn({ channel, evicted, idTtlMs, maxKeys }, `dedup: channel "${channel}" has more message ids than dedup.maxKeys (${maxKeys}) inside its ${idTtlMs} ms window; the oldest are dropped early, so a platform retry of one of them would be taken as new: raise dedup.maxKeys`);
+      logger.warn(
+        { channel, evicted, idTtlMs, maxKeys },
+        `dedup: channel "${channel}" has more message ids than dedup.maxKeys (${maxKeys}) inside its ${idTtlMs} ms window; the oldest are dropped early, so a platform retry of one of them would be taken as new: raise dedup.maxKeys`,
+      );
     }
   }
   const watchEvictions = (): void => {
@@ -95,7 +106,15 @@ export function operations(options: OperationsOptions) {
 
   /** What this instance counted since it started. */
   function ownCounters(): InstanceCounters {
-    return { instance, at: clock.now(), live: true, channels: metrics.channelStats(), correlator: correlations.counts(), streams: streams.count, flushing: scheduler.flushing };
+    return {
+      instance,
+      at: clock.now(),
+      live: true,
+      channels: metrics.channelStats(),
+      correlator: correlations.counts(),
+      streams: streams.count,
+      flushing: scheduler.flushing,
+    };
   }
   /** Every instance's counters: this one's now, and on a shared store the others' as last published. */
   async function deployment(): Promise<InstanceCounters[]> {
@@ -147,7 +166,8 @@ export function operations(options: OperationsOptions) {
     if (push) await push.refresh().catch(() => undefined);
     const all = await deployment();
     const correlator = correlationStats();
-    for (const key of ['observed', 'duplicates'] as const) correlator[key] = all.reduce((sum, counters) => sum + counters.correlator[key], 0);
+    for (const key of ['observed', 'duplicates'] as const)
+      correlator[key] = all.reduce((sum, counters) => sum + counters.correlator[key], 0);
     return {
       // The instance that answered, and every instance's counts (one on a memory or SQLite store).
       instance,
@@ -158,7 +178,13 @@ export function operations(options: OperationsOptions) {
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
       correlator,
       delivery: push
-        ? { url: push.url, pending: push.pending, dead: push.dead, maxPending: config.agent.maxPending, saturated: push.saturated }
+        ? {
+            url: push.url,
+            pending: push.pending,
+            dead: push.dead,
+            maxPending: config.agent.maxPending,
+            saturated: push.saturated,
+          }
         : { url: null },
       store: store.kind,
       ...(store.health ? { storeHealth: await checkStore() } : {}),
@@ -167,31 +193,82 @@ export function operations(options: OperationsOptions) {
   }
 
   metrics.gauge('inbox_correlator_groups', 'Correlation groups alive', () => store.correlationStats().groups);
-  metrics.counterFrom('inbox_correlator_observed_total', 'Deliveries the correlator observed', () => correlations.counts().observed);
-  metrics.counterFrom('inbox_correlator_duplicates_total', 'Deliveries marked as duplicates of a logical event', () => correlations.counts().duplicates);
-  metrics.labelledCounterFrom('inbox_dedup_evicted_total', 'Exact-id claims dropped past dedup.maxKeys before their window ended', 'channel', () => {
-    checkEvictions();
-    return evictions();
-  });
-  metrics.counterFrom('inbox_correlator_evicted_total', 'Correlation groups evicted past correlation.maxGroups', () => store.correlationStats().evicted);
+  metrics.counterFrom(
+    'inbox_correlator_observed_total',
+    'Deliveries the correlator observed',
+    () => correlations.counts().observed,
+  );
+  metrics.counterFrom(
+    'inbox_correlator_duplicates_total',
+    'Deliveries marked as duplicates of a logical event',
+    () => correlations.counts().duplicates,
+  );
+  metrics.labelledCounterFrom(
+    'inbox_dedup_evicted_total',
+    'Exact-id claims dropped past dedup.maxKeys before their window ended',
+    'channel',
+    () => {
+      checkEvictions();
+      return evictions();
+    },
+  );
+  metrics.counterFrom(
+    'inbox_correlator_evicted_total',
+    'Correlation groups evicted past correlation.maxGroups',
+    () => store.correlationStats().evicted,
+  );
   if (push) {
-    metrics.gauge('inbox_outbox_pending', 'Processed messages not yet delivered to the agent (outbox depth)', () => push.pending);
+    metrics.gauge(
+      'inbox_outbox_pending',
+      'Processed messages not yet delivered to the agent (outbox depth)',
+      () => push.pending,
+    );
     metrics.gauge('inbox_outbox_dead', 'Messages in dead letters', () => push.dead);
-    metrics.gauge('inbox_outbox_max_pending', 'agent.maxPending: past it ingest answers 503', () => config.agent.maxPending);
-    metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () => (push.saturated ? 1 : 0));
+    metrics.gauge(
+      'inbox_outbox_max_pending',
+      'agent.maxPending: past it ingest answers 503',
+      () => config.agent.maxPending,
+    );
+    metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () =>
+      push.saturated ? 1 : 0,
+    );
   }
   if (store.health) {
-    metrics.counterFrom('inbox_store_rollbacks_total', 'Times the store was found reset: its outbox seq went backwards (data lost on the server)', () => health?.rollbacks ?? 0);
-    metrics.gauge('inbox_store_evicting', '1 while the store\'s server may evict keys (Redis maxmemory-policy other than noeviction)', () => (health?.evictionPolicy ? 1 : 0));
-    metrics.gauge('inbox_store_evicted_keys', 'Keys the store\'s server evicted since it started, while its policy evicts', () => health?.evictedKeys ?? 0);
+    metrics.counterFrom(
+      'inbox_store_rollbacks_total',
+      'Times the store was found reset: its outbox seq went backwards (data lost on the server)',
+      () => health?.rollbacks ?? 0,
+    );
+    metrics.gauge(
+      'inbox_store_evicting',
+      "1 while the store's server may evict keys (Redis maxmemory-policy other than noeviction)",
+      () => (health?.evictionPolicy ? 1 : 0),
+    );
+    metrics.gauge(
+      'inbox_store_evicted_keys',
+      "Keys the store's server evicted since it started, while its policy evicts",
+      () => health?.evictedKeys ?? 0,
+    );
   }
-  metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () => store.openBuffers().catch(() => 0));
-  metrics.gauge('inbox_debounce_max_open_buffers', 'debounce.maxOpenBuffers: past it ingest answers 503', () => config.debounce.maxOpenBuffers);
-  metrics.gauge('inbox_debounce_backpressure', '1 while ingest is refused because too many debounce buffers wait for their flush', async () => ((await gate.countBuffers()) >= config.debounce.maxOpenBuffers ? 1 : 0));
+  metrics.gauge('inbox_debounce_buffers_open', 'Debounce buffers currently open', () =>
+    store.openBuffers().catch(() => 0),
+  );
+  metrics.gauge(
+    'inbox_debounce_max_open_buffers',
+    'debounce.maxOpenBuffers: past it ingest answers 503',
+    () => config.debounce.maxOpenBuffers,
+  );
+  metrics.gauge(
+    'inbox_debounce_backpressure',
+    '1 while ingest is refused because too many debounce buffers wait for their flush',
+    async () => ((await gate.countBuffers()) >= config.debounce.maxOpenBuffers ? 1 : 0),
+  );
   metrics.gauge('inbox_event_streams_open', 'Event stream clients connected', () => streams.count);
 
   return {
-    readiness, stats, correlationStats,
+    readiness,
+    stats,
+    correlationStats,
     start: () => {
       watchEvictions();
       shareCounters();
@@ -206,13 +283,23 @@ export function operations(options: OperationsOptions) {
 }
 
 /** Every push attempt, counted, timed and written to the trail. */
-export function pushAttempts(clock: Clock, metrics: Metrics, record: (entry: Omit<TraceEntry, 'n'>) => void): NonNullable<AgentPushOptions['onAttempt']> {
+export function pushAttempts(
+  clock: Clock,
+  metrics: Metrics,
+  record: (entry: Omit<TraceEntry, 'n'>) => void,
+): NonNullable<AgentPushOptions['onAttempt']> {
   return (pushed, outcome) => {
     metrics.deliveryResult(pushed.channel, outcome.state === 'retry' ? 'retried' : outcome.state);
     if (outcome.state === 'delivered') metrics.deliveryLatency.observe((clock.now() - pushed.createdAt) / 1000);
     record({
-      at: clock.now(), channel: pushed.channel, kind: 'delivery', id: pushed.id, seq: pushed.seq, sessionKey: pushed.sessionKey,
-      state: outcome.state === 'retry' ? 'pending' : outcome.state, attempts: outcome.attempts,
+      at: clock.now(),
+      channel: pushed.channel,
+      kind: 'delivery',
+      id: pushed.id,
+      seq: pushed.seq,
+      sessionKey: pushed.sessionKey,
+      state: outcome.state === 'retry' ? 'pending' : outcome.state,
+      attempts: outcome.attempts,
       ...(outcome.state === 'delivered' ? {} : { lastError: outcome.lastError }),
     });
   };

@@ -35,7 +35,12 @@ export interface PipelineStages {
   /** The user's inbound chain (`intake.use`). */
   chain: Pick<InboundChain, 'screen'>;
   /** One store step for a delivery's events: correlation, claims, buffers. */
-  admit(events: readonly InboundEvent[], now: number, deliveryId: string | undefined, dropped: ReadonlySet<InboundEvent> | undefined): Promise<Admitted>;
+  admit(
+    events: readonly InboundEvent[],
+    now: number,
+    deliveryId: string | undefined,
+    dropped: ReadonlySet<InboundEvent> | undefined,
+  ): Promise<Admitted>;
   /** The correlation group of each admitted event and the duplicate count, for the library's views. */
   correlations: Pick<Correlations, 'admitted'>;
   handlers: Handlers;
@@ -68,11 +73,20 @@ export function createPipeline(stages: PipelineStages) {
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
       adapter.verify(delivery);
-      const body = adapter.parseBody ? adapter.parseBody(delivery.body, stages.limits, json) : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
+      const body = adapter.parseBody
+        ? adapter.parseBody(delivery.body, stages.limits, json)
+        : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
       const normalized = adapter.normalize(body, delivery);
       if (normalized.ignored) {
         stages.metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
-        stages.record({ at: delivery.now, channel: channelId, kind: 'verdict', id: '', verdict: 'ignored', reason: `${normalized.ignored} receipt(s) or meta event(s)` });
+        stages.record({
+          at: delivery.now,
+          channel: channelId,
+          kind: 'verdict',
+          id: '',
+          verdict: 'ignored',
+          reason: `${normalized.ignored} receipt(s) or meta event(s)`,
+        });
       }
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
@@ -81,7 +95,9 @@ export function createPipeline(stages: PipelineStages) {
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);
-        admitted = await stages.gate.admit(channelId, () => stages.admit(normalized.events, delivery.now, deliveryId, dropped));
+        admitted = await stages.gate.admit(channelId, () =>
+          stages.admit(normalized.events, delivery.now, deliveryId, dropped),
+        );
 
         // 5. After admission (the answer does not wait): handlers, downloads, the deadline.
         stages.correlations.admitted(admitted.groups, admitted.repeats.length);
@@ -117,12 +133,28 @@ export function createPipeline(stages: PipelineStages) {
     if (link?.field === 'followsUp') stages.turns.released(committed, batch, link.id);
     if (batch.parts.length > 1) {
       stages.metrics.message(first.channel, first.adapter, 'debounced', batch.parts.length - 1);
-      stages.logger.info({ channel: first.channel, sessionKey: batch.sessionKey, merged: batch.parts.length, reason: batch.reason, seq: committed.seq }, `merged ${batch.parts.length} messages`);
+      stages.logger.info(
+        {
+          channel: first.channel,
+          sessionKey: batch.sessionKey,
+          merged: batch.parts.length,
+          reason: batch.reason,
+          seq: committed.seq,
+        },
+        `merged ${batch.parts.length} messages`,
+      );
     }
     stages.record({
-      at: stages.clock.now(), channel: committed.channel, kind: 'batch', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
+      at: stages.clock.now(),
+      channel: committed.channel,
+      kind: 'batch',
+      id: committed.id,
+      seq: committed.seq,
+      sessionKey: committed.sessionKey,
       // The ids the output lists (platform ids where there are): a trace by any of them finds it.
-      messageIds: committed.messageIds ?? batch.parts.map((part) => part.event.platformId ?? part.event.id), reason: batch.reason, state: committed.state,
+      messageIds: committed.messageIds ?? batch.parts.map((part) => part.event.platformId ?? part.event.id),
+      reason: batch.reason,
+      state: committed.state,
     });
     stages.outlet.publish(committed, built);
     if (committed.state === 'pending') stages.push?.added();

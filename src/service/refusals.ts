@@ -26,7 +26,14 @@ export function refusals({ channels, clock, logger, metrics, record }: RefusalsO
     const code = isIntakeError(error) ? error.code : 'internal';
     if (code === 'client_closed') return;
     metrics.message(channelId, channel.adapter.name, 'rejected');
-    record({ at: clock.now(), channel: channelId, kind: 'verdict', id: '', verdict: 'rejected', reason: `${code}: ${(error as Error).message}` });
+    record({
+      at: clock.now(),
+      channel: channelId,
+      kind: 'verdict',
+      id: '',
+      verdict: 'rejected',
+      reason: `${code}: ${(error as Error).message}`,
+    });
     logger.warn({ channel: channelId, code, reason: (error as Error).message }, 'delivery rejected');
   };
 }

@@ -44,9 +44,30 @@ export interface SurfaceParts {
 
 /** The library API of a built intake (docs/library.md), and the order it stops in. */
 export function exposeIntake(parts: SurfaceParts): Intake {
-  const { http, config, store, metrics, pipeline, chain, outlet, handlers, bots, correlations, turns, gate, media, scheduler, push, retention, sockets } = parts;
+  const {
+    http,
+    config,
+    store,
+    metrics,
+    pipeline,
+    chain,
+    outlet,
+    handlers,
+    bots,
+    correlations,
+    turns,
+    gate,
+    media,
+    scheduler,
+    push,
+    retention,
+    sockets,
+  } = parts;
   const intake: Intake = {
-    app: http.app, config, store, metrics,
+    app: http.app,
+    config,
+    store,
+    metrics,
     instance: sockets.instance,
     middleware: () => http.mounted,
     webhooks: () => http.webhooks,

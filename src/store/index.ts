@@ -29,5 +29,7 @@ export async function openStore(spec: string, cwd = process.cwd(), options: Shar
     const { ShardedRedisStore } = await import('./redis/sharded.js');
     return ShardedRedisStore.open(spec, options);
   }
-  throw new ConfigError(`store: unsupported value "${spec}"; use "memory", "sqlite:<path>", "redis://[:password@]host:port[/db]" or "redis-cluster://host:port[,host:port...]"`);
+  throw new ConfigError(
+    `store: unsupported value "${spec}"; use "memory", "sqlite:<path>", "redis://[:password@]host:port[/db]" or "redis-cluster://host:port[,host:port...]"`,
+  );
 }

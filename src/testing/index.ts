@@ -5,14 +5,56 @@
 export { describeCloseRules, describeStoreContract, describeTurnRules } from './store/contract.js';
 export { closeCases } from './store/close-cases.js';
 export type { ContractOptions, OpenStore, ReopenStore } from './store/harness.js';
-export { accepted, claim, delivery, draft, event, item, rule, step, verdicts, type ItemOptions } from './store/fixtures.js';
+export {
+  accepted,
+  claim,
+  delivery,
+  draft,
+  event,
+  item,
+  rule,
+  step,
+  verdicts,
+  type ItemOptions,
+} from './store/fixtures.js';
 
 // Store, its roles and the shapes they take and give (src/core/ports/), for an implementation written against the kit.
 export type {
-  Store, StoreOptions, AdmissionStore, BufferLeases, DebounceBuffers, Turns, OutboxReader, Outbox, PushQueue, Leases, SharedValues,
-  StoreOperations, SharedInstances, ClaimStats, StoreHealth, OutboxLife, TailEvents,
-  AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, LeasedBatch, FlushReason, PushLease, PushOutcome,
-  DeliveryState, OutboxDraft, OutboxRecord, TurnCommit, TurnDone, TurnLink, TurnMode, TurnRule, TurnView,
+  Store,
+  StoreOptions,
+  AdmissionStore,
+  BufferLeases,
+  DebounceBuffers,
+  Turns,
+  OutboxReader,
+  Outbox,
+  PushQueue,
+  Leases,
+  SharedValues,
+  StoreOperations,
+  SharedInstances,
+  ClaimStats,
+  StoreHealth,
+  OutboxLife,
+  TailEvents,
+  AdmitItem,
+  AdmitVerdict,
+  BufferRule,
+  ClaimSpec,
+  CorrelationStep,
+  LeasedBatch,
+  FlushReason,
+  PushLease,
+  PushOutcome,
+  DeliveryState,
+  OutboxDraft,
+  OutboxRecord,
+  TurnCommit,
+  TurnDone,
+  TurnLink,
+  TurnMode,
+  TurnRule,
+  TurnView,
 } from '../core/ports/index.js';
 export { turnBufferKey } from '../core/ports/index.js';
 export { arrive, release, turnRule } from './store/turns.js';

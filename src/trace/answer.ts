@@ -27,7 +27,11 @@ export interface TraceAnswer {
  * process's, or every instance's on a shared store) and the store's outbox (`outboxGet`);
  * undefined when neither knows it.
  */
-export async function traceOf(id: string, trail: Pick<TraceTrail, 'lookup'>, outboxGet: (id: string) => Promise<OutboxRecord | undefined>): Promise<TraceAnswer | undefined> {
+export async function traceOf(
+  id: string,
+  trail: Pick<TraceTrail, 'lookup'>,
+  outboxGet: (id: string) => Promise<OutboxRecord | undefined>,
+): Promise<TraceAnswer | undefined> {
   const found = await trail.lookup(id);
   const direct = await outboxGet(id);
   const outputIds = new Set(found.outputs);

@@ -44,7 +44,8 @@ export function sharedTrail(log: TrailLog): TraceTrail {
         // Every message of the same words from the same sender has the key: only the one the
         // duplicate repeats is taken, and followed into its output.
         for (const entry of entries) {
-          if (entry.verdict !== 'fuzzy_duplicate' || entry.fuzzyKey === undefined || asked.has(entry.fuzzyKey)) continue;
+          if (entry.verdict !== 'fuzzy_duplicate' || entry.fuzzyKey === undefined || asked.has(entry.fuzzyKey))
+            continue;
           asked.add(entry.fuzzyKey);
           const original = repeatedBy(entry, await log.naming([entry.fuzzyKey]));
           if (original) take(original);

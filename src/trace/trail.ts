@@ -17,7 +17,16 @@ export interface TrailOptions {
 }
 
 const KINDS: ReadonlyArray<TraceEntry['kind']> = ['verdict', 'batch', 'delivery', 'turn'];
-const VERDICTS: ReadonlyArray<Verdict | undefined> = [undefined, 'accepted', 'duplicate', 'fuzzy_duplicate', 'correlated', 'ignored', 'looped', 'rejected'];
+const VERDICTS: ReadonlyArray<Verdict | undefined> = [
+  undefined,
+  'accepted',
+  'duplicate',
+  'fuzzy_duplicate',
+  'correlated',
+  'ignored',
+  'looped',
+  'rejected',
+];
 const STATES: ReadonlyArray<DeliveryState | undefined> = [undefined, 'none', 'pending', 'delivered', 'dead'];
 const VERDICT = 0;
 const TURN = 3;
@@ -132,7 +141,8 @@ export class Trail {
     this.at[slot] = entry.at;
     this.seq[slot] = entry.seq ?? NaN;
     this.attempts[slot] = entry.attempts ?? NaN;
-    this.codes[slot] = codeOf(KINDS, entry.kind) | (codeOf(VERDICTS, entry.verdict) << 2) | (codeOf(STATES, entry.state) << 5);
+    this.codes[slot] =
+      codeOf(KINDS, entry.kind) | (codeOf(VERDICTS, entry.verdict) << 2) | (codeOf(STATES, entry.state) << 5);
     this.channel[slot] = entry.channel;
     this.instance[slot] = entry.instance ?? this.instanceName;
     this.bot[slot] = entry.bot;
@@ -176,11 +186,17 @@ export class Trail {
     const aliases = new Set([wanted]);
     for (const slot of slots) {
       const platformId = this.platformId[slot];
-      if (platformId !== undefined && this.kindOf(slot) === VERDICT && this.id[slot] === wanted) aliases.add(platformId);
+      if (platformId !== undefined && this.kindOf(slot) === VERDICT && this.id[slot] === wanted)
+        aliases.add(platformId);
     }
     // A correlated copy names the delivery it joined: its trace follows that one into its output.
     for (const slot of slots) {
-      if (this.kindOf(slot) !== VERDICT || !this.messageIds[slot] || ![...aliases].some((alias) => this.names(slot, alias))) continue;
+      if (
+        this.kindOf(slot) !== VERDICT ||
+        !this.messageIds[slot] ||
+        ![...aliases].some((alias) => this.names(slot, alias))
+      )
+        continue;
       for (const joined of this.messageIds[slot] ?? []) aliases.add(joined);
     }
     // A fuzzy duplicate repeats the message that took its key: its trace follows that one too.
@@ -197,24 +213,28 @@ export class Trail {
     const found = new Set(slots.filter((slot) => names.some((alias) => this.names(slot, alias))));
     const outputs = new Set<string>();
     // A turn entry names the turn a message waited for, not an output it went into.
-    for (const slot of found) if (this.kindOf(slot) !== VERDICT && this.kindOf(slot) !== TURN) outputs.add(this.id[slot] as string);
+    for (const slot of found)
+      if (this.kindOf(slot) !== VERDICT && this.kindOf(slot) !== TURN) outputs.add(this.id[slot] as string);
     // The outputs' own delivery attempts, and the verdicts of what went into them.
     for (const output of outputs) {
       for (const slot of slots) {
         if (this.kindOf(slot) === VERDICT || this.id[slot] !== output) continue;
         found.add(slot);
         for (const merged of this.messageIds[slot] ?? []) {
-          for (const arrival of slots) if (this.kindOf(arrival) === VERDICT && this.names(arrival, merged)) found.add(arrival);
+          for (const arrival of slots)
+            if (this.kindOf(arrival) === VERDICT && this.names(arrival, merged)) found.add(arrival);
         }
       }
     }
-    const entries = [...found].sort((a, b) => (this.ns[a] as number) - (this.ns[b] as number)).map((slot) => {
-      const entry = this.entry(slot);
-      const original = repeats.get(slot);
-      // Named as the output names its parts: by platform id, else by ingest id.
-      if (original !== undefined) entry.messageIds = [this.platformId[original] ?? this.id[original] as string];
-      return entry;
-    });
+    const entries = [...found]
+      .sort((a, b) => (this.ns[a] as number) - (this.ns[b] as number))
+      .map((slot) => {
+        const entry = this.entry(slot);
+        const original = repeats.get(slot);
+        // Named as the output names its parts: by platform id, else by ingest id.
+        if (original !== undefined) entry.messageIds = [this.platformId[original] ?? (this.id[original] as string)];
+        return entry;
+      });
     return { entries, outputs: [...outputs] };
   }
 
@@ -227,7 +247,9 @@ export class Trail {
   private repeated(duplicate: number, slots: readonly number[]): number | undefined {
     const key = this.fuzzyKey[duplicate];
     if (key === undefined) return undefined;
-    const taken = slots.filter((slot) => this.kindOf(slot) === VERDICT && this.verdictOf(slot) === ACCEPTED && this.fuzzyKey[slot] === key);
+    const taken = slots.filter(
+      (slot) => this.kindOf(slot) === VERDICT && this.verdictOf(slot) === ACCEPTED && this.fuzzyKey[slot] === key,
+    );
     return repeatedOf(this.ns[duplicate] as number, taken, (slot) => this.ns[slot] as number);
   }
 
@@ -240,24 +262,39 @@ export class Trail {
   }
 
   private names(slot: number, wanted: string): boolean {
-    return this.id[slot] === wanted || this.platformId[slot] === wanted || (this.messageIds[slot]?.includes(wanted) ?? false);
+    return (
+      this.id[slot] === wanted || this.platformId[slot] === wanted || (this.messageIds[slot]?.includes(wanted) ?? false)
+    );
   }
 
   /** The entry of a slot, with only the fields it has (as it was published). */
   private entry(slot: number): TraceEntry {
     const code = this.codes[slot] as number;
     const entry: TraceEntry = {
-      n: this.ns[slot] as number, at: this.at[slot] as number, ...(this.instance[slot] === undefined ? {} : { instance: this.instance[slot] }),
+      n: this.ns[slot] as number,
+      at: this.at[slot] as number,
+      ...(this.instance[slot] === undefined ? {} : { instance: this.instance[slot] }),
       channel: this.channel[slot] as string,
-      kind: KINDS[code & 3] as TraceEntry['kind'], id: this.id[slot] as string,
+      kind: KINDS[code & 3] as TraceEntry['kind'],
+      id: this.id[slot] as string,
     };
     const optional = {
-      platformId: this.platformId[slot], bot: this.bot[slot], sessionKey: this.sessionKey[slot], sender: this.sender[slot], preview: this.preview[slot],
-      verdict: VERDICTS[(code >> 2) & 7], reason: this.reason[slot], messageIds: this.messageIds[slot], fuzzyKey: this.fuzzyKey[slot],
-      seq: Number.isNaN(this.seq[slot]) ? undefined : this.seq[slot], state: STATES[code >> 5],
-      attempts: Number.isNaN(this.attempts[slot]) ? undefined : this.attempts[slot], lastError: this.lastError[slot],
+      platformId: this.platformId[slot],
+      bot: this.bot[slot],
+      sessionKey: this.sessionKey[slot],
+      sender: this.sender[slot],
+      preview: this.preview[slot],
+      verdict: VERDICTS[(code >> 2) & 7],
+      reason: this.reason[slot],
+      messageIds: this.messageIds[slot],
+      fuzzyKey: this.fuzzyKey[slot],
+      seq: Number.isNaN(this.seq[slot]) ? undefined : this.seq[slot],
+      state: STATES[code >> 5],
+      attempts: Number.isNaN(this.attempts[slot]) ? undefined : this.attempts[slot],
+      lastError: this.lastError[slot],
     };
-    for (const [key, value] of Object.entries(optional)) if (value !== undefined) (entry as unknown as Record<string, unknown>)[key] = value;
+    for (const [key, value] of Object.entries(optional))
+      if (value !== undefined) (entry as unknown as Record<string, unknown>)[key] = value;
     return entry;
   }
 }
@@ -280,7 +317,11 @@ function repeatedOf<T>(n: number, taken: readonly T[], nOf: (candidate: T) => nu
 /** The message a fuzzy duplicate's entry repeats, among entries a shared trail found by its key. */
 export function repeatedBy(duplicate: TraceEntry, entries: readonly TraceEntry[]): TraceEntry | undefined {
   if (duplicate.fuzzyKey === undefined) return undefined;
-  const taken = entries.filter((entry) => entry.kind === 'verdict' && entry.verdict === 'accepted' && entry.fuzzyKey === duplicate.fuzzyKey).sort((a, b) => a.n - b.n);
+  const taken = entries
+    .filter(
+      (entry) => entry.kind === 'verdict' && entry.verdict === 'accepted' && entry.fuzzyKey === duplicate.fuzzyKey,
+    )
+    .sort((a, b) => a.n - b.n);
   return repeatedOf(duplicate.n, taken, (entry) => entry.n);
 }
 

@@ -48,7 +48,11 @@ export class AgentTurns {
     const first = batch.parts[0]!.event;
     metrics.message(first.channel, first.adapter, 'held', batch.parts.length);
     record({
-      at: clock.now(), channel: first.channel, kind: 'turn', id: by, sessionKey: batch.sessionKey,
+      at: clock.now(),
+      channel: first.channel,
+      kind: 'turn',
+      id: by,
+      sessionKey: batch.sessionKey,
       messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
       reason: `held by turn ${by} (${count} held), released when it is done or at ${new Date(until).toISOString()} at the latest`,
     });
@@ -60,7 +64,12 @@ export class AgentTurns {
     const now = clock.now();
     for (const part of batch.parts) metrics.turnHold.observe(Math.max(0, now - part.receivedAt) / 1000);
     record({
-      at: now, channel: committed.channel, kind: 'turn', id: committed.id, seq: committed.seq, sessionKey: committed.sessionKey,
+      at: now,
+      channel: committed.channel,
+      kind: 'turn',
+      id: committed.id,
+      seq: committed.seq,
+      sessionKey: committed.sessionKey,
       messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
       reason: `released at ${new Date(now).toISOString()} (${batch.reason}), following up turn ${turn}`,
     });
@@ -76,7 +85,14 @@ export class AgentTurns {
     const done = await store.turnDone(outputId, now);
     if (done.result !== 'closed') return done;
     if (done.held > 0) scheduler.due(now);
-    record({ at: now, channel, kind: 'turn', id: outputId, sessionKey: done.sessionKey, reason: `turn done; ${done.held} held message(s) released` });
+    record({
+      at: now,
+      channel,
+      kind: 'turn',
+      id: outputId,
+      sessionKey: done.sessionKey,
+      reason: `turn done; ${done.held} held message(s) released`,
+    });
     return done;
   }
 
@@ -100,6 +116,9 @@ export class AgentTurns {
       await this.done(pushed.id, pushed.channel);
       return;
     }
-    this.options.logger.warn({ channel: pushed.channel, id: pushed.id, answer: text.slice(0, 200) }, 'agent answer is not {"turn":"done"}; the turn stays open until it is done or turns.maxMs');
+    this.options.logger.warn(
+      { channel: pushed.channel, id: pushed.id, answer: text.slice(0, 200) },
+      'agent answer is not {"turn":"done"}; the turn stays open until it is done or turns.maxMs',
+    );
   }
 }

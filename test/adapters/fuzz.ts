@@ -13,8 +13,25 @@ export function seeded(seed: number): () => number {
 
 /** What a hostile or broken sender puts where a value belongs. */
 export const replacements: ReadonlyArray<() => unknown> = [
-  () => null, () => 0, () => -1, () => '', () => [], () => ({}), () => [null], () => 'x', () => 'constructor', () => '__proto__',
-  () => 'toString', () => Number.POSITIVE_INFINITY, () => 2 ** 60, () => true, () => [0], () => [{}], () => ({ id: {} }), () => 'hasOwnProperty', () => 1710234567000,
+  () => null,
+  () => 0,
+  () => -1,
+  () => '',
+  () => [],
+  () => ({}),
+  () => [null],
+  () => 'x',
+  () => 'constructor',
+  () => '__proto__',
+  () => 'toString',
+  () => Number.POSITIVE_INFINITY,
+  () => 2 ** 60,
+  () => true,
+  () => [0],
+  () => [{}],
+  () => ({ id: {} }),
+  () => 'hasOwnProperty',
+  () => 1710234567000,
 ];
 
 type Path = Array<string | number>;
@@ -22,7 +39,8 @@ type Path = Array<string | number>;
 function paths(value: unknown, at: Path = [], out: Path[] = []): Path[] {
   if (at.length > 0) out.push(at);
   if (Array.isArray(value)) value.forEach((item, i) => paths(item, [...at, i], out));
-  else if (typeof value === 'object' && value !== null) for (const key of Object.keys(value)) paths((value as Record<string, unknown>)[key], [...at, key], out);
+  else if (typeof value === 'object' && value !== null)
+    for (const key of Object.keys(value)) paths((value as Record<string, unknown>)[key], [...at, key], out);
   return out;
 }
 
@@ -57,8 +75,28 @@ export function variants(samples: readonly unknown[], count: number, seed: numbe
 
 /** Valid generic-channel bodies (docs/channels.md, "generic"), the generic channel's fixtures. */
 export const genericSamples = [
-  { id: 'msg_1', sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content: '重启服务', timestamp: 1710234567 },
-  { sessionKey: 'cli:bob', content: 'hi', mediaUrl: 'https://example.com/a.png', mimeType: 'image/png', conversation: { type: 'group', id: 'g1' } },
-  { id: 7, sessionKey: 'cli:c', media: [{ url: 'https://example.com/a.png', mimeType: 'image/png' }, { url: 'https://example.com/b.pdf' }], sender: { id: 3 } },
-  [{ sessionKey: 'cli:d', content: 'one' }, { sessionKey: 'cli:d', content: 'two', id: 'x' }],
+  {
+    id: 'msg_1',
+    sessionKey: 'cli:alice',
+    sender: { id: 'alice', name: 'Alice' },
+    content: '重启服务',
+    timestamp: 1710234567,
+  },
+  {
+    sessionKey: 'cli:bob',
+    content: 'hi',
+    mediaUrl: 'https://example.com/a.png',
+    mimeType: 'image/png',
+    conversation: { type: 'group', id: 'g1' },
+  },
+  {
+    id: 7,
+    sessionKey: 'cli:c',
+    media: [{ url: 'https://example.com/a.png', mimeType: 'image/png' }, { url: 'https://example.com/b.pdf' }],
+    sender: { id: 3 },
+  },
+  [
+    { sessionKey: 'cli:d', content: 'one' },
+    { sessionKey: 'cli:d', content: 'two', id: 'x' },
+  ],
 ];

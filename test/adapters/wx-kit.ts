@@ -11,13 +11,19 @@ export const LIMITS = { maxDepth: 64, maxKeys: 10_000 };
 /** verify, parseBody, normalize: what the pipeline does with one delivery. */
 export function ingest(adapter: Adapter, delivery: RawDelivery, limits = LIMITS): Normalized {
   adapter.verify(delivery);
-  const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits, (bytes) => parseJson(bytes, limits.maxDepth, limits.maxKeys)) : parseJson(delivery.body, limits.maxDepth, limits.maxKeys);
+  const body = adapter.parseBody
+    ? adapter.parseBody(delivery.body, limits, (bytes) => parseJson(bytes, limits.maxDepth, limits.maxKeys))
+    : parseJson(delivery.body, limits.maxDepth, limits.maxKeys);
   return adapter.normalize(body, delivery);
 }
 
 /** The error `fn` throws. */
 export function thrown(fn: () => unknown): any {
-  try { fn(); } catch (error) { return error; }
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
   throw new Error('did not throw');
 }
 
@@ -31,17 +37,34 @@ export interface Sealed {
  * An encrypted callback as WeChat (safe mode) or WeCom sends it: the message encrypted by the
  * official library for `receiveId`, the envelope, and msg_signature in the query.
  */
-export function seal(options: { token: string; key: string; receiveId: string; message: string; timestamp: string; nonce?: string; toUser?: string; agentId?: string; wechat?: boolean; encrypt?: string }): Sealed {
+export function seal(options: {
+  token: string;
+  key: string;
+  receiveId: string;
+  message: string;
+  timestamp: string;
+  nonce?: string;
+  toUser?: string;
+  agentId?: string;
+  wechat?: boolean;
+  encrypt?: string;
+}): Sealed {
   const nonce = options.nonce ?? '1320562132';
   const ciphertext = options.encrypt ?? encrypt(options.key, options.message, options.receiveId);
-  const query = new URLSearchParams({ msg_signature: getSignature(options.token, options.timestamp, nonce, ciphertext), timestamp: options.timestamp, nonce });
+  const query = new URLSearchParams({
+    msg_signature: getSignature(options.token, options.timestamp, nonce, ciphertext),
+    timestamp: options.timestamp,
+    nonce,
+  });
   if (options.wechat) {
     query.set('encrypt_type', 'aes');
     // WeChat signs the URL the plain way too; '' sorts first, so this is sha1(sort(token, timestamp, nonce)).
     query.set('signature', getSignature(options.token, options.timestamp, nonce, ''));
   }
   const agent = options.agentId ? `<AgentID><![CDATA[${options.agentId}]]></AgentID>` : '';
-  const body = Buffer.from(`<xml><ToUserName><![CDATA[${options.toUser ?? 'gh_3f5e2a1b9c7d'}]]></ToUserName>${agent}<Encrypt><![CDATA[${ciphertext}]]></Encrypt></xml>`);
+  const body = Buffer.from(
+    `<xml><ToUserName><![CDATA[${options.toUser ?? 'gh_3f5e2a1b9c7d'}]]></ToUserName>${agent}<Encrypt><![CDATA[${ciphertext}]]></Encrypt></xml>`,
+  );
   return { query, body, encrypt: ciphertext };
 }
 

@@ -25,14 +25,17 @@ export async function fakeSlack() {
     state.opened++;
     state.open++;
     state.mostAtOnce = Math.max(state.mostAtOnce, state.open);
-    socket.on('close', () => { state.open--; });
+    socket.on('close', () => {
+      state.open--;
+    });
     socket.on('message', (data) => {
       const id = (JSON.parse(data.toString()) as { envelope_id: string }).envelope_id;
       acks.push(id);
       mine.push(id);
     });
     socket.send(JSON.stringify({ type: 'hello', num_connections: 1, connection_info: { app_id: 'A1' } }));
-    if (state.afterHello) socket.send(JSON.stringify({ type: 'disconnect', reason: state.afterHello, debug_info: { host: 'x' } }));
+    if (state.afterHello)
+      socket.send(JSON.stringify({ type: 'disconnect', reason: state.afterHello, debug_info: { host: 'x' } }));
   });
   const wsPort = (wss.address() as AddressInfo).port;
   const http: Server = createServer((req, res) => {
@@ -48,16 +51,29 @@ export async function fakeSlack() {
   const target = (on: number | undefined) => (on === undefined ? live().at(-1) : sockets[on]);
   return {
     api: `http://127.0.0.1:${(http.address() as AddressInfo).port}/api`,
-    state, acks, acksBySocket,
+    state,
+    acks,
+    acksBySocket,
     envelope(id: string, payload: unknown, retry = 0, on?: number) {
-      target(on)?.send(JSON.stringify({ envelope_id: id, type: 'events_api', payload, accepts_response_payload: false, retry_attempt: retry, retry_reason: retry ? 'timeout' : '' }));
+      target(on)?.send(
+        JSON.stringify({
+          envelope_id: id,
+          type: 'events_api',
+          payload,
+          accepts_response_payload: false,
+          retry_attempt: retry,
+          retry_reason: retry ? 'timeout' : '',
+        }),
+      );
     },
     /** Any frame, as it is. */
     send(frame: unknown, on?: number) {
       target(on)?.send(JSON.stringify(frame));
     },
     disconnect(reason = 'warning') {
-      live().at(-1)?.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host: 'x' } }));
+      live()
+        .at(-1)
+        ?.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host: 'x' } }));
     },
     async close() {
       for (const socket of sockets) socket.terminate();
@@ -69,7 +85,11 @@ export async function fakeSlack() {
 }
 
 export const message = (ts: string, text: string) => ({
-  type: 'event_callback', team_id: 'T1', api_app_id: 'A1', event_id: `Ev${ts.replace('.', '')}`, event_time: 1700000000,
+  type: 'event_callback',
+  team_id: 'T1',
+  api_app_id: 'A1',
+  event_id: `Ev${ts.replace('.', '')}`,
+  event_time: 1700000000,
   authorizations: [{ team_id: 'T1', user_id: 'UBOT', is_bot: true }],
   event: { type: 'message', channel: 'C1', channel_type: 'channel', user: 'U1', text, ts },
 });

@@ -30,7 +30,14 @@ export async function fakeTelegram() {
     const failure = state.failWith.shift();
     if (failure === 429) {
       res.statusCode = 429;
-      res.end(JSON.stringify({ ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } }));
+      res.end(
+        JSON.stringify({
+          ok: false,
+          error_code: 429,
+          description: 'Too Many Requests: retry after 7',
+          parameters: { retry_after: 7 },
+        }),
+      );
       return;
     }
     if (failure !== undefined) {
@@ -40,20 +47,44 @@ export async function fakeTelegram() {
     }
     if (state.conflict) {
       res.statusCode = 409;
-      res.end(JSON.stringify({ ok: false, error_code: 409, description: 'Conflict: can\'t use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first' }));
+      res.end(
+        JSON.stringify({
+          ok: false,
+          error_code: 409,
+          description:
+            "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+        }),
+      );
       return;
     }
     const offset = Number(url.searchParams.get('offset') ?? 0);
-    const answer = () => res.end(JSON.stringify({ ok: true, result: [...behind.splice(0), ...updates.filter((u) => (u.update_id as number) >= offset)] }));
+    const answer = () =>
+      res.end(
+        JSON.stringify({
+          ok: true,
+          result: [...behind.splice(0), ...updates.filter((u) => (u.update_id as number) >= offset)],
+        }),
+      );
     if (behind.length > 0 || updates.some((u) => (u.update_id as number) >= offset)) return answer();
-    const timer = setTimeout(() => { waiting = waiting.filter((w) => w !== wake); answer(); }, Number(url.searchParams.get('timeout') ?? 0) * 1000);
-    const wake = () => { clearTimeout(timer); answer(); };
+    const timer = setTimeout(
+      () => {
+        waiting = waiting.filter((w) => w !== wake);
+        answer();
+      },
+      Number(url.searchParams.get('timeout') ?? 0) * 1000,
+    );
+    const wake = () => {
+      clearTimeout(timer);
+      answer();
+    };
     waiting.push(wake);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    offsets, state, queries,
+    offsets,
+    state,
+    queries,
     push(...more: Array<Record<string, unknown>>) {
       updates.push(...more);
       for (const wake of waiting.splice(0)) wake();
@@ -63,11 +94,22 @@ export async function fakeTelegram() {
       behind.push(...old);
       for (const wake of waiting.splice(0)) wake();
     },
-    close: () => new Promise<void>((resolve) => { for (const wake of waiting.splice(0)) wake(); server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const wake of waiting.splice(0)) wake();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 export const update = (id: number, text: string, chat = 42) => ({
   update_id: id,
-  message: { message_id: id, date: 1718000000, chat: { id: chat, type: 'private' }, from: { id: chat, is_bot: false, first_name: 'Ana' }, text },
+  message: {
+    message_id: id,
+    date: 1718000000,
+    chat: { id: chat, type: 'private' },
+    from: { id: chat, is_bot: false, first_name: 'Ana' },
+    text,
+  },
 });

@@ -35,8 +35,15 @@ describe('a paused holder whose lease a survivor took over', () => {
   };
   const start = async (store: MemoryStore, clock: ManualClock, channel: Record<string, unknown>): Promise<Intake> => {
     const intake = await createIntake({
-      logger: silent, store, clock,
-      configFile: { store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 }, channels: [channel] },
+      logger: silent,
+      store,
+      clock,
+      configFile: {
+        store: 'memory',
+        logLevel: 'silent',
+        debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [channel],
+      },
     });
     cleanups.push(() => intake.close());
     return intake;
@@ -54,20 +61,37 @@ describe('a paused holder whose lease a survivor took over', () => {
     cleanups.push(() => api.close());
     const store = shared();
     // Long polls held open: the paused holder's poll is still out when it loses the lease.
-    const channel = { id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: api.url, pollTimeoutS: 30, leaseMs: LEASE_MS, reconnectMinMs: 20, reconnectMaxMs: 100 };
+    const channel = {
+      id: 'tg',
+      adapter: 'telegram',
+      transport: 'poll',
+      botToken: TOKEN,
+      apiBaseUrl: api.url,
+      pollTimeoutS: 30,
+      leaseMs: LEASE_MS,
+      reconnectMinMs: 20,
+      reconnectMaxMs: 100,
+    };
     const late = await start(store, new ManualClock(T), channel);
     const outputs: Output[] = [];
-    late.on('chat.processedMessage', (output) => { outputs.push(output); });
+    late.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     api.push(update(100, 'before the pause'));
     await until(() => api.offsets.includes('101'));
     const survivorClock = new ManualClock(T);
     const survivor = await start(store, survivorClock, channel);
-    survivor.on('chat.processedMessage', (output) => { outputs.push(output); });
+    survivor.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await takeOver(survivorClock, survivor);
     await until(() => api.offsets.filter((offset) => offset === '101').length === 2);
     // Both polls are answered with the same update: only the survivor's lands.
     api.push(update(101, 'after the takeover'));
-    await until(async () => { await survivorClock.advance(50); return outputs.length === 2; });
+    await until(async () => {
+      await survivorClock.advance(50);
+      return outputs.length === 2;
+    });
     expect(outputs.map((output) => output.content)).toEqual(['before the pause', 'after the takeover']);
     expect(late.metrics.channelStats().tg).toMatchObject({ received: 1 });
     expect(survivor.metrics.channelStats().tg).toMatchObject({ received: 1 });
@@ -76,20 +100,33 @@ describe('a paused holder whose lease a survivor took over', () => {
     expect(await store.sharedGet('cursor:tg', T)).toBe('102');
   });
 
-  it('neither records nor acknowledges an envelope on its old socket, which it closes; Slack\'s retry reaches the survivor', async () => {
+  it("neither records nor acknowledges an envelope on its old socket, which it closes; Slack's retry reaches the survivor", async () => {
     const slack = await fakeSlack();
     cleanups.push(() => slack.close());
     const store = shared();
-    const channel = { id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: slack.api, leaseMs: LEASE_MS, reconnectMinMs: 20, reconnectMaxMs: 100 };
+    const channel = {
+      id: 'slack',
+      adapter: 'slack',
+      transport: 'socket',
+      appToken: APP_TOKEN,
+      apiBaseUrl: slack.api,
+      leaseMs: LEASE_MS,
+      reconnectMinMs: 20,
+      reconnectMaxMs: 100,
+    };
     const late = await start(store, new ManualClock(T), channel);
     const outputs: Output[] = [];
-    late.on('chat.processedMessage', (output) => { outputs.push(output); });
+    late.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(() => slack.state.open === 1);
     slack.envelope('env-1', message('1700000000.000100', 'before the pause'), 0, 0);
     await until(() => slack.acks.includes('env-1'));
     const survivorClock = new ManualClock(T);
     const survivor = await start(store, survivorClock, channel);
-    survivor.on('chat.processedMessage', (output) => { outputs.push(output); });
+    survivor.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await takeOver(survivorClock, survivor);
     await until(() => slack.state.open === 2);
     // Slack sends the next envelope on the paused holder's socket: it must leave it to the survivor.
@@ -97,7 +134,10 @@ describe('a paused holder whose lease a survivor took over', () => {
     await until(() => slack.state.open === 1);
     slack.envelope('env-2', message('1700000001.000100', 'after the takeover'), 1, 1);
     await until(() => slack.acks.length === 2);
-    await until(async () => { await survivorClock.advance(50); return outputs.length === 2; });
+    await until(async () => {
+      await survivorClock.advance(50);
+      return outputs.length === 2;
+    });
     expect(slack.acksBySocket).toEqual([['env-1'], ['env-2']]);
     expect(outputs.map((output) => output.content)).toEqual(['before the pause', 'after the takeover']);
     expect(late.metrics.channelStats().slack).toMatchObject({ received: 1 });
@@ -108,7 +148,15 @@ describe('a paused holder whose lease a survivor took over', () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
     const store = shared();
-    const channel = { id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl: gateway.url, leaseMs: LEASE_MS, reconnectMinMs: 20, reconnectMaxMs: 100 };
+    const channel = {
+      id: 'dc',
+      adapter: 'discord',
+      botToken: BOT_TOKEN,
+      gatewayUrl: gateway.url,
+      leaseMs: LEASE_MS,
+      reconnectMinMs: 20,
+      reconnectMaxMs: 100,
+    };
     const late = await start(store, new ManualClock(T), channel);
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
     await until(async () => (await store.sharedGet('discord:cursor:dc', T))?.includes('session-1') === true);

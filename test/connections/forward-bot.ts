@@ -21,7 +21,8 @@ export async function forwardBot(options: { selfId: number; token?: string; port
   const state = { connections: 0, mostAtOnce: 0, refused: 0 };
   // A wrong token is refused at the handshake (HTTP 401), as NapCat does.
   const wss = new WebSocketServer({
-    host: '127.0.0.1', port: options.port ?? 0,
+    host: '127.0.0.1',
+    port: options.port ?? 0,
     verifyClient: ({ req }, done) => {
       handshakes.push(req.headers);
       const ok = options.token === undefined || req.headers.authorization === `Bearer ${options.token}`;
@@ -37,11 +38,22 @@ export async function forwardBot(options: { selfId: number; token?: string; port
     state.connections++;
     state.mostAtOnce = Math.max(state.mostAtOnce, open.size);
     socket.on('close', () => open.delete(socket));
-    socket.send(JSON.stringify({ time: Math.floor(Date.now() / 1000), self_id: options.selfId, post_type: 'meta_event', meta_event_type: 'lifecycle', sub_type: 'connect' }));
+    socket.send(
+      JSON.stringify({
+        time: Math.floor(Date.now() / 1000),
+        self_id: options.selfId,
+        post_type: 'meta_event',
+        meta_event_type: 'lifecycle',
+        sub_type: 'connect',
+      }),
+    );
     socket.on('message', (data) => {
       const frame = JSON.parse(data.toString()) as ActionFrame;
       actions.push(frame);
-      const body = frame.action === 'get_login_info' ? { user_id: options.selfId, nickname: 'bot' } : { message_id: 7, via: options.selfId };
+      const body =
+        frame.action === 'get_login_info'
+          ? { user_id: options.selfId, nickname: 'bot' }
+          : { message_id: 7, via: options.selfId };
       socket.send(JSON.stringify({ status: 'ok', retcode: 0, data: body, echo: frame.echo }));
     });
   });
@@ -75,8 +87,17 @@ export async function forwardBot(options: { selfId: number; token?: string; port
 /** A group message as OneBot reports it, from `selfId`'s point of view. */
 export function groupMessage(selfId: number, messageId: number, text: string, groupId = 123456789, userId = 12345678) {
   return {
-    time: 1718000001, self_id: selfId, post_type: 'message', message_type: 'group', sub_type: 'normal', message_id: messageId,
-    group_id: groupId, user_id: userId, sender: { user_id: userId, nickname: 'u', card: '' },
-    message: [{ type: 'text', data: { text } }], raw_message: text, font: 0,
+    time: 1718000001,
+    self_id: selfId,
+    post_type: 'message',
+    message_type: 'group',
+    sub_type: 'normal',
+    message_id: messageId,
+    group_id: groupId,
+    user_id: userId,
+    sender: { user_id: userId, nickname: 'u', card: '' },
+    message: [{ type: 'text', data: { text } }],
+    raw_message: text,
+    font: 0,
   };
 }

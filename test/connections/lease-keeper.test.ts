@@ -11,21 +11,26 @@ function pair(store: Leases, clock: ManualClock, leaseMs = 900) {
   const running = new Set<string>();
   const events: string[] = [];
   const fences = new Map<string, LeaseFence>();
-  const keeper = (holder: string) => new LeaseKeeper({
-    name: 'conn:qq', holder, leaseMs, clock, logger: silent,
-    leases: store,
-    gained: (fence) => {
-      fences.set(holder, fence);
-      // The guarded thing never runs on two instances at once.
-      expect([...running]).toEqual([]);
-      running.add(holder);
-      events.push(`${holder} gained at ${clock.now()}`);
-    },
-    lost: async () => {
-      running.delete(holder);
-      events.push(`${holder} lost at ${clock.now()}`);
-    },
-  });
+  const keeper = (holder: string) =>
+    new LeaseKeeper({
+      name: 'conn:qq',
+      holder,
+      leaseMs,
+      clock,
+      logger: silent,
+      leases: store,
+      gained: (fence) => {
+        fences.set(holder, fence);
+        // The guarded thing never runs on two instances at once.
+        expect([...running]).toEqual([]);
+        running.add(holder);
+        events.push(`${holder} gained at ${clock.now()}`);
+      },
+      lost: async () => {
+        running.delete(holder);
+        events.push(`${holder} lost at ${clock.now()}`);
+      },
+    });
   return { a: keeper('a'), b: keeper('b'), running, events, fences };
 }
 
@@ -56,7 +61,8 @@ describe('a lease keeper', () => {
     const store = new MemoryStore();
     let down = false;
     const flaky = {
-      holdLease: (...args: Parameters<MemoryStore['holdLease']>) => (down && args[1] === 'a' ? new Promise<number | undefined>(() => undefined) : store.holdLease(...args)),
+      holdLease: (...args: Parameters<MemoryStore['holdLease']>) =>
+        down && args[1] === 'a' ? new Promise<number | undefined>(() => undefined) : store.holdLease(...args),
       dropLease: (...args: Parameters<MemoryStore['dropLease']>) => store.dropLease(...args),
       fenceHolds: (...args: Parameters<MemoryStore['fenceHolds']>) => store.fenceHolds(...args),
       fencedPut: (...args: Parameters<MemoryStore['fencedPut']>) => store.fencedPut(...args),

@@ -37,7 +37,11 @@ describe('the bot sockets of an instance', () => {
   async function bench(deliver: (delivery: RawDelivery) => Promise<unknown> = async () => undefined): Promise<Bench> {
     const delivered: number[] = [];
     const links = new Links({
-      instance: 'test', now: new ManualClock().now, logger: silent, classify: () => undefined, counted: () => undefined,
+      instance: 'test',
+      now: new ManualClock().now,
+      logger: silent,
+      classify: () => undefined,
+      counted: () => undefined,
       deliver: async (_channel, delivery) => {
         await deliver(delivery);
         delivered.push((JSON.parse(delivery.body.toString()) as { n: number }).n);
@@ -45,11 +49,16 @@ describe('the bot sockets of an instance', () => {
     });
     const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
     server = createServer();
-    server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => links.attach(`qq\n1\n${peers.length}`, ws, target, { botId: '1', role: 'Universal' })));
+    server.on('upgrade', (request, socket, head) =>
+      wss.handleUpgrade(request, socket, head, (ws) =>
+        links.attach(`qq\n1\n${peers.length}`, ws, target, { botId: '1', role: 'Universal' }),
+      ),
+    );
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     return {
-      links, delivered,
+      links,
+      delivered,
       async connect() {
         const peer = new WebSocket(`ws://127.0.0.1:${port}/`);
         peer.on('error', () => undefined);
@@ -64,7 +73,9 @@ describe('the bot sockets of an instance', () => {
   describe('regression: a stop waited only for the sockets still open, not for the frames of one that had closed', () => {
     it('resolves drained() once the frames a socket delivered before it closed are recorded', async () => {
       let release: () => void = () => undefined;
-      const held = new Promise<void>((resolve) => { release = resolve; });
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       const { links, delivered, connect } = await bench(() => held);
       const peer = await connect();
       // The frames and the bot's close in one read, as a stop often finds them.
@@ -74,7 +85,9 @@ describe('the bot sockets of an instance', () => {
       await gone;
       await until(() => links.size === 0);
       let drained = false;
-      const waiting = links.drained().then(() => { drained = true; });
+      const waiting = links.drained().then(() => {
+        drained = true;
+      });
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(drained).toBe(false);
       release();

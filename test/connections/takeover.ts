@@ -27,7 +27,13 @@ export function takeoverInstances() {
       const dir = tempDir();
       cleanups.push(() => dir.remove());
       const child = await startIntakeChild(dir.path, await freePort(), {
-        configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel] },
+        configFile: {
+          store: redis.url,
+          redis: { keyPrefix: prefix },
+          debounce: REAL_TIME_WINDOW,
+          logLevel: 'warn',
+          channels: [channel],
+        },
         flushLeaseMs: 2000,
       });
       children.push(child);
@@ -35,7 +41,12 @@ export function takeoverInstances() {
     },
     /** An instance in this process on the same store and channel. */
     async survivor(prefix: string, channel: Record<string, unknown>): Promise<Running> {
-      const service = await startService({ store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 }, debounce: REAL_TIME_WINDOW, channels: [channel] });
+      const service = await startService({
+        store: redis.url,
+        redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
+        debounce: REAL_TIME_WINDOW,
+        channels: [channel],
+      });
       services.push(service);
       return service;
     },

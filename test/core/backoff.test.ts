@@ -5,7 +5,9 @@ describe('backoff', () => {
   const range = { minMs: 100, maxMs: 1000 };
 
   it('doubles the ceiling from minMs per failure and holds it at maxMs', () => {
-    expect([0, 1, 2, 3, 4, 5, 60].map((failures) => backoffCeilingMs(failures, range))).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
+    expect([0, 1, 2, 3, 4, 5, 60].map((failures) => backoffCeilingMs(failures, range))).toEqual([
+      100, 200, 400, 800, 1000, 1000, 1000,
+    ]);
   });
 
   it('treats a negative failure count as the first wait', () => {

@@ -5,7 +5,11 @@ import { ManualClock } from '../support/manual-clock.js';
 
 /** A clock as written before intervals were part of Clock: time and timeouts only. */
 function timeoutsOnly(clock: ManualClock) {
-  return { now: () => clock.now(), setTimeout: (fn: () => void, ms: number) => clock.setTimeout(fn, ms), clearTimeout: (handle: unknown) => clock.clearTimeout(handle) };
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn: () => void, ms: number) => clock.setTimeout(fn, ms),
+    clearTimeout: (handle: unknown) => clock.clearTimeout(handle),
+  };
 }
 
 describe('a clock handed in without intervals', () => {
@@ -35,8 +39,15 @@ describe('a clock handed in without intervals', () => {
 
   it('starts the service and flushes on it', async () => {
     const manual = new ManualClock();
-    service = await startService({ debounce: { windowMs: 100, maxWaitMs: 300 } }, { clock: timeoutsOnly(manual) as unknown as ManualClock });
-    const posted = await fetch(`${service.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionKey: 'cli:a', content: 'hi' }) });
+    service = await startService(
+      { debounce: { windowMs: 100, maxWaitMs: 300 } },
+      { clock: timeoutsOnly(manual) as unknown as ManualClock },
+    );
+    const posted = await fetch(`${service.url}/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionKey: 'cli:a', content: 'hi' }),
+    });
     expect(posted.status).toBe(200);
     await manual.advance(100);
     await service.intake.settle();

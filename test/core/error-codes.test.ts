@@ -12,7 +12,9 @@ function documentedCodes(): string[] {
   const section = text.split(/^## /m).find((part) => part.startsWith('Error codes\n'));
   if (!section) throw new Error('docs/http.md has no "## Error codes" section');
   const rows = section.split('\n').filter((line) => line.startsWith('| `'));
-  return rows.flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((match) => match[1] as string));
+  return rows.flatMap((row) =>
+    [...(row.split('|')[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((match) => match[1] as string),
+  );
 }
 
 /** Every .ts file under a folder. */
@@ -36,7 +38,11 @@ describe('error codes', () => {
   });
 
   it('cover the error bodies written by hand, outside the error classes', () => {
-    const written = sources('src').flatMap((path) => [...readFileSync(path, 'utf8').matchAll(/code: '([a-z_]+)', (?:message|status)/g)].map((match) => match[1] as string));
+    const written = sources('src').flatMap((path) =>
+      [...readFileSync(path, 'utf8').matchAll(/code: '([a-z_]+)', (?:message|status)/g)].map(
+        (match) => match[1] as string,
+      ),
+    );
     expect(written.length).toBeGreaterThan(0);
     for (const code of written) expect(MEMBERS).toContain(code);
   });

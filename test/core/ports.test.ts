@@ -7,7 +7,12 @@ const ports = resolve(import.meta.dirname, '..', '..', 'src', 'core', 'ports');
 
 /** The roles `Store` is the sum of, as the compiler sees them: every interface it extends, at any depth. */
 function rolesOfStore(): Map<string, { file: string; members: string[]; bases: string[] }> {
-  const program = ts.createProgram([resolve(ports, 'index.ts')], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true });
+  const program = ts.createProgram([resolve(ports, 'index.ts')], {
+    strict: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    noEmit: true,
+  });
   const checker = program.getTypeChecker();
   const index = checker.getSymbolAtLocation(program.getSourceFile(resolve(ports, 'index.ts'))!)!;
   const store = checker.getExportsOfModule(index).find((symbol) => symbol.name === 'Store')!;
@@ -18,7 +23,11 @@ function rolesOfStore(): Map<string, { file: string; members: string[]; bases: s
       if (roles.has(symbol.name)) continue;
       const declaration = symbol.declarations![0] as ts.InterfaceDeclaration;
       const bases = checker.getBaseTypes(base as ts.InterfaceType).map((inner) => inner.getSymbol()!.name);
-      roles.set(symbol.name, { file: basename(declaration.getSourceFile().fileName), members: declaration.members.map((member) => member.name!.getText()), bases });
+      roles.set(symbol.name, {
+        file: basename(declaration.getSourceFile().fileName),
+        members: declaration.members.map((member) => member.name!.getText()),
+        bases,
+      });
       visit(base as ts.InterfaceType);
     }
   };
@@ -29,7 +38,22 @@ function rolesOfStore(): Map<string, { file: string; members: string[]; bases: s
 /** `AdmissionStore` -> `admission-store.ts`. */
 const fileOf = (role: string): string => `${role.replace(/(?<=[a-z])(?=[A-Z])/g, '-').toLowerCase()}.ts`;
 const quoted = (text: string): string[] => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
-const counts = ['', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen'];
+const counts = [
+  '',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+];
 
 /** The rows of the role table in docs/stores.md: role, the names its Methods column quotes. */
 function tableOfStores(): Array<[role: string, methods: string[]]> {
@@ -62,7 +86,11 @@ describe('the store port', () => {
   it('has the role table of docs/stores.md list every role once, with its methods', () => {
     const table = tableOfStores();
     expect(table.map(([role]) => role).sort()).toEqual([...roles.keys()].sort());
-    for (const [role, methods] of table) expect({ role, methods: [...methods].sort() }).toEqual({ role, methods: [...roles.get(role)!.members, ...roles.get(role)!.bases].sort() });
+    for (const [role, methods] of table)
+      expect({ role, methods: [...methods].sort() }).toEqual({
+        role,
+        methods: [...roles.get(role)!.members, ...roles.get(role)!.bases].sort(),
+      });
   });
 
   it('has docs/stores.md and docs/design.md count the roles alike, and design.md name each of them', () => {

@@ -8,13 +8,25 @@ import type { CorrelationRecord, InboundEvent } from '../../src/events/inbound.j
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { fixture } from '../fixtures/index.js';
 
-const channels = loadConfig({ env: {}, file: { channels: [
-  { id: 'qq-a', adapter: 'onebot', verify: false }, { id: 'qq-b', adapter: 'onebot', verify: false }, { id: 'qq-c', adapter: 'onebot', verify: false },
-] } }).channels;
+const channels = loadConfig({
+  env: {},
+  file: {
+    channels: [
+      { id: 'qq-a', adapter: 'onebot', verify: false },
+      { id: 'qq-b', adapter: 'onebot', verify: false },
+      { id: 'qq-c', adapter: 'onebot', verify: false },
+    ],
+  },
+}).channels;
 const adapters = Object.fromEntries(channels.map((c) => [c.id, createAdapter(c)]));
 
 function deliver(channel: string, body: unknown): InboundEvent {
-  return adapters[channel]!.normalize(body, { headers: {}, body: Buffer.alloc(0), query: new URLSearchParams(), now: Date.now() }).events[0]!;
+  return adapters[channel]!.normalize(body, {
+    headers: {},
+    body: Buffer.alloc(0),
+    query: new URLSearchParams(),
+    now: Date.now(),
+  }).events[0]!;
 }
 const load = (name: string) => fixture('onebot', name);
 
@@ -30,7 +42,13 @@ interface Observation {
  */
 function harness(overrides: Partial<CorrelationOptions> & { maxGroups?: number } = {}) {
   const { maxGroups, ...rest } = overrides;
-  const bots = new Bots({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']), ...rest });
+  const bots = new Bots({
+    crossAdapter: true,
+    messageWindowMs: 15_000,
+    eventWindowMs: 60_000,
+    correlatedNamespaces: new Set(['qq']),
+    ...rest,
+  });
   const store = new MemoryStore({ maxCorrelationGroups: maxGroups ?? 4096 });
   const groups = new Map<InboundEvent, CorrelationRecord>();
   return {
@@ -40,10 +58,18 @@ function harness(overrides: Partial<CorrelationOptions> & { maxGroups?: number }
     async observe(event: InboundEvent): Promise<Observation> {
       const now = Date.now();
       const step = bots.step(event, now);
-      const [verdict] = await store.admit([{
-        claims: [], part: { debounceKey: `${event.channel}:${event.id}`, receivedAt: now, event }, rule: { windowMs: 60_000, maxWaitMs: 60_000, maxMessages: 100 }, closeNow: false,
-        ...(step ? { correlation: step } : {}),
-      }], now);
+      const [verdict] = await store.admit(
+        [
+          {
+            claims: [],
+            part: { debounceKey: `${event.channel}:${event.id}`, receivedAt: now, event },
+            rule: { windowMs: 60_000, maxWaitMs: 60_000, maxMessages: 100 },
+            closeNow: false,
+            ...(step ? { correlation: step } : {}),
+          },
+        ],
+        now,
+      );
       if (verdict?.verdict === 'correlated') {
         groups.set(event, verdict.correlation);
         return { duplicate: true, retry: verdict.retry, record: verdict.correlation };
@@ -52,7 +78,8 @@ function harness(overrides: Partial<CorrelationOptions> & { maxGroups?: number }
       if (record) groups.set(event, record);
       return record ? { duplicate: false, retry: false, record } : { duplicate: false, retry: false };
     },
-    pickReplyBot: (event: InboundEvent) => pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
+    pickReplyBot: (event: InboundEvent) =>
+      pickReplyBot(bots.mentionedBots(event), botsOf(groups.get(event), event), event),
     botsForEvent: (event: InboundEvent) => botsOf(groups.get(event), event),
     correlation: (event: InboundEvent) => groups.get(event) ?? soloRecord(event),
   };
@@ -71,7 +98,10 @@ describe('cross-adapter correlation', () => {
     const b = await correlator.observe(deliver('qq-b', load('gocqhttp-group.json')));
     expect(a.duplicate).toBe(false);
     expect(b).toMatchObject({ duplicate: true, retry: false });
-    expect(b.record!.deliveries.map((d) => [d.channel, d.botId, d.ids.message_id])).toEqual([['qq-a', '10001000', '-2147480001'], ['qq-b', '20002000', '884213']]);
+    expect(b.record!.deliveries.map((d) => [d.channel, d.botId, d.ids.message_id])).toEqual([
+      ['qq-a', '10001000', '-2147480001'],
+      ['qq-b', '20002000', '884213'],
+    ]);
   });
 
   it('meets two Lagrange bots whose image URLs differ only in rkey', async () => {
@@ -95,23 +125,43 @@ describe('cross-adapter correlation', () => {
     const retry = await correlator.observe(deliver('qq-a', { ...first, message_id: 777 }));
     expect(retry).toMatchObject({ duplicate: true, retry: true });
     // The other bot's copy of the repeat joins the new group.
-    expect((await correlator.observe(deliver('qq-b', load('gocqhttp-group.json')))).record?.deliveries.map((d) => d.ids.message_id)).toEqual(['777', '884213']);
+    expect(
+      (await correlator.observe(deliver('qq-b', load('gocqhttp-group.json')))).record?.deliveries.map(
+        (d) => d.ids.message_id,
+      ),
+    ).toEqual(['777', '884213']);
   });
 
   it('evicts the oldest group past maxGroups and counts it', async () => {
     correlator = make({ maxGroups: 2 });
-    for (const text of ['one', 'two', 'three']) await correlator.observe(deliver('qq-a', { ...load('private-vector.json'), message: text, message_id: text.length }));
+    for (const text of ['one', 'two', 'three'])
+      await correlator.observe(
+        deliver('qq-a', { ...load('private-vector.json'), message: text, message_id: text.length }),
+      );
     expect(correlator.store.correlationStats()).toEqual({ groups: 2, evicted: 1 });
-    expect((await correlator.observe(deliver('qq-b', { ...load('private-vector.json'), self_id: 2, message: 'one' }))).duplicate).toBe(false);
-    expect((await correlator.observe(deliver('qq-b', { ...load('private-vector.json'), self_id: 2, message: 'three', message_id: 5 }))).duplicate).toBe(true);
+    expect(
+      (await correlator.observe(deliver('qq-b', { ...load('private-vector.json'), self_id: 2, message: 'one' })))
+        .duplicate,
+    ).toBe(false);
+    expect(
+      (
+        await correlator.observe(
+          deliver('qq-b', { ...load('private-vector.json'), self_id: 2, message: 'three', message_id: 5 }),
+        )
+      ).duplicate,
+    ).toBe(true);
   });
 
   it('meets notices that straddle a second boundary, but not ones far apart', async () => {
     const notice = load('notice-group-increase.json');
     await correlator.observe(deliver('qq-a', notice));
-    expect((await correlator.observe(deliver('qq-b', { ...notice, self_id: 2, time: notice.time + 1 }))).duplicate).toBe(true);
+    expect(
+      (await correlator.observe(deliver('qq-b', { ...notice, self_id: 2, time: notice.time + 1 }))).duplicate,
+    ).toBe(true);
     vi.advanceTimersByTime(30_000);
-    expect((await correlator.observe(deliver('qq-c', { ...notice, self_id: 3, time: notice.time + 30 }))).duplicate).toBe(false);
+    expect(
+      (await correlator.observe(deliver('qq-c', { ...notice, self_id: 3, time: notice.time + 30 }))).duplicate,
+    ).toBe(false);
   });
 
   it('keys pokes by target and recalls without their per-bot message id', async () => {
@@ -120,10 +170,12 @@ describe('cross-adapter correlation', () => {
     expect((await correlator.observe(deliver('qq-b', { ...poke, self_id: 2, target_id: 999 }))).duplicate).toBe(false);
     const recall = load('notice-recall.json');
     await correlator.observe(deliver('qq-a', recall));
-    expect((await correlator.observe(deliver('qq-b', { ...recall, self_id: 2, message_id: 4242 }))).duplicate).toBe(true);
+    expect((await correlator.observe(deliver('qq-b', { ...recall, self_id: 2, message_id: 4242 }))).duplicate).toBe(
+      true,
+    );
   });
 
-  it('keeps every participant\'s own request flag', async () => {
+  it("keeps every participant's own request flag", async () => {
     const request = load('request-group-add.json');
     await correlator.observe(deliver('qq-a', request));
     const second = await correlator.observe(deliver('qq-b', { ...request, self_id: 2, flag: 'flag-from-bot-b' }));
@@ -138,7 +190,10 @@ describe('cross-adapter correlation', () => {
     // The message @-mentions 20002000, the bot of qq-b, whose delivery lost the race.
     expect(correlator.pickReplyBot(first)).toEqual({ channel: 'qq-b', botId: '20002000' });
     expect(correlator.bots.mentionedBots(first)).toEqual([{ channel: 'qq-b', botId: '20002000' }]);
-    expect(correlator.botsForEvent(second)).toEqual([{ channel: 'qq-a', botId: '10001000' }, { channel: 'qq-b', botId: '20002000' }]);
+    expect(correlator.botsForEvent(second)).toEqual([
+      { channel: 'qq-a', botId: '10001000' },
+      { channel: 'qq-b', botId: '20002000' },
+    ]);
   });
 
   it('falls back to the first arrival, then to the delivering bot', async () => {
@@ -185,11 +240,19 @@ describe('regression: namespaces where several bots deliver through one channel'
     const slack = { id: 'sl', adapter: 'slack', signingSecret: 'sl-secret' };
     const forward = { id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url: 'ws://127.0.0.1:3001' };
     expect(namespacesOf([telegram, slack, forward])).toEqual([]);
-    expect(namespacesOf([telegram, { ...telegram, id: 'tg-2' }, forward, { ...forward, id: 'qq-fwd-2' }])).toEqual(['qq', 'tg']);
+    expect(namespacesOf([telegram, { ...telegram, id: 'tg-2' }, forward, { ...forward, id: 'qq-fwd-2' }])).toEqual([
+      'qq',
+      'tg',
+    ]);
   });
 
   it('picks a mentioned bot to reply once a correlation group names it, though this process never heard from it', () => {
-    const bots = new Bots({ crossAdapter: true, messageWindowMs: 15_000, eventWindowMs: 60_000, correlatedNamespaces: new Set(['qq']) });
+    const bots = new Bots({
+      crossAdapter: true,
+      messageWindowMs: 15_000,
+      eventWindowMs: 60_000,
+      correlatedNamespaces: new Set(['qq']),
+    });
     // Bot A's copy, which @-mentions bot B (20002000); B's copy reached another instance.
     const event = deliver('qq-a', load('napcat-group.json'));
     expect(bots.mentionedBots(event)).toEqual([]);
@@ -202,8 +265,13 @@ describe('regression: namespaces where several bots deliver through one channel'
 
 describe('contentSignature', () => {
   it('merges adjacent text, trims it, and ignores replies', () => {
-    expect(contentSignature([{ type: 'text', data: { text: ' a ' } }, { type: 'reply', data: { id: '1' } }, { type: 'text', data: { text: 'b' } }]))
-      .toBe(contentSignature([{ type: 'text', data: { text: 'a b' } }]));
+    expect(
+      contentSignature([
+        { type: 'text', data: { text: ' a ' } },
+        { type: 'reply', data: { id: '1' } },
+        { type: 'text', data: { text: 'b' } },
+      ]),
+    ).toBe(contentSignature([{ type: 'text', data: { text: 'a b' } }]));
   });
 
   it('signs cards by canonical JSON and keeps two different images apart', () => {
@@ -216,7 +284,11 @@ describe('contentSignature', () => {
 
   it('cuts text at 256 characters and keeps video, voice and files by type only', () => {
     const long = 'x'.repeat(256);
-    expect(contentSignature([{ type: 'text', data: { text: long + 'tail' } }])).toBe(contentSignature([{ type: 'text', data: { text: long + 'other' } }]));
-    expect(contentSignature([{ type: 'video', data: { file: 'protobuf://a' } }])).toBe(contentSignature([{ type: 'video', data: { url: 'https://b' } }]));
+    expect(contentSignature([{ type: 'text', data: { text: long + 'tail' } }])).toBe(
+      contentSignature([{ type: 'text', data: { text: long + 'other' } }]),
+    );
+    expect(contentSignature([{ type: 'video', data: { file: 'protobuf://a' } }])).toBe(
+      contentSignature([{ type: 'video', data: { url: 'https://b' } }]),
+    );
   });
 });

@@ -21,10 +21,16 @@ describe('the flush grid with the default holds', () => {
     const dir = tempDir();
     // 20 ms past a grid point: the deadline (start + 1500) is too, and rounds up by 30 ms.
     const clock = new ManualClock(1_700_000_000_020);
-    const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' } } });
+    const config = loadConfig({
+      env: {},
+      cwd: dir.path,
+      file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' } },
+    });
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
     const out: string[] = [];
-    intake.on('chat.processedMessage', (o: Output) => { out.push((o as { content: string }).content); });
+    intake.on('chat.processedMessage', (o: Output) => {
+      out.push((o as { content: string }).content);
+    });
     const response = await deliverJson(intake, { id: 'g1', sessionKey: 'cli:grid', content: 'hello' }, clock.now());
     expect(response.status).toBe(200);
     await clock.advance(1_500 + 29);

@@ -12,26 +12,47 @@ let n = 0;
 function event(sessionKey: string, text: string, sender = 'u1'): InboundEvent {
   n++;
   return {
-    id: `e${n}`, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey },
-    sessionKey, sender: { id: sender }, segments: [], text, media: [], mentions: [], timestamp: 0, raw: undefined,
+    id: `e${n}`,
+    kind: 'message',
+    channel: 'c',
+    adapter: 'generic',
+    namespace: 'c',
+    conversation: { type: 'private', id: sessionKey },
+    sessionKey,
+    sender: { id: sender },
+    segments: [],
+    text,
+    media: [],
+    mentions: [],
+    timestamp: 0,
+    raw: undefined,
   };
 }
 
 const draft = (batch: LeasedBatch): OutboxDraft => ({
-  id: `o${batch.fence}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: Date.now(),
-  body: JSON.stringify({ type: 'chat.processedMessage', id: `o${batch.fence}` }), state: 'none',
+  id: `o${batch.fence}`,
+  type: 'chat.processedMessage',
+  sessionKey: batch.sessionKey,
+  channel: 'c',
+  createdAt: Date.now(),
+  body: JSON.stringify({ type: 'chat.processedMessage', id: `o${batch.fence}` }),
+  state: 'none',
 });
 
 /** The scheduler on a real memory store, driven by vitest's fake clock. */
-function setup(options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatch, store: Store) => Promise<void> } = {}) {
+function setup(
+  options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatch, store: Store) => Promise<void> } = {},
+) {
   const store = new MemoryStore();
   const batches: LeasedBatch[] = [];
   const errors: unknown[] = [];
   const scheduler = new FlushScheduler({ clock: systemClock, buffers: store, onError: (error) => errors.push(error) });
-  const flush = options.flush ? (batch: LeasedBatch) => options.flush!(batch, store) : async (batch: LeasedBatch) => {
-    batches.push(batch);
-    await store.commit(batch, draft(batch), Date.now());
-  };
+  const flush = options.flush
+    ? (batch: LeasedBatch) => options.flush!(batch, store)
+    : async (batch: LeasedBatch) => {
+        batches.push(batch);
+        await store.commit(batch, draft(batch), Date.now());
+      };
   // Started on an empty store: `start()` below is a restart that finds what was left.
   const started = scheduler.start(flush);
   const start = async () => {
@@ -40,10 +61,17 @@ function setup(options: { rule?: Partial<BufferRule>; flush?: (batch: LeasedBatc
   };
   async function add(e: InboundEvent, add: { command?: boolean; receivedAt?: number } = {}): Promise<void> {
     const now = Date.now();
-    const [verdict] = await store.admit([{
-      claims: [], rule: { ...rule, ...options.rule }, closeNow: add.command ?? false,
-      part: { debounceKey: `${e.sessionKey}\u0000${e.sender.id}`, receivedAt: add.receivedAt ?? now, event: e },
-    }], now);
+    const [verdict] = await store.admit(
+      [
+        {
+          claims: [],
+          rule: { ...rule, ...options.rule },
+          closeNow: add.command ?? false,
+          part: { debounceKey: `${e.sessionKey}\u0000${e.sender.id}`, receivedAt: add.receivedAt ?? now, event: e },
+        },
+      ],
+      now,
+    );
     if (verdict?.verdict === 'accepted') scheduler.due(verdict.deadline);
   }
   return { store, scheduler, batches, errors, add, start };
@@ -202,7 +230,11 @@ describe('FlushScheduler on the store', () => {
   });
 
   it('makes one attempt at shutdown and leaves the rest in the store for the next start', async () => {
-    const { add, errors, scheduler, store } = setup({ flush: async () => { throw new Error('store closed'); } });
+    const { add, errors, scheduler, store } = setup({
+      flush: async () => {
+        throw new Error('store closed');
+      },
+    });
     await add(event('s', 'bye'));
     await scheduler.close(true);
     expect(errors).toHaveLength(1);
@@ -274,8 +306,20 @@ describe('regression: FlushScheduler while a session waits for its earlier flush
   /** Due at once: a buffer is leased as soon as it is admitted. */
   const dueAtOnce: BufferRule = { windowMs: 0, maxMessages: 3, maxWaitMs: 0 };
   const groupEvent = (id: string, sessionKey: string, sender: string): InboundEvent => ({
-    id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'group', id: sessionKey },
-    sessionKey, sender: { id: sender }, segments: [], text: id, media: [], mentions: [], timestamp: 0, raw: undefined,
+    id,
+    kind: 'message',
+    channel: 'c',
+    adapter: 'generic',
+    namespace: 'c',
+    conversation: { type: 'group', id: sessionKey },
+    sessionKey,
+    sender: { id: sender },
+    segments: [],
+    text: id,
+    media: [],
+    mentions: [],
+    timestamp: 0,
+    raw: undefined,
   });
 
   it('does not poll the store in a loop while a due buffer waits behind a slow flush of its session', async () => {
@@ -295,12 +339,37 @@ describe('regression: FlushScheduler while a session waits for its earlier flush
     const scheduler = new FlushScheduler({ clock: systemClock, buffers, onError: () => undefined });
     await scheduler.start(async (batch: LeasedBatch) => {
       await slow; // alice's batch waits for its media
-      await store.commit(batch, { id: `o${batch.fence}`, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: Date.now(), body: '{}', state: 'none' }, Date.now());
+      await store.commit(
+        batch,
+        {
+          id: `o${batch.fence}`,
+          type: 'chat.processedMessage',
+          sessionKey: batch.sessionKey,
+          channel: 'c',
+          createdAt: Date.now(),
+          body: '{}',
+          state: 'none',
+        },
+        Date.now(),
+      );
     });
     const now = Date.now();
     // Two senders of one group: one buffer each, both due now; only one may be leased at a time.
-    for (const [id, sender] of [['a1', 'alice'], ['b1', 'bob']] as const) {
-      const [verdict] = await store.admit([{ claims: [], rule: dueAtOnce, closeNow: false, part: { debounceKey: `g\u0000${sender}`, receivedAt: now, event: groupEvent(id, 'g', sender) } }], now);
+    for (const [id, sender] of [
+      ['a1', 'alice'],
+      ['b1', 'bob'],
+    ] as const) {
+      const [verdict] = await store.admit(
+        [
+          {
+            claims: [],
+            rule: dueAtOnce,
+            closeNow: false,
+            part: { debounceKey: `g\u0000${sender}`, receivedAt: now, event: groupEvent(id, 'g', sender) },
+          },
+        ],
+        now,
+      );
       if (verdict?.verdict === 'accepted') scheduler.due(verdict.deadline);
     }
     lookups = 0;

@@ -6,17 +6,35 @@ import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const event = (id: string): InboundEvent => ({
-  id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: 's' },
-  sessionKey: 's', sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+  id,
+  kind: 'message',
+  channel: 'c',
+  adapter: 'generic',
+  namespace: 'c',
+  conversation: { type: 'private', id: 's' },
+  sessionKey: 's',
+  sender: { id: 'u' },
+  segments: [],
+  text: id,
+  media: [],
+  mentions: [],
+  timestamp: 1,
+  raw: undefined,
 });
 const batch = (ids: string[], receivedAt = 5000, fence = 1): LeasedBatch => ({
-  debounceKey: 'c/s', sessionKey: 's', fence, leaseUntil: 0, reason: 'window',
+  debounceKey: 'c/s',
+  sessionKey: 's',
+  fence,
+  leaseUntil: 0,
+  reason: 'window',
   parts: ids.map((id, i) => ({ id: String(i + 1), debounceKey: 'c/s', receivedAt: receivedAt + i, event: event(id) })),
 });
 
 function stage(clock: ManualClock, drafts: OutboxDraft[]) {
   return createOutput({
-    clock, logger: silent, pushes: true,
+    clock,
+    logger: silent,
+    pushes: true,
     store: {
       commitTurn: async (leased, draft) => {
         drafts.push(draft);
@@ -24,10 +42,16 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
       },
       correlation: async () => undefined,
     },
-    rules: { turnsOf: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }), debounceOf: () => ({ media: 'all' }), namespaceOf: () => 'c' },
+    rules: {
+      turnsOf: () => ({ mode: 'off', maxMs: 120_000, maxHeld: 20 }),
+      debounceOf: () => ({ media: 'all' }),
+      namespaceOf: () => 'c',
+    },
     media: { collect: async () => [], keep: () => undefined },
     bots: { mentionedBots: () => [], learn: () => undefined },
-    soloRecord: () => { throw new Error('not a notice'); },
+    soloRecord: () => {
+      throw new Error('not a notice');
+    },
     botsOf: () => [],
     pickReplyBot: () => ({ channel: 'c' }),
     replyTo: () => undefined,

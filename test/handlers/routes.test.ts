@@ -3,8 +3,21 @@ import { Handlers, routesOf } from '../../src/handlers/routes.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
 
 const event = (kind: InboundEvent['kind'], detail?: string, type: 'group' | 'private' = 'group'): InboundEvent => ({
-  id: 'e', kind, ...(detail ? { detail } : {}), channel: 'c', adapter: 'onebot', namespace: 'qq', conversation: { type, id: '1' },
-  sessionKey: 'qq:group:1', sender: { id: 'u' }, segments: [], text: '', media: [], mentions: [], timestamp: 0, raw: undefined,
+  id: 'e',
+  kind,
+  ...(detail ? { detail } : {}),
+  channel: 'c',
+  adapter: 'onebot',
+  namespace: 'qq',
+  conversation: { type, id: '1' },
+  sessionKey: 'qq:group:1',
+  sender: { id: 'u' },
+  segments: [],
+  text: '',
+  media: [],
+  mentions: [],
+  timestamp: 0,
+  raw: undefined,
 });
 
 describe('Handlers', () => {
@@ -17,9 +30,15 @@ describe('Handlers', () => {
   it('skips duplicates for plain routes and gives every delivery to ! routes', () => {
     const handlers = new Handlers(() => {});
     const calls: string[] = [];
-    handlers.handle('message', () => { calls.push('plain'); });
-    handlers.handle('!message', () => { calls.push('bang'); });
-    handlers.handle(['notice.group_increase', '!message.group'], () => { calls.push('array'); });
+    handlers.handle('message', () => {
+      calls.push('plain');
+    });
+    handlers.handle('!message', () => {
+      calls.push('bang');
+    });
+    handlers.handle(['notice.group_increase', '!message.group'], () => {
+      calls.push('array');
+    });
     handlers.dispatch(event('message', 'group'), false);
     handlers.dispatch(event('message', 'group'), true);
     expect(calls).toEqual(['plain', 'bang', 'array', 'bang', 'array']);
@@ -28,7 +47,9 @@ describe('Handlers', () => {
   it('never runs one handler twice for one event object, even with !', () => {
     const handlers = new Handlers(() => {});
     let count = 0;
-    handlers.handle(['!message', '!message.group'], () => { count++; });
+    handlers.handle(['!message', '!message.group'], () => {
+      count++;
+    });
     const one = event('message', 'group');
     handlers.dispatch(one, false);
     handlers.dispatch(one, true);
@@ -41,9 +62,15 @@ describe('Handlers', () => {
     const errors: unknown[] = [];
     const handlers = new Handlers((error) => errors.push(error));
     let ran = false;
-    handlers.handle('message', () => { throw new Error('boom'); });
-    handlers.handle('message', async () => { throw new Error('async boom'); });
-    handlers.handle('message', () => { ran = true; });
+    handlers.handle('message', () => {
+      throw new Error('boom');
+    });
+    handlers.handle('message', async () => {
+      throw new Error('async boom');
+    });
+    handlers.handle('message', () => {
+      ran = true;
+    });
     handlers.dispatch(event('message'), false);
     await new Promise((resolve) => setImmediate(resolve));
     expect(ran).toBe(true);

@@ -8,7 +8,15 @@ const CHROMIUM = '/usr/bin/chromium';
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -34,7 +42,11 @@ export function useChromium(): { readonly browser: Browser } {
  * its clock installed before it loads (its polls run on real time until `nextPoll` moves it on),
  * the dialogs it opens dismissed and kept in `dialogs`. `prepare` gets the context first (routes).
  */
-export async function openConsole(browser: Browser, url: string, options: { timeoutMs: number; prepare?: (context: BrowserContext) => Promise<unknown> }): Promise<{ page: Page; dialogs: string[] }> {
+export async function openConsole(
+  browser: Browser,
+  url: string,
+  options: { timeoutMs: number; prepare?: (context: BrowserContext) => Promise<unknown> },
+): Promise<{ page: Page; dialogs: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await options.prepare?.(context);
   const page = await context.newPage();

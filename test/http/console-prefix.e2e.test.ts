@@ -17,7 +17,10 @@ function mounted(prefix: string, middleware: Koa.Middleware): Koa.Middleware {
     const original = ctx.path;
     ctx.path = original.slice(prefix.length) || '/';
     try {
-      await middleware(ctx, async () => { ctx.path = original; await next(); });
+      await middleware(ctx, async () => {
+        ctx.path = original;
+        await next();
+      });
     } finally {
       ctx.path = original;
     }
@@ -35,23 +38,46 @@ describe('the console under a path prefix of a host app', () => {
 
   it('loads its assets and data under the prefix (relative links), after a redirect to the trailing slash', async () => {
     const dir = tempDir().path;
-    intake = await createIntake({ config: loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' } } }), logger: silent, cwd: dir });
+    intake = await createIntake({
+      config: loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' } } }),
+      logger: silent,
+      cwd: dir,
+    });
     const app = new Koa();
     // As docs/library.md advises a host app: a browser leaving the feed is no error.
     const errors: Error[] = [];
-    app.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') errors.push(error); });
+    app.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') errors.push(error);
+    });
     app.use(mounted('/intake', intake.middleware()));
-    app.use((ctx) => { ctx.status = 404; ctx.body = 'host app: nothing here'; });
+    app.use((ctx) => {
+      ctx.status = 404;
+      ctx.body = 'host app: nothing here';
+    });
     server = createServer(app.callback());
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    await fetch(`${base}/intake/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"cli:p","content":"hi"}' });
+    await fetch(`${base}/intake/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"sessionKey":"cli:p","content":"hi"}',
+    });
     const page = await chromium.browser.newPage();
     const failed: string[] = [];
-    page.on('response', (response) => { if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`); });
+    page.on('response', (response) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+    });
     await page.goto(`${base}/intake`);
     expect(page.url()).toBe(`${base}/intake/`);
-    await until(async () => (await page.evaluate(() => document.querySelector('#channels-table tr[data-channel="generic"] td[data-action="received"]')?.textContent ?? null)) === '1', 10_000);
+    await until(
+      async () =>
+        (await page.evaluate(
+          () =>
+            document.querySelector('#channels-table tr[data-channel="generic"] td[data-action="received"]')
+              ?.textContent ?? null,
+        )) === '1',
+      10_000,
+    );
     expect(failed).toEqual([]);
     await page.close();
     expect(errors).toEqual([]);

@@ -13,8 +13,11 @@ describe('the operator console: agent turns', () => {
     const service = await startService({ debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'collect' } });
     try {
       const outputs: Output[] = [];
-      service.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
-      const say = (id: string, content: string) => postJson(`${service.url}/webhooks/generic`, { id, sessionKey: 'cli:alice', content });
+      service.intake.on('chat.processedMessage', (output) => {
+        outputs.push(output);
+      });
+      const say = (id: string, content: string) =>
+        postJson(`${service.url}/webhooks/generic`, { id, sessionKey: 'cli:alice', content });
       await say('m1', 'first');
       await until(() => outputs.length === 1);
       await say('m2', 'second');
@@ -25,7 +28,9 @@ describe('the operator console: agent turns', () => {
       // The page's clock runs on from the real time; `nextPoll` moves it on to the next stats poll.
       await page.clock.install();
       await page.goto(service.url);
-      await page.waitForFunction(() => document.querySelector('#summary dd[data-key="open turns"]')?.textContent === '1');
+      await page.waitForFunction(
+        () => document.querySelector('#summary dd[data-key="open turns"]')?.textContent === '1',
+      );
       const row = page.locator('#turns li[data-session="cli:alice"]');
       await row.waitFor();
       expect(await row.textContent()).toContain(`turn ${outputs[0]!.id} open`);
@@ -36,7 +41,9 @@ describe('the operator console: agent turns', () => {
       await until(() => outputs.length === 2);
       await until(async () => (await service.intake.turn('cli:alice')).held === 0);
       await nextPoll(page, '/v1/stats');
-      await page.waitForFunction(() => document.querySelector('#turns li[data-session="cli:alice"] .held')?.dataset.held === '0');
+      await page.waitForFunction(
+        () => document.querySelector('#turns li[data-session="cli:alice"] .held')?.dataset.held === '0',
+      );
     } finally {
       await service.stop();
     }

@@ -30,7 +30,9 @@ describe('the operator console in a real browser', () => {
   beforeAll(async () => {
     agent = await serve((req, res) => {
       let body = '';
-      req.on('data', (chunk) => { body += chunk; });
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
       req.on('end', () => {
         res.statusCode = !healed && body.includes('poison') ? 400 : 200;
         res.end(res.statusCode === 400 ? 'unknown tool "poison"' : '');
@@ -51,42 +53,92 @@ describe('the operator console in a real browser', () => {
     healed = false;
   });
 
-  const start = (extra: Record<string, unknown> = {}) => startService({
-    // The fragments of one session are one delivery, and maxMessages closes their buffer.
-    debounce: { windowMs: 1000, maxMessages: 3, maxWaitMs: 5000 },
-    media: { allowHosts: [`127.0.0.1:${files.port}`], timeoutMs: 2000, retries: 1 },
-    agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: AGENT_SECRET, retries: 2, minBackoffMs: 20, maxBackoffMs: 50, timeoutMs: 2000 },
-    channels: [{ id: 'generic', adapter: 'generic' }, { id: 'signed', adapter: 'generic', secret: SIGNED_SECRET }],
-    ...extra,
-  });
+  const start = (extra: Record<string, unknown> = {}) =>
+    startService({
+      // The fragments of one session are one delivery, and maxMessages closes their buffer.
+      debounce: { windowMs: 1000, maxMessages: 3, maxWaitMs: 5000 },
+      media: { allowHosts: [`127.0.0.1:${files.port}`], timeoutMs: 2000, retries: 1 },
+      agent: {
+        url: `http://127.0.0.1:${agent.port}/inbox`,
+        secret: AGENT_SECRET,
+        retries: 2,
+        minBackoffMs: 20,
+        maxBackoffMs: 50,
+        timeoutMs: 2000,
+      },
+      channels: [
+        { id: 'generic', adapter: 'generic' },
+        { id: 'signed', adapter: 'generic', secret: SIGNED_SECRET },
+      ],
+      ...extra,
+    });
 
   const open = (url: string) => openConsole(chromium.browser, url, { timeoutMs: 8000 });
 
   /** Wait until the channel's counter for an action shows `value`. */
-  const counter = (page: Page, channel: string, action: string, value: number) => page.waitForFunction(
-    ([c, a, v]) => document.querySelector(`#channels-table tr[data-channel="${c}"] td[data-action="${a}"]`)?.textContent === v,
-    [channel, action, String(value)] as const,
-  );
+  const counter = (page: Page, channel: string, action: string, value: number) =>
+    page.waitForFunction(
+      ([c, a, v]) =>
+        document.querySelector(`#channels-table tr[data-channel="${c}"] td[data-action="${a}"]`)?.textContent === v,
+      [channel, action, String(value)] as const,
+    );
 
   it('shows merged outputs with their parts, verdicts with reasons, counts, media and dead letters, and retries them', async () => {
     const running = await start();
     service = running;
-    const post = (body: unknown, channel = 'generic', headers: Record<string, string> = {}) => postJson(`${running.url}/webhooks/${channel}`, body, headers);
+    const post = (body: unknown, channel = 'generic', headers: Record<string, string> = {}) =>
+      postJson(`${running.url}/webhooks/${channel}`, body, headers);
     const { page, dialogs } = await open(running.url);
     await page.locator('#live-activity[data-state="on"]').waitFor();
 
     // A session typed in three fragments, a platform retry of the first, a forged signature,
     // a message the agent refuses, a hostile one, and a photo. The fragments come in one delivery:
     // admitted at one instant, no stall of the machine can let the window close between them.
-    const fragments = [['frag-1', '帮我查一下'], ['frag-2', '订单 ORD-123'], ['frag-3', '的状态']].map(([id, content]) => ({ id, sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content }));
+    const fragments = [
+      ['frag-1', '帮我查一下'],
+      ['frag-2', '订单 ORD-123'],
+      ['frag-3', '的状态'],
+    ].map(([id, content]) => ({ id, sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content }));
     expect((await post(fragments)).body).toMatchObject({ accepted: 3, duplicates: 0 });
-    expect((await post({ id: 'frag-1', sessionKey: 'cli:alice', sender: { id: 'alice', name: 'Alice' }, content: '帮我查一下' })).body).toMatchObject({ duplicates: 1 });
+    expect(
+      (
+        await post({
+          id: 'frag-1',
+          sessionKey: 'cli:alice',
+          sender: { id: 'alice', name: 'Alice' },
+          content: '帮我查一下',
+        })
+      ).body,
+    ).toMatchObject({ duplicates: 1 });
     const forged = JSON.stringify({ sessionKey: 'cli:eve', content: 'let me in' });
     const at = Math.floor(Date.now() / 1000);
-    expect((await post(forged, 'signed', { 'webhook-id': 'msg_forged', 'webhook-timestamp': String(at), 'webhook-signature': standardWebhooks.sign(SIGNED_SECRET, 'msg_forged', at, 'another body') })).status).toBe(401);
-    expect((await post({ id: 'bad-1', sessionKey: 'cli:bob', content: 'please run the poison tool' })).status).toBe(200);
-    expect((await post({ id: 'xss-1', sessionKey: 'cli:mallory', sender: { id: 'mallory', name: XSS }, content: XSS })).status).toBe(200);
-    expect((await post({ id: 'pic-1', sessionKey: 'cli:carol', content: 'receipt attached', mediaUrl: `http://127.0.0.1:${files.port}/receipt.png`, mimeType: 'image/png' })).status).toBe(200);
+    expect(
+      (
+        await post(forged, 'signed', {
+          'webhook-id': 'msg_forged',
+          'webhook-timestamp': String(at),
+          'webhook-signature': standardWebhooks.sign(SIGNED_SECRET, 'msg_forged', at, 'another body'),
+        })
+      ).status,
+    ).toBe(401);
+    expect((await post({ id: 'bad-1', sessionKey: 'cli:bob', content: 'please run the poison tool' })).status).toBe(
+      200,
+    );
+    expect(
+      (await post({ id: 'xss-1', sessionKey: 'cli:mallory', sender: { id: 'mallory', name: XSS }, content: XSS }))
+        .status,
+    ).toBe(200);
+    expect(
+      (
+        await post({
+          id: 'pic-1',
+          sessionKey: 'cli:carol',
+          content: 'receipt attached',
+          mediaUrl: `http://127.0.0.1:${files.port}/receipt.png`,
+          mimeType: 'image/png',
+        })
+      ).status,
+    ).toBe(200);
 
     // The merged output names the three platform ids that went into it.
     const merged = page.locator('#outputs .output', { hasText: 'merged 3 parts' });
@@ -95,7 +147,10 @@ describe('the operator console in a real browser', () => {
     expect(await merged.locator('.content').textContent()).toBe('帮我查一下订单 ORD-123 的状态');
     await merged.locator('.delivery[data-state="delivered"]').waitFor();
     // The accepted arrivals point at that output.
-    await page.locator('#feed .verdict-accepted', { hasText: 'frag-2' }).locator('.merged', { hasText: '→ output' }).waitFor();
+    await page
+      .locator('#feed .verdict-accepted', { hasText: 'frag-2' })
+      .locator('.merged', { hasText: '→ output' })
+      .waitFor();
 
     // The retry is a duplicate naming the original; the forged delivery is rejected with its code.
     const duplicate = page.locator('#feed [data-verdict="duplicate"]');
@@ -117,7 +172,9 @@ describe('the operator console in a real browser', () => {
     await counter(page, 'generic', 'debounced', 2);
     await counter(page, 'generic', 'emitted', 4);
     await counter(page, 'signed', 'rejected', 1);
-    expect(await page.locator('#scope').textContent()).toMatch(/feed, trail and counters of this instance, the whole deployment on store sqlite/);
+    expect(await page.locator('#scope').textContent()).toMatch(
+      /feed, trail and counters of this instance, the whole deployment on store sqlite/,
+    );
 
     // The photo is a thumbnail fetched through /v1/media and shown from a blob: URL.
     const thumb = page.locator('#outputs .output', { hasText: 'receipt attached' }).locator('img.thumb');
@@ -170,7 +227,10 @@ describe('the operator console in a real browser', () => {
     await letter.locator('button.retry').click();
     await letter.waitFor({ state: 'detached' });
     await page.locator('#dead-count', { hasText: '0' }).waitFor();
-    await page.locator('#outputs .output', { hasText: 'poison' }).locator('.delivery[data-state="delivered"]').waitFor();
+    await page
+      .locator('#outputs .output', { hasText: 'poison' })
+      .locator('.delivery[data-state="delivered"]')
+      .waitFor();
     expect(dialogs).toEqual([]);
     await page.context().close();
   });
@@ -180,7 +240,11 @@ describe('the operator console in a real browser', () => {
     service = running;
     const { page } = await open(running.url);
     await page.locator('#live-events[data-state="on"]').waitFor();
-    await postJson(`${running.url}/webhooks/generic`, { id: 'cut-1', sessionKey: 'cli:erin', content: 'before the cut' });
+    await postJson(`${running.url}/webhooks/generic`, {
+      id: 'cut-1',
+      sessionKey: 'cli:erin',
+      content: 'before the cut',
+    });
     await page.locator('#outputs .output', { hasText: 'before the cut' }).waitFor();
     const [sent] = await readEvents(`${running.url}/v1/events?after=0`, 1);
     // Every stream ends (a proxy's idle cut, a restart): the console reconnects after `retry`.
@@ -194,7 +258,10 @@ describe('the operator console in a real browser', () => {
 
   it('asks for the API token once, keeps it out of the URL, and loads the data after it', async () => {
     // One message a session: a short window.
-    const running = await start({ server: { apiToken: 'console-e2e-token' }, debounce: { windowMs: 50, maxWaitMs: 500 } });
+    const running = await start({
+      server: { apiToken: 'console-e2e-token' },
+      debounce: { windowMs: 50, maxWaitMs: 500 },
+    });
     service = running;
     const { page } = await open(running.url);
     await page.locator('#token-panel').waitFor();
@@ -205,7 +272,11 @@ describe('the operator console in a real browser', () => {
     await page.press('#token-input', 'Enter');
     await page.locator('#token-panel').waitFor({ state: 'hidden' });
     await page.locator('#live-activity[data-state="on"]').waitFor();
-    await postJson(`${running.url}/webhooks/generic`, { id: 'tok-1', sessionKey: 'cli:dana', content: 'hello with a token' });
+    await postJson(`${running.url}/webhooks/generic`, {
+      id: 'tok-1',
+      sessionKey: 'cli:dana',
+      content: 'hello with a token',
+    });
     await page.locator('#feed li', { hasText: 'hello with a token' }).waitFor();
     await page.locator('#outputs .output', { hasText: 'hello with a token' }).waitFor();
     await nextPoll(page, '/v1/stats');

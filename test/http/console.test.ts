@@ -7,7 +7,11 @@ import { startService, type Running } from '../support/helpers.js';
 import { PNG } from '../support/servers.js';
 
 /** GET with the path exactly as written: fetch() would normalize `..` away before sending. */
-function rawGet(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function rawGet(
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, path, headers }, (res) => {
@@ -26,7 +30,13 @@ describe('the console route', () => {
   const auth = { authorization: `Bearer ${TOKEN}` };
 
   beforeAll(async () => {
-    service = await startService({ server: { apiToken: TOKEN }, channels: [{ id: 'generic', adapter: 'generic' }, { id: 'own', adapter: 'generic', media: { dir: 'channel-media' } }] });
+    service = await startService({
+      server: { apiToken: TOKEN },
+      channels: [
+        { id: 'generic', adapter: 'generic' },
+        { id: 'own', adapter: 'generic', media: { dir: 'channel-media' } },
+      ],
+    });
     const session = join(service.dir, 'media', 'cli_a-0123456789');
     mkdirSync(session, { recursive: true });
     writeFileSync(join(session, 'pic.png'), PNG);
@@ -45,7 +55,9 @@ describe('the console route', () => {
     const page = await rawGet(service.url, '/');
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
-    expect(page.headers['content-security-policy']).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'");
+    expect(page.headers['content-security-policy']).toBe(
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     const html = page.body.toString();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);

@@ -17,7 +17,7 @@ function bodyParser(keepRaw: boolean): Koa.Middleware {
       const chunks: Buffer[] = [];
       for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
       const text = Buffer.concat(chunks).toString('utf8');
-      (ctx.request as { body?: unknown }).body = text ? JSON.parse(text) as unknown : {};
+      (ctx.request as { body?: unknown }).body = text ? (JSON.parse(text) as unknown) : {};
       if (keepRaw) (ctx.request as { rawBody?: string }).rawBody = text;
     }
     await next();
@@ -32,9 +32,22 @@ describe('embedding the intake in another Koa app', () => {
     await intake?.close();
   });
 
-  async function host(build: (app: Koa, intake: Intake) => void, serverSettings: Record<string, unknown> = {}): Promise<string> {
+  async function host(
+    build: (app: Koa, intake: Intake) => void,
+    serverSettings: Record<string, unknown> = {},
+  ): Promise<string> {
     const dir = tempDir().path;
-    const config = loadConfig({ env: {}, cwd: dir, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, server: serverSettings, channels: [{ id: 'signed', adapter: 'generic', secret: SECRET }] } });
+    const config = loadConfig({
+      env: {},
+      cwd: dir,
+      file: {
+        store: 'memory',
+        logLevel: 'silent',
+        media: { dir: 'media' },
+        server: serverSettings,
+        channels: [{ id: 'signed', adapter: 'generic', secret: SECRET }],
+      },
+    });
     intake = await createIntake({ config, logger: silent, cwd: dir });
     const app = new Koa();
     build(app, intake);
@@ -46,7 +59,16 @@ describe('embedding the intake in another Koa app', () => {
   const signedPost = (url: string, id: string) => {
     const body = JSON.stringify({ sessionKey: 'cli:emb', content: `hello ${id}`, id });
     const at = Math.floor(Date.now() / 1000);
-    return fetch(`${url}/webhooks/signed`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(at), 'webhook-signature': standardWebhooks.sign(SECRET, id, at, body) } });
+    return fetch(`${url}/webhooks/signed`, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(at),
+        'webhook-signature': standardWebhooks.sign(SECRET, id, at, body),
+      },
+    });
   };
 
   it('verifies a signed webhook from the raw body a body parser mounted ahead kept', async () => {
@@ -66,7 +88,7 @@ describe('embedding the intake in another Koa app', () => {
     });
     const answer = await signedPost(url, 'm2');
     expect(answer.status).toBe(500);
-    const body = await answer.json() as { error: { code: string; message: string } };
+    const body = (await answer.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('body_already_read');
     expect(body.error.message).toMatch(/mount intake\.middleware\(\).*before the body parser.*rawBody/);
     expect(await intake!.store.openBuffers()).toBe(0);
@@ -96,17 +118,33 @@ describe('embedding the intake in another Koa app', () => {
       });
     });
     expect((await signedPost(url, 'm4')).status).toBe(200);
-    for (const path of ['/metrics', '/', '/v1/stats', '/readyz']) expect(await (await fetch(`${url}${path}`)).text()).toBe(`app: ${path}`);
+    for (const path of ['/metrics', '/', '/v1/stats', '/readyz'])
+      expect(await (await fetch(`${url}${path}`)).text()).toBe(`app: ${path}`);
     // A refused webhook is still answered by the intake, as the platform expects.
-    const forged = await fetch(`${url}/webhooks/signed`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    const forged = await fetch(`${url}/webhooks/signed`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(forged.status).toBe(401);
-    expect((await fetch(`${url}/webhooks/nope`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${url}/webhooks/nope`, {
+          method: 'POST',
+          body: '{}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('enforces apiToken through intake.middleware() as npm start does: the API and metrics need the bearer token, webhooks and health do not', async () => {
-    const url = await host((app, intake) => {
-      app.use(intake.middleware());
-    }, { apiToken: 'sesame' });
+    const url = await host(
+      (app, intake) => {
+        app.use(intake.middleware());
+      },
+      { apiToken: 'sesame' },
+    );
     for (const path of ['/v1/stats', '/v1/events', '/metrics']) {
       const refused = await fetch(`${url}${path}`);
       expect(refused.status, path).toBe(401);

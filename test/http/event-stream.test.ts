@@ -16,7 +16,18 @@ class FakeOutbox implements OutboxReader {
   body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'hello' });
 
   add(seq: number): OutboxRecord {
-    const record: OutboxRecord = { id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state: 'none', body: this.body.replace('"x"', `"x${seq}"`) };
+    const record: OutboxRecord = {
+      id: `x${seq}`,
+      seq,
+      type: 'chat.processedMessage',
+      sessionKey: 's',
+      channel: 'generic',
+      createdAt: 0,
+      updatedAt: 0,
+      attempts: 0,
+      state: 'none',
+      body: this.body.replace('"x"', `"x${seq}"`),
+    };
     this.records.push(record);
     for (const listener of this.listeners) listener(record);
     return record;
@@ -106,7 +117,7 @@ describe('event stream', () => {
     expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['4', '5', '6']);
   });
 
-  it('keeps an idle stream alive with a comment every 15 s of the hub\'s clock, and arms nothing once the client left', async () => {
+  it("keeps an idle stream alive with a comment every 15 s of the hub's clock, and arms nothing once the client left", async () => {
     const clock = new ManualClock();
     const hub = new StreamHub({ logger: silent, now: clock.now, clock });
     const outbox = new FakeOutbox();
@@ -157,7 +168,10 @@ describe('event stream', () => {
       shared: false,
       last: async () => last,
       after: async () => [],
-      subscribe: (listener: (entry: TraceEntry) => void) => { listeners.add(listener); return () => listeners.delete(listener); },
+      subscribe: (listener: (entry: TraceEntry) => void) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
     };
     const served = await serveStream(hub.activityStream(trail));
     close = served.close;
@@ -212,9 +226,13 @@ describe('event stream', () => {
     };
     const served = await serveHub(hub, outbox);
     close = served.close;
-    const socketClosed = new Promise<void>((resolve) => served.server.once('connection', (socket) => socket.once('close', () => resolve())));
+    const socketClosed = new Promise<void>((resolve) =>
+      served.server.once('connection', (socket) => socket.once('close', () => resolve())),
+    );
     const controller = new AbortController();
-    const request = fetch(served.url, { headers: { 'last-event-id': '0' }, signal: controller.signal }).catch(() => undefined);
+    const request = fetch(served.url, { headers: { 'last-event-id': '0' }, signal: controller.signal }).catch(
+      () => undefined,
+    );
     await until(() => checking);
     controller.abort();
     await request;
@@ -232,11 +250,13 @@ describe('event stream', () => {
     const outbox = new FakeOutbox();
     const served = await serveHub(hub, outbox);
     close = served.close;
-    const first = readEvents(served.url, 1, { onOpen: async () => {
-      const second = await fetch(served.url);
-      expect(second.status).toBe(503);
-      outbox.add(1);
-    } });
+    const first = readEvents(served.url, 1, {
+      onOpen: async () => {
+        const second = await fetch(served.url);
+        expect(second.status).toBe(503);
+        outbox.add(1);
+      },
+    });
     expect((await first).map((f) => f.id)).toEqual(['1']);
   });
 });
@@ -259,18 +279,28 @@ describe('regression: a resume past a seq the store assigned again', () => {
     return { url: served.url, ids };
   }
 
-  it('tells a client whose id is of the earlier life of the reset, then replays the new life\'s records from where it began', async () => {
+  it("tells a client whose id is of the earlier life of the reset, then replays the new life's records from where it began", async () => {
     const { url, ids } = await rolledBack();
     expect(ids).toEqual(['1@before', '2@before', '3@before', '4@before', '5@before']);
     const frames = await readEvents(url, 7, { headers: { 'last-event-id': '5@before' } });
     expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 5, next: 3, reset: true } });
-    expect(frames.slice(1).map((f) => f.id)).toEqual(['3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
+    expect(frames.slice(1).map((f) => f.id)).toEqual([
+      '3@after',
+      '4@after',
+      '5@after',
+      '6@after',
+      '7@after',
+      '8@after',
+    ]);
   });
 
-  it('replays an earlier life\'s id ahead of the store from the new life too, where a plain seq ahead gets 409', async () => {
+  it("replays an earlier life's id ahead of the store from the new life too, where a plain seq ahead gets 409", async () => {
     const { url } = await rolledBack();
     const frames = await readEvents(url, 2, { headers: { 'last-event-id': '50@before' } });
-    expect(frames.map((f) => [f.event, f.id])).toEqual([['gap', ''], ['chat.processedMessage', '3@after']]);
+    expect(frames.map((f) => [f.event, f.id])).toEqual([
+      ['gap', ''],
+      ['chat.processedMessage', '3@after'],
+    ]);
     expect(frames[0]?.data).toEqual({ after: 50, next: 3, reset: true });
     const ahead = await fetch(url, { headers: { 'last-event-id': '50' } });
     expect(ahead.status).toBe(409);
@@ -281,15 +311,26 @@ describe('regression: a resume past a seq the store assigned again', () => {
     const { url } = await rolledBack();
     for (const lastEventId of ['5', '5@after']) {
       const frames = await readEvents(url, 3, { headers: { 'last-event-id': lastEventId } });
-      expect(frames.map((f) => f.id), lastEventId).toEqual(['6@after', '7@after', '8@after']);
+      expect(
+        frames.map((f) => f.id),
+        lastEventId,
+      ).toEqual(['6@after', '7@after', '8@after']);
     }
   });
 
-  it('resumes an earlier life\'s id below where the new life began after that id', async () => {
+  it("resumes an earlier life's id below where the new life began after that id", async () => {
     const { url } = await rolledBack();
     const frames = await readEvents(url, 8, { headers: { 'last-event-id': '1@before' } });
     expect(frames[0]?.data).toEqual({ after: 1, next: 2, reset: true });
-    expect(frames.slice(1).map((f) => f.id)).toEqual(['2@after', '3@after', '4@after', '5@after', '6@after', '7@after', '8@after']);
+    expect(frames.slice(1).map((f) => f.id)).toEqual([
+      '2@after',
+      '3@after',
+      '4@after',
+      '5@after',
+      '6@after',
+      '7@after',
+      '8@after',
+    ]);
   });
 });
 
@@ -298,20 +339,24 @@ describe('regression: the activity stream after a restart', () => {
   afterEach(() => close?.());
 
   async function serveTrail(trail: Trail): Promise<string> {
-    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)));
+    const served = await serveStream(
+      new StreamHub({ logger: silent, now: () => 0 }).activityStream(inProcessTrail(trail)),
+    );
     close = served.close;
     return served.url;
   }
 
-  it('tells a client resuming with an id of the earlier process\'s trail of the reset, then replays this one\'s entries from the first', async () => {
+  it("tells a client resuming with an id of the earlier process's trail of the reset, then replays this one's entries from the first", async () => {
     const before = new Trail();
-    for (const id of ['a', 'b', 'c']) before.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    for (const id of ['a', 'b', 'c'])
+      before.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
     const last = (await readEvents(await serveTrail(before), 3, { headers: { 'last-event-id': '0' } }))[2]!;
     expect(last.id).toBe(`3@${before.life}`);
     close?.();
     // A fresh process: its trail numbers entries from 1 again, past the console's last id before long.
     const trail = new Trail();
-    for (const id of ['x1', 'x2', 'x3', 'x4']) trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
+    for (const id of ['x1', 'x2', 'x3', 'x4'])
+      trail.publish({ at: 0, channel: 'generic', kind: 'verdict', id, verdict: 'accepted' });
     const frames = await readEvents(await serveTrail(trail), 5, { headers: { 'last-event-id': last.id } });
     expect(frames[0]).toMatchObject({ event: 'gap', data: { after: 3, next: 1, reset: true } });
     expect(frames.slice(1).map((frame) => frame.data.id)).toEqual(['x1', 'x2', 'x3', 'x4']);

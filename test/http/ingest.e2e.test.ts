@@ -13,7 +13,8 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   let service: Running;
   afterEach(async () => service?.stop());
 
-  const post = (body: unknown, path = '/webhooks/generic', headers: Record<string, string> = {}) => postJson(`${service.url}${path}`, body, headers);
+  const post = (body: unknown, path = '/webhooks/generic', headers: Record<string, string> = {}) =>
+    postJson(`${service.url}${path}`, body, headers);
 
   it('merges three fragments into one message on the event stream', async () => {
     const clock = new ManualClock();
@@ -21,7 +22,9 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     const frames = readEvents(`${service.url}/v1/events`, 1, {
       onOpen: async () => {
         for (const content of ['帮我查一下', '订单 ORD-123', '的状态']) {
-          expect((await post({ id: `m-${content}`, sessionKey: 'cli:alice', content, timestamp: 1710234567 })).status).toBe(200);
+          expect(
+            (await post({ id: `m-${content}`, sessionKey: 'cli:alice', content, timestamp: 1710234567 })).status,
+          ).toBe(200);
           await clock.advance(100); // typing pauses shorter than the 150 ms window
         }
         await clock.advance(150);
@@ -30,8 +33,15 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     const [frame] = await frames;
     expect(frame?.event).toBe('chat.processedMessage');
     expect(frame?.data).toMatchObject({
-      type: 'chat.processedMessage', seq: 1, sessionKey: 'cli:alice', content: '帮我查一下订单 ORD-123 的状态',
-      merged: 3, messageIds: ['m-帮我查一下', 'm-订单 ORD-123', 'm-的状态'], channel: 'generic', sourceChannel: 'generic', timestamp: 1710234567,
+      type: 'chat.processedMessage',
+      seq: 1,
+      sessionKey: 'cli:alice',
+      content: '帮我查一下订单 ORD-123 的状态',
+      merged: 3,
+      messageIds: ['m-帮我查一下', 'm-订单 ORD-123', 'm-的状态'],
+      channel: 'generic',
+      sourceChannel: 'generic',
+      timestamp: 1710234567,
     });
     // The seq, and the life of the store's seqs it was read in (docs/output.md#consuming-it).
     expect(frame?.id).toMatch(/^1@[\w-]{8}$/);
@@ -82,17 +92,29 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
       { id: 'a', sessionKey: 'cli:d', content: 'one' },
       { id: 'b', sessionKey: 'cli:d', content: 'two' },
     ]);
-    expect(result.body).toEqual({ accepted: 2, duplicates: 1, events: [
-      { id: 'a', verdict: 'accepted' }, { id: 'a', verdict: 'duplicate' }, { id: 'b', verdict: 'accepted' },
-    ] });
+    expect(result.body).toEqual({
+      accepted: 2,
+      duplicates: 1,
+      events: [
+        { id: 'a', verdict: 'accepted' },
+        { id: 'a', verdict: 'duplicate' },
+        { id: 'b', verdict: 'accepted' },
+      ],
+    });
   });
 
   it('flushes at maxMessages, at maxWaitMs, and on a command', async () => {
     let clock = new ManualClock();
     service = await startService({ debounce: { windowMs: 300, maxMessages: 2, maxWaitMs: 500 } }, { clock });
     const seen: Array<{ content: string; merged: number }> = [];
-    service.intake.on('chat.processedMessage', (m) => { seen.push({ content: m.content, merged: m.merged }); });
-    await post([{ sessionKey: 'cli:e', content: 'a' }, { sessionKey: 'cli:e', content: 'b' }, { sessionKey: 'cli:e', content: 'c' }]);
+    service.intake.on('chat.processedMessage', (m) => {
+      seen.push({ content: m.content, merged: m.merged });
+    });
+    await post([
+      { sessionKey: 'cli:e', content: 'a' },
+      { sessionKey: 'cli:e', content: 'b' },
+      { sessionKey: 'cli:e', content: 'c' },
+    ]);
     // The count closes the buffer at once: well inside the 300 ms window.
     await clock.advance(10);
     await until(() => seen.length === 1);
@@ -113,7 +135,9 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     clock = new ManualClock();
     service = await startService({ debounce: { windowMs: 200, maxMessages: 50, maxWaitMs: 500 } }, { clock });
     const merged: number[] = [];
-    service.intake.on('chat.processedMessage', (m) => { merged.push(m.merged); });
+    service.intake.on('chat.processedMessage', (m) => {
+      merged.push(m.merged);
+    });
     for (let i = 0; i < 8; i++) {
       await post({ sessionKey: 'cli:g', content: `x${i}` });
       await clock.advance(100);
@@ -125,12 +149,21 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
 
   it('flushes at once on a flush word (trimmed, in any case) as on a command, not on a message that only contains one, and not on a channel that sets none', async () => {
     const clock = new ManualClock();
-    service = await startService({
-      ...quick, debounce: { ...quick.debounce, flushWords: ['stop', '停', '等等'] },
-      channels: [{ id: 'generic', adapter: 'generic' }, { id: 'quiet', adapter: 'generic', debounce: { flushWords: [] } }],
-    }, { clock });
+    service = await startService(
+      {
+        ...quick,
+        debounce: { ...quick.debounce, flushWords: ['stop', '停', '等等'] },
+        channels: [
+          { id: 'generic', adapter: 'generic' },
+          { id: 'quiet', adapter: 'generic', debounce: { flushWords: [] } },
+        ],
+      },
+      { clock },
+    );
     const seen: Array<{ sessionKey: string; content: string; merged: number }> = [];
-    service.intake.on('chat.processedMessage', (m) => { seen.push({ sessionKey: m.sessionKey, content: m.content, merged: m.merged }); });
+    service.intake.on('chat.processedMessage', (m) => {
+      seen.push({ sessionKey: m.sessionKey, content: m.content, merged: m.merged });
+    });
     await post({ sessionKey: 'cli:h', content: '帮我查一下' });
     await post({ sessionKey: 'cli:h', content: '  STOP ' });
     await post({ sessionKey: 'cli:w', content: '等等' });
@@ -145,38 +178,73 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     ]);
     await clock.advance(150);
     await until(() => seen.length === 4);
-    expect(seen.slice(2).map((m) => m.content).sort()).toEqual(['stop', 'stop it']);
+    expect(
+      seen
+        .slice(2)
+        .map((m) => m.content)
+        .sort(),
+    ).toEqual(['stop', 'stop it']);
   });
 
   it('keeps two people of one group apart', async () => {
     service = await startService(quick);
     const got: Array<{ sender: string; content: string }> = [];
-    service.intake.on('chat.processedMessage', (m) => { got.push({ sender: m.sender.id, content: m.content }); });
+    service.intake.on('chat.processedMessage', (m) => {
+      got.push({ sender: m.sender.id, content: m.content });
+    });
     const group = { type: 'group', id: 'g1' };
     await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'alice' }, content: 'I think' });
     await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'bob' }, content: 'no way' });
     await post({ sessionKey: 'cli:group:g1', conversation: group, sender: { id: 'alice' }, content: 'we should' });
     await until(() => got.length === 2);
-    expect(got).toEqual(expect.arrayContaining([{ sender: 'alice', content: 'I think we should' }, { sender: 'bob', content: 'no way' }]));
+    expect(got).toEqual(
+      expect.arrayContaining([
+        { sender: 'alice', content: 'I think we should' },
+        { sender: 'bob', content: 'no way' },
+      ]),
+    );
   });
 
   it('refuses every bad input with the JSON error shape and records nothing', async () => {
-    service = await startService({ ...quick, server: { bodyLimitBytes: 2048, maxDepth: 20 }, channels: [
-      { id: 'generic', adapter: 'generic' },
-      { id: 'signed', adapter: 'generic', secret: 'whsec_' + Buffer.from('s3cret-key-bytes').toString('base64') },
-    ] });
+    service = await startService({
+      ...quick,
+      server: { bodyLimitBytes: 2048, maxDepth: 20 },
+      channels: [
+        { id: 'generic', adapter: 'generic' },
+        { id: 'signed', adapter: 'generic', secret: 'whsec_' + Buffer.from('s3cret-key-bytes').toString('base64') },
+      ],
+    });
     const cases: Array<[string, Promise<{ status: number; body: any }>, number, string]> = [
       ['malformed JSON', post('{"sessionKey": '), 400, 'bad_json'],
       ['wrong shape', post({ content: 'no session' }), 400, 'bad_shape'],
       ['no content', post({ sessionKey: 'cli:x' }), 400, 'bad_shape'],
       ['too deep', post('['.repeat(50) + ']'.repeat(50)), 400, 'too_deep'],
       ['__proto__ key', post('{"sessionKey":"cli:x","content":"a","__proto__":{"x":1}}'), 400, 'forbidden_key'],
-      ['constructor key', post('{"sessionKey":"cli:x","content":"a","sender":{"id":"1","constructor":1}}'), 400, 'forbidden_key'],
+      [
+        'constructor key',
+        post('{"sessionKey":"cli:x","content":"a","sender":{"id":"1","constructor":1}}'),
+        400,
+        'forbidden_key',
+      ],
       ['unknown channel', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope'), 404, 'unknown_channel'],
-      ['channel id that is not valid percent-encoding', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/%E0%A4%A'), 404, 'unknown_channel'],
+      [
+        'channel id that is not valid percent-encoding',
+        post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/%E0%A4%A'),
+        404,
+        'unknown_channel',
+      ],
       ['over the body limit', post({ sessionKey: 'cli:x', content: 'a'.repeat(3000) }), 413, 'body_too_large'],
       ['missing signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed'), 401, 'bad_signature'],
-      ['short signature', post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed', { 'webhook-id': 'm', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AA==' }), 401, 'bad_signature'],
+      [
+        'short signature',
+        post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/signed', {
+          'webhook-id': 'm',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,AA==',
+        }),
+        401,
+        'bad_signature',
+      ],
     ];
     for (const [name, pending, status, code] of cases) {
       const response = await pending;
@@ -184,13 +252,19 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
       expect(typeof response.body.error.message).toBe('string');
     }
     // The 404 does not tell an unauthenticated caller which channels exist.
-    expect((await post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope')).body.error.message).not.toMatch(/generic|signed/);
-    const wrongType = await fetch(`${service.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
+    expect((await post({ sessionKey: 'cli:x', content: 'a' }, '/webhooks/nope')).body.error.message).not.toMatch(
+      /generic|signed/,
+    );
+    const wrongType = await fetch(`${service.url}/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hi',
+    });
     expect(wrongType.status).toBe(415);
     expect(((await wrongType.json()) as any).error.code).toBe('unsupported_media_type');
 
     await service.intake.settle();
-    expect((await service.intake.store.outboxAfter(0, 10))).toHaveLength(0);
+    expect(await service.intake.store.outboxAfter(0, 10)).toHaveLength(0);
     expect(await service.intake.store.openBuffers()).toBe(0);
     expect(service.intake.metrics.channelStats().signed?.rejected).toBe(2);
   });
@@ -198,21 +272,32 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
   it('counts a chunked body against the limit while it streams: 413 past it, whole when under it', async () => {
     service = await startService({ ...quick, server: { bodyLimitBytes: 2048 } });
     // No Content-Length: the limit can only be enforced while the chunks arrive.
-    const chunked = (pieces: string[]) => new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = request(`${service!.url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    const chunked = (pieces: string[]) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = request(
+          `${service!.url}/webhooks/generic`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+          (res) => {
+            let text = '';
+            res
+              .setEncoding('utf8')
+              .on('data', (chunk) => (text += chunk))
+              .on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject);
+        for (const piece of pieces) req.write(piece);
+        req.end();
       });
-      req.on('error', reject);
-      for (const piece of pieces) req.write(piece);
-      req.end();
-    });
     const big = JSON.stringify({ sessionKey: 'cli:big', content: 'b'.repeat(4000) });
     const tooBig = await chunked([big.slice(0, 1000), big.slice(1000, 2000), big.slice(2000)]);
     expect(tooBig).toMatchObject({ status: 413, body: { error: { code: 'body_too_large' } } });
     const small = JSON.stringify({ id: 'chunked-1', sessionKey: 'cli:small', content: 'in three pieces' });
     const fine = await chunked([small.slice(0, 10), small.slice(10, 30), small.slice(30)]);
-    expect(fine).toMatchObject({ status: 200, body: { accepted: 1, events: [{ id: 'chunked-1', verdict: 'accepted' }] } });
+    expect(fine).toMatchObject({
+      status: 200,
+      body: { accepted: 1, events: [{ id: 'chunked-1', verdict: 'accepted' }] },
+    });
     const frames = await readEvents(`${service.url}/v1/events?after=0`, 1);
     expect(frames.map((frame) => frame.data.content)).toEqual(['in three pieces']);
   });
@@ -222,9 +307,23 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     service = await startService({ ...quick, channels: [{ id: 'signed', adapter: 'generic', secret }] });
     const body = JSON.stringify({ id: 's1', sessionKey: 'cli:s', content: 'signed hello' });
     const now = Math.floor(Date.now() / 1000);
-    const headers = (ts: number, payload = body) => ({ 'webhook-id': 'msg_s1', 'webhook-timestamp': String(ts), 'webhook-signature': `v1,bogus ${standardWebhooks.sign(secret, 'msg_s1', ts, payload)}` });
+    const headers = (ts: number, payload = body) => ({
+      'webhook-id': 'msg_s1',
+      'webhook-timestamp': String(ts),
+      'webhook-signature': `v1,bogus ${standardWebhooks.sign(secret, 'msg_s1', ts, payload)}`,
+    });
     expect((await post(body, '/webhooks/signed', headers(now))).status).toBe(200);
-    expect(await post(body, '/webhooks/signed', headers(now - 600))).toMatchObject({ status: 401, body: { error: { code: 'stale_timestamp', message: expect.stringMatching(/^Stale timestamp on channel "signed": webhook-timestamp is 60\d s old, more than the 5 min Standard Webhooks allows/) } } });
+    expect(await post(body, '/webhooks/signed', headers(now - 600))).toMatchObject({
+      status: 401,
+      body: {
+        error: {
+          code: 'stale_timestamp',
+          message: expect.stringMatching(
+            /^Stale timestamp on channel "signed": webhook-timestamp is 60\d s old, more than the 5 min Standard Webhooks allows/,
+          ),
+        },
+      },
+    });
     const tampered = await post(body.replace('hello', 'HELLO'), '/webhooks/signed', headers(now));
     expect(tampered.status).toBe(401);
     expect(tampered.body.error.message).toMatch(/Signature mismatch on channel "signed"/);
@@ -309,7 +408,9 @@ describe('generic webhook to event stream, on the real server with sqlite', () =
     // Back a minute later: the buffer's window ran out while the service was down.
     const later = new ManualClock(clock.now() + 61_000);
     service = await startService({ debounce: { windowMs: 60_000, maxWaitMs: 120_000 } }, { dir, clock: later });
-    expect((await post({ id: 'keep-1', sessionKey: 'cli:h', content: 'before' })).body.events[0].verdict).toBe('duplicate');
+    expect((await post({ id: 'keep-1', sessionKey: 'cli:h', content: 'before' })).body.events[0].verdict).toBe(
+      'duplicate',
+    );
     await later.advance(10);
     const frames = await readEvents(`${service.url}/v1/events?after=0`, 1);
     expect(frames[0]?.data).toMatchObject({ content: 'before restart', messageIds: ['keep-1', 'keep-2'] });
@@ -328,14 +429,18 @@ describe('regression: a resume from before the store started its seqs over', () 
       const dir = tempDir().path;
       const file = { ...(kind === 'memory' ? { store: 'memory' } : {}), debounce: { windowMs: 20, maxMessages: 1 } };
       const emit = async (ids: string[]) => {
-        for (const id of ids) expect((await postJson(`${service!.url}/webhooks/generic`, { id, sessionKey: `cli:${id}`, content: id })).status).toBe(200);
+        for (const id of ids)
+          expect(
+            (await postJson(`${service!.url}/webhooks/generic`, { id, sessionKey: `cli:${id}`, content: id })).status,
+          ).toBe(200);
         await until(async () => (await service!.intake.store.lastSeq()) === ids.length);
       };
       service = await startService(file, { dir });
       await emit(['a1', 'a2', 'a3']);
       const [, , last] = await readEvents(`${service.url}/v1/events?after=0`, 3);
       await service.stop();
-      if (kind === 'sqlite') for (const name of readdirSync(dir)) if (name.startsWith('intake.db')) rmSync(join(dir, name));
+      if (kind === 'sqlite')
+        for (const name of readdirSync(dir)) if (name.startsWith('intake.db')) rmSync(join(dir, name));
       service = await startService(file, { dir });
       await emit(['b1', 'b2', 'b3', 'b4', 'b5']);
       const frames = await readEvents(`${service.url}/v1/events?after=${encodeURIComponent(last!.id)}`, 6);

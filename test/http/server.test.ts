@@ -9,19 +9,24 @@ import { recordingLogger, silent } from '../support/logger.js';
 
 function app(): Koa {
   const koa = new Koa();
-  koa.use((ctx) => { ctx.body = { ok: true }; });
+  koa.use((ctx) => {
+    ctx.body = { ok: true };
+  });
   return koa;
 }
 
 // One event stream: a few connections must still hold every stream (events.maxStreams <= server.maxConnections).
-const config = (server: Record<string, unknown>) => loadConfig({ env: {}, file: { server: { port: 0, ...server }, events: { maxStreams: 1 } } });
+const config = (server: Record<string, unknown>) =>
+  loadConfig({ env: {}, file: { server: { port: 0, ...server }, events: { maxStreams: 1 } } });
 
 /** Open a raw socket and collect everything the server sends until it closes. */
 async function rawClient(port: number, send?: string): Promise<{ socket: Socket; received: Promise<string> }> {
   const socket = connect(port, '127.0.0.1');
   await once(socket, 'connect');
   let data = '';
-  socket.on('data', (chunk) => { data += chunk; });
+  socket.on('data', (chunk) => {
+    data += chunk;
+  });
   socket.on('error', () => undefined);
   const received = once(socket, 'close').then(() => data);
   if (send) socket.write(send);
@@ -45,8 +50,15 @@ describe('the HTTP server limits (listen)', () => {
   };
 
   it('applies the configured timeouts and connection cap to the node server', async () => {
-    const { server } = await start({ headersTimeoutMs: 1234, requestTimeoutMs: 5678, keepAliveTimeoutMs: 65000, maxConnections: 7 });
-    expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.maxConnections]).toEqual([1234, 5678, 65000, 7]);
+    const { server } = await start({
+      headersTimeoutMs: 1234,
+      requestTimeoutMs: 5678,
+      keepAliveTimeoutMs: 65000,
+      maxConnections: 7,
+    });
+    expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.maxConnections]).toEqual([
+      1234, 5678, 65000, 7,
+    ]);
   });
 
   it('cuts off a client that sends its headers too slowly, with 408', async () => {
@@ -63,7 +75,8 @@ describe('the HTTP server limits (listen)', () => {
     const second = await rawClient(port);
     sockets.push(first.socket, second.socket);
     // Both are accepted once the server has seen them.
-    while ((await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)))) < 2) await new Promise((r) => setImmediate(r));
+    while ((await new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)))) < 2)
+      await new Promise((r) => setImmediate(r));
     const third = await rawClient(port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     sockets.push(third.socket);
     expect(await third.received).toBe('');
@@ -74,7 +87,10 @@ describe('the HTTP server limits (listen)', () => {
   it('answers a malformed request 400 and logs its code at warn, never its bytes', async () => {
     const { logger, lines } = recordingLogger('debug');
     const { port } = await start({}, logger);
-    const { socket, received } = await rawClient(port, 'POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: nope\r\n\r\n');
+    const { socket, received } = await rawClient(
+      port,
+      'POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: nope\r\n\r\n',
+    );
     sockets.push(socket);
     expect(await received).toMatch(/^HTTP\/1\.1 400 /);
     const text = JSON.stringify(lines);
@@ -85,7 +101,9 @@ describe('the HTTP server limits (listen)', () => {
 
   it('names server.port / PORT when the port is taken', async () => {
     const { port } = await start({});
-    await expect(listen(app().callback(), config({ port }), silent)).rejects.toThrow(`server.port / PORT ${port} is in use by another process`);
+    await expect(listen(app().callback(), config({ port }), silent)).rejects.toThrow(
+      `server.port / PORT ${port} is in use by another process`,
+    );
   });
 });
 
@@ -97,12 +115,18 @@ describe('the process while its store opens (whileStarting)', () => {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       const ready = await fetch(`${url}/readyz`);
       expect([ready.status, ((await ready.json()) as any).ready]).toEqual([503, false]);
-      const webhook = await fetch(`${url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sessionKey":"a","content":"b"}' });
+      const webhook = await fetch(`${url}/webhooks/generic`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"sessionKey":"a","content":"b"}',
+      });
       expect(webhook.status).toBe(503);
       expect(webhook.headers.get('retry-after')).toBe('1');
       expect(((await webhook.json()) as any).error.code).toBe('starting');
       serve(server, app().callback());
-      expect(await (await fetch(`${url}/webhooks/generic`, { method: 'POST', body: '{}' })).json()).toEqual({ ok: true });
+      expect(await (await fetch(`${url}/webhooks/generic`, { method: 'POST', body: '{}' })).json()).toEqual({
+        ok: true,
+      });
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

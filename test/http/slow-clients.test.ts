@@ -19,29 +19,54 @@ describe('SlowClientGuard', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  async function setUp(handler: (req: IncomingMessage, res: ServerResponse) => void, overrides: Partial<typeof limits> = {}) {
+  async function setUp(
+    handler: (req: IncomingMessage, res: ServerResponse) => void,
+    overrides: Partial<typeof limits> = {},
+  ) {
     let time = 1_000_000;
     server = createServer();
-    server.on('clientError', (_error, socket: Socket) => socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'));
-    const guard = new SlowClientGuard(server, { ...limits, ...overrides }, handler, { ...systemClock, now: () => time });
+    server.on('clientError', (_error, socket: Socket) =>
+      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'),
+    );
+    const guard = new SlowClientGuard(server, { ...limits, ...overrides }, handler, {
+      ...systemClock,
+      now: () => time,
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     return {
       guard,
-      advance: (ms: number) => { time += ms; guard.sweep(); },
+      advance: (ms: number) => {
+        time += ms;
+        guard.sweep();
+      },
       /** A raw client, once the server has accepted it; `received` is all it got, at close. */
       async client(send?: string) {
         const accepted = once(server, 'connection');
         const socket = connect(port, '127.0.0.1');
         sockets.push(socket);
         let data = '';
-        socket.on('data', (chunk) => { data += chunk; });
+        socket.on('data', (chunk) => {
+          data += chunk;
+        });
         socket.on('error', () => undefined);
         let closed = false;
-        const received = once(socket, 'close').then(() => { closed = true; return data; });
+        const received = once(socket, 'close').then(() => {
+          closed = true;
+          return data;
+        });
         await accepted;
         if (send) socket.write(send);
-        return { socket, received, get closed() { return closed; }, get data() { return data; } };
+        return {
+          socket,
+          received,
+          get closed() {
+            return closed;
+          },
+          get data() {
+            return data;
+          },
+        };
       },
     };
   }

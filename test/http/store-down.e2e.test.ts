@@ -28,13 +28,24 @@ describe('an unreachable store', () => {
 
   it('answers 503 with Retry-After, records nothing, reports not ready, and takes the retry once it is back', async () => {
     const store = new FlakyStore();
-    intake = await createIntake({ config: loadConfig({ env: {}, file: { store: 'memory', debounce: { windowMs: 20, maxMessages: 1 } } }), store, logger: silent });
+    intake = await createIntake({
+      config: loadConfig({ env: {}, file: { store: 'memory', debounce: { windowMs: 20, maxMessages: 1 } } }),
+      store,
+      logger: silent,
+    });
     const server = intake.app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    const post = () => fetch(`${url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'm1', sessionKey: 'cli:z', content: 'hello' }) });
+    const post = () =>
+      fetch(`${url}/webhooks/generic`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'm1', sessionKey: 'cli:z', content: 'hello' }),
+      });
     const outputs: string[] = [];
-    intake.on('chat.processedMessage', (m) => { outputs.push(m.content); });
+    intake.on('chat.processedMessage', (m) => {
+      outputs.push(m.content);
+    });
 
     store.down = true;
     const refused = await post();
@@ -54,12 +65,21 @@ describe('an unreachable store', () => {
   it('fails readiness while writes fail even though the store still answers reads', async () => {
     const store = new FlakyStore();
     const clock = new ManualClock();
-    intake = await createIntake({ config: loadConfig({ env: {}, file: { store: 'memory' } }), store, logger: silent, clock });
+    intake = await createIntake({
+      config: loadConfig({ env: {}, file: { store: 'memory' } }),
+      store,
+      logger: silent,
+      clock,
+    });
     const server = intake.app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     store.full = true;
-    const refused = await fetch(`${url}/webhooks/generic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionKey: 'cli:z', content: 'hello' }) });
+    const refused = await fetch(`${url}/webhooks/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionKey: 'cli:z', content: 'hello' }),
+    });
     expect(refused.status).toBe(503);
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(503);

@@ -8,13 +8,22 @@ import { readEvents, serveStream } from '../support/sse.js';
 /* One client's stream (src/http/stream-client.ts): its replay after Last-Event-ID, the gaps it announces, and what it queues. */
 
 const record = (seq: number, state: OutboxRecord['state']): OutboxRecord => ({
-  id: `x${seq}`, seq, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state,
+  id: `x${seq}`,
+  seq,
+  type: 'chat.processedMessage',
+  sessionKey: 's',
+  channel: 'generic',
+  createdAt: 0,
+  updatedAt: 0,
+  attempts: 0,
+  state,
   body: JSON.stringify({ type: 'chat.processedMessage', id: `x${seq}` }),
 });
 
 /** An outbox after a trim: seq 2 was still pending (kept), 3 and 4 were trimmed, 5 is retained. */
 const trimmed: OutboxReader = {
-  outboxAfter: async (seq, limit) => [record(2, 'pending'), record(5, 'none')].filter((r) => r.seq > seq).slice(0, limit),
+  outboxAfter: async (seq, limit) =>
+    [record(2, 'pending'), record(5, 'none')].filter((r) => r.seq > seq).slice(0, limit),
   lastSeq: async () => 5,
   tail: () => () => undefined,
 };
@@ -33,7 +42,7 @@ describe('regression: a replay across a trim', () => {
   it('announces a gap before a record when records between it and the previous replayed one were trimmed', async () => {
     const frames = await readEvents(await serve(trimmed), 3, { headers: { 'last-event-id': '1' } });
     // 2, then a gap that tells the client 3 and 4 are gone, then 5.
-    expect(frames.map((f) => f.event === 'gap' ? 'gap' : f.id)).toEqual(['2', 'gap', '5']);
+    expect(frames.map((f) => (f.event === 'gap' ? 'gap' : f.id))).toEqual(['2', 'gap', '5']);
   });
 
   it('announces a gap when every record after the resume point was trimmed', async () => {
@@ -76,17 +85,31 @@ describe('regression: a replay to a client that does not read', () => {
     // 5,000 retained records of 20 KB: ~100 MB if the whole replay is queued for one socket.
     const body = JSON.stringify({ type: 'chat.processedMessage', id: 'x', content: 'y'.repeat(20_000) });
     const records: OutboxRecord[] = Array.from({ length: 5000 }, (_, i) => ({
-      id: `x${i + 1}`, seq: i + 1, type: 'chat.processedMessage', sessionKey: 's', channel: 'generic', createdAt: 0, updatedAt: 0, attempts: 0, state: 'none', body,
+      id: `x${i + 1}`,
+      seq: i + 1,
+      type: 'chat.processedMessage',
+      sessionKey: 's',
+      channel: 'generic',
+      createdAt: 0,
+      updatedAt: 0,
+      attempts: 0,
+      state: 'none',
+      body,
     }));
     const reader: OutboxReader = {
       outboxAfter: async (seq, limit) => records.filter((r) => r.seq > seq).slice(0, limit),
       lastSeq: async () => records.length,
       tail: () => () => undefined,
     };
-    const served = await serveStream(new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 1024 * 1024 }).events(reader));
+    const served = await serveStream(
+      new StreamHub({ logger: silent, now: () => 0, maxBufferedBytes: 1024 * 1024 }).events(reader),
+    );
     const before = process.memoryUsage().rss;
     const socket = connect(served.port, '127.0.0.1');
-    close = () => { socket.destroy(); served.close(); };
+    close = () => {
+      socket.destroy();
+      served.close();
+    };
     socket.pause(); // never reads
     socket.write('GET / HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n');
     await new Promise((resolve) => setTimeout(resolve, 1500));

@@ -16,16 +16,28 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     agent = undefined;
   });
 
-  const start = (extra: Record<string, unknown> = {}, dir?: string) => startService({
-    debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'collect' }, ...extra,
-  }, dir ? { dir } : {});
+  const start = (extra: Record<string, unknown> = {}, dir?: string) =>
+    startService(
+      {
+        debounce: { windowMs: 30, maxWaitMs: 100 },
+        turns: { mode: 'collect' },
+        ...extra,
+      },
+      dir ? { dir } : {},
+    );
   const collect = (running: Running) => {
     const outputs: ProcessedMessage[] = [];
-    running.intake.on('chat.processedMessage', (output: Output) => { outputs.push(output as ProcessedMessage); });
+    running.intake.on('chat.processedMessage', (output: Output) => {
+      outputs.push(output as ProcessedMessage);
+    });
     return outputs;
   };
-  const say = (running: Running, id: string, content: string) => postJson(`${running.url}/webhooks/generic`, { id, sessionKey: 'cli:a', content });
-  const turnOf = async (running: Running) => (await fetch(`${running.url}/v1/sessions/${encodeURIComponent('cli:a')}/turn`)).json() as Promise<Record<string, unknown>>;
+  const say = (running: Running, id: string, content: string) =>
+    postJson(`${running.url}/webhooks/generic`, { id, sessionKey: 'cli:a', content });
+  const turnOf = async (running: Running) =>
+    (await fetch(`${running.url}/v1/sessions/${encodeURIComponent('cli:a')}/turn`)).json() as Promise<
+      Record<string, unknown>
+    >;
 
   it('closes a turn by POST /v1/turns/<id>/done: 404 for an unknown id, 200 once, 200 again without emitting twice; the trace shows the hold', async () => {
     service = await start();
@@ -48,7 +60,10 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     expect(again).toMatchObject({ status: 200, body: { closed: false, already: true } });
     expect(await turnOf(service)).toMatchObject({ open: true, outputId: outputs[1]!.id, held: 0 });
 
-    const trace = (await (await fetch(`${service.url}/v1/trace/m2`)).json()) as { turns: Array<{ reason: string }>; outputs: Array<{ id: string }> };
+    const trace = (await (await fetch(`${service.url}/v1/trace/m2`)).json()) as {
+      turns: Array<{ reason: string }>;
+      outputs: Array<{ id: string }>;
+    };
     expect(trace.outputs.map((o) => o.id)).toEqual([outputs[1]!.id]);
     expect(trace.turns.map((t) => t.reason)).toEqual([
       expect.stringMatching(new RegExp(`^held by turn ${first.id}`)),
@@ -59,7 +74,9 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
   it('closes a turn when the agent answers the push {"turn":"done"}; any other answer leaves it open', async () => {
     // The agent answers the first push only once the second message is held; then "ok" to the rest.
     let release: (() => void) | undefined;
-    const held = new Promise<void>((resolve) => { release = resolve; });
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     agent = await serve((req, res, n) => {
       req.resume();
       req.on('end', () => {
@@ -85,9 +102,12 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
   it('counts every open turn in /v1/stats and inbox_turns_open, past the 100 sessions the stats list', async () => {
     service = await start();
     const outputs = collect(service);
-    for (let i = 0; i < 105; i++) await postJson(`${service.url}/webhooks/generic`, { id: `c${i}`, sessionKey: `cli:${i}`, content: 'hi' });
+    for (let i = 0; i < 105; i++)
+      await postJson(`${service.url}/webhooks/generic`, { id: `c${i}`, sessionKey: `cli:${i}`, content: 'hi' });
     await until(() => outputs.length === 105, 10_000);
-    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as { turns: { open: number; sessions: unknown[] } };
+    const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as {
+      turns: { open: number; sessions: unknown[] };
+    };
     expect(stats.turns.open).toBe(105);
     expect(stats.turns.sessions).toHaveLength(20);
     expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^inbox_turns_open 105$/m);
@@ -99,10 +119,14 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
       req.resume();
       req.on('end', () => res.end(n === 1 ? '{"turn":"finished"}' : ''));
     });
-    service = await startService({
-      debounce: { windowMs: 30, maxWaitMs: 100 }, turns: { mode: 'steer' },
-      agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, timeoutMs: 5000 },
-    }, { logger });
+    service = await startService(
+      {
+        debounce: { windowMs: 30, maxWaitMs: 100 },
+        turns: { mode: 'steer' },
+        agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, timeoutMs: 5000 },
+      },
+      { logger },
+    );
     const outputs = collect(service);
     await say(service, 'm1', 'first');
     await until(() => outputs.length === 1);
@@ -129,7 +153,10 @@ describe('agent turns over HTTP (SQLite store, real server)', () => {
     service = await start({ turns: { mode: 'steer' } }, dir.path);
     outputs = collect(service);
     expect(await turnOf(service)).toMatchObject({ open: true, outputId: first.id, held: 1 });
-    expect((await postJson(`${service.url}/v1/turns/${first.id}/done`, {})).body).toMatchObject({ closed: true, released: 1 });
+    expect((await postJson(`${service.url}/v1/turns/${first.id}/done`, {})).body).toMatchObject({
+      closed: true,
+      released: 1,
+    });
     await until(() => outputs.length === 1);
     expect(outputs[0]).toMatchObject({ content: 'second', followsUp: first.id });
     const all = await service.intake.store.outboxAfter(0, 10);

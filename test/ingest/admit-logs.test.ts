@@ -10,11 +10,19 @@ async function logged(level: 'debug' | 'info') {
   const dir = tempDir();
   const clock = new ManualClock();
   const { logger, lines } = recordingLogger(level);
-  const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', media: { dir: 'media' }, debounce: { windowMs: 1000 }, dedup: { fuzzy: 'always' } } });
-  const intake = await createIntake({ config, logger, cwd: dir.path, clock });
-  const send = (body: Record<string, unknown>) => intake.ingest('generic', {
-    headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(), body: Buffer.from(JSON.stringify(body)),
+  const config = loadConfig({
+    env: {},
+    cwd: dir.path,
+    file: { store: 'memory', media: { dir: 'media' }, debounce: { windowMs: 1000 }, dedup: { fuzzy: 'always' } },
   });
+  const intake = await createIntake({ config, logger, cwd: dir.path, clock });
+  const send = (body: Record<string, unknown>) =>
+    intake.ingest('generic', {
+      headers: { 'content-type': 'application/json' },
+      query: new URLSearchParams(),
+      now: clock.now(),
+      body: Buffer.from(JSON.stringify(body)),
+    });
   return { intake, clock, lines, send, dir };
 }
 
@@ -28,8 +36,17 @@ describe('log lines of admission, as the README lists them', () => {
     await clock.advance(2000);
     await intake.settle();
     const verdicts = lines.filter((line) => line.level === 20 && typeof line.verdict === 'string');
-    expect(verdicts.map((line) => [line.id, line.verdict])).toEqual([['m1', 'accepted'], ['m1', 'duplicate'], ['m2', 'fuzzy_duplicate'], ['m3', 'accepted']]);
-    expect(verdicts[1]).toMatchObject({ channel: 'generic', sessionKey: 'cli:a', reason: 'platform id m1 was already taken' });
+    expect(verdicts.map((line) => [line.id, line.verdict])).toEqual([
+      ['m1', 'accepted'],
+      ['m1', 'duplicate'],
+      ['m2', 'fuzzy_duplicate'],
+      ['m3', 'accepted'],
+    ]);
+    expect(verdicts[1]).toMatchObject({
+      channel: 'generic',
+      sessionKey: 'cli:a',
+      reason: 'platform id m1 was already taken',
+    });
     expect(lines.filter((line) => line.level === 30 && line.merged === 2)).toHaveLength(1);
     expect(JSON.stringify(lines)).not.toContain('secret words');
     await intake.close();

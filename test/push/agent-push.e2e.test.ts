@@ -14,14 +14,20 @@ function verify(secret: string, headers: IncomingHttpHeaders, body: string): boo
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest();
-  return String(headers['webhook-signature']).split(' ').some((part) => {
-    const [version, signature] = part.split(',');
-    const given = Buffer.from(signature ?? '', 'base64');
-    return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
-  });
+  return String(headers['webhook-signature'])
+    .split(' ')
+    .some((part) => {
+      const [version, signature] = part.split(',');
+      const given = Buffer.from(signature ?? '', 'base64');
+      return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }
 
-interface Received { id: string; body: any; verified: boolean }
+interface Received {
+  id: string;
+  body: any;
+  verified: boolean;
+}
 
 describe('push to the agent', () => {
   let agent: TestServer;
@@ -33,11 +39,14 @@ describe('push to the agent', () => {
   beforeAll(async () => {
     agent = await serve((req, res, n) => {
       let text = '';
-      req.on('data', (chunk) => { text += chunk; });
+      req.on('data', (chunk) => {
+        text += chunk;
+      });
       req.on('end', () => {
         const body = JSON.parse(text);
         const status = answer(n, body);
-        if (status === 200) received.push({ id: String(req.headers['webhook-id']), body, verified: verify(SECRET, req.headers, text) });
+        if (status === 200)
+          received.push({ id: String(req.headers['webhook-id']), body, verified: verify(SECRET, req.headers, text) });
         res.statusCode = status;
         if (status === 429) res.setHeader('retry-after', '0');
         res.end();
@@ -52,17 +61,33 @@ describe('push to the agent', () => {
     agent.hits.clear();
   });
 
-  const start = (agentOptions: Record<string, unknown> = {}, dir?: string, clock?: ManualClock) => startService({
-    debounce: { windowMs: 30, maxWaitMs: 100, maxMessages: 1 },
-    agent: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 20, minBackoffMs: 20, maxBackoffMs: 100, timeoutMs: 1000, ...agentOptions },
-  }, { ...(dir ? { dir } : {}), ...(clock ? { clock } : {}) });
-  const send = (sessionKey: string, content: string) => postJson(`${service.url}/webhooks/generic`, { sessionKey, content });
+  const start = (agentOptions: Record<string, unknown> = {}, dir?: string, clock?: ManualClock) =>
+    startService(
+      {
+        debounce: { windowMs: 30, maxWaitMs: 100, maxMessages: 1 },
+        agent: {
+          url: `http://127.0.0.1:${agent.port}/inbox`,
+          secret: SECRET,
+          retries: 20,
+          minBackoffMs: 20,
+          maxBackoffMs: 100,
+          timeoutMs: 1000,
+          ...agentOptions,
+        },
+      },
+      { ...(dir ? { dir } : {}), ...(clock ? { clock } : {}) },
+    );
+  const send = (sessionKey: string, content: string) =>
+    postJson(`${service.url}/webhooks/generic`, { sessionKey, content });
 
   it('signs each push so an independent Standard Webhooks check verifies it', async () => {
     service = await start();
     await send('cli:a', 'hello agent');
     await until(() => received.length === 1);
-    expect(received[0]).toMatchObject({ verified: true, body: { type: 'chat.processedMessage', content: 'hello agent', seq: 1 } });
+    expect(received[0]).toMatchObject({
+      verified: true,
+      body: { type: 'chat.processedMessage', content: 'hello agent', seq: 1 },
+    });
     expect(received[0]!.id).toBe(received[0]!.body.id);
     const state = (await (await fetch(`${service.url}/v1/events/${received[0]!.id}`)).json()) as any;
     expect(state.delivery).toMatchObject({ state: 'delivered', attempts: 1 });
@@ -70,7 +95,10 @@ describe('push to the agent', () => {
 
   it('delivers once after two 503s, with one webhook-id across the attempts', async () => {
     const ids: string[] = [];
-    answer = (n, body) => { ids.push(body.id); return n <= 2 ? 503 : 200; };
+    answer = (n, body) => {
+      ids.push(body.id);
+      return n <= 2 ? 503 : 200;
+    };
     service = await start();
     await send('cli:b', 'retry me');
     await until(() => ids.length === 3);
@@ -117,10 +145,24 @@ describe('push to the agent', () => {
       return list.deadletters.length === 1 ? list : undefined;
     });
     expect(agent.hits.get('/inbox')).toBe(1);
-    expect(dead.deadletters[0]).toMatchObject({ sessionKey: 'cli:c', attempts: 1, lastError: 'agent answered HTTP 400' });
+    expect(dead.deadletters[0]).toMatchObject({
+      sessionKey: 'cli:c',
+      attempts: 1,
+      lastError: 'agent answered HTTP 400',
+    });
     reject = false;
-    expect((await fetch(`${service.url}/v1/deadletters/nope/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } })).status).toBe(404);
-    const retried = await fetch(`${service.url}/v1/deadletters/${dead.deadletters[0].id}/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } });
+    expect(
+      (
+        await fetch(`${service.url}/v1/deadletters/nope/retry`, {
+          method: 'POST',
+          headers: { 'x-requested-with': 'test' },
+        })
+      ).status,
+    ).toBe(404);
+    const retried = await fetch(`${service.url}/v1/deadletters/${dead.deadletters[0].id}/retry`, {
+      method: 'POST',
+      headers: { 'x-requested-with': 'test' },
+    });
     expect(await retried.json()).toEqual({ requeued: 1 });
     await until(() => received.length === 1);
     expect(((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).deadletters).toEqual([]);
@@ -132,10 +174,16 @@ describe('push to the agent', () => {
     service = await start({ retries: 3 });
     await send('cli:d', 'first');
     await send('cli:e', 'second');
-    await until(async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).deadletters.length === 2);
+    await until(
+      async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).deadletters.length === 2,
+    );
     expect(agent.hits.get('/inbox')).toBe(6);
     fail = false;
-    expect(await (await fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } })).json()).toEqual({ requeued: 2 });
+    expect(
+      await (
+        await fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } })
+      ).json(),
+    ).toEqual({ requeued: 2 });
     await until(() => received.length === 2);
   });
 
@@ -146,14 +194,23 @@ describe('push to the agent', () => {
     for (const session of ['p1', 'p2', 'p3', 'p4']) await send(`cli:${session}`, 'x');
     await until(async () => ((await (await fetch(`${service.url}/v1/deadletters`)).json()) as any).count === 4);
     fail = false;
-    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } }).then((r) => r.json() as Promise<any>)));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        fetch(`${service.url}/v1/deadletters/retry`, { method: 'POST', headers: { 'x-requested-with': 'test' } }).then(
+          (r) => r.json() as Promise<any>,
+        ),
+      ),
+    );
     expect(answers.reduce((sum, a) => sum + a.requeued, 0)).toBe(4);
     await until(() => received.length === 4);
     const stats = (await (await fetch(`${service.url}/v1/stats`)).json()) as any;
     expect(stats.delivery).toMatchObject({ pending: 0, dead: 0, saturated: false });
     expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
     for (const limit of ['-1', '0', '1001', 'abc']) {
-      const bad = await fetch(`${service.url}/v1/deadletters/retry?limit=${limit}`, { method: 'POST', headers: { 'x-requested-with': 'test' } });
+      const bad = await fetch(`${service.url}/v1/deadletters/retry?limit=${limit}`, {
+        method: 'POST',
+        headers: { 'x-requested-with': 'test' },
+      });
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as any).error.code).toBe('bad_limit');
     }

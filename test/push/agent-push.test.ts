@@ -13,15 +13,47 @@ const SECRET = 'whsec_' + Buffer.from('agent-shared-secret-0123456789').toString
 
 /** Put one pending record in the store's push queue, as a flush would. */
 async function enqueue(store: Store, id: string, sessionKey: string, now: number): Promise<void> {
-  const [verdict] = await store.admit([{ claims: [], rule: { windowMs: 0, maxWaitMs: 0, maxMessages: 1 }, closeNow: true, part: {
-    debounceKey: `${sessionKey}:${id}`, receivedAt: now, event: {
-      id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey }, sessionKey,
-      sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 0, raw: undefined,
-    },
-  } }], now);
+  const [verdict] = await store.admit(
+    [
+      {
+        claims: [],
+        rule: { windowMs: 0, maxWaitMs: 0, maxMessages: 1 },
+        closeNow: true,
+        part: {
+          debounceKey: `${sessionKey}:${id}`,
+          receivedAt: now,
+          event: {
+            id,
+            kind: 'message',
+            channel: 'c',
+            adapter: 'generic',
+            namespace: 'c',
+            conversation: { type: 'private', id: sessionKey },
+            sessionKey,
+            sender: { id: 'u' },
+            segments: [],
+            text: id,
+            media: [],
+            mentions: [],
+            timestamp: 0,
+            raw: undefined,
+          },
+        },
+      },
+    ],
+    now,
+  );
   expect(verdict?.verdict).toBe('accepted');
   const [batch] = await store.claimDue(now, 30_000, 1);
-  const draft: OutboxDraft = { id, type: 'chat.processedMessage', sessionKey, channel: 'c', createdAt: now, body: JSON.stringify({ type: 'chat.processedMessage', id }), state: 'pending' };
+  const draft: OutboxDraft = {
+    id,
+    type: 'chat.processedMessage',
+    sessionKey,
+    channel: 'c',
+    createdAt: now,
+    body: JSON.stringify({ type: 'chat.processedMessage', id }),
+    state: 'pending',
+  };
   expect(await store.commit(batch!, draft, now)).toBeDefined();
 }
 
@@ -49,8 +81,20 @@ describe('AgentPush', () => {
       },
     };
     const push = new AgentPush({
-      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs: 10, maxBackoffMs: 100 },
-      queue, clock, logger: silent, onAttempt: () => undefined,
+      config: {
+        url: `http://127.0.0.1:${agent.port}/inbox`,
+        secret: SECRET,
+        retries: 3,
+        timeoutMs: 5000,
+        concurrency: 4,
+        maxPending: 100,
+        minBackoffMs: 10,
+        maxBackoffMs: 100,
+      },
+      queue,
+      clock,
+      logger: silent,
+      onAttempt: () => undefined,
     });
     await push.start();
     await until(async () => (await store.outboxGet('o1'))?.state === 'delivered');
@@ -76,12 +120,29 @@ describe('AgentPush', () => {
     const clock = new ManualClock();
     await enqueue(store, 'o1', 's', clock.now());
     const push = new AgentPush({
-      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs: 10, maxBackoffMs: 60_000 },
-      queue: store, clock, logger: silent, random: () => 0, onAttempt: () => undefined,
+      config: {
+        url: `http://127.0.0.1:${agent.port}/inbox`,
+        secret: SECRET,
+        retries: 3,
+        timeoutMs: 5000,
+        concurrency: 4,
+        maxPending: 100,
+        minBackoffMs: 10,
+        maxBackoffMs: 60_000,
+      },
+      queue: store,
+      clock,
+      logger: silent,
+      random: () => 0,
+      onAttempt: () => undefined,
     });
     await push.start();
     await until(async () => (await store.outboxGet('o1'))?.attempts === 1);
-    expect(await store.outboxGet('o1')).toMatchObject({ state: 'pending', attempts: 1, lastError: 'agent answered HTTP 503' });
+    expect(await store.outboxGet('o1')).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: 'agent answered HTTP 503',
+    });
     await clock.advance(2_999);
     expect(n).toBe(1);
     await clock.advance(1);
@@ -106,8 +167,21 @@ describe('AgentPush with the default schedule', () => {
     await enqueue(store, 'o1', 's', start);
     const { retries, minBackoffMs, maxBackoffMs } = defaults.agent;
     const push = new AgentPush({
-      config: { url: `http://127.0.0.1:${agent.port}/inbox`, secret: SECRET, retries, timeoutMs: 5000, concurrency: 4, maxPending: 100, minBackoffMs, maxBackoffMs },
-      queue: store, clock, logger: silent, random: () => 0.5, onAttempt: () => undefined,
+      config: {
+        url: `http://127.0.0.1:${agent.port}/inbox`,
+        secret: SECRET,
+        retries,
+        timeoutMs: 5000,
+        concurrency: 4,
+        maxPending: 100,
+        minBackoffMs,
+        maxBackoffMs,
+      },
+      queue: store,
+      clock,
+      logger: silent,
+      random: () => 0.5,
+      onAttempt: () => undefined,
     });
     await push.start();
     const attemptsAt: number[] = [];
@@ -158,8 +232,21 @@ describe('regression: an agent that answers only after agent.timeoutMs', () => {
     const clock = new ManualClock();
     await enqueue(store, 'o1', 's', clock.now());
     const push = new AgentPush({
-      config: { url: `http://127.0.0.1:${agent!.port}/inbox`, secret: SECRET, retries: 3, timeoutMs: 100, concurrency: 4, maxPending: 100, minBackoffMs: 1000, maxBackoffMs: 1000 },
-      queue: store, clock, logger, random: () => 0, onAttempt: () => undefined,
+      config: {
+        url: `http://127.0.0.1:${agent!.port}/inbox`,
+        secret: SECRET,
+        retries: 3,
+        timeoutMs: 100,
+        concurrency: 4,
+        maxPending: 100,
+        minBackoffMs: 1000,
+        maxBackoffMs: 1000,
+      },
+      queue: store,
+      clock,
+      logger,
+      random: () => 0,
+      onAttempt: () => undefined,
       turns: { on: (channel) => turnsOn && channel === 'c', answered: async () => undefined },
     });
     await push.start();
@@ -183,7 +270,9 @@ describe('regression: an agent that answers only after agent.timeoutMs', () => {
   it('says to answer at once or raise agent.timeoutMs, without a turn hint, where the channel keeps no turns', async () => {
     const { lines } = await run(false);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(`timed out after 100 ms (agent.timeoutMs); answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`);
+    expect(lines[0]).toContain(
+      `timed out after 100 ms (agent.timeoutMs); answer the push with 2xx as soon as the message is received, or raise agent.timeoutMs`,
+    );
     expect(lines[0]).not.toContain('/v1/turns/');
   });
 });

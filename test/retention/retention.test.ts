@@ -4,13 +4,22 @@ import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 describe('Retention on the injected clock', () => {
-  it('trims on the minute by the clock it is given, with the window and the streams\' position of that moment, and stops when closed', async () => {
+  it("trims on the minute by the clock it is given, with the window and the streams' position of that moment, and stops when closed", async () => {
     const clock = new ManualClock(Date.UTC(2031, 0, 1));
     const trims: Array<[olderThan: number, keepCount: number, keepAfterSeq: number, now: number]> = [];
     let unread = 7;
     const retention = new Retention({
-      clock, logger: silent, retentionMs: 3_600_000, retentionCount: 10_000, keepAfterSeq: () => unread,
-      outbox: { trimOutbox: async (...args) => { trims.push(args as (typeof trims)[number]); return 0; } },
+      clock,
+      logger: silent,
+      retentionMs: 3_600_000,
+      retentionCount: 10_000,
+      keepAfterSeq: () => unread,
+      outbox: {
+        trimOutbox: async (...args) => {
+          trims.push(args as (typeof trims)[number]);
+          return 0;
+        },
+      },
     });
     const start = clock.now();
     retention.start();

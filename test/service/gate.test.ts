@@ -12,7 +12,10 @@ describe.each(['memory', 'sqlite'])('the flush backlog on the %s store', (kind) 
   it('refuses deliveries with 503 + Retry-After past debounce.maxOpenBuffers, records nothing, shows it in readiness and metrics, and takes them again once flushed', async () => {
     const clock = new ManualClock();
     const store = kind === 'memory' ? { store: 'memory' } : {};
-    service = await startService({ ...store, debounce: { windowMs: 1000, maxWaitMs: 5000, maxOpenBuffers: 2 } }, { clock });
+    service = await startService(
+      { ...store, debounce: { windowMs: 1000, maxWaitMs: 5000, maxOpenBuffers: 2 } },
+      { clock },
+    );
     const post = (id: string, session: string) => postJson(`${service!.url}/webhooks/generic`, message(id, session));
 
     expect((await post('a1', 'a')).status).toBe(200);
@@ -28,7 +31,9 @@ describe.each(['memory', 'sqlite'])('the flush backlog on the %s store', (kind) 
 
     const ready = await fetch(`${service.url}/readyz`);
     expect(ready.status).toBe(503);
-    expect(((await ready.json()) as { problems: string[] }).problems).toContain('flush backlog: 2 debounce buffers open (debounce.maxOpenBuffers 2)');
+    expect(((await ready.json()) as { problems: string[] }).problems).toContain(
+      'flush backlog: 2 debounce buffers open (debounce.maxOpenBuffers 2)',
+    );
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/^inbox_debounce_backpressure 1$/m);
     expect(metrics).toMatch(/^inbox_debounce_max_open_buffers 2$/m);
@@ -37,7 +42,11 @@ describe.each(['memory', 'sqlite'])('the flush backlog on the %s store', (kind) 
     await until(async () => (await service!.intake.store.openBuffers()) === 0);
     expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
     // Nothing of the refused delivery was recorded: its retry is new, not a duplicate.
-    expect((await post('c1', 'c')).body).toEqual({ accepted: 1, duplicates: 0, events: [{ id: 'c1', verdict: 'accepted' }] });
+    expect((await post('c1', 'c')).body).toEqual({
+      accepted: 1,
+      duplicates: 0,
+      events: [{ id: 'c1', verdict: 'accepted' }],
+    });
     expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^inbox_debounce_backpressure 0$/m);
   });
 });
@@ -49,7 +58,7 @@ describe('the flush backlog on a Redis store several instances share', () => {
     for (const service of services.splice(0)) await service.stop();
   });
 
-  it('counts every instance\'s open buffers against debounce.maxOpenBuffers, recounting at most every 100 ms', async () => {
+  it("counts every instance's open buffers against debounce.maxOpenBuffers, recounting at most every 100 ms", async () => {
     const clock = new ManualClock();
     // A window no test run reaches: the buffers stay open (Redis stamps them with its own clock).
     const file = { store: redis.url, debounce: { windowMs: 600_000, maxWaitMs: 600_000, maxOpenBuffers: 2 } };
@@ -82,7 +91,11 @@ describe('a store that fails an admission', () => {
     store.admit = () => Promise.reject(failure);
     const timedOut = await postJson(`${service.url}/webhooks/generic`, message('t1', 't'));
     expect(timedOut.status).toBe(503);
-    expect(timedOut.body.error).toEqual({ code: 'store_unavailable', message: 'The store is unreachable; the delivery may not have been recorded (the store did not answer in time), retry later' });
+    expect(timedOut.body.error).toEqual({
+      code: 'store_unavailable',
+      message:
+        'The store is unreachable; the delivery may not have been recorded (the store did not answer in time), retry later',
+    });
 
     failure = Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' });
     const full = await postJson(`${service.url}/webhooks/generic`, message('t2', 't'));

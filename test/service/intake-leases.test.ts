@@ -27,20 +27,32 @@ class LeaseLog extends MemoryStore {
 }
 
 /** The leases an intake built with `options` claims one message's buffer and push with. */
-async function leasesOf(options: { flushLeaseMs?: number; pushLeaseMs?: number }): Promise<{ flush: Set<number>; push: Set<number> }> {
+async function leasesOf(options: {
+  flushLeaseMs?: number;
+  pushLeaseMs?: number;
+}): Promise<{ flush: Set<number>; push: Set<number> }> {
   const dir = tempDir();
   const agent = await serve((_req, res) => res.end());
   const clock = new ManualClock();
   const store = new LeaseLog();
   const config = loadConfig({
-    env: {}, cwd: dir.path,
-    file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 }, agent: { url: `http://127.0.0.1:${agent.port}/agent`, secret: SECRET, timeoutMs: 1500 } },
+    env: {},
+    cwd: dir.path,
+    file: {
+      store: 'memory',
+      logLevel: 'silent',
+      media: { dir: 'media' },
+      debounce: { windowMs: 1000 },
+      agent: { url: `http://127.0.0.1:${agent.port}/agent`, secret: SECRET, timeoutMs: 1500 },
+    },
   });
   const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock, store, ...options });
   try {
     expect((await deliverJson(intake, { id: 'm1', sessionKey: 's1', content: 'hello' }, clock.now())).status).toBe(200);
     await clock.advance(2000);
-    await until(async () => (await store.deliveryCounts()).pending === 0 && (await store.outboxAfter(0, 10)).length === 1);
+    await until(
+      async () => (await store.deliveryCounts()).pending === 0 && (await store.outboxAfter(0, 10)).length === 1,
+    );
     expect(agent.hits.get('/agent')).toBe(1);
     return { flush: new Set(store.flushLeases), push: new Set(store.pushLeases) };
   } finally {
@@ -53,6 +65,9 @@ async function leasesOf(options: { flushLeaseMs?: number; pushLeaseMs?: number }
 describe('the flush and push leases', () => {
   it('are 30 s and agent.timeoutMs x 2 + 5 s unless createIntake is given flushLeaseMs and pushLeaseMs, which it then claims with', async () => {
     expect(await leasesOf({})).toEqual({ flush: new Set([30_000]), push: new Set([8000]) });
-    expect(await leasesOf({ flushLeaseMs: 2000, pushLeaseMs: 3000 })).toEqual({ flush: new Set([2000]), push: new Set([3000]) });
+    expect(await leasesOf({ flushLeaseMs: 2000, pushLeaseMs: 3000 })).toEqual({
+      flush: new Set([2000]),
+      push: new Set([3000]),
+    });
   });
 });

@@ -34,16 +34,27 @@ describe('the outbox trim', () => {
     const clock = new ManualClock();
     const store = new SlowTrim();
     const config = loadConfig({
-      env: {}, cwd: dir.path,
-      file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 }, events: { retentionCount: 50 } },
+      env: {},
+      cwd: dir.path,
+      file: {
+        store: 'memory',
+        logLevel: 'silent',
+        media: { dir: 'media' },
+        debounce: { windowMs: 1000 },
+        events: { retentionCount: 50 },
+      },
     });
     const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock, store });
     // 350 outputs: the count asks for a trim every 100 (the least step), three times, while the
     // first one still runs.
-    for (let i = 0; i < 350; i++) expect((await deliverJson(intake, { id: `m${i}`, sessionKey: `s${i}`, content: `hello ${i}` }, clock.now())).status).toBe(200);
+    for (let i = 0; i < 350; i++)
+      expect(
+        (await deliverJson(intake, { id: `m${i}`, sessionKey: `s${i}`, content: `hello ${i}` }, clock.now())).status,
+      ).toBe(200);
     await clock.advance(2000);
     // The flushes run a slice at a time, a turn each.
-    for (let i = 0; i < 500 && (await store.outboxAfter(0, 1000)).length < 350; i++) await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 500 && (await store.outboxAfter(0, 1000)).length < 350; i++)
+      await new Promise((resolve) => setImmediate(resolve));
     expect((await store.outboxAfter(0, 1000)).length).toBe(350);
     expect(store.calls).toBe(1);
     store.finishOne();

@@ -10,19 +10,30 @@ import { ManualClock } from '../support/manual-clock.js';
 let sent = 0;
 
 /** An in-process intake with agent turns on the memory store and a manual clock, collecting its outputs. */
-async function turnsIntake(turns: Record<string, unknown>, channelTurns?: Record<string, unknown>, reuse?: { dir: ReturnType<typeof tempDir>; clock: ManualClock }) {
+async function turnsIntake(
+  turns: Record<string, unknown>,
+  channelTurns?: Record<string, unknown>,
+  reuse?: { dir: ReturnType<typeof tempDir>; clock: ManualClock },
+) {
   const dir = reuse?.dir ?? tempDir();
   const clock = reuse?.clock ?? new ManualClock();
   const config = loadConfig({
-    env: {}, cwd: dir.path,
+    env: {},
+    cwd: dir.path,
     file: {
-      store: reuse ? 'sqlite:store.db' : 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 }, turns,
+      store: reuse ? 'sqlite:store.db' : 'memory',
+      logLevel: 'silent',
+      media: { dir: 'media' },
+      debounce: { windowMs: 1000 },
+      turns,
       ...(channelTurns ? { channels: [{ id: 'generic', adapter: 'generic', turns: channelTurns }] } : {}),
     },
   });
   const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
   const outputs: ProcessedMessage[] = [];
-  intake.on('chat.processedMessage', (output: Output) => { outputs.push(output as ProcessedMessage); });
+  intake.on('chat.processedMessage', (output: Output) => {
+    outputs.push(output as ProcessedMessage);
+  });
   /** A message of session cli:a, then its debounce window. */
   const say = async (content: string, sessionKey = 'cli:a') => {
     await deliverJson(intake, { id: `m${++sent}`, sessionKey, sender: { id: 'u1' }, content }, clock.now());
@@ -45,7 +56,11 @@ async function turnsIntake(turns: Record<string, unknown>, channelTurns?: Record
   return { intake, clock, dir, outputs, say, done, close, last };
 }
 
-const links = (output: ProcessedMessage) => ({ followsUp: output.followsUp, during: output.during, interrupts: output.interrupts });
+const links = (output: ProcessedMessage) => ({
+  followsUp: output.followsUp,
+  during: output.during,
+  interrupts: output.interrupts,
+});
 
 describe('agent turns in the pipeline', () => {
   it('collect: holds what arrives while the agent answers and emits it as one message following the turn up', async () => {
@@ -67,7 +82,9 @@ describe('agent turns in the pipeline', () => {
     expect(await t.done(first.id)).toMatchObject({ result: 'already' });
     expect(t.outputs).toHaveLength(2);
     // The outbox body carries the link, as SSE and the push send it.
-    expect(JSON.parse((await t.intake.store.outboxGet(t.last().id))?.body ?? '{}')).toMatchObject({ followsUp: first.id });
+    expect(JSON.parse((await t.intake.store.outboxGet(t.last().id))?.body ?? '{}')).toMatchObject({
+      followsUp: first.id,
+    });
     const scrape = await t.intake.metrics.scrape();
     expect(scrape).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="held"\} 2/);
     expect(scrape).toMatch(/inbox_turns_open 1/);
@@ -137,7 +154,10 @@ describe('agent turns in the pipeline', () => {
     const off = await turnsIntake({});
     await off.say('a');
     await off.say('b');
-    expect(off.outputs.map((o) => [o.content, o.followsUp])).toEqual([['a', undefined], ['b', undefined]]);
+    expect(off.outputs.map((o) => [o.content, o.followsUp])).toEqual([
+      ['a', undefined],
+      ['b', undefined],
+    ]);
     expect(await off.intake.turn('cli:a')).toEqual({ sessionKey: 'cli:a', open: false, held: 0 });
     await off.close();
     const on = await turnsIntake({ mode: 'off' }, { mode: 'collect' });
@@ -147,7 +167,7 @@ describe('agent turns in the pipeline', () => {
     await on.close();
   });
 
-  it('keeps sessions apart: a done closes only its own session\'s turn', async () => {
+  it("keeps sessions apart: a done closes only its own session's turn", async () => {
     const t = await turnsIntake({ mode: 'collect' });
     await t.say('hi', 'cli:a');
     await t.say('hello', 'cli:b');

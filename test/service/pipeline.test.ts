@@ -12,13 +12,23 @@ import { ManualClock } from '../support/manual-clock.js';
 async function intakeWithOutputs() {
   const dir = tempDir();
   const clock = new ManualClock();
-  const config = loadConfig({ env: {}, cwd: dir.path, file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 } } });
+  const config = loadConfig({
+    env: {},
+    cwd: dir.path,
+    file: { store: 'memory', logLevel: 'silent', media: { dir: 'media' }, debounce: { windowMs: 1000 } },
+  });
   const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
   const contents: string[] = [];
-  intake.on('chat.processedMessage', (output: Output) => { contents.push((output as { content: string }).content); });
-  const send = (body: Record<string, unknown>) => intake.ingest('generic', {
-    headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now: clock.now(), body: Buffer.from(JSON.stringify(body)),
+  intake.on('chat.processedMessage', (output: Output) => {
+    contents.push((output as { content: string }).content);
   });
+  const send = (body: Record<string, unknown>) =>
+    intake.ingest('generic', {
+      headers: { 'content-type': 'application/json' },
+      query: new URLSearchParams(),
+      now: clock.now(),
+      body: Buffer.from(JSON.stringify(body)),
+    });
   const done = async () => {
     await intake.close();
     dir.remove();
@@ -38,7 +48,9 @@ describe('the inbound chain (intake.use)', () => {
     await clock.advance(2000);
     expect(contents).toEqual([]);
     expect(await intake.store.openBuffers()).toBe(0);
-    expect(await intake.metrics.scrape()).toMatch(/inbox_messages_total\{channel="generic",adapter="generic",action="ignored"\} 1/);
+    expect(await intake.metrics.scrape()).toMatch(
+      /inbox_messages_total\{channel="generic",adapter="generic",action="ignored"\} 1/,
+    );
     // Nothing was claimed: once the sender is allowed, the same id is new, not a duplicate.
     blocked.clear();
     const again = await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'spammer' }, content: 'buy now' });
@@ -77,9 +89,16 @@ describe('the inbound chain (intake.use)', () => {
       if (broken) throw new Error('allow-list service unreachable');
       await next();
     });
-    const failure = await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'hello' }).catch((error: unknown) => error);
-    expect(isIntakeError(failure) && { code: failure.code, status: failure.status }).toEqual({ code: 'middleware_failed', status: 500 });
-    expect((failure as Error).message).toBe('An inbound middleware (intake.use) failed on channel "generic": allow-list service unreachable; nothing was recorded');
+    const failure = await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'hello' }).catch(
+      (error: unknown) => error,
+    );
+    expect(isIntakeError(failure) && { code: failure.code, status: failure.status }).toEqual({
+      code: 'middleware_failed',
+      status: 500,
+    });
+    expect((failure as Error).message).toBe(
+      'An inbound middleware (intake.use) failed on channel "generic": allow-list service unreachable; nothing was recorded',
+    );
     expect(await intake.store.openBuffers()).toBe(0);
     broken = false;
     const retried = await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'hello' });
@@ -92,7 +111,9 @@ describe('the inbound chain (intake.use)', () => {
   it('answers a webhook whose middleware failed with the error body and counts it rejected', async () => {
     const running = await startService({ channels: [{ id: 'generic', adapter: 'generic' }] });
     const intake: Intake = running.intake;
-    intake.use(() => { throw new Error('nope'); });
+    intake.use(() => {
+      throw new Error('nope');
+    });
     const answer = await postJson(`${running.url}/webhooks/generic`, { id: 'm1', sessionKey: 'cli:a', content: 'hi' });
     expect(answer.status).toBe(500);
     expect(answer.body.error.code).toBe('middleware_failed');

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { Buffers, type PartMeta } from '../../src/store/local/buffers.js';
 
 const rule = { windowMs: 100, maxWaitMs: 1000, maxMessages: 10 };
-const part = (id: string, receivedAt: number): PartMeta => ({ id, receivedAt, unit: id, closes: false, body: undefined });
+const part = (id: string, receivedAt: number): PartMeta => ({
+  id,
+  receivedAt,
+  unit: id,
+  closes: false,
+  body: undefined,
+});
 const idsOf = (taken: { parts: PartMeta[] } | undefined): string[] => (taken?.parts ?? []).map((p) => p.id);
 
 describe('Buffers.commit', () => {
@@ -33,7 +39,8 @@ describe('Buffers.commit', () => {
 });
 
 describe('Buffers leases', () => {
-  const open = (buffers: Buffers, key: string, at: number) => buffers.append(key, key, rule, part(`${key}@${at}`, at), at);
+  const open = (buffers: Buffers, key: string, at: number) =>
+    buffers.append(key, key, rule, part(`${key}@${at}`, at), at);
 
   it('reports a lease expiry as the next due time and takes the buffer over at it', () => {
     const buffers = new Buffers();

@@ -5,7 +5,10 @@ describe('ByteArena', () => {
   it('gives every text back exactly, across chunk boundaries and in any script', () => {
     const arena = new ByteArena(128);
     const texts = ['', 'ascii', '帮我查一下订单', 'emoji 😀 and é', 'x'.repeat(15), '末'.repeat(5)];
-    const kept = Array.from({ length: 40 }, (_, i) => texts[i % texts.length] as string).map((text) => ({ text, bytes: arena.put(text) }));
+    const kept = Array.from({ length: 40 }, (_, i) => texts[i % texts.length] as string).map((text) => ({
+      text,
+      bytes: arena.put(text),
+    }));
     for (const { text, bytes } of kept) expect(textOf(bytes)).toBe(text);
     // Small texts share chunks; a chunk never holds more than its size.
     const chunks = new Set(kept.map(({ bytes }) => bytes.chunk));

@@ -42,7 +42,7 @@ describe('ClaimTable', () => {
 
 /** A seeded pseudo-random generator in [0, 1), so a failing run can be replayed. */
 function seeded(seed: number): () => number {
-  return () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  return () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
 }
 
 /** What a claim table must answer: a plain Map of key -> expiry, in insertion order. */
@@ -50,7 +50,10 @@ class ClaimModel {
   private readonly keys = new Map<string, number>();
   evicted = 0;
 
-  constructor(private readonly ttl: number, private readonly cap: number) {}
+  constructor(
+    private readonly ttl: number,
+    private readonly cap: number,
+  ) {}
 
   get size(): number {
     return this.keys.size;
@@ -99,7 +102,11 @@ describe('ClaimTable index', () => {
   it('agrees with the model while its index is rebuilt after a growth, with keys expiring, evicted and claimed again meanwhile', () => {
     // The ring starts at 1,024 slots: these runs grow it (to 2,048 and 4,096) with expiry,
     // eviction and repeated keys all happening during the rebuilds that follow.
-    for (const [ttl, cap, space, seed] of [[2600, 5000, 6000, 11], [1100, 1500, 2500, 23], [3000, 2100, 1_000_000, 5]] as const) {
+    for (const [ttl, cap, space, seed] of [
+      [2600, 5000, 6000, 11],
+      [1100, 1500, 2500, 23],
+      [3000, 2100, 1_000_000, 5],
+    ] as const) {
       const random = seeded(seed);
       const table = new ClaimTable(ttl, cap);
       const model = new ClaimModel(ttl, cap);

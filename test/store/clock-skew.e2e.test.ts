@@ -17,10 +17,14 @@ afterAll(async () => {
 const ahead: Clock = { ...systemClock, now: () => Date.now() + 45_000 };
 
 async function instance(clock?: Clock): Promise<Running> {
-  const service = await startService({
-    store: redis.url, redis: { keyPrefix: 'skew-e2e', commandTimeoutMs: 3000 },
-    debounce: { windowMs: 1500, maxWaitMs: 10_000, maxMessages: 50 }, // fragments 100 ms apart, however slow the machine
-  }, clock ? { clock } : {});
+  const service = await startService(
+    {
+      store: redis.url,
+      redis: { keyPrefix: 'skew-e2e', commandTimeoutMs: 3000 },
+      debounce: { windowMs: 1500, maxWaitMs: 10_000, maxMessages: 50 }, // fragments 100 ms apart, however slow the machine
+    },
+    clock ? { clock } : {},
+  );
   services.push(service);
   return service;
 }
@@ -30,11 +34,19 @@ describe('debounce across instances whose clocks disagree', () => {
     const skewed = await instance(ahead);
     const fair = await instance();
     for (const [i, service] of [skewed, fair, skewed, fair].entries()) {
-      const sent = await postJson(`${service.url}/webhooks/generic`, { id: `f${i}`, sessionKey: 'cli:skew', sender: { id: 'u' }, content: `part ${i}` });
+      const sent = await postJson(`${service.url}/webhooks/generic`, {
+        id: `f${i}`,
+        sessionKey: 'cli:skew',
+        sender: { id: 'u' },
+        content: `part ${i}`,
+      });
       expect(sent.status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const outputs = async () => (await fair.intake.store.outboxAfter(0, 100)).map((r) => JSON.parse(r.body) as { content: string; merged: number });
+    const outputs = async () =>
+      (await fair.intake.store.outboxAfter(0, 100)).map(
+        (r) => JSON.parse(r.body) as { content: string; merged: number },
+      );
     await until(async () => (await outputs()).length > 0);
     await new Promise((resolve) => setTimeout(resolve, 600));
     const all = await outputs();

@@ -33,7 +33,9 @@ describe('store model check', () => {
     const violations = await modelCheck({ open: async () => new MemoryStore() }, 300, 1, { coverage });
     expect(violations.length, report(violations)).toBe(0);
     // Zero violations means something only if the sequences reached what they check.
-    expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim'])).toEqual([]);
+    expect(
+      reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim']),
+    ).toEqual([]);
   }, 60_000);
 
   it('sqlite: 30 random sequences with restarts and failed writes keep the model', async () => {
@@ -43,23 +45,39 @@ describe('store model check', () => {
       cleanup.push(() => store.close().catch(() => undefined));
       return store;
     };
-    const violations = await modelCheck({
-      open: async () => {
-        const dir = tempDir('model-check-');
-        cleanup.push(() => dir.remove());
-        return open(join(dir.path, 'store.db'), 0);
+    const violations = await modelCheck(
+      {
+        open: async () => {
+          const dir = tempDir('model-check-');
+          cleanup.push(() => dir.remove());
+          return open(join(dir.path, 'store.db'), 0);
+        },
+        reopen: async (store, now, viaOpen) => {
+          await store.close();
+          const path = (store as SqliteStore).path;
+          if (!viaOpen) return open(path, now);
+          const again = await SqliteStore.open(path, { now });
+          cleanup.push(() => again.close().catch(() => undefined));
+          return again;
+        },
       },
-      reopen: async (store, now, viaOpen) => {
-        await store.close();
-        const path = (store as SqliteStore).path;
-        if (!viaOpen) return open(path, now);
-        const again = await SqliteStore.open(path, { now });
-        cleanup.push(() => again.close().catch(() => undefined));
-        return again;
-      },
-    }, 30, 1, { coverage });
+      30,
+      1,
+      { coverage },
+    );
     expect(violations.length, report(violations)).toBe(0);
-    expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim', 'restart', 'failed-write', 'duplicate-id-refused'])).toEqual([]);
+    expect(
+      reached(coverage, [
+        'commit',
+        'merged-commit',
+        'stale-commit-refused',
+        'takeover',
+        'shutdown-claim',
+        'restart',
+        'failed-write',
+        'duplicate-id-refused',
+      ]),
+    ).toEqual([]);
   }, 60_000);
 
   describe('on a real redis-server', () => {
@@ -68,20 +86,32 @@ describe('store model check', () => {
     it('redis: 200 random sequences keep the model', async () => {
       const coverage = new Map<Covered, number>();
       let opened = 0;
-      const violations = await modelCheck({
-        // A fresh store per sequence (and per shrink replay) under its own keys; the run closes it.
-        open: () => RedisStore.open(server.url, { keyPrefix: `model-check-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
-        // Several instances share it: no shutdown flush; arrivals carry the server's clock, and the
-        // 30 s a buffer given back holds its session are real time.
-        shared: true,
-        clock: Date.now,
-        timeScale: 10,
-        releaseHoldMs: 30_000,
-      }, 200, 1, { coverage });
+      const violations = await modelCheck(
+        {
+          // A fresh store per sequence (and per shrink replay) under its own keys; the run closes it.
+          open: () =>
+            RedisStore.open(server.url, {
+              keyPrefix: `model-check-${++opened}`,
+              commandTimeoutMs: 3000,
+              clock: 'caller',
+            }),
+          // Several instances share it: no shutdown flush; arrivals carry the server's clock, and the
+          // 30 s a buffer given back holds its session are real time.
+          shared: true,
+          clock: Date.now,
+          timeScale: 10,
+          releaseHoldMs: 30_000,
+        },
+        200,
+        1,
+        { coverage },
+      );
       expect(violations.length, report(violations)).toBe(0);
       // No restarts, injected write failures or shutdown claims on a shared store; the sessions
       // held past the 30 s by buffers given back are what the 40 s jumps are for.
-      expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out'])).toEqual([]);
+      expect(
+        reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out']),
+      ).toEqual([]);
     }, 60_000);
   });
 
@@ -91,17 +121,29 @@ describe('store model check', () => {
     it('redis-cluster: 80 random sequences keep the model', async () => {
       const coverage = new Map<Covered, number>();
       let opened = 0;
-      const violations = await modelCheck({
-        // As on one Redis; the sessions of a sequence fall on different shards, and each commit
-        // goes through its shard's outbox to the global one.
-        open: () => openStore(cluster().url, undefined, { keyPrefix: `mc-${++opened}`, commandTimeoutMs: 3000, clock: 'caller' }),
-        shared: true,
-        clock: Date.now,
-        timeScale: 10,
-        releaseHoldMs: 30_000,
-      }, 80, 1, { coverage });
+      const violations = await modelCheck(
+        {
+          // As on one Redis; the sessions of a sequence fall on different shards, and each commit
+          // goes through its shard's outbox to the global one.
+          open: () =>
+            openStore(cluster().url, undefined, {
+              keyPrefix: `mc-${++opened}`,
+              commandTimeoutMs: 3000,
+              clock: 'caller',
+            }),
+          shared: true,
+          clock: Date.now,
+          timeScale: 10,
+          releaseHoldMs: 30_000,
+        },
+        80,
+        1,
+        { coverage },
+      );
       expect(violations.length, report(violations)).toBe(0);
-      expect(reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out'])).toEqual([]);
+      expect(
+        reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out']),
+      ).toEqual([]);
     }, 90_000);
   });
 });

@@ -32,34 +32,47 @@ const { services, children, cleanups } = useTeardown();
 const newPrefix = () => `mi${process.pid}-${++tests}`;
 
 /** One instance (in this process) on `store` (the shared redis-server's unless told) under `prefix`, with short windows. */
-async function instance(prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock; store?: string; outage?: boolean } = {}): Promise<Running> {
-  const service = await startService({
-    store: options.store ?? stores.redis(),
-    // Where a test stops Redis, the default command timeout (it bounds each 503 while Redis hangs,
-    // and it also bounds the ready check of every reconnection: a shorter one can miss on a loaded
-    // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
-    // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
-    redis: { keyPrefix: prefix, commandTimeoutMs: options.outage ? 1000 : 3000 },
-    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
-    ...file,
-  }, options.clock ? { clock: options.clock } : {});
+async function instance(
+  prefix: string,
+  file: Record<string, unknown> = {},
+  options: { clock?: ManualClock; store?: string; outage?: boolean } = {},
+): Promise<Running> {
+  const service = await startService(
+    {
+      store: options.store ?? stores.redis(),
+      // Where a test stops Redis, the default command timeout (it bounds each 503 while Redis hangs,
+      // and it also bounds the ready check of every reconnection: a shorter one can miss on a loaded
+      // machine, and each miss backs the reconnection off further); elsewhere one that a loaded
+      // machine cannot hit (an admit slower than it answers 503, which those tests do not expect).
+      redis: { keyPrefix: prefix, commandTimeoutMs: options.outage ? 1000 : 3000 },
+      debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
+      ...file,
+    },
+    options.clock ? { clock: options.clock } : {},
+  );
   services.push(service);
   return service;
 }
 
-const post = (service: Running, body: unknown, channel = 'generic') => postJson(`${service.url}/webhooks/${channel}`, body);
+const post = (service: Running, body: unknown, channel = 'generic') =>
+  postJson(`${service.url}/webhooks/${channel}`, body);
 
 /** Every buffer in the store (any instance's) is committed. */
 const drained = (service: Running, timeoutMs = 10_000) => {
   const open = () => service.intake.store.openBuffers();
-  return until(async () => (await open()) === 0, timeoutMs, async () => ({ openBuffers: await open() }));
+  return until(
+    async () => (await open()) === 0,
+    timeoutMs,
+    async () => ({ openBuffers: await open() }),
+  );
 };
 
 /** The cases every shared store form passes: `store` gives its URL once the servers run. */
 function describeInstances(name: string, store: () => string): void {
   describe(`several instances on ${name}`, () => {
     // On `store`, unless a test gives a store of its own.
-    const on = (prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock } = {}) => instance(prefix, file, { ...options, store: store() });
+    const on = (prefix: string, file: Record<string, unknown> = {}, options: { clock?: ManualClock } = {}) =>
+      instance(prefix, file, { ...options, store: store() });
 
     it('processes one platform id posted to two instances at once exactly once', async () => {
       const prefix = newPrefix();
@@ -69,7 +82,10 @@ function describeInstances(name: string, store: () => string): void {
         const message = { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` };
         const answers = await Promise.all([post(a, message), post(b, message)]);
         expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
-        expect(answers.map((answer) => [answer.body.accepted, answer.body.duplicates]).sort()).toEqual([[0, 1], [1, 0]]);
+        expect(answers.map((answer) => [answer.body.accepted, answer.body.duplicates]).sort()).toEqual([
+          [0, 1],
+          [1, 0],
+        ]);
       }
       await drained(a);
       const outputs = await a.intake.store.outboxAfter(0, 100);
@@ -84,13 +100,24 @@ function describeInstances(name: string, store: () => string): void {
       const [a, b] = await Promise.all([on(prefix, rules), on(prefix, rules)]);
       const frames = readEvents(`${b.url}/v1/events`, 1, {
         onOpen: async () => {
-          for (const [service, id, content] of [[a, 'f1', 'check order'], [b, 'f2', 'ORD-123'], [a, 'f3', 'please']] as const) {
-            expect((await post(service, { id, sessionKey: 'cli:ana', sender: { id: 'ana' }, content })).body.accepted).toBe(1);
+          for (const [service, id, content] of [
+            [a, 'f1', 'check order'],
+            [b, 'f2', 'ORD-123'],
+            [a, 'f3', 'please'],
+          ] as const) {
+            expect(
+              (await post(service, { id, sessionKey: 'cli:ana', sender: { id: 'ana' }, content })).body.accepted,
+            ).toBe(1);
           }
         },
       });
       const [frame] = await frames;
-      expect(frame?.data).toMatchObject({ content: 'check order ORD-123 please', messageIds: ['f1', 'f2', 'f3'], merged: 3, sessionKey: 'cli:ana' });
+      expect(frame?.data).toMatchObject({
+        content: 'check order ORD-123 please',
+        messageIds: ['f1', 'f2', 'f3'],
+        merged: 3,
+        sessionKey: 'cli:ana',
+      });
       await drained(a);
       expect(await a.intake.store.lastSeq()).toBe(1);
     });
@@ -111,30 +138,53 @@ function describeInstances(name: string, store: () => string): void {
       expect(more).toEqual([]);
       expect(await b.intake.store.lastSeq()).toBe(1);
       expect(frame?.data).toMatchObject({ sessionKey: 'qq:group:123456789', content: '看这个', merged: 1 });
-      const bots = (frame?.data.bots as Array<{ channel: string; botId: string }>).map((bot) => `${bot.channel}/${bot.botId}`).sort();
+      const bots = (frame?.data.bots as Array<{ channel: string; botId: string }>)
+        .map((bot) => `${bot.channel}/${bot.botId}`)
+        .sort();
       expect(bots).toEqual(['qq-a/10001000', 'qq-b/20002000']);
       // Each instance saw one of the two deliveries, one of them as the correlated copy.
       const stats = [a, b].map((service) => service.intake.metrics.channelStats());
       expect(stats.map((s) => (s['qq-a']?.correlated ?? 0) + (s['qq-b']?.correlated ?? 0)).sort()).toEqual([0, 1]);
     });
 
-    it('replies through the bot a message @-mentions when that bot\'s copy, on one OneBot channel, reached another instance than the one that flushes', async () => {
+    it("replies through the bot a message @-mentions when that bot's copy, on one OneBot channel, reached another instance than the one that flushes", async () => {
       const prefix = newPrefix();
       // One HTTP channel both bots post to; B's instance runs on a clock that never moves, so A's flushes.
-      const onebot = { debounce: { windowMs: 1000, maxWaitMs: 3000 }, channels: [{ id: 'qq', adapter: 'onebot', secret: 'secret-a' }] };
+      const onebot = {
+        debounce: { windowMs: 1000, maxWaitMs: 3000 },
+        channels: [{ id: 'qq', adapter: 'onebot', secret: 'secret-a' }],
+      };
       const a = await on(prefix, onebot);
       const b = await on(prefix, onebot, { clock: new ManualClock(Date.now()) });
       // The fixtures @-mention bot B (20002000); A's copy comes first, to instance A, which never hears from B.
       const napcat = fixtureBytes('onebot', 'napcat-group.json');
       const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
-      expect((await postJson(`${a.url}/webhooks/qq`, napcat.toString(), { 'x-signature': sign('secret-a', napcat), 'x-self-id': '10001000' })).status).toBe(204);
-      expect((await postJson(`${b.url}/webhooks/qq`, gocqhttp.toString(), { 'x-signature': sign('secret-a', gocqhttp), 'x-self-id': '20002000' })).status).toBe(204);
+      expect(
+        (
+          await postJson(`${a.url}/webhooks/qq`, napcat.toString(), {
+            'x-signature': sign('secret-a', napcat),
+            'x-self-id': '10001000',
+          })
+        ).status,
+      ).toBe(204);
+      expect(
+        (
+          await postJson(`${b.url}/webhooks/qq`, gocqhttp.toString(), {
+            'x-signature': sign('secret-a', gocqhttp),
+            'x-self-id': '20002000',
+          })
+        ).status,
+      ).toBe(204);
       await drained(a);
       const [frame, ...more] = await readEvents(`${a.url}/v1/events?after=0`, 1);
       expect(more).toEqual([]);
       expect(frame?.data).toMatchObject({
-        content: '看这个', merged: 1,
-        bots: [{ channel: 'qq', botId: '10001000' }, { channel: 'qq', botId: '20002000' }],
+        content: '看这个',
+        merged: 1,
+        bots: [
+          { channel: 'qq', botId: '10001000' },
+          { channel: 'qq', botId: '20002000' },
+        ],
         mentionedBots: [{ channel: 'qq', botId: '20002000' }],
         replyBot: { channel: 'qq', botId: '20002000' },
       });
@@ -148,10 +198,16 @@ function describeInstances(name: string, store: () => string): void {
       const b = await on(prefix);
       const [frame] = await readEvents(`${a.url}/v1/events`, 1, {
         onOpen: async () => {
-          expect((await post(b, { id: 'via-b', sessionKey: 'cli:bea', content: 'admitted on B' })).body.accepted).toBe(1);
+          expect((await post(b, { id: 'via-b', sessionKey: 'cli:bea', content: 'admitted on B' })).body.accepted).toBe(
+            1,
+          );
         },
       });
-      expect(frame).toMatchObject({ id: expect.stringMatching(/^1@/), event: 'chat.processedMessage', data: { content: 'admitted on B', messageIds: ['via-b'] } });
+      expect(frame).toMatchObject({
+        id: expect.stringMatching(/^1@/),
+        event: 'chat.processedMessage',
+        data: { content: 'admitted on B', messageIds: ['via-b'] },
+      });
       // The stream can show the record (the store's tail) before B's flush has counted it.
       await until(() => b.intake.metrics.channelStats().generic?.emitted === 1);
       expect(b.intake.metrics.channelStats().generic).toMatchObject({ emitted: 1 });
@@ -170,23 +226,34 @@ function describeInstances(name: string, store: () => string): void {
       // killed mid-flush on a slow machine.
       const victim = await startIntakeChild(dir.path, port, {
         configFile: {
-          store: store(), redis: { keyPrefix: prefix }, logLevel: 'warn',
+          store: store(),
+          redis: { keyPrefix: prefix },
+          logLevel: 'warn',
           agent: { url: agent.url, secret: SECRET, timeoutMs: 1500 },
           debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
         },
-        pushLeaseMs: 3000, flushLeaseMs: 2000,
+        pushLeaseMs: 3000,
+        flushLeaseMs: 2000,
       });
       children.push(victim);
       const victimUrl = `http://127.0.0.1:${port}`;
       // A command closes its buffer at once: the victim flushes it and pushes; the agent holds the request.
-      expect((await postJson(`${victimUrl}/webhooks/generic`, { id: 'h1', sessionKey: 'cli:held', content: '/held' })).status).toBe(200);
+      expect(
+        (await postJson(`${victimUrl}/webhooks/generic`, { id: 'h1', sessionKey: 'cli:held', content: '/held' }))
+          .status,
+      ).toBe(200);
       await agent.holding;
       const survivor = await on(prefix, {
         debounce: { windowMs: 1500, maxWaitMs: 5000, maxMessages: 10 },
         agent: { url: agent.url, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 500 },
       });
       // Open buffers on the victim, then kill -9 before their window runs out.
-      for (const [id, sessionKey, content] of [['s1a', 'cli:s1', 'one'], ['s1b', 'cli:s1', 'two'], ['s2a', 'cli:s2', 'uno'], ['s2b', 'cli:s2', 'dos']]) {
+      for (const [id, sessionKey, content] of [
+        ['s1a', 'cli:s1', 'one'],
+        ['s1b', 'cli:s1', 'two'],
+        ['s2a', 'cli:s2', 'uno'],
+        ['s2b', 'cli:s2', 'dos'],
+      ]) {
         expect((await postJson(`${victimUrl}/webhooks/generic`, { id, sessionKey, content })).body.accepted).toBe(1);
       }
       victim.kill('SIGKILL');
@@ -194,7 +261,11 @@ function describeInstances(name: string, store: () => string): void {
 
       // No further message of those sessions arrives: the survivor's poll finds them due.
       const frames = await readEvents(`${survivor.url}/v1/events?after=0`, 3, { timeoutMs: 10_000 });
-      expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([['cli:held', '/held'], ['cli:s1', 'one two'], ['cli:s2', 'uno dos']]);
+      expect(frames.map((f) => [f.data.sessionKey, f.data.content]).sort()).toEqual([
+        ['cli:held', '/held'],
+        ['cli:s1', 'one two'],
+        ['cli:s2', 'uno dos'],
+      ]);
       expect(frames.flatMap((f) => f.data.messageIds as string[]).sort()).toEqual(['h1', 's1a', 's1b', 's2a', 's2b']);
       // The survivor delivers everything, the held push once the victim's lease ran out.
       await until(() => ['/held', 'one two', 'uno dos'].every((content) => agent.delivered.has(content)), 15_000);
@@ -203,14 +274,15 @@ function describeInstances(name: string, store: () => string): void {
       // Each content went out under one webhook-id; only the push in flight at the kill was
       // received twice (the victim's attempt, then the survivor's), with the same webhook-id.
       const byContent = new Map<string, string[]>();
-      for (const { content, webhookId } of agent.received) byContent.set(content, [...(byContent.get(content) ?? []), webhookId]);
+      for (const { content, webhookId } of agent.received)
+        byContent.set(content, [...(byContent.get(content) ?? []), webhookId]);
       for (const [content, webhookIds] of byContent) {
         expect(new Set(webhookIds).size).toBe(1);
         expect(webhookIds.length).toBe(content === '/held' ? 2 : 1);
       }
       const outputIds = frames.map((f) => f.data.id as string).sort();
       expect([...byContent.values()].map((webhookIds) => webhookIds[0]).sort()).toEqual(outputIds);
-      expect((await survivor.intake.store.deliveryCounts())).toEqual({ pending: 0, dead: 0 });
+      expect(await survivor.intake.store.deliveryCounts()).toEqual({ pending: 0, dead: 0 });
     }, 30_000);
   });
 }
@@ -218,7 +290,6 @@ function describeInstances(name: string, store: () => string): void {
 for (const [name, url] of stores.forms) describeInstances(name, url);
 
 describe('several instances on one Redis, through its outages', () => {
-
   it('refuses ingest with 503 while Redis is away and, once it is back, emits every acknowledged message once', async () => {
     const dir = tempDir();
     cleanups.push(() => dir.remove());
@@ -227,7 +298,10 @@ describe('several instances on one Redis, through its outages', () => {
     cleanups.push(() => durable.stop());
     const prefix = newPrefix();
     const rules = { debounce: { ...REAL_TIME_WINDOW, maxMessages: 3 } };
-    const [a, b] = await Promise.all([instance(prefix, rules, { store: durable.url, outage: true }), instance(prefix, rules, { store: durable.url, outage: true })]);
+    const [a, b] = await Promise.all([
+      instance(prefix, rules, { store: durable.url, outage: true }),
+      instance(prefix, rules, { store: durable.url, outage: true }),
+    ]);
 
     const acked = new Set<string>();
     const refused: string[] = [];
@@ -242,13 +316,24 @@ describe('several instances on one Redis, through its outages', () => {
         if (answer.status === 200) acked.add(id);
         else {
           refused.push(id);
-          refusals.push({ status: answer.status, code: answer.body?.error?.code, retryAfter: answer.headers.get('retry-after') });
+          refusals.push({
+            status: answer.status,
+            code: answer.body?.error?.code,
+            retryAfter: answer.headers.get('retry-after'),
+          });
         }
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     })();
-    const readiness = async () => Promise.all([a, b].map(async (s) => (await (await fetch(`${s.url}/readyz`)).json()) as unknown));
-    const seen = async () => ({ sent, acked: acked.size, refused: refused.length, lastRefusal: refusals.at(-1), readiness: await readiness() });
+    const readiness = async () =>
+      Promise.all([a, b].map(async (s) => (await (await fetch(`${s.url}/readyz`)).json()) as unknown));
+    const seen = async () => ({
+      sent,
+      acked: acked.size,
+      refused: refused.length,
+      lastRefusal: refusals.at(-1),
+      readiness: await readiness(),
+    });
     const refusedSoFar = refused.length;
     await until(() => acked.size >= 20, 10_000, seen);
 
@@ -274,7 +359,8 @@ describe('several instances on one Redis, through its outages', () => {
     await traffic;
 
     expect(refusals.length).toBeGreaterThanOrEqual(6);
-    for (const refusal of refusals) expect(refusal).toEqual({ status: 503, code: 'store_unavailable', retryAfter: expect.stringMatching(/^\d+$/) });
+    for (const refusal of refusals)
+      expect(refusal).toEqual({ status: 503, code: 'store_unavailable', retryAfter: expect.stringMatching(/^\d+$/) });
     // The platform retries what was refused: each is accepted now, or a duplicate (a timed-out
     // admit that Redis ran after all); either way it comes out once.
     for (const id of refused) {
@@ -306,15 +392,27 @@ describe('several instances on one Redis, through its outages', () => {
       else res.end(PNG);
     });
     cleanups.push(() => host.close());
-    const service = await instance(newPrefix(), { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } }, { store: durable.url, outage: true });
-    const stats = async () => (await (await fetch(`${service.url}/v1/stats`)).json()) as { debounce: { flushing: number } };
-    await post(service, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` });
+    const service = await instance(
+      newPrefix(),
+      { media: { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } },
+      { store: durable.url, outage: true },
+    );
+    const stats = async () =>
+      (await (await fetch(`${service.url}/v1/stats`)).json()) as { debounce: { flushing: number } };
+    await post(service, {
+      id: 'pic',
+      sessionKey: 'cli:pic',
+      content: 'look',
+      mediaUrl: `http://127.0.0.1:${host.port}/a.png`,
+    });
     await until(async () => (await stats()).debounce.flushing === 1);
     await durable.stop();
     heldResponse?.setHeader('content-type', 'application/octet-stream');
     heldResponse?.end(PNG);
     // The commit fails; so does giving the lease back, until Redis returns.
-    await until(async () => /inbox_store_errors_total\{op="flush"\} [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()));
+    await until(async () =>
+      /inbox_store_errors_total\{op="flush"\} [1-9]/.test(await (await fetch(`${service.url}/metrics`)).text()),
+    );
     await durable.restart();
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1, { timeoutMs: 10_000 });
     expect(frame?.data).toMatchObject({ content: 'look', messageIds: ['pic'] });
@@ -323,7 +421,7 @@ describe('several instances on one Redis, through its outages', () => {
 });
 
 describe('media with several instances', () => {
-  it('gives B\'s output a file that exists when B flushes a part A admitted while A was still downloading', async () => {
+  it("gives B's output a file that exists when B flushes a part A admitted while A was still downloading", async () => {
     const prefix = newPrefix();
     const shared = tempDir('intake-shared-media-');
     cleanups.push(() => shared.remove());
@@ -344,7 +442,16 @@ describe('media with several instances', () => {
     const [frame] = await readEvents(`${b.url}/v1/events`, 1, {
       timeoutMs: 8000,
       onOpen: async () => {
-        expect((await post(a, { id: 'pic', sessionKey: 'cli:pic', content: 'look', mediaUrl: `http://127.0.0.1:${host.port}/a.png` })).body.accepted).toBe(1);
+        expect(
+          (
+            await post(a, {
+              id: 'pic',
+              sessionKey: 'cli:pic',
+              content: 'look',
+              mediaUrl: `http://127.0.0.1:${host.port}/a.png`,
+            })
+          ).body.accepted,
+        ).toBe(1);
         await host.arrived('/a.png', 1); // A's download is in progress
       },
     });
@@ -400,7 +507,13 @@ async function fakeAgent(hold: (content: string) => boolean): Promise<FakeAgent>
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/inbox`,
-    received, delivered, holding,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    received,
+    delivered,
+    holding,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -35,10 +35,21 @@ export async function startCluster(): Promise<RedisCluster> {
       for (let attempt = 1; masters.length === n; attempt++) {
         const busPort = await freePort();
         try {
-          masters.push(await startRedis({
-            dir: dir.path,
-            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${n}-${attempt}.conf`, '--cluster-port', String(busPort), '--cluster-node-timeout', '5000'],
-          }));
+          masters.push(
+            await startRedis({
+              dir: dir.path,
+              args: [
+                '--cluster-enabled',
+                'yes',
+                '--cluster-config-file',
+                `nodes-${n}-${attempt}.conf`,
+                '--cluster-port',
+                String(busPort),
+                '--cluster-node-timeout',
+                '5000',
+              ],
+            }),
+          );
           busPorts.push(busPort);
         } catch (error) {
           if (attempt >= 5) throw error;
@@ -103,7 +114,14 @@ export function sharedStoresForTests(): SharedStores {
   };
   const redis = () => started(server).url;
   const clusterUrl = () => started(cluster).url;
-  return { redis, cluster: clusterUrl, forms: [['one Redis', redis], ['a 3-master Redis Cluster', clusterUrl]] };
+  return {
+    redis,
+    cluster: clusterUrl,
+    forms: [
+      ['one Redis', redis],
+      ['a 3-master Redis Cluster', clusterUrl],
+    ],
+  };
 }
 
 /** Slots split in thirds as `redis-cli --cluster create` splits them, distinct epochs, and every node meets the first. */
@@ -111,12 +129,14 @@ async function join(masters: readonly RedisServer[], busPorts: readonly number[]
   const clients = masters.map((m) => new Redis(m.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 }));
   try {
     await Promise.all(clients.map((client) => client.connect()));
-    await Promise.all(clients.map(async (client, n) => {
-      const first = Math.round((SLOTS * n) / clients.length);
-      const last = Math.round((SLOTS * (n + 1)) / clients.length) - 1;
-      await client.call('CLUSTER', 'ADDSLOTSRANGE', String(first), String(last));
-      await client.call('CLUSTER', 'SET-CONFIG-EPOCH', String(n + 1));
-    }));
+    await Promise.all(
+      clients.map(async (client, n) => {
+        const first = Math.round((SLOTS * n) / clients.length);
+        const last = Math.round((SLOTS * (n + 1)) / clients.length) - 1;
+        await client.call('CLUSTER', 'ADDSLOTSRANGE', String(first), String(last));
+        await client.call('CLUSTER', 'SET-CONFIG-EPOCH', String(n + 1));
+      }),
+    );
     const [first] = clients as [Redis];
     for (let n = 1; n < masters.length; n++) {
       await first.call('CLUSTER', 'MEET', '127.0.0.1', String(masters[n]!.port), String(busPorts[n]));
@@ -129,15 +149,17 @@ async function join(masters: readonly RedisServer[], busPorts: readonly number[]
 async function untilOk(masters: readonly RedisServer[]): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const states = await Promise.all(masters.map(async (m) => {
-      const client = new Redis(m.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
-      try {
-        await client.connect();
-        return /cluster_state:ok/.test(await client.cluster('INFO'));
-      } finally {
-        client.disconnect();
-      }
-    }));
+    const states = await Promise.all(
+      masters.map(async (m) => {
+        const client = new Redis(m.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+        try {
+          await client.connect();
+          return /cluster_state:ok/.test(await client.cluster('INFO'));
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
     if (states.every(Boolean)) return;
     if (Date.now() > deadline) throw new Error('the Redis Cluster did not reach cluster_state:ok within 20 s');
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -15,9 +15,23 @@ const item = (): AdmitItem => {
   return {
     claims: [{ key: id, space: 'id:c', ttlMs: 60_000, maxKeys: 1000 }],
     part: {
-      debounceKey: 'k', receivedAt: 1, event: {
-        id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: 's' },
-        sessionKey: 's', sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+      debounceKey: 'k',
+      receivedAt: 1,
+      event: {
+        id,
+        kind: 'message',
+        channel: 'c',
+        adapter: 'generic',
+        namespace: 'c',
+        conversation: { type: 'private', id: 's' },
+        sessionKey: 's',
+        sender: { id: 'u' },
+        segments: [],
+        text: id,
+        media: [],
+        mentions: [],
+        timestamp: 1,
+        raw: undefined,
       },
     },
     rule: { windowMs: 1000, maxWaitMs: 5000, maxMessages: 10 },
@@ -46,7 +60,16 @@ describe('Redis store when Redis fails', () => {
     expect(isIntakeError(refused) && refused.code).toBe('store_unavailable');
     await expect(store.ping()).rejects.toThrow(/Redis store: ping failed/);
     await server.restart(); // an empty server: no data, no scripts cached
-    await expect.poll(() => store.ping().then(() => 'up', () => 'down'), { timeout: 10_000, interval: 50 }).toBe('up');
+    await expect
+      .poll(
+        () =>
+          store.ping().then(
+            () => 'up',
+            () => 'down',
+          ),
+        { timeout: 10_000, interval: 50 },
+      )
+      .toBe('up');
     expect(await store.admit([item()], 0)).toMatchObject([{ verdict: 'accepted' }]);
     await store.close();
   });
@@ -71,7 +94,11 @@ describe('Redis store when Redis fails', () => {
     // The background connection gives up after 5 s; the pause outlasts that, so the claim runs
     // only after its caller saw it fail, and its answer goes nowhere.
     const prefix = '{lost-claim}:';
-    const store = await RedisStore.open(server.url, { commandTimeoutMs: 300, keyPrefix: 'lost-claim', clock: 'caller' });
+    const store = await RedisStore.open(server.url, {
+      commandTimeoutMs: 300,
+      keyPrefix: 'lost-claim',
+      clock: 'caller',
+    });
     const admin = new Redis(server.url);
     try {
       await store.admit([item()], 0);
@@ -105,9 +132,13 @@ describe('Redis store when Redis fails', () => {
     const prefix = '{tokens}:';
     let store: RedisStore;
     let admin: Redis;
-    const claim = (now: number, token: string) => admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now), '30000', '10', token) as Promise<Array<[string, string, number, number, string, string[]]>>;
+    const claim = (now: number, token: string) =>
+      admin.eval(CLAIM_DUE_LUA, 1, prefix, String(now), '30000', '10', token) as Promise<
+        Array<[string, string, number, number, string, string[]]>
+      >;
     const undo = (token: string) => admin.eval(UNCLAIM_LUA, 1, prefix, token, '60000');
-    const texts = (batches: Array<{ parts: Array<{ event: { text: string } }> }>) => batches.map((b) => b.parts.map((p) => p.event.text));
+    const texts = (batches: Array<{ parts: Array<{ event: { text: string } }> }>) =>
+      batches.map((b) => b.parts.map((p) => p.event.text));
     beforeEach(async () => {
       admin = new Redis(server.url);
       await admin.eval(`for _, k in ipairs(redis.call('KEYS', '{tokens}:*')) do redis.call('DEL', k) end`, 0);
@@ -144,7 +175,7 @@ describe('Redis store when Redis fails', () => {
       expect(texts(await store.claimDue(now + 1, 30_000, 10))).toEqual([['b1']]);
     });
 
-    it('keeps a failed flush ahead of its session\'s later batches when the claim that retook it is undone', async () => {
+    it("keeps a failed flush ahead of its session's later batches when the claim that retook it is undone", async () => {
       const now = Date.now() + 60_000;
       await store.admit([fixture('a1', { debounceKey: 's/a' })], 0);
       const [a] = await store.claimDue(now, 30_000, 10);

@@ -8,17 +8,49 @@ import { useRedis } from '../support/redis.js';
 const rule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 3 };
 const claim = (key: string, ttlMs = 60_000): ClaimSpec => ({ key, space: 'id:c', ttlMs, maxKeys: 1000 });
 const event = (id: string, sessionKey = 's'): InboundEvent => ({
-  id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey },
-  sessionKey, sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+  id,
+  kind: 'message',
+  channel: 'c',
+  adapter: 'generic',
+  namespace: 'c',
+  conversation: { type: 'private', id: sessionKey },
+  sessionKey,
+  sender: { id: 'u' },
+  segments: [],
+  text: id,
+  media: [],
+  mentions: [],
+  timestamp: 1,
+  raw: undefined,
 });
 const item = (id: string, extra: Partial<AdmitItem> = {}, debounceKey = 'k', sessionKey = 's'): AdmitItem => ({
-  claims: [claim(`id-${id}`)], part: { debounceKey, receivedAt: 1, event: event(id, sessionKey) }, rule, closeNow: false, ...extra,
+  claims: [claim(`id-${id}`)],
+  part: { debounceKey, receivedAt: 1, event: event(id, sessionKey) },
+  rule,
+  closeNow: false,
+  ...extra,
 });
 const draft = (id: string, state: 'pending' | 'none' = 'none', sessionKey = 's'): OutboxDraft => ({
-  id, type: 'chat.processedMessage', sessionKey, channel: 'c', createdAt: 1000, body: `{"type":"chat.processedMessage","id":"${id}"}`, state, messageIds: [id],
+  id,
+  type: 'chat.processedMessage',
+  sessionKey,
+  channel: 'c',
+  createdAt: 1000,
+  body: `{"type":"chat.processedMessage","id":"${id}"}`,
+  state,
+  messageIds: [id],
 });
-const step = (botId: string, platformId: string, kind: 'message' | 'notice' = 'message', time = 100): CorrelationStep => ({
-  key: 'g1', kind, windowMs: 60_000, time, toleranceS: 5,
+const step = (
+  botId: string,
+  platformId: string,
+  kind: 'message' | 'notice' = 'message',
+  time = 100,
+): CorrelationStep => ({
+  key: 'g1',
+  kind,
+  windowMs: 60_000,
+  time,
+  toleranceS: 5,
   delivery: { channel: `ch-${botId}`, adapter: 'onebot', botId, platformId, ids: { message_id: platformId }, at: 1 },
 });
 
@@ -48,7 +80,10 @@ async function admitDue(store: RedisStore, items: AdmitItem[]): Promise<number> 
 describe('Redis store: admission', () => {
   it('claims in order within one delivery: a repeated id in the same delivery is refused and records nothing', async () => {
     const store = await open();
-    const verdicts = await store.admit([item('1'), item('2', { claims: [claim('id-3'), claim('id-1')] }), item('3')], 0);
+    const verdicts = await store.admit(
+      [item('1'), item('2', { claims: [claim('id-3'), claim('id-1')] }), item('3')],
+      0,
+    );
     expect(verdicts.map((v) => v.verdict)).toEqual(['accepted', 'claimed', 'accepted']);
     expect(verdicts[1]).toEqual({ verdict: 'claimed', claim: 1 });
     const [first, , third] = verdicts as Array<{ partId: string }>;
@@ -69,18 +104,31 @@ describe('Redis store: admission', () => {
     await store.admit([item('c1', {}, 'count', 'count'), item('c2', {}, 'count', 'count')], 0);
     const [c3] = await store.admit([item('c3', {}, 'count', 'count')], 0);
     const [d] = await store.admit([item('d', { closeNow: true }, 'cmd', 'cmd')], 0);
-    const now = Math.max((c3 as { deadline: number }).deadline, (d as { deadline: number }).deadline, (b as { deadline: number }).deadline);
+    const now = Math.max(
+      (c3 as { deadline: number }).deadline,
+      (d as { deadline: number }).deadline,
+      (b as { deadline: number }).deadline,
+    );
     expect(now).toBeLessThan(t0 + 500);
     const batches = await store.claimDue(now, 5000, 10);
     const reasons = new Map(batches.map((x) => [x.debounceKey, x.reason]));
-    expect(reasons).toEqual(new Map([['wait', 'max_wait'], ['count', 'count'], ['cmd', 'command']]));
+    expect(reasons).toEqual(
+      new Map([
+        ['wait', 'max_wait'],
+        ['count', 'count'],
+        ['cmd', 'command'],
+      ]),
+    );
     const [late] = await store.claimDue(t0 + 1000, 5000, 10);
     expect(late).toMatchObject({ debounceKey: 'win', reason: 'window' });
   });
 
   it('counts an album once toward maxMessages', async () => {
     const store = await open();
-    const verdicts = await store.admit([item('1', { unit: 'album' }), item('2', { unit: 'album' }), item('3', { unit: 'album' })], 0);
+    const verdicts = await store.admit(
+      [item('1', { unit: 'album' }), item('2', { unit: 'album' }), item('3', { unit: 'album' })],
+      0,
+    );
     const first = verdicts[0] as { deadline: number };
     expect((verdicts[2] as { deadline: number }).deadline).toBeGreaterThanOrEqual(first.deadline);
     expect(await store.claimDue(first.deadline - 1, 5000, 10)).toEqual([]);
@@ -89,30 +137,49 @@ describe('Redis store: admission', () => {
   it('correlates copies from other bots, treats the same bot and id as a retry, and a new id from the same bot as a new event', async () => {
     const store = await open();
     const [first] = await store.admit([item('m1', { correlation: step('A', 'p1') })], 0);
-    expect(first).toMatchObject({ verdict: 'accepted', correlation: { key: 'g1', kind: 'message', time: 100, deliveries: [{ botId: 'A' }] } });
+    expect(first).toMatchObject({
+      verdict: 'accepted',
+      correlation: { key: 'g1', kind: 'message', time: 100, deliveries: [{ botId: 'A' }] },
+    });
     const [copy] = await store.admit([item('m2', { correlation: step('B', 'q1') })], 0);
-    expect(copy).toMatchObject({ verdict: 'correlated', retry: false, correlation: { deliveries: [{ botId: 'A' }, { botId: 'B' }] } });
+    expect(copy).toMatchObject({
+      verdict: 'correlated',
+      retry: false,
+      correlation: { deliveries: [{ botId: 'A' }, { botId: 'B' }] },
+    });
     const [retry] = await store.admit([item('m3', { correlation: step('A', 'p1') })], 0);
     expect(retry).toMatchObject({ verdict: 'correlated', retry: true });
     const [repeat] = await store.admit([item('m4', { correlation: step('A', 'p2') })], 0);
-    expect(repeat).toMatchObject({ verdict: 'accepted', correlation: { deliveries: [{ botId: 'A', platformId: 'p2' }] } });
+    expect(repeat).toMatchObject({
+      verdict: 'accepted',
+      correlation: { deliveries: [{ botId: 'A', platformId: 'p2' }] },
+    });
     expect((await store.correlation('g1', 0))?.deliveries).toHaveLength(1);
   });
 
   it('starts a new group for a notice whose time is beyond the tolerance, and keeps the old group when a claim refuses', async () => {
     const store = await open();
     await store.admit([item('n1', { correlation: step('A', 'x', 'notice', 100) })], 0);
-    expect(await store.admit([item('n2', { correlation: step('A', 'x', 'notice', 103) })], 0)).toMatchObject([{ verdict: 'correlated', retry: true }]);
-    expect(await store.admit([item('n1', { correlation: step('A', 'x', 'notice', 200) })], 0)).toEqual([{ verdict: 'claimed', claim: 0 }]);
+    expect(await store.admit([item('n2', { correlation: step('A', 'x', 'notice', 103) })], 0)).toMatchObject([
+      { verdict: 'correlated', retry: true },
+    ]);
+    expect(await store.admit([item('n1', { correlation: step('A', 'x', 'notice', 200) })], 0)).toEqual([
+      { verdict: 'claimed', claim: 0 },
+    ]);
     expect((await store.correlation('g1', 0))?.time).toBe(100);
-    expect(await store.admit([item('n3', { correlation: step('A', 'x', 'notice', 200) })], 0)).toMatchObject([{ verdict: 'accepted' }]);
+    expect(await store.admit([item('n3', { correlation: step('A', 'x', 'notice', 200) })], 0)).toMatchObject([
+      { verdict: 'accepted' },
+    ]);
     expect((await store.correlation('g1', 0))?.time).toBe(200);
   });
 
   it('evicts the oldest claims past maxKeys and counts them', async () => {
     const store = await open();
     const capped = (key: string): ClaimSpec => ({ key, space: 'tiny', ttlMs: 60_000, maxKeys: 2 });
-    await store.admit(['a', 'b', 'c'].map((k) => item(k, { claims: [capped(k)] })), 0);
+    await store.admit(
+      ['a', 'b', 'c'].map((k) => item(k, { claims: [capped(k)] })),
+      0,
+    );
     expect(await store.admit([item('a2', { claims: [capped('a')] })], 0)).toMatchObject([{ verdict: 'accepted' }]);
     store.claimStats();
     await expect.poll(() => store.claimStats()).toEqual({ keys: 2, evicted: 2, evictedBySpace: { tiny: 2 } });
@@ -126,7 +193,8 @@ describe('Redis store: admission', () => {
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') sent.push(String(args[0]).toLowerCase());
     });
-    for (let i = 0; i < 20; i++) await store.admit([item(`r${i}a`), item(`r${i}b`, { correlation: step('A', `p${i}`) })], 0);
+    for (let i = 0; i < 20; i++)
+      await store.admit([item(`r${i}a`), item(`r${i}b`, { correlation: step('A', `p${i}`) })], 0);
     await server.admin.ping('done');
     await expect.poll(() => sent.at(-1)).toBe('ping');
     monitor.disconnect();
@@ -135,7 +203,7 @@ describe('Redis store: admission', () => {
 });
 
 describe('Redis store: flush ownership across instances', () => {
-  it('answers a second done for a turn already closed \'already\', from an instance whose clock is behind', async () => {
+  it("answers a second done for a turn already closed 'already', from an instance whose clock is behind", async () => {
     const [a, b] = [await open(), await open()];
     const rule = { mode: 'collect' as const, maxMs: 60_000, maxHeld: 10 };
     await a.admit([item('1', { closeNow: true })], 0);
@@ -181,7 +249,10 @@ describe('Redis store: flush ownership across instances', () => {
   it('closes a buffer at maxMessages and keeps a later part for the next batch', async () => {
     const store = await open();
     const three = { ...rule, maxMessages: 3 };
-    const due = await admitDue(store, ['1', '2', '3', '4'].map((id) => item(id, { rule: three })));
+    const due = await admitDue(
+      store,
+      ['1', '2', '3', '4'].map((id) => item(id, { rule: three })),
+    );
     const [batch] = await store.claimDue(due, 5000, 10);
     expect(batch?.reason).toBe('count');
     expect(batch?.parts.map((p) => p.event.id)).toEqual(['1', '2', '3']);
@@ -226,7 +297,10 @@ describe('Redis store: outbox and push', () => {
 
   it('pages records by seq and finds one by id', async () => {
     const store = await open();
-    await commitAll(store, ['a', 'b', 'c'].map((id) => draft(id)));
+    await commitAll(
+      store,
+      ['a', 'b', 'c'].map((id) => draft(id)),
+    );
     expect((await store.outboxAfter(1, 10)).map((r) => r.id)).toEqual(['b', 'c']);
     expect((await store.outboxAfter(0, 2)).map((r) => r.seq)).toEqual([1, 2]);
     expect(await store.outboxGet('b')).toMatchObject({ seq: 2, state: 'none', attempts: 0, messageIds: ['b'] });
@@ -239,7 +313,10 @@ describe('Redis store: outbox and push', () => {
     const seen: number[] = [];
     const stop = b.tail((record) => seen.push(record.seq));
     await (b as unknown as { tailer: { ready: Promise<void> } }).tailer.ready;
-    await commitAll(a, ['a', 'b', 'c'].map((id) => draft(id)));
+    await commitAll(
+      a,
+      ['a', 'b', 'c'].map((id) => draft(id)),
+    );
     await expect.poll(() => seen).toEqual([1, 2, 3]);
     stop();
   });
@@ -265,7 +342,13 @@ describe('Redis store: outbox and push', () => {
     const leases = [...leasesA, ...leasesB];
     expect(leases.map((l) => l.record.id).sort()).toEqual(['1', 'x']);
     const one = leases.find((l) => l.record.id === '1')!;
-    expect(await a.ackPush(leases.find((l) => l.record.id === 'x')!, { state: 'delivered', attempts: 1 }, now)).toBe(true);
+    expect(
+      await a.ackPush(
+        leases.find((l) => l.record.id === 'x')!,
+        { state: 'delivered', attempts: 1 },
+        now,
+      ),
+    ).toBe(true);
     expect(await b.claimPush(now + 1, 1000, 10)).toEqual([]);
     expect(await b.ackPush({ ...one, token: one.token + 100 }, { state: 'delivered', attempts: 1 }, now)).toBe(false);
     expect(await b.ackPush(one, { state: 'retry', attempts: 1, at: now + 500, lastError: 'HTTP 503' }, now)).toBe(true);
@@ -286,14 +369,26 @@ describe('Redis store: outbox and push', () => {
 
   it('requeues each dead letter exactly once under concurrent calls, back in seq order', async () => {
     const [a, b] = [await open(), await open()];
-    await commitAll(a, ['1', '2', '3'].map((id) => draft(id, 'pending')));
+    await commitAll(
+      a,
+      ['1', '2', '3'].map((id) => draft(id, 'pending')),
+    );
     for (let i = 0; i < 3; i++) {
       const [lease] = await a.claimPush(2000, 1000, 1);
       await a.ackPush(lease!, { state: 'dead', attempts: 5, lastError: 'gone' }, 2000);
     }
     expect(await a.deliveryCounts()).toEqual({ pending: 0, dead: 3 });
-    expect((await a.deadLetters(10)).map((r) => [r.id, r.state, r.lastError])).toEqual([['1', 'dead', 'gone'], ['2', 'dead', 'gone'], ['3', 'dead', 'gone']]);
-    const moved = await Promise.all([a.requeueDead('2', 10, 3000), b.requeueDead('2', 10, 3000), a.requeueDead(undefined, 10, 3000), b.requeueDead(undefined, 10, 3000)]);
+    expect((await a.deadLetters(10)).map((r) => [r.id, r.state, r.lastError])).toEqual([
+      ['1', 'dead', 'gone'],
+      ['2', 'dead', 'gone'],
+      ['3', 'dead', 'gone'],
+    ]);
+    const moved = await Promise.all([
+      a.requeueDead('2', 10, 3000),
+      b.requeueDead('2', 10, 3000),
+      a.requeueDead(undefined, 10, 3000),
+      b.requeueDead(undefined, 10, 3000),
+    ]);
     expect(moved.reduce((x, y) => x + y, 0)).toBe(3);
     expect(await a.deliveryCounts()).toEqual({ pending: 3, dead: 0 });
     const order: string[] = [];
@@ -353,7 +448,7 @@ describe('Redis store: a lease run out', () => {
     expect((await store.claimDue(later + 3, 30_000, 10)).map((t) => t.debounceKey)).toEqual(['s/bob']);
   });
 
-  it('holds a failed flush\'s session until the buffer is retried, however late that is', async () => {
+  it("holds a failed flush's session until the buffer is retried, however late that is", async () => {
     const store = await open();
     const due = await admitDue(store, [item('a1', {}, 's/alice')]);
     const [first] = await store.claimDue(due, 30_000, 10);

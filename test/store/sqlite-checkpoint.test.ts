@@ -16,7 +16,9 @@ function walFile(): { path: string; db: Database.Database; write(rows: number): 
   db.pragma('wal_autocheckpoint = 0');
   db.exec('CREATE TABLE t (v TEXT)');
   const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
-  const write = db.transaction((rows: number) => { for (let i = 0; i < rows; i++) insert.run('x'.repeat(500)); });
+  const write = db.transaction((rows: number) => {
+    for (let i = 0; i < rows; i++) insert.run('x'.repeat(500));
+  });
   return { path, db, write };
 }
 
@@ -29,11 +31,23 @@ describe('WAL checkpoints off the event loop', () => {
   it('copies the WAL into the file from a worker, and asks the writer to finish a long one so it rewinds', async () => {
     const { path, db, write } = walFile();
     let finished = 0;
-    const checkpointer = new Checkpointer(path, {
-      fallBack: () => { throw new Error('the worker runs'); },
-      finish: () => { finished++; db.pragma('wal_checkpoint(PASSIVE)'); },
-    }, 40);
-    cleanup.push(() => db.close(), () => checkpointer.close());
+    const checkpointer = new Checkpointer(
+      path,
+      {
+        fallBack: () => {
+          throw new Error('the worker runs');
+        },
+        finish: () => {
+          finished++;
+          db.pragma('wal_checkpoint(PASSIVE)');
+        },
+      },
+      40,
+    );
+    cleanup.push(
+      () => db.close(),
+      () => checkpointer.close(),
+    );
 
     for (let i = 0; i < 5; i++) write(100);
     const first = await checkpointer.checkpoint();
@@ -53,7 +67,10 @@ describe('WAL checkpoints off the event loop', () => {
   it('asks for a checkpoint once enough writes were committed, one at a time', async () => {
     const { path, db, write } = walFile();
     const checkpointer = new Checkpointer(path, { fallBack: () => undefined, finish: () => undefined });
-    cleanup.push(() => db.close(), () => checkpointer.close());
+    cleanup.push(
+      () => db.close(),
+      () => checkpointer.close(),
+    );
     write(10);
     checkpointer.written(1000);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -64,9 +81,12 @@ describe('WAL checkpoints off the event loop', () => {
     expect(checkpointer.count).toBe(1);
   });
 
-  it('falls back to SQLite\'s own checkpoint when the worker cannot open the file', async () => {
+  it("falls back to SQLite's own checkpoint when the worker cannot open the file", async () => {
     const reasons: string[] = [];
-    const checkpointer = new Checkpointer(join(tempDir().path, 'no', 'such', 'dir', 'x.db'), { fallBack: (reason) => reasons.push(reason), finish: () => undefined });
+    const checkpointer = new Checkpointer(join(tempDir().path, 'no', 'such', 'dir', 'x.db'), {
+      fallBack: (reason) => reasons.push(reason),
+      finish: () => undefined,
+    });
     const result = await checkpointer.checkpoint();
     expect(result.log).toBe(-1);
     expect(reasons).toHaveLength(1);
@@ -74,7 +94,7 @@ describe('WAL checkpoints off the event loop', () => {
     await checkpointer.close();
   });
 
-  it('is how the store runs: SQLite\'s automatic checkpoint off, the WAL copied by the worker, nothing lost', async () => {
+  it("is how the store runs: SQLite's automatic checkpoint off, the WAL copied by the worker, nothing lost", async () => {
     const path = join(tempDir().path, 'store.db');
     const store = new SqliteStore(path, { now: 0 });
     const db = (store as unknown as { db: Database.Database }).db;
@@ -93,7 +113,7 @@ describe('WAL checkpoints off the event loop', () => {
   });
 });
 
-describe('the WAL\'s bound on disk', () => {
+describe("the WAL's bound on disk", () => {
   const frames = 64;
   const limit = walLimitBytes(frames, 4096);
   const walSize = (path: string) => statSync(`${path}-wal`).size;

@@ -49,7 +49,9 @@ describe('sqlite store', () => {
       try { owner.exec('BEGIN IMMEDIATE; COMMIT'); console.log('owned'); } catch (e) { console.log(e.code); }
       const db = new D(${JSON.stringify(path)}, { readonly: true, timeout: 100 });
       console.log(db.prepare('SELECT count(*) FROM outbox').pluck().get());`;
-    const out = execFileSync(process.execPath, ['-e', script], { cwd: process.cwd(), encoding: 'utf8' }).trim().split('\n');
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: process.cwd(), encoding: 'utf8' })
+      .trim()
+      .split('\n');
     expect(out[0]).toMatch(/^SQLITE_BUSY/);
     expect(out[1]).toBe('0');
   });
@@ -65,11 +67,13 @@ describe('sqlite store', () => {
     const store = sqlite(path);
     expect(verdicts(await store.admit([item('1')], 0))).toEqual(['accepted']);
     unlinkSync(path);
-    await expect(store.ping()).rejects.toThrow(`SQLite store file "${path}" was deleted or replaced while the service ran; restart the service`);
+    await expect(store.ping()).rejects.toThrow(
+      `SQLite store file "${path}" was deleted or replaced while the service ran; restart the service`,
+    );
     await expect(store.admit([item('2')], 1000)).rejects.toThrow('deleted or replaced');
   });
 
-  it('notices a file replaced under it within a second of the callers\' clock', async () => {
+  it("notices a file replaced under it within a second of the callers' clock", async () => {
     const path = join(tempDir().path, 'swapped.db');
     const store = sqlite(path);
     await store.admit([item('1')], 0);
@@ -80,7 +84,7 @@ describe('sqlite store', () => {
     await expect(store.admit([item('3')], 1000)).rejects.toThrow('deleted or replaced');
   });
 
-  it('commits a delivery\'s admit ahead of a flush commit requested in the same turn', async () => {
+  it("commits a delivery's admit ahead of a flush commit requested in the same turn", async () => {
     const store = sqlite(join(tempDir().path, 'order.db'));
     await store.admit([item('a', { sessionKey: 'a' })], 0);
     const [batch] = await store.claimDue(Infinity, 30_000, 1);
@@ -103,7 +107,9 @@ describe('sqlite store', () => {
     // A delivery in every turn from now on: the commit must not wait for a quiet turn.
     const admitted: Array<Promise<unknown>> = [];
     for (let turn = 0; turn < 6; turn++) {
-      admitted.push(store.admit([item(`m${turn}`, { sessionKey: `t${turn}` })], 10).then(() => order.push(`admit${turn}`)));
+      admitted.push(
+        store.admit([item(`m${turn}`, { sessionKey: `t${turn}` })], 10).then(() => order.push(`admit${turn}`)),
+      );
       await new Promise((resolve) => setImmediate(resolve));
     }
     await Promise.all([committed, ...admitted]);
@@ -116,14 +122,18 @@ describe('sqlite store', () => {
     const store = sqlite(path);
     const keys = Array.from({ length: 5000 }, (_, i) => `k${i}`);
     for (let i = 0; i < keys.length; i += 500) {
-      await store.admit(keys.slice(i, i + 500).map((key) => ({ ...item(key), claims: [claim(key, 3_600_000, 100)] })), i);
+      await store.admit(
+        keys.slice(i, i + 500).map((key) => ({ ...item(key), claims: [claim(key, 3_600_000, 100)] })),
+        i,
+      );
     }
     await store.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT count(*) FROM claim_log').pluck().get()).toBe(100);
     db.close();
     const again = sqlite(path, 6000);
-    const verdictOf = async (key: string) => (await again.admit([{ ...item(key), claims: [claim(key, 3_600_000, 100)] }], 6000))[0]?.verdict;
+    const verdictOf = async (key: string) =>
+      (await again.admit([{ ...item(key), claims: [claim(key, 3_600_000, 100)] }], 6000))[0]?.verdict;
     expect(await verdictOf('k4999')).toBe('claimed');
     expect(await verdictOf('k4899')).toBe('accepted');
   });
@@ -132,7 +142,13 @@ describe('sqlite store', () => {
     const path = join(tempDir().path, 'running.db');
     const store = sqlite(path);
     for (let i = 0; i < 1500; i += 100) {
-      await store.admit(Array.from({ length: 100 }, (_, j) => `r${i + j}`).map((key) => ({ ...item(key), claims: [claim(key, 3_600_000, 100)] })), i);
+      await store.admit(
+        Array.from({ length: 100 }, (_, j) => `r${i + j}`).map((key) => ({
+          ...item(key),
+          claims: [claim(key, 3_600_000, 100)],
+        })),
+        i,
+      );
     }
     // Read beside the running store (WAL): the newest 100 keys, plus fewer than 512 since the last purge.
     const db = new Database(path, { readonly: true });
@@ -152,15 +168,20 @@ describe('sqlite store', () => {
     // At 5 s the first claim has expired; this run claims only in another space.
     const second = sqlite(path, 5_000);
     await second.admit([{ ...item('new'), claims: [claim('new', 3_600_000, 100)] }], 5_000);
-    expect((await second.admit([{ ...item('kept'), claims: [claim('kept', 3_600_000, 100, 'id:gone')] }], 5_000))[0]?.verdict).toBe('claimed');
+    expect(
+      (await second.admit([{ ...item('kept'), claims: [claim('kept', 3_600_000, 100, 'id:gone')] }], 5_000))[0]
+        ?.verdict,
+    ).toBe('claimed');
     await second.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT key FROM claim_log ORDER BY rowid').pluck().all()).toEqual(['kept', 'new']);
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all()).toEqual(['claim_log_space_expiry']);
+    expect(
+      db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all(),
+    ).toEqual(['claim_log_space_expiry']);
     db.close();
   });
 
-  it('drops the claim log\'s two old indexes from a file made by an earlier version, keeping its claims', async () => {
+  it("drops the claim log's two old indexes from a file made by an earlier version, keeping its claims", async () => {
     const path = join(tempDir().path, 'old-indexes.db');
     const db = new Database(path);
     db.exec(`CREATE TABLE claim_log (key TEXT NOT NULL, space TEXT NOT NULL, ttl_ms INTEGER NOT NULL, max_keys INTEGER NOT NULL, expires_at INTEGER NOT NULL);
@@ -168,10 +189,14 @@ describe('sqlite store', () => {
       INSERT INTO claim_log VALUES ('old', 'id:c', 3600000, 100, 3600000);`);
     db.close();
     const store = sqlite(path);
-    expect((await store.admit([{ ...item('old'), claims: [claim('old', 3_600_000, 100)] }], 10))[0]?.verdict).toBe('claimed');
+    expect((await store.admit([{ ...item('old'), claims: [claim('old', 3_600_000, 100)] }], 10))[0]?.verdict).toBe(
+      'claimed',
+    );
     await store.close();
     const after = new Database(path, { readonly: true });
-    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all()).toEqual(['claim_log_space_expiry']);
+    expect(
+      after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'claim_log'").pluck().all(),
+    ).toEqual(['claim_log_space_expiry']);
     after.close();
   });
 
@@ -193,14 +218,19 @@ describe('sqlite store', () => {
     const path = join(tempDir().path, 'ties.db');
     const store = sqlite(path);
     // One admission: 300 claims with one expiry.
-    await store.admit(Array.from({ length: 300 }, (_, i) => ({ ...item(`t${i}`), claims: [claim(`t${i}`, 3_600_000, 100)] })), 0);
+    await store.admit(
+      Array.from({ length: 300 }, (_, i) => ({ ...item(`t${i}`), claims: [claim(`t${i}`, 3_600_000, 100)] })),
+      0,
+    );
     await store.close();
     const db = new Database(path, { readonly: true });
-    expect(db.prepare('SELECT key FROM claim_log ORDER BY rowid').pluck().all()).toEqual(Array.from({ length: 100 }, (_, i) => `t${200 + i}`));
+    expect(db.prepare('SELECT key FROM claim_log ORDER BY rowid').pluck().all()).toEqual(
+      Array.from({ length: 100 }, (_, i) => `t${200 + i}`),
+    );
     db.close();
   });
 
-  it('starts without reading the buffered parts\' bodies', async () => {
+  it("starts without reading the buffered parts' bodies", async () => {
     const path = join(tempDir().path, 'lazy.db');
     const store = sqlite(path);
     await store.admit([item('1'), item('2', { sessionKey: 't' })], 0);
@@ -217,7 +247,10 @@ describe('sqlite store', () => {
 
   it('fails only the write that fails when writes share a commit, and commits each batch once', async () => {
     const store = sqlite(join(tempDir().path, 'group.db'));
-    await store.admit([item('a', { sessionKey: 'a', closeNow: true }), item('b', { sessionKey: 'b', closeNow: true })], 0);
+    await store.admit(
+      [item('a', { sessionKey: 'a', closeNow: true }), item('b', { sessionKey: 'b', closeNow: true })],
+      0,
+    );
     const [a, b] = await store.claimDue(0, 1000, 10);
     const results = await Promise.allSettled([
       store.commit(a as NonNullable<typeof a>, draft('same'), 1),
@@ -239,13 +272,19 @@ describe('sqlite store', () => {
     expect(await store.openBuffers()).toBe(1);
   });
 
-  it('keeps a batch ahead of its session\'s later batches when its commit shared a group that rolled back', async () => {
+  it("keeps a batch ahead of its session's later batches when its commit shared a group that rolled back", async () => {
     const store = sqlite(join(tempDir().path, 'ended-lease.db'));
-    await store.admit([item('a1', { debounceKey: 's/a', at: 0 }), item('z1', { sessionKey: 'z', closeNow: true, at: 0 })], 0);
+    await store.admit(
+      [item('a1', { debounceKey: 's/a', at: 0 }), item('z1', { sessionKey: 'z', closeNow: true, at: 0 })],
+      0,
+    );
     const taken = await store.claimDue(1000, 1000, 10);
     const [a, z] = ['s/a', 'z'].map((key) => taken.find((t) => t.debounceKey === key));
     // During a's flush: alice writes again (a's own deadline moves past b's), and bob sends a command.
-    await store.admit([item('a2', { debounceKey: 's/a', at: 1001 }), item('/b1', { debounceKey: 's/b', closeNow: true, at: 1002 })], 1002);
+    await store.admit(
+      [item('a2', { debounceKey: 's/a', at: 1001 }), item('/b1', { debounceKey: 's/b', closeNow: true, at: 1002 })],
+      1002,
+    );
     // a's commit and another sharing its group, which fails it (one outbox id twice).
     const results = await Promise.allSettled([
       store.commit(a as NonNullable<typeof a>, draft('same'), 1003),
@@ -256,16 +295,17 @@ describe('sqlite store', () => {
     expect((await store.claimDue(1003, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
   });
 
-  it('keeps a batch\'s lease when its commit, tried again on its own, fails too at COMMIT', async () => {
+  it("keeps a batch's lease when its commit, tried again on its own, fails too at COMMIT", async () => {
     const store = sqlite(join(tempDir().path, 'commit-fails.db'));
     // The next two transactions run their statements and then fail, as a full disk does at COMMIT.
     const inner = store as unknown as { groupTx: (fn: () => void) => void };
     const real = inner.groupTx;
     let failures = 0;
-    inner.groupTx = (fn) => real(() => {
-      fn();
-      if (failures > 0 && failures--) throw new Error('disk I/O error');
-    });
+    inner.groupTx = (fn) =>
+      real(() => {
+        fn();
+        if (failures > 0 && failures--) throw new Error('disk I/O error');
+      });
     await store.admit([item('a1', { debounceKey: 's/a', at: 0 })], 0);
     const [a] = await store.claimDue(1000, 1000, 10);
     await store.admit([item('/b1', { debounceKey: 's/b', closeNow: true, at: 1001 })], 1001);
@@ -280,10 +320,13 @@ describe('sqlite store', () => {
     expect((await store.claimDue(2002, 1000, 10)).map((t) => t.parts.map((p) => p.event.text))).toEqual([['/b1']]);
   });
 
-  it('keeps a batch closed by a command ahead of its session\'s later buffers across a restart', async () => {
+  it("keeps a batch closed by a command ahead of its session's later buffers across a restart", async () => {
     const path = join(tempDir().path, 'restart-order.db');
     const first = new SqliteStore(path, { now: 0 });
-    await first.admit([item('/a1', { debounceKey: 's/a', closeNow: true, at: 0 }), item('b1', { debounceKey: 's/b', at: 0 })], 0);
+    await first.admit(
+      [item('/a1', { debounceKey: 's/a', closeNow: true, at: 0 }), item('b1', { debounceKey: 's/b', at: 0 })],
+      0,
+    );
     expect((await first.claimDue(1000, 1000, 10)).map((t) => t.debounceKey)).toEqual(['s/a']);
     await first.close(); // stopped before a's flush committed
     const again = new SqliteStore(path, { now: 2000 });
@@ -301,7 +344,9 @@ describe('sqlite store', () => {
     // A read on every turn while the trim runs: what it sees shrinks by one chunk at most.
     const sizes: number[] = [];
     let done = false;
-    const trimmed = store.trimOutbox(0, 10, Number.MAX_SAFE_INTEGER).finally(() => { done = true; });
+    const trimmed = store.trimOutbox(0, 10, Number.MAX_SAFE_INTEGER).finally(() => {
+      done = true;
+    });
     while (!done) {
       sizes.push((await store.outboxAfter(0, 1000)).length);
       await new Promise((resolve) => setImmediate(resolve));
@@ -315,16 +360,21 @@ describe('sqlite store', () => {
     expect(sizes.some((size) => size > 10 && size < 300)).toBe(true);
   });
 
-  it('keeps a failed flush\'s retry time and its session\'s hold through the rebuild after a failed group commit', async () => {
+  it("keeps a failed flush's retry time and its session's hold through the rebuild after a failed group commit", async () => {
     const store = sqlite(join(tempDir().path, 'retry-hold.db'));
     // Session s: sender a's batch is taken and its flush fails; it is due again at 10 s.
     await store.admit([item('a1', { debounceKey: 's/a', closeNow: true })], 0);
     const [a] = await store.claimDue(0, 1000, 10);
     await store.release(a as NonNullable<typeof a>, 10_000);
     // Sender b's later batch of the same session waits behind it.
-    await store.admit([
-      item('b1', { debounceKey: 's/b', closeNow: true }), item('x', { sessionKey: 'x', closeNow: true }), item('y', { sessionKey: 'y', closeNow: true }),
-    ], 1);
+    await store.admit(
+      [
+        item('b1', { debounceKey: 's/b', closeNow: true }),
+        item('x', { sessionKey: 'x', closeNow: true }),
+        item('y', { sessionKey: 'y', closeNow: true }),
+      ],
+      1,
+    );
     const taken = await store.claimDue(1, 1000, 10);
     expect(taken.map((t) => t.sessionKey)).toEqual(['x', 'y']);
     // Two commits of one outbox id in one group: the group fails and the indexes are rebuilt.
@@ -366,17 +416,28 @@ describe('outbox trim, memory and SQLite alike', () => {
     return store;
   };
 
-  it.each(each)('%s: trims by age only up to the first record young enough, leaving no hole behind it', async (_name, open) => {
-    // A batch that waited for its media commits later with the time it was flushed: ages need
-    // not grow with seqs.
-    const store = await filled(open, [['a', 'none', 90], ['b', 'none', 105], ['c', 'none', 95], ['d', 'none', 110]]);
-    expect(await store.trimOutbox(100, 100, Number.MAX_SAFE_INTEGER)).toBe(1);
-    expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['b', 'c', 'd']);
-  });
+  it.each(each)(
+    '%s: trims by age only up to the first record young enough, leaving no hole behind it',
+    async (_name, open) => {
+      // A batch that waited for its media commits later with the time it was flushed: ages need
+      // not grow with seqs.
+      const store = await filled(open, [
+        ['a', 'none', 90],
+        ['b', 'none', 105],
+        ['c', 'none', 95],
+        ['d', 'none', 110],
+      ]);
+      expect(await store.trimOutbox(100, 100, Number.MAX_SAFE_INTEGER)).toBe(1);
+      expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['b', 'c', 'd']);
+    },
+  );
 
   it.each(each)('%s: trims past records kept for delivery, in chunks, and keeps them', async (_name, open) => {
     const ids = Array.from({ length: 300 }, (_, i) => `r${i}`);
-    const store = await filled(open, ids.map((id, i) => [id, i < 40 ? 'pending' : 'none', i] as [string, DeliveryState, number]));
+    const store = await filled(
+      open,
+      ids.map((id, i) => [id, i < 40 ? 'pending' : 'none', i] as [string, DeliveryState, number]),
+    );
     expect(await store.trimOutbox(0, 0, Number.MAX_SAFE_INTEGER)).toBe(260);
     expect((await store.outboxAfter(0, 1000)).map((r) => r.id)).toEqual(ids.slice(0, 40));
   });
@@ -387,8 +448,17 @@ describe('sqlite store upgrade', () => {
     const path = join(tempDir().path, 'old.db');
     const old = new Database(path);
     old.exec('CREATE TABLE buffered (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
-    const part = (id: number, text: string) => ({ id: String(id), debounceKey: 'cli:a\u0000u', receivedAt: 1000 + id, event: { ...item(text).part.event, sessionKey: 'cli:a' } });
-    for (const [id, text] of [[1, 'one'], [2, 'two']] as const) old.prepare('INSERT INTO buffered (id, body) VALUES (?, ?)').run(id, JSON.stringify(part(id, text)));
+    const part = (id: number, text: string) => ({
+      id: String(id),
+      debounceKey: 'cli:a\u0000u',
+      receivedAt: 1000 + id,
+      event: { ...item(text).part.event, sessionKey: 'cli:a' },
+    });
+    for (const [id, text] of [
+      [1, 'one'],
+      [2, 'two'],
+    ] as const)
+      old.prepare('INSERT INTO buffered (id, body) VALUES (?, ?)').run(id, JSON.stringify(part(id, text)));
     old.close();
     const store = new SqliteStore(path, { now: 5000 });
     expect(await store.nextDeadline()).toBeLessThanOrEqual(5000);
@@ -407,7 +477,14 @@ describe('sqlite store upgrade', () => {
     old.prepare('INSERT INTO turns VALUES (?, ?, ?, ?, NULL, NULL, NULL)').run('s', 'o-a', 100, 10_100);
     old.close();
     const store = new SqliteStore(path, { now: 200 });
-    expect(await store.turnOf('s', 200)).toEqual({ sessionKey: 's', open: true, outputId: 'o-a', openedAt: 100, until: 10_100, held: 0 });
+    expect(await store.turnOf('s', 200)).toEqual({
+      sessionKey: 's',
+      open: true,
+      outputId: 'o-a',
+      openedAt: 100,
+      until: 10_100,
+      held: 0,
+    });
     await store.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'turns'").pluck().get()).toBeUndefined();
@@ -416,7 +493,7 @@ describe('sqlite store upgrade', () => {
 });
 
 describe('sqlite turn log', () => {
-  it('keeps each session\'s newest turn when it compacts, and the turns read back after a restart', async () => {
+  it("keeps each session's newest turn when it compacts, and the turns read back after a restart", async () => {
     const path = join(tempDir().path, 'turn-log.db');
     const store = new SqliteStore(path, { now: 0 });
     const rule = { mode: 'interrupt' as const, maxMs: 1_000_000, maxHeld: 3 };
@@ -427,7 +504,9 @@ describe('sqlite turn log', () => {
     expect(db.prepare('SELECT count(*) FROM turn_log').pluck().get()).toBeLessThan(3000);
     db.close();
     const again = new SqliteStore(path, { now: 12_000 });
-    expect((await Promise.all(['s0', 's1', 's2'].map((key) => again.turnOf(key, 12_000)))).map((view) => view.outputId)).toEqual(['o-m11997', 'o-m11998', 'o-m11999']);
+    expect(
+      (await Promise.all(['s0', 's1', 's2'].map((key) => again.turnOf(key, 12_000)))).map((view) => view.outputId),
+    ).toEqual(['o-m11997', 'o-m11998', 'o-m11999']);
     await again.close();
   }, 60_000);
 });
@@ -468,7 +547,9 @@ describe('sqlite store opened for the service', () => {
       expect(turns).toBeGreaterThan(2);
       expect(await store.openBuffers()).toBe(6000);
       expect(store.claimStats().keys).toBe(claims.keys);
-      expect(verdicts(await store.admit([item('again', { sessionKey: 's5999', claims: ['k5999'] })], 2))).toEqual(['claimed']);
+      expect(verdicts(await store.admit([item('again', { sessionKey: 's5999', claims: ['k5999'] })], 2))).toEqual([
+        'claimed',
+      ]);
     } finally {
       await store.close();
     }

@@ -20,7 +20,17 @@ function missed(covered: ReadonlyMap<TurnCovered, number>, wanted: readonly Turn
   return wanted.filter((what) => (covered.get(what) ?? 0) < 3).map((what) => `${what}: ${covered.get(what) ?? 0}`);
 }
 
-const everyRun: TurnCovered[] = ['held', 'released', 'done', 'done-again', 'expired', 'max-held', 'stale-commit', 'during', 'interrupts'];
+const everyRun: TurnCovered[] = [
+  'held',
+  'released',
+  'done',
+  'done-again',
+  'expired',
+  'max-held',
+  'stale-commit',
+  'during',
+  'interrupts',
+];
 /** The scripted interleaving runs once per mode that holds (collect, followup). */
 const scripted = (covered: ReadonlyMap<TurnCovered, number>) => covered.get('late-arrival');
 
@@ -30,7 +40,7 @@ describe('agent turns model check', () => {
     for (const fn of cleanup.splice(0).reverse()) await fn();
   });
 
-  it('memory: a message arriving while the held messages\' release is in flight, and 200 random sequences, emit every message once, in order', async () => {
+  it("memory: a message arriving while the held messages' release is in flight, and 200 random sequences, emit every message once, in order", async () => {
     const covered = new Map<TurnCovered, number>();
     const violations = await turnModelCheck({ open: async () => new MemoryStore() }, 200, 40, covered);
     expect(violations.length, report(violations)).toBe(0);
@@ -38,24 +48,29 @@ describe('agent turns model check', () => {
     expect(scripted(covered)).toBe(2);
   }, 60_000);
 
-  it('sqlite: a message arriving while the held messages\' release is in flight, and 40 random sequences with restarts (and modes changed by them) emit every message once, in order', async () => {
+  it("sqlite: a message arriving while the held messages' release is in flight, and 40 random sequences with restarts (and modes changed by them) emit every message once, in order", async () => {
     const covered = new Map<TurnCovered, number>();
     const open = (path: string, now: number): SqliteStore => {
       const store = new SqliteStore(path, { now });
       cleanup.push(() => store.close().catch(() => undefined));
       return store;
     };
-    const violations = await turnModelCheck({
-      open: async () => {
-        const dir = tempDir('turn-model-');
-        cleanup.push(() => dir.remove());
-        return open(join(dir.path, 'store.db'), 0);
+    const violations = await turnModelCheck(
+      {
+        open: async () => {
+          const dir = tempDir('turn-model-');
+          cleanup.push(() => dir.remove());
+          return open(join(dir.path, 'store.db'), 0);
+        },
+        reopen: async (store, now) => {
+          await store.close();
+          return open((store as SqliteStore).path, now);
+        },
       },
-      reopen: async (store, now) => {
-        await store.close();
-        return open((store as SqliteStore).path, now);
-      },
-    }, 40, 40, covered);
+      40,
+      40,
+      covered,
+    );
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
     expect(scripted(covered)).toBe(2);
@@ -64,7 +79,7 @@ describe('agent turns model check', () => {
   describe('on a real redis-server', () => {
     const server = useRedis();
 
-    it('redis: a message arriving while the held messages\' release is in flight, and 100 random sequences with restarts (the store reopened, modes changed by them) emit every message once, in order', async () => {
+    it("redis: a message arriving while the held messages' release is in flight, and 100 random sequences with restarts (the store reopened, modes changed by them) emit every message once, in order", async () => {
       const covered = new Map<TurnCovered, number>();
       let opened = 0;
       const prefixes = new WeakMap<Store, string>();
@@ -73,13 +88,18 @@ describe('agent turns model check', () => {
         prefixes.set(store, keyPrefix);
         return store;
       };
-      const violations = await turnModelCheck({
-        open: () => open(`turn-model-${++opened}`),
-        reopen: async (store) => {
-          await store.close();
-          return open(prefixes.get(store) as string);
+      const violations = await turnModelCheck(
+        {
+          open: () => open(`turn-model-${++opened}`),
+          reopen: async (store) => {
+            await store.close();
+            return open(prefixes.get(store) as string);
+          },
         },
-      }, 100, 40, covered);
+        100,
+        40,
+        covered,
+      );
       expect(violations.length, report(violations)).toBe(0);
       expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
       expect(scripted(covered)).toBe(2);

@@ -1,5 +1,11 @@
 import { item } from '../../src/testing/index.js';
-import { isTurnBuffer, type LeasedBatch, type Store, type TurnMode, type TurnRule } from '../../src/core/ports/index.js';
+import {
+  isTurnBuffer,
+  type LeasedBatch,
+  type Store,
+  type TurnMode,
+  type TurnRule,
+} from '../../src/core/ports/index.js';
 import { seeded } from '../adapters/fuzz.js';
 
 /**
@@ -16,14 +22,37 @@ export interface TurnSubject {
   reopen?(store: Store, now: number): Promise<Store>;
 }
 
-export interface TurnViolation { seed: number; kind: string; message: string; log: string[] }
+export interface TurnViolation {
+  seed: number;
+  kind: string;
+  message: string;
+  log: string[];
+}
 /** What the sequences reached (zero violations mean something only if they reached these). */
-export type TurnCovered = 'held' | 'released' | 'done' | 'done-again' | 'expired' | 'max-held' | 'stale-commit' | 'restart' | 'mode-change' | 'during' | 'interrupts' | 'held-while-off' | 'late-arrival';
+export type TurnCovered =
+  | 'held'
+  | 'released'
+  | 'done'
+  | 'done-again'
+  | 'expired'
+  | 'max-held'
+  | 'stale-commit'
+  | 'restart'
+  | 'mode-change'
+  | 'during'
+  | 'interrupts'
+  | 'held-while-off'
+  | 'late-arrival';
 
 const MODES: TurnMode[] = ['off', 'collect', 'followup', 'steer', 'interrupt'];
 const SESSIONS = ['s1', 's2'];
 
-interface Emitted { id: string; session: string; texts: string[]; link?: { field: string; id: string } }
+interface Emitted {
+  id: string;
+  session: string;
+  texts: string[];
+  link?: { field: string; id: string };
+}
 
 class TurnRun {
   readonly r: () => number;
@@ -38,14 +67,26 @@ class TurnRun {
   readonly log: string[] = [];
   readonly found: Array<{ kind: string; message: string }> = [];
 
-  constructor(readonly subject: TurnSubject, readonly seed: number, readonly covered: Map<TurnCovered, number>) {
+  constructor(
+    readonly subject: TurnSubject,
+    readonly seed: number,
+    readonly covered: Map<TurnCovered, number>,
+  ) {
     this.r = seeded(seed * 104_729 + 7);
   }
 
-  rand(n: number): number { return Math.floor(this.r() * n); }
-  pick<T>(values: readonly T[]): T { return values[this.rand(values.length)] as T; }
-  cover(what: TurnCovered): void { this.covered.set(what, (this.covered.get(what) ?? 0) + 1); }
-  viol(kind: string, message: string): void { this.found.push({ kind, message }); }
+  rand(n: number): number {
+    return Math.floor(this.r() * n);
+  }
+  pick<T>(values: readonly T[]): T {
+    return values[this.rand(values.length)] as T;
+  }
+  cover(what: TurnCovered): void {
+    this.covered.set(what, (this.covered.get(what) ?? 0) + 1);
+  }
+  viol(kind: string, message: string): void {
+    this.found.push({ kind, message });
+  }
 
   pickRule(): TurnRule {
     return { mode: this.pick(MODES), maxMs: this.pick([300, 1000, 3000]), maxHeld: this.pick([2, 3, 20]) };
@@ -63,8 +104,24 @@ class TurnRun {
     const id = `o${this.seed}-${++this.drafts}`;
     const texts = batch.parts.map((part) => part.event.text);
     const body = JSON.stringify({ type: 'chat.processedMessage', id, texts });
-    const done = await this.store.commitTurn(batch, { id, type: 'chat.processedMessage', sessionKey: batch.sessionKey, channel: 'c', createdAt: this.t, body, state: 'none', messageIds: texts }, this.t, this.rule);
-    this.log.push(`t=${this.t} commit ${batch.debounceKey} [${texts.join(' ')}] -> ${done ? (done.held ? `held by ${done.by}` : `${id}${done.link ? ` ${done.link.field} ${done.link.id}` : ''}`) : 'stale'}`);
+    const done = await this.store.commitTurn(
+      batch,
+      {
+        id,
+        type: 'chat.processedMessage',
+        sessionKey: batch.sessionKey,
+        channel: 'c',
+        createdAt: this.t,
+        body,
+        state: 'none',
+        messageIds: texts,
+      },
+      this.t,
+      this.rule,
+    );
+    this.log.push(
+      `t=${this.t} commit ${batch.debounceKey} [${texts.join(' ')}] -> ${done ? (done.held ? `held by ${done.by}` : `${id}${done.link ? ` ${done.link.field} ${done.link.id}` : ''}`) : 'stale'}`,
+    );
     if (!done) return this.cover('stale-commit');
     if (done.held) return this.cover(this.rule.mode === 'off' ? 'held-while-off' : 'held');
     if (isTurnBuffer(batch.debounceKey)) this.cover(batch.reason === 'max_held' ? 'max-held' : 'released');
@@ -90,16 +147,24 @@ class TurnRun {
     const view = await this.store.turnOf(session, this.t);
     const mine = this.emitted.filter((e) => e.session === session);
     const roll = this.r();
-    const id = roll < 0.6 && view.outputId ? view.outputId : roll < 0.85 && mine.length > 0 ? this.pick(mine).id : `nope${this.rand(5)}`;
+    const id =
+      roll < 0.6 && view.outputId
+        ? view.outputId
+        : roll < 0.85 && mine.length > 0
+          ? this.pick(mine).id
+          : `nope${this.rand(5)}`;
     const twice = this.r() < 0.2;
-    const answers = await Promise.all(twice ? [this.store.turnDone(id, this.t), this.store.turnDone(id, this.t)] : [this.store.turnDone(id, this.t)]);
+    const answers = await Promise.all(
+      twice ? [this.store.turnDone(id, this.t), this.store.turnDone(id, this.t)] : [this.store.turnDone(id, this.t)],
+    );
     this.log.push(`t=${this.t} done ${id} -> ${answers.map((a) => a.result).join(',')}`);
     const closed = answers.filter((a) => a.result === 'closed').length;
     if (closed > 1) this.viol('done-twice', `two dones of ${id} both closed its turn`);
     if (closed === 1) this.cover('done');
     if (answers.some((a) => a.result === 'already')) this.cover('done-again');
     const known = this.emitted.some((e) => e.id === id);
-    if (answers.some((a) => (a.result === 'unknown') === known)) this.viol('done-answer', `done of ${id} answered ${answers.map((a) => a.result)} (known: ${known})`);
+    if (answers.some((a) => (a.result === 'unknown') === known))
+      this.viol('done-answer', `done of ${id} answered ${answers.map((a) => a.result)} (known: ${known})`);
   }
 
   async restart(): Promise<void> {
@@ -161,24 +226,33 @@ class TurnRun {
     await this.arrive('s1');
     await this.flush(false);
     const opened = this.emitted[0];
-    if (!opened || (await this.store.turnDone(opened.id, this.t)).result !== 'closed') return this.viol('late-arrival', 'the first output opened no turn to close');
+    if (!opened || (await this.store.turnDone(opened.id, this.t)).result !== 'closed')
+      return this.viol('late-arrival', 'the first output opened no turn to close');
     // The last dequeue: the held batch is taken, and its commit waits.
     const release = await this.store.claimDue(this.t, 500, 10);
     this.log.push(`t=${this.t} took [${release.map((batch) => batch.debounceKey).join(' ')}]`);
-    if (release.length !== 1 || !isTurnBuffer(release[0]!.debounceKey)) return this.viol('late-arrival', `the done made ${release.length} batch(es) due, not the held one alone`);
+    if (release.length !== 1 || !isTurnBuffer(release[0]!.debounceKey))
+      return this.viol('late-arrival', `the done made ${release.length} batch(es) due, not the held one alone`);
     await this.arrive('s1');
     await this.flush(false);
     await this.commit(release[0]!);
     await this.flush(false);
     const releasedAs = this.emitted[1];
-    if (!releasedAs || releasedAs.texts.join(' ') !== 'm2') return this.viol('late-arrival', `the release emitted [${releasedAs?.texts.join(' ') ?? ''}], not [m2] alone`);
+    if (!releasedAs || releasedAs.texts.join(' ') !== 'm2')
+      return this.viol('late-arrival', `the release emitted [${releasedAs?.texts.join(' ') ?? ''}], not [m2] alone`);
     const late = (await this.store.turnOf('s1', this.t)).held;
-    if (late !== 1) this.viol('stranded', `the late message is not held for the turn the release opened (held: ${late})`);
-    if ((await this.store.turnDone(releasedAs.id, this.t)).result !== 'closed') this.viol('late-arrival', `the release's output ${releasedAs.id} opened no turn to close`);
+    if (late !== 1)
+      this.viol('stranded', `the late message is not held for the turn the release opened (held: ${late})`);
+    if ((await this.store.turnDone(releasedAs.id, this.t)).result !== 'closed')
+      this.viol('late-arrival', `the release's output ${releasedAs.id} opened no turn to close`);
     // Done at this instant: the late message goes out now, not when some later message or maxMs comes.
     await this.flush(false);
     const out = this.emitted[2];
-    if (!out || out.texts.join(' ') !== 'm3') this.viol('stranded', `once the turn it waited for was done, the late message was not emitted (emitted: ${this.emitted.map((e) => `[${e.texts.join(' ')}]`).join(' ')})`);
+    if (!out || out.texts.join(' ') !== 'm3')
+      this.viol(
+        'stranded',
+        `once the turn it waited for was done, the late message was not emitted (emitted: ${this.emitted.map((e) => `[${e.texts.join(' ')}]`).join(' ')})`,
+      );
     else this.cover('late-arrival');
   }
 
@@ -194,16 +268,22 @@ class TurnRun {
   }
 
   async check(): Promise<void> {
-    if ((await this.store.openBuffers()) > 0) this.viol('left-held', `${await this.store.openBuffers()} buffer(s) still open at the end`);
-    const stored = (await this.store.outboxAfter(0, 10_000)).map((record) => JSON.parse(record.body) as { id: string; texts: string[] } & Record<string, string>);
-    if (stored.length !== this.emitted.length) this.viol('outbox', `${stored.length} records stored, ${this.emitted.length} emitted`);
+    if ((await this.store.openBuffers()) > 0)
+      this.viol('left-held', `${await this.store.openBuffers()} buffer(s) still open at the end`);
+    const stored = (await this.store.outboxAfter(0, 10_000)).map(
+      (record) => JSON.parse(record.body) as { id: string; texts: string[] } & Record<string, string>,
+    );
+    if (stored.length !== this.emitted.length)
+      this.viol('outbox', `${stored.length} records stored, ${this.emitted.length} emitted`);
     const seen = new Set<string>();
     for (const [session, arrived] of this.arrivals) {
       const mine = this.emitted.filter((e) => e.session === session);
       const texts = mine.flatMap((e) => e.texts);
-      if (texts.join(' ') !== arrived.join(' ')) this.viol('order', `${session}: arrived [${arrived.join(' ')}], emitted [${texts.join(' ')}]`);
+      if (texts.join(' ') !== arrived.join(' '))
+        this.viol('order', `${session}: arrived [${arrived.join(' ')}], emitted [${texts.join(' ')}]`);
       mine.forEach((e, i) => {
-        if (e.link && !mine.slice(0, i).some((earlier) => earlier.id === e.link?.id)) this.viol('link', `${e.id} ${e.link.field} ${e.link.id}, not an earlier output of ${session}`);
+        if (e.link && !mine.slice(0, i).some((earlier) => earlier.id === e.link?.id))
+          this.viol('link', `${e.id} ${e.link.field} ${e.link.id}, not an earlier output of ${session}`);
       });
     }
     for (const e of this.emitted) {
@@ -212,16 +292,26 @@ class TurnRun {
         seen.add(text);
       }
       const record = stored.find((s) => s.id === e.id);
-      if (e.link && record?.[e.link.field] !== e.link.id) this.viol('body', `${e.id}: the stored body lacks ${e.link.field}`);
-      if (!e.link && record && ['followsUp', 'during', 'interrupts'].some((field) => field in record)) this.viol('body', `${e.id}: a link in the body the commit did not answer`);
+      if (e.link && record?.[e.link.field] !== e.link.id)
+        this.viol('body', `${e.id}: the stored body lacks ${e.link.field}`);
+      if (!e.link && record && ['followsUp', 'during', 'interrupts'].some((field) => field in record))
+        this.viol('body', `${e.id}: a link in the body the commit did not answer`);
     }
   }
 }
 
 /** Run `sequences` seeded sequences of `steps` ops; the violations found, each with its op log. */
-export async function turnModelCheck(subject: TurnSubject, sequences: number, steps: number, covered = new Map<TurnCovered, number>()): Promise<TurnViolation[]> {
+export async function turnModelCheck(
+  subject: TurnSubject,
+  sequences: number,
+  steps: number,
+  covered = new Map<TurnCovered, number>(),
+): Promise<TurnViolation[]> {
   const out: TurnViolation[] = [];
-  for (const [seed, mode] of [[-1, 'collect'], [-2, 'followup']] as const) {
+  for (const [seed, mode] of [
+    [-1, 'collect'],
+    [-2, 'followup'],
+  ] as const) {
     const run = new TurnRun(subject, seed, covered);
     try {
       await run.lateArrival(mode);

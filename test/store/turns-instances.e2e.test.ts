@@ -13,15 +13,21 @@ afterEach(async () => {
 
 async function instance(store: string, prefix: string): Promise<Running> {
   const service = await startService({
-    store, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
-    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 }, turns: { mode: 'collect' },
+    store,
+    redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
+    turns: { mode: 'collect' },
   });
   services.push(service);
   return service;
 }
 
-const say = (service: Running, id: string, content: string) => postJson(`${service.url}/webhooks/generic`, { id, sessionKey: 'cli:a', sender: { id: 'u' }, content });
-const outbox = async (service: Running) => (await service.intake.store.outboxAfter(0, 100)).map((record) => JSON.parse(record.body) as { id: string; content: string; followsUp?: string });
+const say = (service: Running, id: string, content: string) =>
+  postJson(`${service.url}/webhooks/generic`, { id, sessionKey: 'cli:a', sender: { id: 'u' }, content });
+const outbox = async (service: Running) =>
+  (await service.intake.store.outboxAfter(0, 100)).map(
+    (record) => JSON.parse(record.body) as { id: string; content: string; followsUp?: string },
+  );
 const held = async (service: Running) => (await service.intake.turn('cli:a')).held;
 
 describe.each(stores.forms)('agent turns on several instances on %s', (_name, store) => {
@@ -44,12 +50,18 @@ describe.each(stores.forms)('agent turns on several instances on %s', (_name, st
     // A third message held by the second turn, and a done for it on each instance at once.
     await say(b, 'm3', 'third');
     await until(async () => (await held(a)) === 1);
-    const answers = await Promise.all([a, b].map((service) => postJson(`${service.url}/v1/turns/${second.id}/done`, {})));
+    const answers = await Promise.all(
+      [a, b].map((service) => postJson(`${service.url}/v1/turns/${second.id}/done`, {})),
+    );
     expect(answers.map((answer) => answer.body.closed).sort()).toEqual([false, true]);
     await until(async () => (await outbox(a)).length === 3);
     await Promise.all([a, b].map((service) => service.intake.settle()));
     const all = await outbox(b);
-    expect(all.map((output) => [output.content, output.followsUp])).toEqual([['first', undefined], ['second', first!.id], ['third', second.id]]);
+    expect(all.map((output) => [output.content, output.followsUp])).toEqual([
+      ['first', undefined],
+      ['second', first!.id],
+      ['third', second.id],
+    ]);
     expect(await held(a)).toBe(0);
   });
 });

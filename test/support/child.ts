@@ -19,13 +19,28 @@ export interface Child {
 }
 
 /** Run `command` in `cwd` with PATH and `env` as its whole environment, keeping what it writes. */
-export function run(command: string, args: readonly string[], cwd: string, env: Record<string, string | undefined> = {}): Child {
-  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string | undefined> = {},
+): Child {
+  const child = spawn(command, args, {
+    cwd,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let output = '';
-  child.stdout?.on('data', (d) => { stdout += d; output += d; });
-  child.stderr?.on('data', (d) => { stderr += d; output += d; });
+  child.stdout?.on('data', (d) => {
+    stdout += d;
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+    output += d;
+  });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited };
 }
@@ -56,9 +71,14 @@ server.listen(Number(process.env.PORT), '127.0.0.1');
  * `port`, once it is ready (/readyz).
  */
 export function startIntakeChild(dir: string, port: number, options: Record<string, unknown>): Promise<ChildProcess> {
-  return ready(port, run(process.execPath, ['--input-type=module', '-e', INTAKE_CHILD], dir, {
-    PORT: String(port), INTAKE_ENTRY: pathToFileURL(join(process.cwd(), 'dist/index.js')).href, INTAKE_OPTIONS: JSON.stringify({ cwd: dir, env: {}, ...options }),
-  }));
+  return ready(
+    port,
+    run(process.execPath, ['--input-type=module', '-e', INTAKE_CHILD], dir, {
+      PORT: String(port),
+      INTAKE_ENTRY: pathToFileURL(join(process.cwd(), 'dist/index.js')).href,
+      INTAKE_OPTIONS: JSON.stringify({ cwd: dir, env: {}, ...options }),
+    }),
+  );
 }
 
 /** The process once its service on `port` answers /readyz; it exiting first fails with its output. */
@@ -66,7 +86,10 @@ async function ready(port: number, started: Child): Promise<ChildProcess> {
   const { child } = started;
   await until(async () => {
     if (child.exitCode !== null) throw new Error(`service exited early: ${started.output()}`);
-    return fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    return fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
   }, 10_000);
   return child;
 }

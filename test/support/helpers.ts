@@ -28,15 +28,38 @@ export interface Running {
 }
 
 /** Start the real service on a random loopback port, with a temporary sqlite file by default. */
-export async function startService(file: Record<string, unknown> = {}, options: { dir?: string; metrics?: Metrics; clock?: Clock; logger?: pino.Logger; store?: Store; socketPingMs?: number } = {}): Promise<Running> {
+export async function startService(
+  file: Record<string, unknown> = {},
+  options: {
+    dir?: string;
+    metrics?: Metrics;
+    clock?: Clock;
+    logger?: pino.Logger;
+    store?: Store;
+    socketPingMs?: number;
+  } = {},
+): Promise<Running> {
   const dir = options.dir ?? tempDir().path;
   const config = loadConfig({
     env: {},
     cwd: dir,
-    file: { store: `sqlite:${join(dir, 'intake.db')}`, media: { dir: join(dir, 'media') }, logLevel: 'silent', ...file, server: { port: 0, ...(file.server as object | undefined) } },
+    file: {
+      store: `sqlite:${join(dir, 'intake.db')}`,
+      media: { dir: join(dir, 'media') },
+      logLevel: 'silent',
+      ...file,
+      server: { port: 0, ...(file.server as object | undefined) },
+    },
   });
-  const intake = await createIntake({ config, logger: options.logger ?? silent, cwd: dir, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.store ? { store: options.store } : {}), ...(options.socketPingMs ? { socketPingMs: options.socketPingMs } : {}) });
+  const intake = await createIntake({
+    config,
+    logger: options.logger ?? silent,
+    cwd: dir,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.store ? { store: options.store } : {}),
+    ...(options.socketPingMs ? { socketPingMs: options.socketPingMs } : {}),
+  });
   const server = createServer(intake.app.callback());
   server.on('upgrade', (request, socket, head) => {
     if (!intake.upgrade(request, socket, head)) socket.destroy();
@@ -61,12 +84,18 @@ export async function startService(file: Record<string, unknown> = {}, options: 
 /** Hand `body` to the generic channel of an in-process intake, as a webhook received at `now` (no HTTP). */
 export function deliverJson(intake: Intake, body: unknown, now: number) {
   return intake.ingest('generic', {
-    headers: { 'content-type': 'application/json' }, query: new URLSearchParams(), now,
+    headers: { 'content-type': 'application/json' },
+    query: new URLSearchParams(),
+    now,
     body: Buffer.from(JSON.stringify(body)),
   });
 }
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -108,7 +137,8 @@ export function useTeardown(): { services: Running[]; children: ChildProcess[]; 
   const children: ChildProcess[] = [];
   const cleanups: Array<() => unknown> = [];
   afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await Promise.all(services.splice(0).map((service) => service.stop()));
     for (const cleanup of cleanups.splice(0)) await cleanup();
   });

@@ -43,10 +43,13 @@ export class ManualClock implements Clock {
   setInterval = (fn: () => void, ms: number): unknown => {
     const handle = ++this.seq;
     const arm = (): void => {
-      const timer = this.setTimeout(() => {
-        arm();
-        fn();
-      }, Math.max(1, ms));
+      const timer = this.setTimeout(
+        () => {
+          arm();
+          fn();
+        },
+        Math.max(1, ms),
+      );
       this.intervals.set(handle, timer as number);
     };
     arm();
@@ -105,7 +108,9 @@ export class ManualClock implements Clock {
 
   private due(until: number): Timer | undefined {
     let first: Timer | undefined;
-    for (const timer of this.timers.values()) if (timer.at <= until && (!first || timer.at < first.at || (timer.at === first.at && timer.seq < first.seq))) first = timer;
+    for (const timer of this.timers.values())
+      if (timer.at <= until && (!first || timer.at < first.at || (timer.at === first.at && timer.seq < first.seq)))
+        first = timer;
     return first;
   }
 }

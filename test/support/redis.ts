@@ -56,9 +56,15 @@ export function useRedis(options: RedisServerOptions = {}): UsedRedis {
     return server;
   };
   return {
-    get url() { return running().url; },
-    get port() { return running().port; },
-    get admin() { return (admin ??= new Redis(running().url)); },
+    get url() {
+      return running().url;
+    },
+    get port() {
+      return running().port;
+    },
+    get admin() {
+      return (admin ??= new Redis(running().url));
+    },
     stop: () => running().stop(),
     restart: () => running().restart(),
     freeze: () => running().freeze(),
@@ -105,10 +111,27 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
 
 async function launch(port: number, dir: string, args: readonly string[]): Promise<ChildProcess> {
   // Later arguments win: `args` may turn persistence on.
-  const child = spawn('redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...args,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
+      ...args,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   running.add(child);
   // redis-server writes its own log (a port in use, a bad argument) to stdout.
   let stderr = '';
@@ -119,7 +142,8 @@ async function launch(port: number, dir: string, args: readonly string[]): Promi
   // The server on the port must be this child: if the port was taken meanwhile (another test
   // file's server), ours exits, and a PING would be answered by the other one.
   while (!(await answeredBy(port, child.pid))) {
-    if (child.exitCode !== null) throw new ServerExited(`redis-server on port ${port} exited (${child.exitCode}): ${stderr}`);
+    if (child.exitCode !== null)
+      throw new ServerExited(`redis-server on port ${port} exited (${child.exitCode}): ${stderr}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${stderr}`);

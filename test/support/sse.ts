@@ -31,13 +31,22 @@ export async function* framesOf(body: AsyncIterable<Uint8Array>): AsyncGenerator
         const colon = line.indexOf(':');
         if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
       }
-      if (fields.has('data')) yield { id: fields.get('id') ?? '', event: fields.get('event') ?? 'message', data: JSON.parse(fields.get('data') as string) };
+      if (fields.has('data'))
+        yield {
+          id: fields.get('id') ?? '',
+          event: fields.get('event') ?? 'message',
+          data: JSON.parse(fields.get('data') as string),
+        };
     }
   }
 }
 
 /** Read an SSE stream until `count` frames arrived (or the timeout), then close it. */
-export async function readEvents(url: string, count: number, options: { headers?: Record<string, string>; timeoutMs?: number; onOpen?: () => unknown } = {}): Promise<SseFrame[]> {
+export async function readEvents(
+  url: string,
+  count: number,
+  options: { headers?: Record<string, string>; timeoutMs?: number; onOpen?: () => unknown } = {},
+): Promise<SseFrame[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 5000);
   const frames: SseFrame[] = [];
@@ -106,5 +115,13 @@ export async function serveStream(stream: Koa.Middleware): Promise<ServedStream>
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/`, port, server, close: () => { server.closeAllConnections(); server.close(); } };
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    port,
+    server,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }

@@ -25,7 +25,8 @@ class WrappedStore implements Store {
   lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
   tail: Store['tail'] = (listener) => this.#inner.tail(listener);
   outboxGet: Store['outboxGet'] = (id) => this.#inner.outboxGet(id);
-  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq) => this.#inner.trimOutbox(olderThan, keepCount, keepAfterSeq);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq) =>
+    this.#inner.trimOutbox(olderThan, keepCount, keepAfterSeq);
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.#inner.claimPush(now, leaseMs, limit);
   ackPush: Store['ackPush'] = (lease, outcome, now) => this.#inner.ackPush(lease, outcome, now);
   nextPushAt: Store['nextPushAt'] = () => this.#inner.nextPushAt();
@@ -35,7 +36,8 @@ class WrappedStore implements Store {
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.#inner.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.#inner.dropLease(name, holder);
   fenceHolds: Store['fenceHolds'] = (name, fence) => this.#inner.fenceHolds(name, fence);
-  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) => this.#inner.fencedPut(name, fence, key, value, ttlMs, now);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) =>
+    this.#inner.fencedPut(name, fence, key, value, ttlMs, now);
   sharedGet: Store['sharedGet'] = (name, now) => this.#inner.sharedGet(name, now);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs, now) => this.#inner.sharedPut(name, value, ttlMs, now);
   claimStats: Store['claimStats'] = () => this.#inner.claimStats();

@@ -21,8 +21,29 @@ function arrayLog(entries: TraceEntry[]): TrailLog & { calls: string[][] } {
 
 const at = 1_700_000_000_000;
 const entries: TraceEntry[] = [
-  { n: 10, at, instance: 'a', channel: 'qq-a', kind: 'verdict', id: 'in-1', platformId: 'p-1', bot: '1', verdict: 'accepted' },
-  { n: 20, at, instance: 'b', channel: 'qq-b', kind: 'verdict', id: 'in-2', platformId: 'p-2', bot: '2', verdict: 'correlated', messageIds: ['p-1'] },
+  {
+    n: 10,
+    at,
+    instance: 'a',
+    channel: 'qq-a',
+    kind: 'verdict',
+    id: 'in-1',
+    platformId: 'p-1',
+    bot: '1',
+    verdict: 'accepted',
+  },
+  {
+    n: 20,
+    at,
+    instance: 'b',
+    channel: 'qq-b',
+    kind: 'verdict',
+    id: 'in-2',
+    platformId: 'p-2',
+    bot: '2',
+    verdict: 'correlated',
+    messageIds: ['p-1'],
+  },
   { n: 30, at, instance: 'a', channel: 'qq-a', kind: 'verdict', id: 'in-3', platformId: 'p-3', verdict: 'accepted' },
   { n: 40, at, instance: 'a', channel: 'qq-a', kind: 'batch', id: 'out-1', seq: 1, messageIds: ['p-1', 'p-3'] },
   { n: 50, at, instance: 'b', channel: 'qq-a', kind: 'delivery', id: 'out-1', seq: 1, state: 'delivered', attempts: 1 },
@@ -30,7 +51,7 @@ const entries: TraceEntry[] = [
 ];
 
 describe('the shared trail', () => {
-  it('follows a correlated copy\'s ingest id to the output it joined, its other parts and its push attempts, in three reads', async () => {
+  it("follows a correlated copy's ingest id to the output it joined, its other parts and its push attempts, in three reads", async () => {
     const log = arrayLog(entries);
     const trace = await sharedTrail(log).lookup('in-2');
     expect(trace.outputs).toEqual(['out-1']);
@@ -39,7 +60,7 @@ describe('the shared trail', () => {
     expect(log.calls[0]).toEqual(['in-2']);
   });
 
-  it('follows a fuzzy duplicate to the message it repeats and that message\'s output, not to an earlier one of the same words', async () => {
+  it("follows a fuzzy duplicate to the message it repeats and that message's output, not to an earlier one of the same words", async () => {
     const key = 'fz-key';
     const log = arrayLog([
       { n: 1, at, channel: 'generic', kind: 'verdict', id: 'in-old', verdict: 'accepted', fuzzyKey: key },

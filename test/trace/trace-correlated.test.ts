@@ -10,28 +10,44 @@ describe('the trace of a correlated copy', () => {
   let service: Running | undefined;
   afterEach(async () => service?.stop());
 
-  for (const [store, late] of [['memory', false], ['sqlite', false], ['memory', true]] as const) {
+  for (const [store, late] of [
+    ['memory', false],
+    ['sqlite', false],
+    ['memory', true],
+  ] as const) {
     it(`links the copy to the output the first delivery went into (${store} store${late ? ', the copy after the flush' : ''})`, async () => {
       // Time moves only when the test says so: the copy lands inside the window, or after the flush, as named.
       const clock = new ManualClock();
-      service = await startService({
-        ...(store === 'memory' ? { store: 'memory' } : {}),
-        debounce: { windowMs: 100, maxWaitMs: 1000 },
-        media: { timeoutMs: 2000, retries: 0 },
-        channels: [
-          { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
-          { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
-        ],
-      }, { clock });
+      service = await startService(
+        {
+          ...(store === 'memory' ? { store: 'memory' } : {}),
+          debounce: { windowMs: 100, maxWaitMs: 1000 },
+          media: { timeoutMs: 2000, retries: 0 },
+          channels: [
+            { id: 'qq-a', adapter: 'onebot', secret: 'secret-a', namespace: 'qq' },
+            { id: 'qq-b', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
+          ],
+        },
+        { clock },
+      );
       const napcat = fixtureBytes('onebot', 'napcat-group.json');
       const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
-      expect((await postJson(`${service.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) })).status).toBe(204);
+      expect(
+        (await postJson(`${service.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) }))
+          .status,
+      ).toBe(204);
       const first = service;
       if (late) {
         await clock.advance(100);
         await until(async () => (await first.intake.store.outboxAfter(0, 10)).length === 1, 10_000);
       }
-      expect((await postJson(`${service.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) })).status).toBe(204);
+      expect(
+        (
+          await postJson(`${service.url}/webhooks/qq-b`, gocqhttp.toString(), {
+            'x-signature': sign('secret-b', gocqhttp),
+          })
+        ).status,
+      ).toBe(204);
       const running = service;
       if (!late) {
         expect(await running.intake.store.outboxAfter(0, 10)).toEqual([]); // the copy came inside the window

@@ -46,33 +46,66 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
     store = url;
   });
 
-  it('traces on B a message posted to A by platform id, ingest id and output id, with A\'s arrival, the verdict, the output and its push attempts', async () => {
+  it("traces on B a message posted to A by platform id, ingest id and output id, with A's arrival, the verdict, the output and its push attempts", async () => {
     const prefix = `tr${process.pid}-${++tests}`;
     // The agent refuses the first push and takes the second.
     const agent = await serve((_req, res, hits) => {
       res.statusCode = hits === 1 ? 503 : 200;
       res.end();
     });
-    const pushing = { agent: { url: `http://127.0.0.1:${agent.port}/agent`, secret: SECRET, timeoutMs: 1500, minBackoffMs: 50, maxBackoffMs: 100 } };
+    const pushing = {
+      agent: {
+        url: `http://127.0.0.1:${agent.port}/agent`,
+        secret: SECRET,
+        timeoutMs: 1500,
+        minBackoffMs: 50,
+        maxBackoffMs: 100,
+      },
+    };
     const [a, b] = await Promise.all([instance(prefix, pushing), instance(prefix, pushing)]);
     expect(a.intake.instance).not.toBe(b.intake.instance);
-    const answer = await postJson(`${a.url}/webhooks/generic`, { id: 'pm-1', sessionKey: 'cli:tr', sender: { id: 'u' }, content: 'hello from A' });
+    const answer = await postJson(`${a.url}/webhooks/generic`, {
+      id: 'pm-1',
+      sessionKey: 'cli:tr',
+      sender: { id: 'u' },
+      content: 'hello from A',
+    });
     expect(answer.status).toBe(200);
     const ingestId = answer.body.events[0].id as string;
     await drained(a);
     const output = (await a.intake.store.outboxAfter(0, 10))[0]!;
 
     // The trail is written after the answer, in the background: B finds it once it is there.
-    await until(async () => (await getJson(`${b.url}/v1/trace/${output.id}`)).body.attempts?.length === 2, 10_000, async () => JSON.stringify((await getJson(`${b.url}/v1/trace/${output.id}`)).body));
+    await until(
+      async () => (await getJson(`${b.url}/v1/trace/${output.id}`)).body.attempts?.length === 2,
+      10_000,
+      async () => JSON.stringify((await getJson(`${b.url}/v1/trace/${output.id}`)).body),
+    );
     for (const id of ['pm-1', ingestId, output.id]) {
       const { status, body } = await getJson(`${b.url}/v1/trace/${encodeURIComponent(id)}`);
       expect(status).toBe(200);
       expect(body.arrivals).toHaveLength(1);
-      expect(body.arrivals[0]).toMatchObject({ instance: a.intake.instance, channel: 'generic', platformId: 'pm-1', id: ingestId, verdict: 'accepted' });
+      expect(body.arrivals[0]).toMatchObject({
+        instance: a.intake.instance,
+        channel: 'generic',
+        platformId: 'pm-1',
+        id: ingestId,
+        verdict: 'accepted',
+      });
       expect(body.outputs).toHaveLength(1);
-      expect(body.outputs[0]).toMatchObject({ id: output.id, messageIds: ['pm-1'], retained: true, delivery: { state: 'delivered', attempts: 2 } });
-      expect(body.attempts.map((attempt: any) => [attempt.state, attempt.attempts])).toEqual([['pending', 1], ['delivered', 2]]);
-      expect(body.attempts.every((attempt: any) => [a.intake.instance, b.intake.instance].includes(attempt.instance))).toBe(true);
+      expect(body.outputs[0]).toMatchObject({
+        id: output.id,
+        messageIds: ['pm-1'],
+        retained: true,
+        delivery: { state: 'delivered', attempts: 2 },
+      });
+      expect(body.attempts.map((attempt: any) => [attempt.state, attempt.attempts])).toEqual([
+        ['pending', 1],
+        ['delivered', 2],
+      ]);
+      expect(
+        body.attempts.every((attempt: any) => [a.intake.instance, b.intake.instance].includes(attempt.instance)),
+      ).toBe(true);
     }
     await agent.close();
     // An id no instance saw: the 404 says whose trail was asked.
@@ -87,15 +120,25 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
     const [a, b] = await Promise.all([instance(prefix, onebot), instance(prefix, onebot)]);
     const napcat = fixtureBytes('onebot', 'napcat-group.json');
     const gocqhttp = fixtureBytes('onebot', 'gocqhttp-group.json');
-    expect((await postJson(`${a.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) })).status).toBe(204);
-    expect((await postJson(`${b.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) })).status).toBe(204);
+    expect(
+      (await postJson(`${a.url}/webhooks/qq-a`, napcat.toString(), { 'x-signature': sign('secret-a', napcat) })).status,
+    ).toBe(204);
+    expect(
+      (await postJson(`${b.url}/webhooks/qq-b`, gocqhttp.toString(), { 'x-signature': sign('secret-b', gocqhttp) }))
+        .status,
+    ).toBe(204);
     await drained(a);
     const [output] = await a.intake.store.outboxAfter(0, 10);
 
     // The copy is B's delivery through bot 20002000 (its platform id is the message_id that bot gave).
     await until(async () => (await getJson(`${a.url}/v1/trace/884213`)).body.outputs?.length === 1);
     const { body } = await getJson(`${a.url}/v1/trace/884213`);
-    const arrivals = body.arrivals.map((arrival: any) => [arrival.instance, arrival.channel, arrival.bot, arrival.verdict]);
+    const arrivals = body.arrivals.map((arrival: any) => [
+      arrival.instance,
+      arrival.channel,
+      arrival.bot,
+      arrival.verdict,
+    ]);
     expect(arrivals).toEqual([
       [a.intake.instance, 'qq-a', '10001000', 'accepted'],
       [b.intake.instance, 'qq-b', '20002000', 'correlated'],
@@ -131,7 +174,7 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
     }
   });
 
-  it('streams every instance\'s activity on each, each entry naming its instance', async () => {
+  it("streams every instance's activity on each, each entry naming its instance", async () => {
     const prefix = `tr${process.pid}-${++tests}`;
     const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
     const frames = readEvents(`${b.url}/v1/activity`, 2, {
@@ -147,6 +190,8 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
     ]);
     // Resumable on the other instance by the same sequence.
     const resumed = await readEvents(`${a.url}/v1/activity?after=${got[0]!.id}`, 1);
-    expect(resumed.map((frame) => [frame.data.instance, frame.data.verdict])).toEqual([[b.intake.instance, 'duplicate']]);
+    expect(resumed.map((frame) => [frame.data.instance, frame.data.verdict])).toEqual([
+      [b.intake.instance, 'duplicate'],
+    ]);
   });
 });

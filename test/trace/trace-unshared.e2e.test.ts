@@ -14,8 +14,10 @@ afterAll(async () => {
 
 const instance = async (): Promise<Running> => {
   const service = await startService({
-    store: redis.url, redis: { keyPrefix: 'unshared', commandTimeoutMs: 3000 },
-    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 }, trace: { shared: false },
+    store: redis.url,
+    redis: { keyPrefix: 'unshared', commandTimeoutMs: 3000 },
+    debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
+    trace: { shared: false },
   });
   services.push(service);
   return service;
@@ -24,7 +26,16 @@ const instance = async (): Promise<Running> => {
 describe('the verdict trail with trace.shared false on a shared store', () => {
   it('keeps each instance its own trail: A traces what it admitted, B says it knows nothing, and Redis holds no trail', async () => {
     const [a, b] = [await instance(), await instance()];
-    expect((await postJson(`${a.url}/webhooks/generic`, { id: 'u-1', sessionKey: 'cli:u', sender: { id: 'u' }, content: 'hi' })).status).toBe(200);
+    expect(
+      (
+        await postJson(`${a.url}/webhooks/generic`, {
+          id: 'u-1',
+          sessionKey: 'cli:u',
+          sender: { id: 'u' },
+          content: 'hi',
+        })
+      ).status,
+    ).toBe(200);
     await until(async () => (await a.intake.store.outboxAfter(0, 10)).length === 1);
     const onA = await fetch(`${a.url}/v1/trace/u-1`);
     expect(onA.status).toBe(200);

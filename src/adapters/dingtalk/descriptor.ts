@@ -8,26 +8,43 @@ import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
-import { checkFreshness, checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Freshness, type Normalized, type PlatformReply } from '../kit/types.js';
+import {
+  checkFreshness,
+  checkSignature,
+  headerOf,
+  shapeError,
+  verifiedSecret,
+  type Adapter,
+  type Freshness,
+  type Normalized,
+  type PlatformReply,
+} from '../kit/types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 
-const settings = z.strictObject({
-  /** The app's AppSecret (Client Secret): signs every callback, and gets the app access token. */
-  appSecret: optionalText(),
-  /** The app's AppKey (Client ID): with appSecret, gets the access token that downloads files. */
-  clientId: optionalText(),
-  /**
-   * The robot's RobotCode: our bot id, and the robot files are downloaded for. @default clientId
-   * (an internal app's robot has the app's AppKey as its code)
-   */
-  robotCode: optionalText(),
-  /** DingTalk's API (access token and file downloads). */
-  apiBaseUrl: baseUrl('https://api.dingtalk.com'),
-}).check((ctx) => {
-  if (!/^https?:\/\/[^\s/]/i.test(ctx.value.apiBaseUrl)) {
-    ctx.issues.push({ code: 'custom', path: ['apiBaseUrl'], message: 'must be an http:// or https:// URL (DingTalk\'s is https://api.dingtalk.com)', input: ctx.value });
-  }
-});
+const settings = z
+  .strictObject({
+    /** The app's AppSecret (Client Secret): signs every callback, and gets the app access token. */
+    appSecret: optionalText(),
+    /** The app's AppKey (Client ID): with appSecret, gets the access token that downloads files. */
+    clientId: optionalText(),
+    /**
+     * The robot's RobotCode: our bot id, and the robot files are downloaded for. @default clientId
+     * (an internal app's robot has the app's AppKey as its code)
+     */
+    robotCode: optionalText(),
+    /** DingTalk's API (access token and file downloads). */
+    apiBaseUrl: baseUrl('https://api.dingtalk.com'),
+  })
+  .check((ctx) => {
+    if (!/^https?:\/\/[^\s/]/i.test(ctx.value.apiBaseUrl)) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['apiBaseUrl'],
+        message: "must be an http:// or https:// URL (DingTalk's is https://api.dingtalk.com)",
+        input: ctx.value,
+      });
+    }
+  });
 
 /** DingTalk enterprise-internal robot, HTTP callback mode. */
 export const dingtalk = defineAdapter({
@@ -46,12 +63,25 @@ export const dingtalk = defineAdapter({
 });
 
 /** How far the `timestamp` header may be from our clock (DingTalk's callback docs: 1 hour). */
-const FRESHNESS: Freshness = { field: 'the timestamp header', unit: 'ms', toleranceMs: 3_600_000, limit: 'the 1 h DingTalk allows' };
+const FRESHNESS: Freshness = {
+  field: 'the timestamp header',
+  unit: 'ms',
+  toleranceMs: 3_600_000,
+  limit: 'the 1 h DingTalk allows',
+};
 /** What DingTalk expects back from a callback. */
 const ACK: PlatformReply = { status: 200, body: {} };
-const conversationTypes = new Map<string, ConversationType>([['1', 'private'], ['2', 'group']]);
+const conversationTypes = new Map<string, ConversationType>([
+  ['1', 'private'],
+  ['2', 'group'],
+]);
 /** The media of each message type that carries a file in `content.downloadCode`. */
-const fileTypes = new Map<string, MediaType>([['picture', 'image'], ['file', 'document'], ['audio', 'audio'], ['video', 'video']]);
+const fileTypes = new Map<string, MediaType>([
+  ['picture', 'image'],
+  ['file', 'document'],
+  ['audio', 'audio'],
+  ['video', 'video'],
+]);
 
 /** base64(HMAC-SHA256(key = appSecret, timestamp + "\n" + appSecret)): DingTalk's `sign` header. */
 export function dingtalkSign(appSecret: string, timestamp: string): string {
@@ -65,7 +95,11 @@ export function dingtalkSign(appSecret: string, timestamp: string): string {
  * the exact-id dedup on `msgId` (the platform id, kept for `retryHorizonMs`) stops it.
  * Answered `200 {}`. Files come as `downloadCode`s, exchanged for a URL with the app token.
  */
-export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeof settings>, context: AdapterContext): Adapter {
+export function dingtalkAdapter(
+  channel: AdapterChannel,
+  options: z.output<typeof settings>,
+  context: AdapterContext,
+): Adapter {
   const signingSecret = verifiedSecret(channel, options.appSecret);
   const { appSecret, clientId, apiBaseUrl } = options;
   const robotCode = options.robotCode ?? clientId;
@@ -100,18 +134,27 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
   }
 
   /** Text and media of a message, by `msgtype`; undefined for a type we do not read. */
-  function contentOf(read: PayloadReader, message: Json, msgtype: string): { text: string; media: MediaRef[] } | undefined {
+  function contentOf(
+    read: PayloadReader,
+    message: Json,
+    msgtype: string,
+  ): { text: string; media: MediaRef[] } | undefined {
     if (msgtype === 'text') {
       const text = read.object(own(message, 'text'), 'text', 'an object {content}');
       return { text: (read.optText(own(text, 'content'), 'text.content') ?? '').trim(), media: [] };
     }
     const type = fileTypes.get(msgtype);
     if (msgtype !== 'richText' && !type) return undefined;
-    const content = read.object(own(message, 'content'), 'content', msgtype === 'richText' ? 'an object {richText: [...]}' : 'an object {downloadCode, ...}');
+    const content = read.object(
+      own(message, 'content'),
+      'content',
+      msgtype === 'richText' ? 'an object {richText: [...]}' : 'an object {downloadCode, ...}',
+    );
     if (!type) return richText(read, content);
     const file = fileOf(read, content, type);
     // A voice message carries DingTalk's speech recognition, when it made one.
-    const text = msgtype === 'audio' ? (read.optText(own(content, 'recognition'), 'content.recognition') ?? '').trim() : '';
+    const text =
+      msgtype === 'audio' ? (read.optText(own(content, 'recognition'), 'content.recognition') ?? '').trim() : '';
     return { text, media: file ? [file] : [] };
   }
 
@@ -120,7 +163,9 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
     const named = read.optText(own(message, 'robotCode'), 'robotCode') || undefined;
     if (robotCode && named && named !== robotCode) {
       const setting = options.robotCode ? `${where}.robotCode` : `${where}.clientId (robotCode unset)`;
-      throw fail(`robotCode "${named.slice(0, 64)}" is not this channel's robot, ${setting} "${robotCode}": set robotCode to the robot's RobotCode, or point that robot's callback at its own channel`);
+      throw fail(
+        `robotCode "${named.slice(0, 64)}" is not this channel's robot, ${setting} "${robotCode}": set robotCode to the robot's RobotCode, or point that robot's callback at its own channel`,
+      );
     }
     return robotCode ?? named ?? (read.optText(own(message, 'chatbotUserId'), 'chatbotUserId') || undefined);
   }
@@ -136,9 +181,19 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
       if (!signingSecret) return;
       const timestamp = headerOf(delivery, 'timestamp');
       const sign = headerOf(delivery, 'sign');
-      if (!timestamp || !sign) throw new SignatureError(`Signature missing on channel "${channel.id}": the timestamp and sign headers are required (DingTalk signs every robot callback)`, errorContext);
+      if (!timestamp || !sign)
+        throw new SignatureError(
+          `Signature missing on channel "${channel.id}": the timestamp and sign headers are required (DingTalk signs every robot callback)`,
+          errorContext,
+        );
       checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
-      checkSignature(channel, 'sign', sign, dingtalkSign(signingSecret, timestamp), `does not match the timestamp (is ${where}.appSecret this app's AppSecret?)`);
+      checkSignature(
+        channel,
+        'sign',
+        sign,
+        dingtalkSign(signingSecret, timestamp),
+        `does not match the timestamp (is ${where}.appSecret this app's AppSecret?)`,
+      );
     },
 
     normalize(body, delivery): Normalized {
@@ -151,7 +206,10 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
       const conversationId = read.text(own(message, 'conversationId'), 'conversationId');
       const rawType = read.optText(own(message, 'conversationType'), 'conversationType');
       const type = rawType === undefined ? undefined : conversationTypes.get(rawType);
-      if (!type) throw fail(`conversationType must be "1" (single chat) or "2" (group chat), got ${kindOf(own(message, 'conversationType'))}`);
+      if (!type)
+        throw fail(
+          `conversationType must be "1" (single chat) or "2" (group chat), got ${kindOf(own(message, 'conversationType'))}`,
+        );
       const field = (key: string) => read.optText(own(message, key), key) || undefined;
       const staffId = field('senderStaffId');
       const senderId = field('senderId');
@@ -171,8 +229,15 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
         if (mentioned && dingtalkId !== chatbotUserId && !mentions.includes(mentioned)) mentions.push(mentioned);
       });
       const fields: Record<string, string> = { msg_id: msgId, msgtype, conversation_id: conversationId };
-      for (const [key, name] of [['senderId', 'sender_id'], ['senderStaffId', 'sender_staff_id'], ['senderCorpId', 'sender_corp_id'], ['chatbotUserId', 'chatbot_user_id'],
-        ['conversationTitle', 'conversation_title'], ['sessionWebhook', 'session_webhook'], ['sessionWebhookExpiredTime', 'session_webhook_expired_time']] as const) {
+      for (const [key, name] of [
+        ['senderId', 'sender_id'],
+        ['senderStaffId', 'sender_staff_id'],
+        ['senderCorpId', 'sender_corp_id'],
+        ['chatbotUserId', 'chatbot_user_id'],
+        ['conversationTitle', 'conversation_title'],
+        ['sessionWebhook', 'session_webhook'],
+        ['sessionWebhookExpiredTime', 'session_webhook_expired_time'],
+      ] as const) {
         const value = field(key);
         if (value) fields[name] = value;
       }
@@ -195,7 +260,12 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
     },
 
     async resolveMedia(ref, signal) {
-      if (!token || !robotCode) throw new MediaError('bad_url', `${where}.clientId and ${where}.appSecret are needed to download DingTalk files (they get the app access token)`, false);
+      if (!token || !robotCode)
+        throw new MediaError(
+          'bad_url',
+          `${where}.clientId and ${where}.appSecret are needed to download DingTalk files (they get the app access token)`,
+          false,
+        );
       return { url: await dingtalkDownloadUrl(token, apiBaseUrl, robotCode, ref.ref ?? '', signal) };
     },
   };
@@ -206,7 +276,10 @@ export function dingtalkAdapter(channel: AdapterChannel, options: z.output<typeo
  * `groupMessages/send {robotCode, openConversationId}` or `oToMessages/batchSend {robotCode, userIds: [userId]}`.
  */
 export function dingtalkReply({ ids, conversation, sender }: ReplyTarget): ReplyParts {
-  const params: Record<string, ReplyValue> = conversation.type === 'group' ? { openConversationId: conversation.id } : { userId: ids.sender_staff_id ?? sender.id };
+  const params: Record<string, ReplyValue> =
+    conversation.type === 'group'
+      ? { openConversationId: conversation.id }
+      : { userId: ids.sender_staff_id ?? sender.id };
   if (ids.robot_code) params.robotCode = ids.robot_code;
   if (ids.session_webhook) params.sessionWebhook = ids.session_webhook;
   const expires = Number(ids.session_webhook_expired_time);

@@ -18,25 +18,39 @@ const millis = (min: number, max: number, fallback: number) =>
 export const DEFAULT_INTENTS = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
 const MESSAGE_CONTENT = 1 << 15;
 
-const settings = z.strictObject({
-  /** Bot > Token in the Developer Portal: identifies us on the Gateway. */
-  botToken: optionalText(),
-  /** Gateway intents (a bit field). @default guilds, guild messages, DMs and message content */
-  intents: z.number({ error: 'must be a number (a bit field of Gateway intents)' }).int().min(0).max(2 ** 26).default(DEFAULT_INTENTS),
-  apiBaseUrl: baseUrl('https://discord.com/api/v10'),
-  /** A fixed Gateway URL instead of the one `GET /gateway/bot` gives. */
-  gatewayUrl: optionalText().refine((url) => url === undefined || /^wss?:\/\/[^\s/]/.test(url), { error: 'must be a ws:// or wss:// URL' }),
-  /** A Gateway that sends no Hello this long after the socket opened is dropped and dialled again. */
-  helloTimeoutMs: millis(100, 600_000, 20_000),
-  /** On several instances one holds the Gateway connection; a survivor takes over within this. */
-  leaseMs: millis(300, 600_000, 15_000),
-  reconnectMinMs: millis(10, 600_000, 1000),
-  reconnectMaxMs: millis(10, 3_600_000, 30_000),
-}).check((ctx) => {
-  if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
-    ctx.issues.push({ code: 'custom', path: ['reconnectMaxMs'], message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`, input: ctx.value });
-  }
-});
+const settings = z
+  .strictObject({
+    /** Bot > Token in the Developer Portal: identifies us on the Gateway. */
+    botToken: optionalText(),
+    /** Gateway intents (a bit field). @default guilds, guild messages, DMs and message content */
+    intents: z
+      .number({ error: 'must be a number (a bit field of Gateway intents)' })
+      .int()
+      .min(0)
+      .max(2 ** 26)
+      .default(DEFAULT_INTENTS),
+    apiBaseUrl: baseUrl('https://discord.com/api/v10'),
+    /** A fixed Gateway URL instead of the one `GET /gateway/bot` gives. */
+    gatewayUrl: optionalText().refine((url) => url === undefined || /^wss?:\/\/[^\s/]/.test(url), {
+      error: 'must be a ws:// or wss:// URL',
+    }),
+    /** A Gateway that sends no Hello this long after the socket opened is dropped and dialled again. */
+    helloTimeoutMs: millis(100, 600_000, 20_000),
+    /** On several instances one holds the Gateway connection; a survivor takes over within this. */
+    leaseMs: millis(300, 600_000, 15_000),
+    reconnectMinMs: millis(10, 600_000, 1000),
+    reconnectMaxMs: millis(10, 3_600_000, 30_000),
+  })
+  .check((ctx) => {
+    if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['reconnectMaxMs'],
+        message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`,
+        input: ctx.value,
+      });
+    }
+  });
 
 /** Discord bots: guild and DM messages over the Gateway (they never come by webhook). */
 export const discord = defineAdapter({
@@ -59,7 +73,11 @@ const EMPTY_BEFORE_WARNING = 3;
  * MESSAGE_CREATE in guild channels (`discord:group:<channel_id>`) and DMs
  * (`discord:<channel_id>`); our own bot's messages are looped; attachments are downloaded.
  */
-export function discordAdapter(channel: AdapterChannel, options: z.output<typeof settings>, context: AdapterContext): Adapter {
+export function discordAdapter(
+  channel: AdapterChannel,
+  options: z.output<typeof settings>,
+  context: AdapterContext,
+): Adapter {
   const namespace = channel.namespace;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'discord', namespace, idPrefix: 'discord' });
   const fail = (problem: string) => shapeError(channel, 'a Discord MESSAGE_CREATE', problem);
@@ -69,13 +87,26 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
   let warned = false;
   const gateway = options.botToken
     ? discordGateway({
-      channel: channel.id, botToken: options.botToken, intents: options.intents, apiBaseUrl: options.apiBaseUrl, gatewayUrl: options.gatewayUrl,
-      helloTimeoutMs: options.helloTimeoutMs, leaseMs: options.leaseMs, reconnectMinMs: options.reconnectMinMs, reconnectMaxMs: options.reconnectMaxMs,
-      context, identified: (id) => { botUserId = id; },
-    })
+        channel: channel.id,
+        botToken: options.botToken,
+        intents: options.intents,
+        apiBaseUrl: options.apiBaseUrl,
+        gatewayUrl: options.gatewayUrl,
+        helloTimeoutMs: options.helloTimeoutMs,
+        leaseMs: options.leaseMs,
+        reconnectMinMs: options.reconnectMinMs,
+        reconnectMaxMs: options.reconnectMaxMs,
+        context,
+        identified: (id) => {
+          botUserId = id;
+        },
+      })
     : undefined;
   if ((options.intents & MESSAGE_CONTENT) === 0) {
-    context.logger?.warn({ channel: channel.id }, `channel "${channel.id}": intents lack MESSAGE_CONTENT (1<<15): guild messages will arrive with empty content, except those that mention the bot`);
+    context.logger?.warn(
+      { channel: channel.id },
+      `channel "${channel.id}": intents lack MESSAGE_CONTENT (1<<15): guild messages will arrive with empty content, except those that mention the bot`,
+    );
   }
 
   /** Warn once when guild messages keep arriving empty: the privileged intent is not granted. */
@@ -83,7 +114,10 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
     if (!empty) contentSeen = true;
     if (warned || contentSeen || !empty || ++emptyGuild < EMPTY_BEFORE_WARNING) return;
     warned = true;
-    context.logger?.warn({ channel: channel.id }, `channel "${channel.id}": Discord sends guild messages without content: turn on Message Content Intent under Bot > Privileged Gateway Intents in the Developer Portal (intents must include 1<<15)`);
+    context.logger?.warn(
+      { channel: channel.id },
+      `channel "${channel.id}": Discord sends guild messages without content: turn on Message Content Intent under Bot > Privileged Gateway Intents in the Developer Portal (intents must include 1<<15)`,
+    );
   }
 
   return {
@@ -96,7 +130,10 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
     verify(delivery) {
       // Dispatches come over the Gateway socket we opened with the bot token; a POST here is no one's.
       if (delivery.authenticated) return;
-      throw new SignatureError(`Channel "${channel.id}" reads the Discord Gateway: it takes no webhook POST`, { channel: channel.id, stage: 'adapter' });
+      throw new SignatureError(`Channel "${channel.id}" reads the Discord Gateway: it takes no webhook POST`, {
+        channel: channel.id,
+        stage: 'adapter',
+      });
     },
 
     normalize(body, delivery): Normalized {
@@ -109,7 +146,9 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
       const guildId = read.optText(own(d, 'guild_id'), 'd.guild_id');
       const author = read.object(own(d, 'author'), 'd.author', 'a user object {id, username}');
       const authorId = read.text(own(author, 'id'), 'd.author.id');
-      const name = read.optText(own(author, 'global_name'), 'd.author.global_name') || read.optText(own(author, 'username'), 'd.author.username');
+      const name =
+        read.optText(own(author, 'global_name'), 'd.author.global_name') ||
+        read.optText(own(author, 'username'), 'd.author.username');
       const content = read.optText(own(d, 'content'), 'd.content') ?? '';
       const media: MediaRef[] = read.optArray(own(d, 'attachments'), 'd.attachments').flatMap((item, i) => {
         const at = `d.attachments[${i}]`;
@@ -119,19 +158,31 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
         const mimeType = read.optText(own(file, 'content_type'), `${at}.content_type`);
         const fileName = read.optText(own(file, 'filename'), `${at}.filename`);
         const size = read.optNumber(own(file, 'size'), `${at}.size`);
-        return [{ url, ...(mimeType ? { mimeType } : {}), ...(fileName ? { fileName } : {}), ...(size ? { size } : {}) }];
+        return [
+          { url, ...(mimeType ? { mimeType } : {}), ...(fileName ? { fileName } : {}), ...(size ? { size } : {}) },
+        ];
       });
       const names = new Map<string, string>();
       const mentions = read.optArray(own(d, 'mentions'), 'd.mentions').flatMap((item, i) => {
         const user = read.object(item, `d.mentions[${i}]`, 'a user object {id}');
         const mentioned = read.optText(own(user, 'id'), `d.mentions[${i}].id`);
         if (!mentioned) return [];
-        names.set(mentioned, read.optText(own(user, 'global_name'), `d.mentions[${i}].global_name`) || read.optText(own(user, 'username'), `d.mentions[${i}].username`) || mentioned);
+        names.set(
+          mentioned,
+          read.optText(own(user, 'global_name'), `d.mentions[${i}].global_name`) ||
+            read.optText(own(user, 'username'), `d.mentions[${i}].username`) ||
+            mentioned,
+        );
         return [mentioned];
       });
-      if (guildId) watchContent(content === '' && media.length === 0 && read.optArray(own(d, 'embeds'), 'd.embeds').length === 0);
+      if (guildId)
+        watchContent(content === '' && media.length === 0 && read.optArray(own(d, 'embeds'), 'd.embeds').length === 0);
       // Mentions read as @name, as a user sees them, not as <@id> markup.
-      const text = content.replace(/<@!?(\d+)>/g, (markup, mentioned: string) => (names.has(mentioned) ? `@${names.get(mentioned)}` : markup)).trim();
+      const text = content
+        .replace(/<@!?(\d+)>/g, (markup, mentioned: string) =>
+          names.has(mentioned) ? `@${names.get(mentioned)}` : markup,
+        )
+        .trim();
       const fields: Record<string, string> = { message_id: id, channel_id: channelId };
       if (guildId) fields.guild_id = guildId;
       const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
@@ -140,17 +191,22 @@ export function discordAdapter(channel: AdapterChannel, options: z.output<typeof
       const stamp = read.optText(own(d, 'timestamp'), 'd.timestamp');
       const at = stamp ? Date.parse(stamp) : Number.NaN;
       return {
-        events: [buildEvent({
-          kind: 'message',
-          detail: guildId ? 'group' : 'private',
-          botId: botUserId,
-          conversation: { type: guildId ? 'group' : 'private', id: channelId },
-          sender: { id: authorId, ...(name ? { name } : {}) },
-          platformId: id,
-          text, media, mentions, fields,
-          timestamp: read.timestamp(Number.isFinite(at) ? at : undefined, 'd.timestamp', 'ms', delivery.now),
-          raw: d,
-        })],
+        events: [
+          buildEvent({
+            kind: 'message',
+            detail: guildId ? 'group' : 'private',
+            botId: botUserId,
+            conversation: { type: guildId ? 'group' : 'private', id: channelId },
+            sender: { id: authorId, ...(name ? { name } : {}) },
+            platformId: id,
+            text,
+            media,
+            mentions,
+            fields,
+            timestamp: read.timestamp(Number.isFinite(at) ? at : undefined, 'd.timestamp', 'ms', delivery.now),
+            raw: d,
+          }),
+        ],
       };
     },
   };

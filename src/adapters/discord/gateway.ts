@@ -1,5 +1,11 @@
 import { request } from 'undici';
-import { DialError, type DialSession, type SessionIo, type SocketDial, type SocketFrame } from '../../events/connection.js';
+import {
+  DialError,
+  type DialSession,
+  type SessionIo,
+  type SocketDial,
+  type SocketFrame,
+} from '../../events/connection.js';
 import type { AdapterContext } from '../kit/access-token.js';
 
 // The Discord Gateway (discord.com/developers/docs/events/gateway): Hello (op 10) gives the
@@ -36,8 +42,11 @@ const FATAL = new Map<number, string>([
   [4010, 'Discord says the shard is invalid (4010)'],
   [4011, 'Discord says this bot needs sharding (4011): it is in too many guilds for one connection'],
   [4012, 'Discord refused the Gateway API version (4012)'],
-  [4013, 'Discord refused the intents (4013 invalid intents): check the channel\'s intents'],
-  [4014, 'Discord refused a privileged intent (4014 disallowed intents): turn on Message Content (and any other privileged intent in intents) under Bot > Privileged Gateway Intents in the Developer Portal'],
+  [4013, "Discord refused the intents (4013 invalid intents): check the channel's intents"],
+  [
+    4014,
+    'Discord refused a privileged intent (4014 disallowed intents): turn on Message Content (and any other privileged intent in intents) under Bot > Privileged Gateway Intents in the Developer Portal',
+  ],
 ]);
 /** Close codes after which the session cannot be resumed: identify anew. */
 const NEW_SESSION = new Set([4007, 4009]);
@@ -72,7 +81,9 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
     dirty = true;
     if (writing) return;
     const put = (value: string, ttlMs: number): Promise<unknown> =>
-      io.fence ? io.fence.put(cursorKey, value, ttlMs) : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
+      io.fence
+        ? io.fence.put(cursorKey, value, ttlMs)
+        : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
     const next = async (): Promise<void> => {
       while (dirty) {
         dirty = false;
@@ -97,28 +108,41 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
 
   async function gatewayUrl(signal: AbortSignal): Promise<string> {
     if (options.gatewayUrl) return options.gatewayUrl;
-    const response = await request(`${options.apiBaseUrl}/gateway/bot`, { method: 'GET', signal, headers: { authorization: `Bot ${botToken}` } });
+    const response = await request(`${options.apiBaseUrl}/gateway/bot`, {
+      method: 'GET',
+      signal,
+      headers: { authorization: `Bot ${botToken}` },
+    });
     const text = await response.body.text();
-    let answer: { url?: unknown; session_start_limit?: { remaining?: unknown; reset_after?: unknown }; message?: unknown } | undefined;
+    let answer:
+      | { url?: unknown; session_start_limit?: { remaining?: unknown; reset_after?: unknown }; message?: unknown }
+      | undefined;
     try {
       answer = JSON.parse(text) as typeof answer;
     } catch {
       answer = undefined;
     }
     if (response.statusCode === 401) throw new Error('GET /gateway/bot answered 401: the botToken is wrong');
-    if (response.statusCode !== 200 || typeof answer?.url !== 'string') throw new Error(hide(`GET /gateway/bot failed: HTTP ${response.statusCode}`));
+    if (response.statusCode !== 200 || typeof answer?.url !== 'string')
+      throw new Error(hide(`GET /gateway/bot failed: HTTP ${response.statusCode}`));
     const limit = answer.session_start_limit;
     if (!cursor && limit && limit.remaining === 0) {
       // Identifying now would be refused: wait until the budget resets (reset_after, ms), then ask again.
       const resetMs = Math.max(0, Math.min(Number(limit.reset_after) || 0, 86_400_000));
-      throw new DialError(`Discord's daily session starts are used up; asking again when they reset, in ${Math.ceil(resetMs / 1000)} s`, resetMs);
+      throw new DialError(
+        `Discord's daily session starts are used up; asking again when they reset, in ${Math.ceil(resetMs / 1000)} s`,
+        resetMs,
+      );
     }
     return answer.url;
   }
 
   function session(io: SessionIo): DialSession {
     let heartbeat: unknown;
-    let helloTimer: unknown = io.setTimeout(() => io.close(RESUME_CLOSE, 'no Hello from the Gateway'), options.helloTimeoutMs);
+    let helloTimer: unknown = io.setTimeout(
+      () => io.close(RESUME_CLOSE, 'no Hello from the Gateway'),
+      options.helloTimeoutMs,
+    );
     let acked = true;
     /** The highest sequence received (heartbeats carry it); `cursor.seq` moves only once a dispatch is recorded. */
     let received: number | null = cursor?.seq ?? null;
@@ -142,7 +166,11 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
         return;
       }
       lastIdentifyAt = io.now();
-      send(2, { token: botToken, intents: options.intents, properties: { os: process.platform, browser: 'agent-intake', device: 'agent-intake' } });
+      send(2, {
+        token: botToken,
+        intents: options.intents,
+        properties: { os: process.platform, browser: 'agent-intake', device: 'agent-intake' },
+      });
     };
     const advance = (seq: unknown): void => {
       if (typeof seq !== 'number' || !cursor) return;

@@ -8,10 +8,18 @@ import { AccessToken, type AdapterContext } from '../kit/access-token.js';
  * tenant_access_token/internal {app_id, app_secret}` answers `{code: 0, tenant_access_token,
  * expire}` (seconds; 7200 today), shared by every instance through the store.
  */
-export function feishuTenantToken(context: AdapterContext, apiBaseUrl: string, appId: string, appSecret: string): AccessToken {
+export function feishuTenantToken(
+  context: AdapterContext,
+  apiBaseUrl: string,
+  appId: string,
+  appSecret: string,
+): AccessToken {
   return new AccessToken(`feishu:token:${apiBaseUrl}:${appId}`, context, async (signal) => {
     const response = await request(`${apiBaseUrl}/open-apis/auth/v3/tenant_access_token/internal`, {
-      method: 'POST', signal, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ app_id: appId, app_secret: appSecret }),
+      method: 'POST',
+      signal,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: JSON.stringify({ app_id: appId, app_secret: appSecret }),
     }).catch((error: unknown) => {
       throw new MediaError('network', `Feishu API unreachable: ${(error as Error).message}`, true);
     });
@@ -24,8 +32,15 @@ export function feishuTenantToken(context: AdapterContext, apiBaseUrl: string, a
     }
     const token = answer?.tenant_access_token;
     if (response.statusCode !== 200 || answer?.code !== 0 || typeof token !== 'string' || token === '') {
-      const words = answer && typeof answer.msg === 'string' ? `code ${String(answer.code)} (${answer.msg})` : `HTTP ${response.statusCode}`;
-      throw new MediaError('http', `getting the tenant access token failed: ${words}; check appId and appSecret`, response.statusCode >= 500);
+      const words =
+        answer && typeof answer.msg === 'string'
+          ? `code ${String(answer.code)} (${answer.msg})`
+          : `HTTP ${response.statusCode}`;
+      throw new MediaError(
+        'http',
+        `getting the tenant access token failed: ${words}; check appId and appSecret`,
+        response.statusCode >= 500,
+      );
     }
     const seconds = typeof answer.expire === 'number' && answer.expire > 0 ? answer.expire : 7200;
     return { token, expiresInMs: seconds * 1000 };
@@ -42,7 +57,12 @@ export function resourceRef(type: 'image' | 'file', messageId: string, key: stri
  * resources/:file_key?type=image|file` with the tenant token (up to 100 MB; not for stickers,
  * cards or merged-forward children).
  */
-export async function resourceDownload(token: AccessToken, apiBaseUrl: string, ref: string, signal: AbortSignal): Promise<ResolvedMedia> {
+export async function resourceDownload(
+  token: AccessToken,
+  apiBaseUrl: string,
+  ref: string,
+  signal: AbortSignal,
+): Promise<ResolvedMedia> {
   const match = /^(image|file):([^:/?#]+):([^:/?#]+)$/.exec(ref);
   if (!match) throw new MediaError('bad_url', 'not a Feishu message resource', false);
   const [, type, messageId, key] = match as unknown as [string, string, string, string];

@@ -9,7 +9,17 @@ import { feishuTenantToken, resourceDownload } from './api.js';
 import { feishuContent } from './message.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { own, PayloadReader, type Json } from '../kit/shape.js';
-import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from '../kit/types.js';
+import {
+  checkFreshness,
+  echoReply,
+  headerOf,
+  shapeError,
+  type Adapter,
+  type Freshness,
+  type Normalized,
+  type PlatformReply,
+  type RawDelivery,
+} from '../kit/types.js';
 import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
 import { quoteOf } from '../kit/reply.js';
 
@@ -48,7 +58,12 @@ const ACK: PlatformReply = { status: 200, body: {} };
  * clock that is off by minutes; a replay inside it is a duplicate by `header.event_id` (claimed
  * 7.1 h, more than twice the hour), and past it the signature no longer counts.
  */
-const FRESHNESS: Freshness = { field: 'X-Lark-Request-Timestamp', unit: 's', toleranceMs: 3_600_000, limit: 'the 1 h allowed' };
+const FRESHNESS: Freshness = {
+  field: 'X-Lark-Request-Timestamp',
+  unit: 's',
+  toleranceMs: 3_600_000,
+  limit: 'the 1 h allowed',
+};
 
 /**
  * Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7.
@@ -67,7 +82,8 @@ export class FeishuCipher {
   open(encrypted: string): Buffer {
     // Not base64-checked: a tampered body fails the signature first, and then the padding.
     const data = Buffer.from(encrypted, 'base64');
-    if (data.length < 32 || data.length % 16 !== 0) throw new Error('the ciphertext is not whole AES blocks after a 16-byte IV');
+    if (data.length < 32 || data.length % 16 !== 0)
+      throw new Error('the ciphertext is not whole AES blocks after a 16-byte IV');
     const plain = this.blocks.update(data.subarray(16));
     for (let i = 0; i < plain.length; i++) plain[i] = (plain[i] as number) ^ (data[i] as number);
     const pad = plain[plain.length - 1] as number;
@@ -85,7 +101,10 @@ export function feishuDecrypt(encryptKey: string, encrypted: string): string {
 
 /** hex(sha256(timestamp + nonce + encryptKey + raw body)): Feishu's `X-Lark-Signature`. */
 export function feishuSignature(timestamp: string, nonce: string, encryptKey: string, body: Buffer): string {
-  return createHash('sha256').update(timestamp + nonce + encryptKey).update(body).digest('hex');
+  return createHash('sha256')
+    .update(timestamp + nonce + encryptKey)
+    .update(body)
+    .digest('hex');
 }
 
 /**
@@ -96,7 +115,11 @@ export function feishuSignature(timestamp: string, nonce: string, encryptKey: st
  * checked on the verification and on every event (`header.token`). `header.event_id` is the
  * platform id: Feishu's retries for ~7 h are duplicates. Answered `200 {}`.
  */
-export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof settings>, context: AdapterContext): Adapter {
+export function feishuAdapter(
+  channel: AdapterChannel,
+  options: z.output<typeof settings>,
+  context: AdapterContext,
+): Adapter {
   const verifying = channel.verify;
   const { verificationToken, encryptKey, appId, appSecret, botOpenId, apiBaseUrl } = options;
   const cipher = encryptKey ? new FeishuCipher(encryptKey) : undefined;
@@ -125,14 +148,20 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
     try {
       return (cipher as FeishuCipher).open(encrypted);
     } catch (error) {
-      throw new SignatureError(`Cannot decrypt the body on channel "${channel.id}" (${(error as Error).message}): is ${where}.encryptKey the app's Encrypt Key?`, errorContext);
+      throw new SignatureError(
+        `Cannot decrypt the body on channel "${channel.id}" (${(error as Error).message}): is ${where}.encryptKey the app's Encrypt Key?`,
+        errorContext,
+      );
     }
   }
 
   function checkToken(given: unknown, what: string): void {
     if (!verifying || !verificationToken) return;
     if (typeof given !== 'string' || !safeEqual(given, verificationToken)) {
-      throw new SignatureError(`Token mismatch on channel "${channel.id}": ${what} is not ${where}.verificationToken (Event Subscriptions > Verification Token)`, errorContext);
+      throw new SignatureError(
+        `Token mismatch on channel "${channel.id}": ${what} is not ${where}.verificationToken (Event Subscriptions > Verification Token)`,
+        errorContext,
+      );
     }
   }
 
@@ -153,27 +182,43 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
         return;
       }
       if (!timestamp || nonce === undefined || !signature) {
-        throw new SignatureError(`Signature missing on channel "${channel.id}": X-Lark-Request-Timestamp, X-Lark-Request-Nonce and X-Lark-Signature go together`, errorContext);
+        throw new SignatureError(
+          `Signature missing on channel "${channel.id}": X-Lark-Request-Timestamp, X-Lark-Request-Nonce and X-Lark-Signature go together`,
+          errorContext,
+        );
       }
       checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
       if (!safeEqual(signature.toLowerCase(), feishuSignature(timestamp, nonce, encryptKey, delivery.body))) {
-        throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Lark-Signature does not match the body (is ${where}.encryptKey the app's Encrypt Key?)`, errorContext);
+        throw new SignatureError(
+          `Signature mismatch on channel "${channel.id}": X-Lark-Signature does not match the body (is ${where}.encryptKey the app's Encrypt Key?)`,
+          errorContext,
+        );
       }
     },
 
     parseBody(raw, _limits, within) {
       json = within;
       const envelope = within(raw);
-      const outer = typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope) ? (envelope as Json) : undefined;
+      const outer =
+        typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope) ? (envelope as Json) : undefined;
       const encrypted = outer ? own(outer, 'encrypt') : undefined;
       if (encrypted === undefined) {
         if (cipher && verifying && own(outer ?? {}, 'type') !== 'url_verification') {
-          throw new SignatureError(`Channel "${channel.id}" has an encryptKey, so events must arrive encrypted ({"encrypt": ...})`, errorContext);
+          throw new SignatureError(
+            `Channel "${channel.id}" has an encryptKey, so events must arrive encrypted ({"encrypt": ...})`,
+            errorContext,
+          );
         }
         return envelope;
       }
       if (typeof encrypted !== 'string') throw fail('encrypt must be a base64 string');
-      if (!cipher) throw new RequestError('bad_shape', 400, `Channel "${channel.id}" got an encrypted body but has no encryptKey: set ${where}.encryptKey to the app's Encrypt Key`, errorContext);
+      if (!cipher)
+        throw new RequestError(
+          'bad_shape',
+          400,
+          `Channel "${channel.id}" got an encrypted body but has no encryptKey: set ${where}.encryptKey to the app's Encrypt Key`,
+          errorContext,
+        );
       return within(opened(encrypted));
     },
 
@@ -185,9 +230,15 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
         return { events: [], reply: echoReply({ challenge: read.text(own(body, 'challenge'), 'challenge') }) };
       }
       if (unsigned.has(delivery)) {
-        throw new SignatureError(`Signature missing on channel "${channel.id}": with an encryptKey every event carries X-Lark-Signature`, errorContext);
+        throw new SignatureError(
+          `Signature missing on channel "${channel.id}": with an encryptKey every event carries X-Lark-Signature`,
+          errorContext,
+        );
       }
-      if (own(body, 'schema') !== '2.0') throw fail('schema must be "2.0": this channel reads Event Subscriptions v2 (v1 events, with uuid, are not supported)');
+      if (own(body, 'schema') !== '2.0')
+        throw fail(
+          'schema must be "2.0": this channel reads Event Subscriptions v2 (v1 events, with uuid, are not supported)',
+        );
       const header = read.object(own(body, 'header'), 'header', 'an object {event_id, event_type, token, ...}');
       checkToken(own(header, 'token'), 'header.token');
       const eventType = read.text(own(header, 'event_type'), 'header.event_type');
@@ -197,10 +248,20 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       const sender = read.object(own(event, 'sender'), 'event.sender', 'an object {sender_id, sender_type}');
       // Messages of bots (ours included) never become user messages.
       if (own(sender, 'sender_type') === 'app') return { events: [], ignored: 1, reply: ACK };
-      const ids = read.object(own(sender, 'sender_id'), 'event.sender.sender_id', 'an object {open_id, union_id, user_id}');
-      const senderId = read.optText(own(ids, 'open_id'), 'event.sender.sender_id.open_id') || read.optText(own(ids, 'user_id'), 'event.sender.sender_id.user_id');
+      const ids = read.object(
+        own(sender, 'sender_id'),
+        'event.sender.sender_id',
+        'an object {open_id, union_id, user_id}',
+      );
+      const senderId =
+        read.optText(own(ids, 'open_id'), 'event.sender.sender_id.open_id') ||
+        read.optText(own(ids, 'user_id'), 'event.sender.sender_id.user_id');
       if (!senderId) throw fail('event.sender.sender_id.open_id is required');
-      const message = read.object(own(event, 'message'), 'event.message', 'an object {message_id, chat_id, chat_type, message_type, content}');
+      const message = read.object(
+        own(event, 'message'),
+        'event.message',
+        'an object {message_id, chat_id, chat_type, message_type, content}',
+      );
       const messageId = read.text(own(message, 'message_id'), 'event.message.message_id');
       const chatId = read.text(own(message, 'chat_id'), 'event.message.chat_id');
       const chatType = read.text(own(message, 'chat_type'), 'event.message.chat_type');
@@ -215,26 +276,38 @@ export function feishuAdapter(channel: AdapterChannel, options: z.output<typeof 
       if (parent) fields.parent_id = parent;
       const created = own(message, 'create_time') ?? own(header, 'create_time');
       return {
-        events: [buildEvent({
-          kind: 'message',
-          detail: chatType === 'p2p' ? 'private' : 'group',
-          botId,
-          conversation: { type: chatType === 'p2p' ? 'private' : 'group', id: chatId },
-          sender: { id: senderId },
-          platformId: eventId,
-          text: content.text,
-          media: content.media,
-          mentions,
-          fields,
-          timestamp: read.timestamp(typeof created === 'string' && /^\d+$/.test(created) ? Number(created) : created, 'event.message.create_time', 'ms', delivery.now),
-          raw: body,
-        })],
+        events: [
+          buildEvent({
+            kind: 'message',
+            detail: chatType === 'p2p' ? 'private' : 'group',
+            botId,
+            conversation: { type: chatType === 'p2p' ? 'private' : 'group', id: chatId },
+            sender: { id: senderId },
+            platformId: eventId,
+            text: content.text,
+            media: content.media,
+            mentions,
+            fields,
+            timestamp: read.timestamp(
+              typeof created === 'string' && /^\d+$/.test(created) ? Number(created) : created,
+              'event.message.create_time',
+              'ms',
+              delivery.now,
+            ),
+            raw: body,
+          }),
+        ],
         reply: ACK,
       };
     },
 
     async resolveMedia(ref, signal) {
-      if (!token) throw new MediaError('bad_url', `${where}.appId and ${where}.appSecret are needed to download Feishu images and files (they get the tenant access token)`, false);
+      if (!token)
+        throw new MediaError(
+          'bad_url',
+          `${where}.appId and ${where}.appSecret are needed to download Feishu images and files (they get the tenant access token)`,
+          false,
+        );
       return resourceDownload(token, apiBaseUrl, ref.ref ?? '', signal);
     },
   };

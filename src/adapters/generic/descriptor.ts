@@ -28,7 +28,12 @@ export const generic = defineAdapter({
 });
 
 /** Standard Webhooks' tolerance, as `standardWebhooks.verify` applies it. */
-const FRESHNESS: Freshness = { field: 'webhook-timestamp', unit: 's', toleranceMs: 300_000, limit: 'the 5 min Standard Webhooks allows' };
+const FRESHNESS: Freshness = {
+  field: 'webhook-timestamp',
+  unit: 's',
+  toleranceMs: 300_000,
+  limit: 'the 5 min Standard Webhooks allows',
+};
 
 function mediaRef(url: string, mimeType: string | undefined): MediaRef {
   return mimeType ? { url, mimeType } : { url };
@@ -54,10 +59,21 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
       // A stale timestamp is told apart (`stale_timestamp`); the signature check repeats it.
       const timestamp = headerOf(delivery, 'webhook-timestamp');
       if (timestamp) checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
-      const problem = standardWebhooks.verify(secret, {
-        id: headerOf(delivery, 'webhook-id'), timestamp: headerOf(delivery, 'webhook-timestamp'), signature: headerOf(delivery, 'webhook-signature'),
-      }, delivery.body, Math.floor(delivery.now / 1000));
-      if (problem) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${problem}`, { channel: channel.id, stage: 'adapter' });
+      const problem = standardWebhooks.verify(
+        secret,
+        {
+          id: headerOf(delivery, 'webhook-id'),
+          timestamp: headerOf(delivery, 'webhook-timestamp'),
+          signature: headerOf(delivery, 'webhook-signature'),
+        },
+        delivery.body,
+        Math.floor(delivery.now / 1000),
+      );
+      if (problem)
+        throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${problem}`, {
+          channel: channel.id,
+          stage: 'adapter',
+        });
     },
 
     deliveryId: (delivery) => (secret ? headerOf(delivery, 'webhook-id') : undefined),

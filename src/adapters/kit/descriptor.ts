@@ -22,9 +22,17 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
    * The setting holding the signing secret. `required`: a channel without it refuses to start
    * unless it says `"verify": false`; otherwise it is simply unsigned.
    */
-  readonly secret?: { readonly setting: keyof z.output<Settings> & string; readonly required: boolean; readonly why?: string };
+  readonly secret?: {
+    readonly setting: keyof z.output<Settings> & string;
+    readonly required: boolean;
+    readonly why?: string;
+  };
   /** The secret rule when it depends on other settings (OneBot: `accessToken` for a socket, `secret` over HTTP). */
-  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => { readonly setting: string; readonly required: boolean; readonly why?: string };
+  readonly secretFor?: (settings: Readonly<Record<string, unknown>>) => {
+    readonly setting: string;
+    readonly required: boolean;
+    readonly why?: string;
+  };
   readonly settings: Settings;
   /**
    * How long the platform keeps retrying one delivery, in ms, with its source in a comment: a
@@ -49,6 +57,8 @@ export interface AdapterDescriptor<Settings extends SettingsSchema = SettingsSch
  * Declare an adapter: identity at run time, inference at compile time (so `create` sees its
  * own settings typed while the registry holds plain `AdapterDescriptor`s).
  */
-export function defineAdapter<Settings extends SettingsSchema>(descriptor: AdapterDescriptor<Settings>): AdapterDescriptor {
+export function defineAdapter<Settings extends SettingsSchema>(
+  descriptor: AdapterDescriptor<Settings>,
+): AdapterDescriptor {
   return descriptor as unknown as AdapterDescriptor;
 }

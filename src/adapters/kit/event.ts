@@ -1,5 +1,13 @@
 import { nanoid } from 'nanoid';
-import { sessionKeyOf, type ConversationType, type EventKind, type InboundEvent, type MediaRef, type Party, type Segment } from '../../events/inbound.js';
+import {
+  sessionKeyOf,
+  type ConversationType,
+  type EventKind,
+  type InboundEvent,
+  type MediaRef,
+  type Party,
+  type Segment,
+} from '../../events/inbound.js';
 
 /** What an adapter knows of one event; everything else `buildEvent` fills in. */
 export interface EventParts {

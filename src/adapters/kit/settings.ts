@@ -5,7 +5,10 @@ import { z } from 'zod';
 
 /** An optional string setting; "" counts as unset. */
 export function optionalText() {
-  return z.string({ error: 'must be a string' }).optional().transform((value) => (value === '' ? undefined : value));
+  return z
+    .string({ error: 'must be a string' })
+    .optional()
+    .transform((value) => (value === '' ? undefined : value));
 }
 
 /** A platform API base URL setting, or the platform's own, without a trailing slash. */
@@ -16,5 +19,7 @@ export function baseUrl(fallback: string) {
 /** A string setting the channel cannot work without; "" (an empty `${ENV}`) is missing too. */
 export function requiredText(what: string) {
   const missing = `is required (${what})`;
-  return z.string({ error: (issue) => (issue.input === undefined ? missing : 'must be a string') }).min(1, { error: missing });
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? missing : 'must be a string') })
+    .min(1, { error: missing });
 }

@@ -11,11 +11,16 @@ export function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : 'an array';
   switch (typeof value) {
-    case 'string': return value === '' ? 'an empty string' : 'a string';
-    case 'number': return Number.isFinite(value) ? `the number ${value}` : 'a non-finite number';
-    case 'object': return 'an object';
-    case 'boolean': return `${value}`;
-    default: return typeof value;
+    case 'string':
+      return value === '' ? 'an empty string' : 'a string';
+    case 'number':
+      return Number.isFinite(value) ? `the number ${value}` : 'a non-finite number';
+    case 'object':
+      return 'an object';
+    case 'boolean':
+      return `${value}`;
+    default:
+      return typeof value;
   }
 }
 
@@ -37,7 +42,9 @@ export class PayloadReader {
 
   object(value: unknown, path: string, what = 'an object'): Json {
     if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Json;
-    throw this.fail(value === undefined ? `${path} is required (${what})` : `${path} must be ${what}, got ${kindOf(value)}`);
+    throw this.fail(
+      value === undefined ? `${path} is required (${what})` : `${path} must be ${what}, got ${kindOf(value)}`,
+    );
   }
 
   optObject(value: unknown, path: string, what = 'an object'): Json | undefined {
@@ -46,7 +53,9 @@ export class PayloadReader {
 
   array(value: unknown, path: string): readonly unknown[] {
     if (Array.isArray(value)) return value;
-    throw this.fail(value === undefined ? `${path} is required (an array)` : `${path} must be an array, got ${kindOf(value)}`);
+    throw this.fail(
+      value === undefined ? `${path} is required (an array)` : `${path} must be an array, got ${kindOf(value)}`,
+    );
   }
 
   optArray(value: unknown, path: string): readonly unknown[] {
@@ -84,7 +93,12 @@ export class PayloadReader {
     if (raw === undefined) return Math.floor(receivedMs / 1000);
     const seconds = Math.floor(unit === 'ms' ? raw / 1000 : raw);
     if (seconds >= 0 && seconds < MAX_TIMESTAMP_S) return seconds;
-    const hint = unit === 's' && seconds >= MAX_TIMESTAMP_S && seconds < MAX_TIMESTAMP_S * 1000 ? ' (milliseconds where seconds belong?)' : '';
-    throw this.fail(`${path} must be ${unit === 's' ? 'seconds' : 'milliseconds'} since 1970 before the year 3000, got ${raw}${hint}`);
+    const hint =
+      unit === 's' && seconds >= MAX_TIMESTAMP_S && seconds < MAX_TIMESTAMP_S * 1000
+        ? ' (milliseconds where seconds belong?)'
+        : '';
+    throw this.fail(
+      `${path} must be ${unit === 's' ? 'seconds' : 'milliseconds'} since 1970 before the year 3000, got ${raw}${hint}`,
+    );
   }
 }

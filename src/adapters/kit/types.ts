@@ -16,7 +16,6 @@ export interface Normalized {
   ignored?: number;
 }
 
-
 /**
  * A platform adapter: verify the raw bytes, then turn the parsed body into events. It drops
  * nothing: deciding duplicates is the core's job.
@@ -88,7 +87,9 @@ const ECHO_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff' });
  * URL with a crafted value shows text and never renders a page from it.
  */
 export function echoReply(body: string | Readonly<Record<string, unknown>>): PlatformReply {
-  return typeof body === 'string' ? { status: 200, body, contentType: 'text/plain', headers: ECHO_HEADERS } : { status: 200, body, headers: ECHO_HEADERS };
+  return typeof body === 'string'
+    ? { status: 200, body, contentType: 'text/plain', headers: ECHO_HEADERS }
+    : { status: 200, body, headers: ECHO_HEADERS };
 }
 
 /** One header's value (the first, when repeated). */
@@ -104,16 +105,33 @@ export function verifiedSecret(channel: ChannelConfig, secret: string | undefine
 
 /** A 400 for a body that is not what the platform sends (`Body of channel "wa" is not a WhatsApp webhook: ...`). */
 export function shapeError(channel: ChannelConfig, what: string, problem: string): RequestError {
-  return new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not ${what}: ${problem}`, { channel: channel.id, stage: 'adapter' });
+  return new RequestError('bad_shape', 400, `Body of channel "${channel.id}" is not ${what}: ${problem}`, {
+    channel: channel.id,
+    stage: 'adapter',
+  });
 }
 
 /**
  * Compare a signature header with its expected value in constant time, or throw the 401 that
  * says whether it was missing or wrong.
  */
-export function checkSignature(channel: ChannelConfig, header: string, received: string | undefined, expected: string, mismatch = 'does not match the body'): void {
-  if (!received) throw new SignatureError(`Signature missing on channel "${channel.id}": ${header} header is required`, { channel: channel.id, stage: 'adapter' });
-  if (!safeEqual(received, expected)) throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${header} ${mismatch}`, { channel: channel.id, stage: 'adapter' });
+export function checkSignature(
+  channel: ChannelConfig,
+  header: string,
+  received: string | undefined,
+  expected: string,
+  mismatch = 'does not match the body',
+): void {
+  if (!received)
+    throw new SignatureError(`Signature missing on channel "${channel.id}": ${header} header is required`, {
+      channel: channel.id,
+      stage: 'adapter',
+    });
+  if (!safeEqual(received, expected))
+    throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${header} ${mismatch}`, {
+      channel: channel.id,
+      stage: 'adapter',
+    });
 }
 
 const SECONDS = /^\d{1,12}$/;
@@ -140,10 +158,16 @@ export interface Freshness {
 export function checkFreshness(channel: ChannelConfig, raw: string, now: number, rule: Freshness): void {
   const context = { channel: channel.id, stage: 'adapter' };
   if (!(rule.unit === 's' ? SECONDS : MILLIS).test(raw)) {
-    throw new SignatureError(`Signature mismatch on channel "${channel.id}": ${rule.field} must be ${rule.unit === 's' ? 'seconds' : 'milliseconds'} since 1970, got "${raw.slice(0, 32)}"`, context);
+    throw new SignatureError(
+      `Signature mismatch on channel "${channel.id}": ${rule.field} must be ${rule.unit === 's' ? 'seconds' : 'milliseconds'} since 1970, got "${raw.slice(0, 32)}"`,
+      context,
+    );
   }
   const drift = now - Number(raw) * (rule.unit === 's' ? 1000 : 1);
   if (Math.abs(drift) <= rule.toleranceMs) return;
-  const off = `${Math.round(Math.abs(drift) / 1000)} s ${drift > 0 ? 'old' : 'ahead of this host\'s clock'}`;
-  throw new StaleTimestampError(`Stale timestamp on channel "${channel.id}": ${rule.field} is ${off}, more than ${rule.limit ?? `the ${rule.toleranceMs / 1000} s allowed`} (a replayed request, or this host's clock is off)`, context);
+  const off = `${Math.round(Math.abs(drift) / 1000)} s ${drift > 0 ? 'old' : "ahead of this host's clock"}`;
+  throw new StaleTimestampError(
+    `Stale timestamp on channel "${channel.id}": ${rule.field} is ${off}, more than ${rule.limit ?? `the ${rule.toleranceMs / 1000} s allowed`} (a replayed request, or this host's clock is off)`,
+    context,
+  );
 }

@@ -29,15 +29,32 @@ export const line = defineAdapter({
   create: lineAdapter,
 });
 
-const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['video', 'video'], ['audio', 'audio'], ['file', 'document']]);
-const noticeTypes = new Set(['follow', 'unfollow', 'join', 'leave', 'memberJoined', 'memberLeft', 'unsend', 'videoPlayComplete']);
+const mediaKinds = new Map<string, MediaType>([
+  ['image', 'image'],
+  ['video', 'video'],
+  ['audio', 'audio'],
+  ['file', 'document'],
+]);
+const noticeTypes = new Set([
+  'follow',
+  'unfollow',
+  'join',
+  'leave',
+  'memberJoined',
+  'memberLeft',
+  'unsend',
+  'videoPlayComplete',
+]);
 
 function textOf(read: PayloadReader, message: Json, at: string): string {
   const field = (key: string) => read.optText(own(message, key), `${at}.${key}`);
   switch (own(message, 'type')) {
-    case 'text': return field('text') ?? '';
+    case 'text':
+      return field('text') ?? '';
     case 'sticker': {
-      const keywords = read.optArray(own(message, 'keywords'), `${at}.keywords`).filter((k): k is string => typeof k === 'string');
+      const keywords = read
+        .optArray(own(message, 'keywords'), `${at}.keywords`)
+        .filter((k): k is string => typeof k === 'string');
       return `(sticker${keywords.length ? `: ${keywords.slice(0, 3).join(', ')}` : ` ${field('packageId')}/${field('stickerId')}`})`;
     }
     case 'location': {
@@ -48,7 +65,8 @@ function textOf(read: PayloadReader, message: Json, at: string): string {
       const name = field('fileName');
       return name ? `(file: ${name})` : '';
     }
-    default: return '';
+    default:
+      return '';
   }
 }
 
@@ -71,7 +89,12 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
 
     verify(delivery) {
       if (!channelSecret) return;
-      checkSignature(channel, 'x-line-signature', headerOf(delivery, 'x-line-signature'), hmac('sha256', channelSecret, delivery.body).toString('base64'));
+      checkSignature(
+        channel,
+        'x-line-signature',
+        headerOf(delivery, 'x-line-signature'),
+        hmac('sha256', channelSecret, delivery.body).toString('base64'),
+      );
     },
 
     normalize(body, delivery): Normalized {
@@ -84,56 +107,93 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
         const at = `events[${i}]`;
         const item = read.object(value, at, 'an event object {type, source, ...}');
         const type = read.optText(own(item, 'type'), `${at}.type`);
-        const kind: EventKind | undefined = type === 'message' || type === 'postback' ? 'message' : type !== undefined && noticeTypes.has(type) ? 'notice' : undefined;
+        const kind: EventKind | undefined =
+          type === 'message' || type === 'postback'
+            ? 'message'
+            : type !== undefined && noticeTypes.has(type)
+              ? 'notice'
+              : undefined;
         if (!kind) {
           ignored++;
           return;
         }
         const source = read.optObject(own(item, 'source'), `${at}.source`) ?? {};
         const userId = read.optText(own(source, 'userId'), `${at}.source.userId`);
-        const groupId = read.optText(own(source, 'groupId'), `${at}.source.groupId`) ?? read.optText(own(source, 'roomId'), `${at}.source.roomId`);
+        const groupId =
+          read.optText(own(source, 'groupId'), `${at}.source.groupId`) ??
+          read.optText(own(source, 'roomId'), `${at}.source.roomId`);
         const sourceType = own(source, 'type');
-        const conversation = sourceType === 'group' || sourceType === 'room'
-          ? { type: 'group' as const, id: groupId ?? 'unknown' }
-          : { type: 'private' as const, id: userId || 'unknown' };
+        const conversation =
+          sourceType === 'group' || sourceType === 'room'
+            ? { type: 'group' as const, id: groupId ?? 'unknown' }
+            : { type: 'private' as const, id: userId || 'unknown' };
         const message = read.optObject(own(item, 'message'), `${at}.message`) ?? {};
         const messageId = read.optText(own(message, 'id'), `${at}.message.id`);
         const postback = read.optObject(own(item, 'postback'), `${at}.postback`) ?? {};
-        const text = type === 'postback' ? read.optText(own(postback, 'data'), `${at}.postback.data`) ?? '' : kind === 'message' ? textOf(read, message, `${at}.message`) : '';
+        const text =
+          type === 'postback'
+            ? (read.optText(own(postback, 'data'), `${at}.postback.data`) ?? '')
+            : kind === 'message'
+              ? textOf(read, message, `${at}.message`)
+              : '';
         const media: MediaRef[] = [];
         const messageType = own(message, 'type');
         const mediaType = typeof messageType === 'string' ? mediaKinds.get(messageType) : undefined;
         if (type === 'message' && mediaType) {
           const provider = read.optObject(own(message, 'contentProvider'), `${at}.message.contentProvider`) ?? {};
-          const external = own(provider, 'type') === 'external' ? read.optText(own(provider, 'originalContentUrl'), `${at}.message.contentProvider.originalContentUrl`) : undefined;
+          const external =
+            own(provider, 'type') === 'external'
+              ? read.optText(own(provider, 'originalContentUrl'), `${at}.message.contentProvider.originalContentUrl`)
+              : undefined;
           const size = read.optNumber(own(message, 'fileSize'), `${at}.message.fileSize`);
           const fileName = read.optText(own(message, 'fileName'), `${at}.message.fileName`);
           if (external) media.push({ url: external, type: mediaType });
-          else if (messageId) media.push({ ref: messageId, type: mediaType, ...(size ? { size } : {}), ...(fileName ? { fileName } : {}) });
+          else if (messageId)
+            media.push({
+              ref: messageId,
+              type: mediaType,
+              ...(size ? { size } : {}),
+              ...(fileName ? { fileName } : {}),
+            });
         }
         const mention = read.optObject(own(message, 'mention'), `${at}.message.mention`) ?? {};
-        const mentions = read.optArray(own(mention, 'mentionees'), `${at}.message.mention.mentionees`)
-          .map((m, k) => read.optText(own(read.object(m, `${at}.message.mention.mentionees[${k}]`), 'userId'), `${at}.message.mention.mentionees[${k}].userId`) ?? '')
+        const mentions = read
+          .optArray(own(mention, 'mentionees'), `${at}.message.mention.mentionees`)
+          .map(
+            (m, k) =>
+              read.optText(
+                own(read.object(m, `${at}.message.mention.mentionees[${k}]`), 'userId'),
+                `${at}.message.mention.mentionees[${k}].userId`,
+              ) ?? '',
+          )
           .filter(Boolean);
         const webhookEventId = read.optText(own(item, 'webhookEventId'), `${at}.webhookEventId`) || undefined;
         const replyToken = read.optText(own(item, 'replyToken'), `${at}.replyToken`);
         // LINE stamps events in milliseconds.
         const timestamp = read.timestamp(own(item, 'timestamp'), `${at}.timestamp`, 'ms', delivery.now);
-        events.push(buildEvent({
-          id: webhookEventId ?? messageId ?? `line_${timestamp}_${i}`, kind,
-          detail: kind === 'message' ? conversation.type : type as string,
-          botId, conversation,
-          sender: { id: userId || 'unknown' },
-          platformId: webhookEventId,
-          text, media, mentions,
-          fields: {
-            ...(replyToken ? { replyToken } : {}), ...(messageId ? { message_id: messageId } : {}),
-            ...(userId ? { user_id: userId } : {}), ...(groupId ? { group_id: groupId } : {}),
-            ...quoteFields(read, message, `${at}.message`),
-          },
-          timestamp,
-          raw: item,
-        }));
+        events.push(
+          buildEvent({
+            id: webhookEventId ?? messageId ?? `line_${timestamp}_${i}`,
+            kind,
+            detail: kind === 'message' ? conversation.type : (type as string),
+            botId,
+            conversation,
+            sender: { id: userId || 'unknown' },
+            platformId: webhookEventId,
+            text,
+            media,
+            mentions,
+            fields: {
+              ...(replyToken ? { replyToken } : {}),
+              ...(messageId ? { message_id: messageId } : {}),
+              ...(userId ? { user_id: userId } : {}),
+              ...(groupId ? { group_id: groupId } : {}),
+              ...quoteFields(read, message, `${at}.message`),
+            },
+            timestamp,
+            raw: item,
+          }),
+        );
       });
       return { events, ignored };
     },
@@ -141,8 +201,16 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
     replyTo: lineReply,
 
     async resolveMedia(ref) {
-      if (!accessToken) throw new MediaError('bad_url', `channels[${channel.index}].accessToken is needed to download LINE content`, false);
-      return { url: `${dataBaseUrl}/v2/bot/message/${encodeURIComponent(ref.ref ?? '')}/content`, headers: { authorization: `Bearer ${accessToken}` } };
+      if (!accessToken)
+        throw new MediaError(
+          'bad_url',
+          `channels[${channel.index}].accessToken is needed to download LINE content`,
+          false,
+        );
+      return {
+        url: `${dataBaseUrl}/v2/bot/message/${encodeURIComponent(ref.ref ?? '')}/content`,
+        headers: { authorization: `Bearer ${accessToken}` },
+      };
     },
   };
 }

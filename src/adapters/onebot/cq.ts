@@ -1,6 +1,19 @@
 import type { Segment } from '../../events/inbound.js';
 
-const segmentTypes = new Set<Segment['type']>(['text', 'at', 'face', 'image', 'flash', 'record', 'video', 'file', 'reply', 'json', 'xml', 'ark']);
+const segmentTypes = new Set<Segment['type']>([
+  'text',
+  'at',
+  'face',
+  'image',
+  'flash',
+  'record',
+  'video',
+  'file',
+  'reply',
+  'json',
+  'xml',
+  'ark',
+]);
 
 /** OneBot v11 CQ-code escapes: `&amp;` `&#91;` `&#93;` everywhere, plus `&#44;` inside codes. */
 function unescape(text: string): string {
@@ -20,7 +33,14 @@ const EQUALS = 0x3d;
 
 /** A character of a CQ code's type: `[A-Za-z0-9_.-]`. */
 function isTypeChar(c: number): boolean {
-  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2e || c === 0x2d;
+  return (
+    (c >= 0x61 && c <= 0x7a) ||
+    (c >= 0x41 && c <= 0x5a) ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x5f ||
+    c === 0x2e ||
+    c === 0x2d
+  );
 }
 
 /**

@@ -17,7 +17,11 @@ import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, typ
 type Json = Record<string, unknown>;
 
 const str = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint' ? String(value) : undefined;
+  typeof value === 'string'
+    ? value
+    : (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint'
+      ? String(value)
+      : undefined;
 
 function segmentsOf(message: unknown): Segment[] {
   if (typeof message === 'string') return parseCqString(message);
@@ -39,7 +43,13 @@ function segmentsOf(message: unknown): Segment[] {
   return segments;
 }
 
-const mediaTypes: Partial<Record<Segment['type'], MediaType>> = { image: 'image', flash: 'image', record: 'audio', video: 'video', file: 'document' };
+const mediaTypes: Partial<Record<Segment['type'], MediaType>> = {
+  image: 'image',
+  flash: 'image',
+  record: 'audio',
+  video: 'video',
+  file: 'document',
+};
 
 /** Attachments of image/flash/record/video/file segments that carry a downloadable URL. */
 function mediaOf(segments: readonly Segment[]): MediaRef[] {
@@ -51,59 +61,85 @@ function mediaOf(segments: readonly Segment[]): MediaRef[] {
     const href = url && /^https?:/i.test(url) ? url : file && /^https?:/i.test(file) ? file : undefined;
     if (!href) continue;
     const hash = segment.data.md5 ?? segment.data.sha1 ?? md5InName(file);
-    media.push({ url: href, type, ...(hash ? { hash } : {}), ...(file && !/^https?:/i.test(file) ? { fileName: file } : {}) });
+    media.push({
+      url: href,
+      type,
+      ...(hash ? { hash } : {}),
+      ...(file && !/^https?:/i.test(file) ? { fileName: file } : {}),
+    });
   }
   return media;
 }
 
 /** Plain text of a message: text segments, adjacent ones joined, whitespace trimmed. */
 function contentOf(segments: readonly Segment[]): string {
-  return segments.filter((s) => s.type === 'text').map((s) => s.data.text ?? '').join('').replace(/\s+/g, ' ').trim();
+  return segments
+    .filter((s) => s.type === 'text')
+    .map((s) => s.data.text ?? '')
+    .join('')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
 
-const settings = z.strictObject({
-  /**
-   * `http`: HTTP POST reporting; `ws-reverse`: the bot connects to us by WebSocket at the webhook
-   * URL; `ws`: we connect to the bot's forward WebSocket at `url`.
-   */
-  transport: z.enum(['http', 'ws-reverse', 'ws'], { error: 'must be "http", "ws-reverse" or "ws"' }).default('http'),
-  /** Signs `X-Signature` (HMAC-SHA1) over HTTP. */
-  secret: optionalText(),
-  /** The token of the WebSocket transports (`Authorization: Bearer`, or `?access_token=`), and of `apiUrl`. */
-  accessToken: optionalText(),
-  /** The bot's forward WebSocket (`transport: "ws"`): `ws://` or `wss://`. */
-  url: optionalText().refine((url) => url === undefined || /^wss?:\/\/[^\s/]/i.test(url), { error: 'must be a ws:// or wss:// URL' }),
-  /** The bot's HTTP API (`transport: "http"`), where actions go: `http://` or `https://`. */
-  apiUrl: optionalText().refine((url) => url === undefined || /^https?:\/\/[^\s/]/i.test(url), { error: 'must be an http:// or https:// URL' }),
-  /** Reconnect backoff of the forward WebSocket: from this, doubling, jittered. */
-  reconnectMinMs: millis(10, 600_000, 1000),
-  reconnectMaxMs: millis(10, 3_600_000, 30_000),
-  /** On several instances one holds the forward WebSocket; a survivor takes it over within this. */
-  leaseMs: millis(300, 600_000, 15_000),
-  /** How long an action (`POST /v1/channels/<id>/actions/<action>`) waits for the bot's answer. */
-  actionTimeoutMs: millis(100, 600_000, 10_000),
-  /** Our bots' account ids (self_id), for the bot-loop guard. */
-  botIds: z.array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' }).optional()
-    .transform((ids) => (ids ?? []).map(String)),
-}).check((ctx) => {
-  const { transport, url, apiUrl, reconnectMinMs, reconnectMaxMs } = ctx.value;
-  const issue = (path: string, message: string) => ctx.issues.push({ code: 'custom', path: [path], message, input: ctx.value });
-  if (transport === 'ws' && url === undefined) issue('url', 'is required with "transport": "ws" (the bot\'s forward WebSocket, e.g. "ws://127.0.0.1:3001")');
-  if (transport !== 'ws' && url !== undefined) issue('url', 'is only for "transport": "ws" (we connect to the bot there)');
-  if (transport !== 'http' && apiUrl !== undefined) issue('apiUrl', 'is only for "transport": "http": over a WebSocket, actions go on the socket');
-  if (reconnectMaxMs < reconnectMinMs) issue('reconnectMaxMs', `must be at least reconnectMinMs (${reconnectMinMs})`);
-});
+const settings = z
+  .strictObject({
+    /**
+     * `http`: HTTP POST reporting; `ws-reverse`: the bot connects to us by WebSocket at the webhook
+     * URL; `ws`: we connect to the bot's forward WebSocket at `url`.
+     */
+    transport: z.enum(['http', 'ws-reverse', 'ws'], { error: 'must be "http", "ws-reverse" or "ws"' }).default('http'),
+    /** Signs `X-Signature` (HMAC-SHA1) over HTTP. */
+    secret: optionalText(),
+    /** The token of the WebSocket transports (`Authorization: Bearer`, or `?access_token=`), and of `apiUrl`. */
+    accessToken: optionalText(),
+    /** The bot's forward WebSocket (`transport: "ws"`): `ws://` or `wss://`. */
+    url: optionalText().refine((url) => url === undefined || /^wss?:\/\/[^\s/]/i.test(url), {
+      error: 'must be a ws:// or wss:// URL',
+    }),
+    /** The bot's HTTP API (`transport: "http"`), where actions go: `http://` or `https://`. */
+    apiUrl: optionalText().refine((url) => url === undefined || /^https?:\/\/[^\s/]/i.test(url), {
+      error: 'must be an http:// or https:// URL',
+    }),
+    /** Reconnect backoff of the forward WebSocket: from this, doubling, jittered. */
+    reconnectMinMs: millis(10, 600_000, 1000),
+    reconnectMaxMs: millis(10, 3_600_000, 30_000),
+    /** On several instances one holds the forward WebSocket; a survivor takes it over within this. */
+    leaseMs: millis(300, 600_000, 15_000),
+    /** How long an action (`POST /v1/channels/<id>/actions/<action>`) waits for the bot's answer. */
+    actionTimeoutMs: millis(100, 600_000, 10_000),
+    /** Our bots' account ids (self_id), for the bot-loop guard. */
+    botIds: z
+      .array(z.union([z.string(), z.number()]), { error: 'must be an array of account ids' })
+      .optional()
+      .transform((ids) => (ids ?? []).map(String)),
+  })
+  .check((ctx) => {
+    const { transport, url, apiUrl, reconnectMinMs, reconnectMaxMs } = ctx.value;
+    const issue = (path: string, message: string) =>
+      ctx.issues.push({ code: 'custom', path: [path], message, input: ctx.value });
+    if (transport === 'ws' && url === undefined)
+      issue('url', 'is required with "transport": "ws" (the bot\'s forward WebSocket, e.g. "ws://127.0.0.1:3001")');
+    if (transport !== 'ws' && url !== undefined)
+      issue('url', 'is only for "transport": "ws" (we connect to the bot there)');
+    if (transport !== 'http' && apiUrl !== undefined)
+      issue('apiUrl', 'is only for "transport": "http": over a WebSocket, actions go on the socket');
+    if (reconnectMaxMs < reconnectMinMs) issue('reconnectMaxMs', `must be at least reconnectMinMs (${reconnectMinMs})`);
+  });
 
 /** OneBot v11 over HTTP POST. */
 export const onebot = defineAdapter({
   name: 'onebot',
   namespace: 'qq',
   secret: { setting: 'secret', required: true },
-  secretFor: (values) => (values.transport === 'ws-reverse' ? { setting: 'accessToken', required: true, why: 'authenticates the bots that connect by WebSocket with it' }
-    : values.transport === 'ws' ? { setting: 'accessToken', required: false } : { setting: 'secret', required: true }),
+  secretFor: (values) =>
+    values.transport === 'ws-reverse'
+      ? { setting: 'accessToken', required: true, why: 'authenticates the bots that connect by WebSocket with it' }
+      : values.transport === 'ws'
+        ? { setting: 'accessToken', required: false }
+        : { setting: 'secret', required: true },
   settings,
   // go-cqhttp's docs: it retries a post 3 times; no horizon given: today's exact-id window
   // (dedup.idTtlMs).
@@ -136,38 +172,55 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     severalBots: options.transport !== 'ws',
 
     actionTimeoutMs: options.actionTimeoutMs,
-    ...(options.transport === 'ws-reverse' ? {
-      socketTransport: 'ws-reverse',
-      acceptSocket: (handshake: RawDelivery) => acceptOneBotSocket(channel, accessToken, handshake),
-      socketFrame: oneBotFrame,
-    } : {}),
-    ...(options.transport === 'ws' ? {
-      socketTransport: 'ws',
-      socketDial: {
-        url: options.url as string,
-        headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {},
-        reconnectMinMs: options.reconnectMinMs,
-        reconnectMaxMs: options.reconnectMaxMs,
-        leaseMs: options.leaseMs,
-        whoAmI: { action: 'get_login_info', botIdOf: loginIdOf },
-      },
-      socketFrame: oneBotFrame,
-    } : {}),
-    ...(options.apiUrl ? {
-      actionApi: { url: options.apiUrl, headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {} },
-    } : {}),
+    ...(options.transport === 'ws-reverse'
+      ? {
+          socketTransport: 'ws-reverse',
+          acceptSocket: (handshake: RawDelivery) => acceptOneBotSocket(channel, accessToken, handshake),
+          socketFrame: oneBotFrame,
+        }
+      : {}),
+    ...(options.transport === 'ws'
+      ? {
+          socketTransport: 'ws',
+          socketDial: {
+            url: options.url as string,
+            headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {},
+            reconnectMinMs: options.reconnectMinMs,
+            reconnectMaxMs: options.reconnectMaxMs,
+            leaseMs: options.leaseMs,
+            whoAmI: { action: 'get_login_info', botIdOf: loginIdOf },
+          },
+          socketFrame: oneBotFrame,
+        }
+      : {}),
+    ...(options.apiUrl
+      ? {
+          actionApi: {
+            url: options.apiUrl,
+            headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {},
+          },
+        }
+      : {}),
 
     verify(delivery) {
       // A socket's frames were authenticated with their connection; a POST to a socket channel
       // would be unsigned, so it is refused.
       if (socket) {
         if (delivery.authenticated) return;
-        throw new SignatureError(options.transport === 'ws'
-          ? `Channel "${channel.id}" reads the bot's forward WebSocket ("transport": "ws"): it takes no HTTP POST`
-          : `Channel "${channel.id}" takes a reverse WebSocket ("transport": "ws-reverse"): connect with a WebSocket upgrade, not an HTTP POST`, { channel: channel.id, stage: 'adapter' });
+        throw new SignatureError(
+          options.transport === 'ws'
+            ? `Channel "${channel.id}" reads the bot's forward WebSocket ("transport": "ws"): it takes no HTTP POST`
+            : `Channel "${channel.id}" takes a reverse WebSocket ("transport": "ws-reverse"): connect with a WebSocket upgrade, not an HTTP POST`,
+          { channel: channel.id, stage: 'adapter' },
+        );
       }
       if (!secret) return;
-      checkSignature(channel, 'X-Signature', headerOf(delivery, 'x-signature')?.toLowerCase(), `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`);
+      checkSignature(
+        channel,
+        'X-Signature',
+        headerOf(delivery, 'x-signature')?.toLowerCase(),
+        `sha1=${hmac('sha1', secret, delivery.body).toString('hex')}`,
+      );
     },
 
     replyTo: oneBotReply,
@@ -178,11 +231,14 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       checkSelfId(channel, str(event.self_id), headerOf(delivery, 'x-self-id')?.trim());
       const postType = read.text(own(event, 'post_type'), 'post_type');
       // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
-      if (postType === 'message_sent' || postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
+      if (postType === 'message_sent' || postType === 'meta_event')
+        return { events: [], ignored: 1, reply: { status: 204 } };
       const botId = str(event.self_id) ?? headerOf(delivery, 'x-self-id');
       const userId = str(event.user_id);
       const groupId = str(event.group_id);
-      const conversation = groupId ? { type: 'group' as const, id: groupId } : { type: 'private' as const, id: userId ?? 'unknown' };
+      const conversation = groupId
+        ? { type: 'group' as const, id: groupId }
+        : { type: 'private' as const, id: userId ?? 'unknown' };
       const timestamp = read.timestamp(own(event, 'time'), 'time', 's', delivery.now);
       // Each event's parts are one literal, not `{...base, ...}`: a spread followed by a dozen
       // more fields grows the copy a field at a time (~15 µs an event, most of normalize).
@@ -190,14 +246,23 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
 
       if (postType === 'message') {
         const messageType = str(event.message_type);
-        if (messageType !== 'private' && messageType !== 'group') throw fail(`message_type must be "private" or "group", got ${kindOf(event.message_type)}`);
-        if (!userId) throw fail(event.user_id === undefined ? 'user_id is required (a number or string)' : `user_id must be a number or string, got ${kindOf(event.user_id)}`);
+        if (messageType !== 'private' && messageType !== 'group')
+          throw fail(`message_type must be "private" or "group", got ${kindOf(event.message_type)}`);
+        if (!userId)
+          throw fail(
+            event.user_id === undefined
+              ? 'user_id is required (a number or string)'
+              : `user_id must be a number or string, got ${kindOf(event.user_id)}`,
+          );
         const sender = (typeof event.sender === 'object' && event.sender !== null ? event.sender : {}) as Json;
         const name = str(sender.card) || str(sender.nickname);
         const segments = segmentsOf(event.message ?? event.raw_message);
         const messageId = str(event.message_id);
         const inbound = buildEvent({
-          conversation, timestamp, raw: event, botId: eventBotId,
+          conversation,
+          timestamp,
+          raw: event,
+          botId: eventBotId,
           id: messageId,
           kind: 'message',
           detail: messageType,
@@ -208,7 +273,9 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
           segments,
           text: contentOf(segments),
           media: mediaOf(segments),
-          mentions: segments.filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all').map((s) => s.data.qq as string),
+          mentions: segments
+            .filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all')
+            .map((s) => s.data.qq as string),
           fields: messageFields(messageId, segments),
         });
         return { events: [inbound], reply: { status: 204 } };
@@ -219,14 +286,28 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
         const detailKey = postType === 'notice' ? 'notice_type' : 'request_type';
         if (!detail) throw fail(`${detailKey} is required (a string), got ${kindOf(event[detailKey])}`);
         const fields: Record<string, string> = {};
-        for (const key of ['group_id', 'user_id', 'operator_id', 'target_id', 'message_id', 'flag', 'comment', 'duration', 'sender_id', 'honor_type']) {
+        for (const key of [
+          'group_id',
+          'user_id',
+          'operator_id',
+          'target_id',
+          'message_id',
+          'flag',
+          'comment',
+          'duration',
+          'sender_id',
+          'honor_type',
+        ]) {
           const value = str(event[key]);
           if (value !== undefined) fields[key] = value;
         }
         if (typeof event.file === 'object' && event.file !== null) fields.file = JSON.stringify(event.file);
         const subType = str(event.sub_type);
         const inbound = buildEvent({
-          conversation, timestamp, raw: event, botId: eventBotId,
+          conversation,
+          timestamp,
+          raw: event,
+          botId: eventBotId,
           kind: postType,
           detail,
           subType: subType || undefined,
@@ -252,7 +333,12 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
  */
 function checkSelfId(channel: AdapterChannel, named: string | undefined, sender: string | undefined): void {
   if (!sender || named === undefined || named === sender) return;
-  throw new RequestError('self_id_mismatch', 403, `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (X-Self-ID): a bot reports only its own account's events; nothing was recorded. Check which account the bot framework connects as`, { channel: channel.id, stage: 'adapter' });
+  throw new RequestError(
+    'self_id_mismatch',
+    403,
+    `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (X-Self-ID): a bot reports only its own account's events; nothing was recorded. Check which account the bot framework connects as`,
+    { channel: channel.id, stage: 'adapter' },
+  );
 }
 
 /** A message's ids as this bot sees them: its message_id, and the id in its reply segment. */
@@ -269,9 +355,10 @@ function messageFields(messageId: string | undefined, segments: readonly Segment
  * are per bot: this is the id the answering bot itself received, never another bot's.
  */
 export function oneBotReply({ ids, conversation }: ReplyTarget): ReplyParts {
-  const params: Record<string, ReplyValue> = conversation.type === 'group'
-    ? { message_type: 'group', group_id: idValue(conversation.id) }
-    : { message_type: 'private', user_id: idValue(conversation.id) };
+  const params: Record<string, ReplyValue> =
+    conversation.type === 'group'
+      ? { message_type: 'group', group_id: idValue(conversation.id) }
+      : { message_type: 'private', user_id: idValue(conversation.id) };
   if (ids.message_id) params.message_id = idValue(ids.message_id);
   const quote = quoteOf(ids);
   return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };

@@ -7,7 +7,11 @@ import { headerOf } from '../kit/types.js';
 
 /** OneBot v11 over WebSocket: the reverse handshake (the bot connects to us) and the frames a connection keeps. */
 
-const ROLES = new Map([['universal', 'Universal'], ['event', 'Event'], ['api', 'API']]);
+const ROLES = new Map([
+  ['universal', 'Universal'],
+  ['event', 'Event'],
+  ['api', 'API'],
+]);
 
 /** Frames larger than this are never meta events: they go straight to the pipeline and its limits. */
 const META_FRAME_MAX = 64 * 1024;
@@ -21,24 +25,50 @@ const ECHO = Buffer.from('"echo"');
  * sends it in lower case). Without an access token (`"verify": false`) any token is accepted,
  * NapCat's empty `Bearer ` included.
  */
-export function acceptOneBotSocket(channel: AdapterChannel, accessToken: string | undefined, handshake: RawDelivery): SocketPeer {
+export function acceptOneBotSocket(
+  channel: AdapterChannel,
+  accessToken: string | undefined,
+  handshake: RawDelivery,
+): SocketPeer {
   const context = { channel: channel.id, stage: 'adapter' };
   if (accessToken !== undefined) {
     const authorization = headerOf(handshake, 'authorization');
     const bearer = authorization === undefined ? undefined : tokenOf(authorization);
     const token = bearer || handshake.query.get('access_token') || undefined;
     if (token === undefined) {
-      throw new IntakeError('token_missing', 401, `Access token missing on channel "${channel.id}": send Authorization: Bearer <accessToken> or ?access_token=`, context);
+      throw new IntakeError(
+        'token_missing',
+        401,
+        `Access token missing on channel "${channel.id}": send Authorization: Bearer <accessToken> or ?access_token=`,
+        context,
+      );
     }
-    if (!safeEqual(token, accessToken)) throw new IntakeError('token_mismatch', 403, `Access token wrong on channel "${channel.id}": it does not match the channel's accessToken`, context);
+    if (!safeEqual(token, accessToken))
+      throw new IntakeError(
+        'token_mismatch',
+        403,
+        `Access token wrong on channel "${channel.id}": it does not match the channel's accessToken`,
+        context,
+      );
   }
   const selfId = headerOf(handshake, 'x-self-id')?.trim();
   if (!selfId || !/^\d{1,20}$/.test(selfId)) {
-    throw new RequestError('self_id_missing', 400, `X-Self-ID header ${selfId ? 'must be the bot\'s QQ number' : 'is required'} on channel "${channel.id}": OneBot sends the bot's account id in it`, context);
+    throw new RequestError(
+      'self_id_missing',
+      400,
+      `X-Self-ID header ${selfId ? "must be the bot's QQ number" : 'is required'} on channel "${channel.id}": OneBot sends the bot's account id in it`,
+      context,
+    );
   }
   const asked = headerOf(handshake, 'x-client-role')?.trim() ?? 'Universal';
   const role = ROLES.get(asked.toLowerCase());
-  if (!role) throw new RequestError('bad_role', 400, `X-Client-Role must be Universal, Event or API on channel "${channel.id}", got "${asked.slice(0, 40)}"`, context);
+  if (!role)
+    throw new RequestError(
+      'bad_role',
+      400,
+      `X-Client-Role must be Universal, Event or API on channel "${channel.id}", got "${asked.slice(0, 40)}"`,
+      context,
+    );
   return { botId: selfId, role };
 }
 
@@ -70,10 +100,17 @@ export function oneBotFrame(frame: Buffer): SocketFrame | undefined {
   if (event.post_type === 'meta_event') {
     const heartbeat = event.meta_event_type === 'heartbeat';
     const interval = typeof event.interval === 'number' && Number.isFinite(event.interval) ? event.interval : undefined;
-    const botId = typeof event.self_id === 'number' || typeof event.self_id === 'string' ? String(event.self_id) : undefined;
-    return { kind: 'meta', heartbeat, ...(heartbeat && interval !== undefined ? { intervalMs: heartbeatMsOf(interval) } : {}), ...(botId ? { botId } : {}) };
+    const botId =
+      typeof event.self_id === 'number' || typeof event.self_id === 'string' ? String(event.self_id) : undefined;
+    return {
+      kind: 'meta',
+      heartbeat,
+      ...(heartbeat && interval !== undefined ? { intervalMs: heartbeatMsOf(interval) } : {}),
+      ...(botId ? { botId } : {}),
+    };
   }
-  if (event.post_type === undefined && event.echo !== undefined) return { kind: 'response', echo: String(event.echo), body };
+  if (event.post_type === undefined && event.echo !== undefined)
+    return { kind: 'response', echo: String(event.echo), body };
   return undefined;
 }
 

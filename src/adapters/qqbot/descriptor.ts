@@ -6,7 +6,17 @@ import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { optionalText, requiredText } from '../kit/settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from '../kit/shape.js';
-import { checkFreshness, echoReply, headerOf, shapeError, type Adapter, type Freshness, type Normalized, type PlatformReply, type RawDelivery } from '../kit/types.js';
+import {
+  checkFreshness,
+  echoReply,
+  headerOf,
+  shapeError,
+  type Adapter,
+  type Freshness,
+  type Normalized,
+  type PlatformReply,
+  type RawDelivery,
+} from '../kit/types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 import { quoteOf } from '../kit/reply.js';
 
@@ -59,7 +69,12 @@ const ACK: PlatformReply = { status: 200, body: { op: 12, d: 0 } };
  * each push when it sends it. 2 min either way keeps a replay inside the 5 min exact-id window
  * (`retryHorizonMs`) even from a sender whose clock runs 2 min ahead: past it, refused.
  */
-const FRESHNESS: Freshness = { field: 'X-Signature-Timestamp', unit: 's', toleranceMs: 120_000, limit: 'the 2 min allowed' };
+const FRESHNESS: Freshness = {
+  field: 'X-Signature-Timestamp',
+  unit: 's',
+  toleranceMs: 120_000,
+  limit: 'the 2 min allowed',
+};
 const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 /** `<@!id>` (and `<@id>`), the mention markup of guild messages. */
 const mentionMarkup = /<@!?([^<>\s]+)>( ?)/g;
@@ -81,7 +96,10 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   const { appId } = options;
   // A shared namespace would let an openid meet a OneBot QQ number that happens to spell the same.
   if (channel.namespace !== 'qqbot') {
-    throw new ConfigError(`channels[${channel.index}].namespace (channel "${channel.id}"): a qqbot channel's namespace is always "qqbot" (openids are per bot, never QQ numbers, so they must not share sessions or correlate with another channel); remove the setting`, { channel: channel.id });
+    throw new ConfigError(
+      `channels[${channel.index}].namespace (channel "${channel.id}"): a qqbot channel's namespace is always "qqbot" (openids are per bot, never QQ numbers, so they must not share sessions or correlate with another channel); remove the setting`,
+      { channel: channel.id },
+    );
   }
   // Derived once per channel. The validation is answered, its request verified, even with `"verify": false`.
   const keys = options.secret ? qqbotKeys(options.secret) : undefined;
@@ -95,15 +113,25 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   function authenticate(delivery: RawDelivery, publicKey: KeyObject, missing = ''): void {
     const signature = headerOf(delivery, 'x-signature-ed25519');
     const timestamp = headerOf(delivery, 'x-signature-timestamp');
-    if (!signature || !timestamp) throw new SignatureError(`Signature missing on channel "${channel.id}": ${missing}X-Signature-Ed25519 and X-Signature-Timestamp headers are required`, context);
+    if (!signature || !timestamp)
+      throw new SignatureError(
+        `Signature missing on channel "${channel.id}": ${missing}X-Signature-Ed25519 and X-Signature-Timestamp headers are required`,
+        context,
+      );
     const bytes = /^[0-9a-f]{128}$/i.test(signature) ? Buffer.from(signature, 'hex') : undefined;
     // A canonical Ed25519 signature has the top three bits of its last byte clear (sign.md).
     if (!bytes || ((bytes[63] as number) & 224) !== 0) {
-      throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 is not a 64-byte Ed25519 signature in hex`, context);
+      throw new SignatureError(
+        `Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 is not a 64-byte Ed25519 signature in hex`,
+        context,
+      );
     }
     checkFreshness(channel, timestamp, delivery.now, FRESHNESS);
     if (!verify(null, Buffer.concat([Buffer.from(timestamp), delivery.body]), publicKey, bytes)) {
-      throw new SignatureError(`Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 does not match X-Signature-Timestamp and the body (is channels[${channel.index}].secret this bot's Bot Secret?)`, context);
+      throw new SignatureError(
+        `Signature mismatch on channel "${channel.id}": X-Signature-Ed25519 does not match X-Signature-Timestamp and the body (is channels[${channel.index}].secret this bot's Bot Secret?)`,
+        context,
+      );
     }
   }
 
@@ -117,21 +145,39 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     const d = read.object(own(payload, 'd'), 'd', 'an object {plain_token, event_ts}');
     const plainToken = read.text(own(d, 'plain_token'), 'd.plain_token');
     const eventTs = read.text(own(d, 'event_ts'), 'd.event_ts');
-    if (!keys) throw new RequestError('no_secret', 400, `Cannot answer the QQ callback URL validation on channel "${channel.id}": channels[${channel.index}].secret (the Bot Secret) signs the answer and is not set`, context);
-    if (!verifyKey) authenticate(delivery, keys.publicKey, 'the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; ');
-    return echoReply({ plain_token: plainToken, signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex') });
+    if (!keys)
+      throw new RequestError(
+        'no_secret',
+        400,
+        `Cannot answer the QQ callback URL validation on channel "${channel.id}": channels[${channel.index}].secret (the Bot Secret) signs the answer and is not set`,
+        context,
+      );
+    if (!verifyKey)
+      authenticate(
+        delivery,
+        keys.publicKey,
+        'the callback URL validation (op 13) is answered with a signature by the Bot Secret, so it is verified even with "verify": false; ',
+      );
+    return echoReply({
+      plain_token: plainToken,
+      signature: sign(null, Buffer.from(eventTs + plainToken), keys.privateKey).toString('hex'),
+    });
   }
 
   /** Text of a guild message: our bot's mention removed, other mentions as `@name`. */
   function guildText(raw: string, bots: ReadonlySet<string>, names: ReadonlyMap<string, string>): string {
-    return raw.replace(mentionMarkup, (_markup, id: string, space: string) => (bots.has(id) ? '' : `@${names.get(id) ?? id}${space}`));
+    return raw.replace(mentionMarkup, (_markup, id: string, space: string) =>
+      bots.has(id) ? '' : `@${names.get(id) ?? id}${space}`,
+    );
   }
 
   function timestampOf(value: unknown, now: number): number {
     if (value === undefined || value === null) return Math.floor(now / 1000);
     const ms = typeof value === 'string' && rfc3339.test(value) ? Date.parse(value) : Number.NaN;
     if (ms >= 0 && ms < MAX_TIMESTAMP_S * 1000) return Math.floor(ms / 1000);
-    throw fail(`d.timestamp must be an RFC 3339 time from 1970 to the year 3000 (like 2023-11-06T13:37:18+08:00), got ${kindOf(value)}`);
+    throw fail(
+      `d.timestamp must be an RFC 3339 time from 1970 to the year 3000 (like 2023-11-06T13:37:18+08:00), got ${kindOf(value)}`,
+    );
   }
 
   function media(read: PayloadReader, d: Json): MediaRef[] {
@@ -143,14 +189,16 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
       const contentType = read.optText(own(attachment, 'content_type'), `${at}.content_type`);
       const size = read.optNumber(own(attachment, 'size'), `${at}.size`);
       const fileName = read.optText(own(attachment, 'filename'), `${at}.filename`);
-      return [{
-        // QQ sends some attachment URLs without a scheme (`gchat.qpic.cn/...`).
-        url: /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : `https://${url.replace(/^\/\//, '')}`,
-        type: mediaKindOf(contentType),
-        ...(contentType?.includes('/') ? { mimeType: contentType } : {}),
-        ...(size && size > 0 ? { size } : {}),
-        ...(fileName ? { fileName } : {}),
-      }];
+      return [
+        {
+          // QQ sends some attachment URLs without a scheme (`gchat.qpic.cn/...`).
+          url: /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : `https://${url.replace(/^\/\//, '')}`,
+          type: mediaKindOf(contentType),
+          ...(contentType?.includes('/') ? { mimeType: contentType } : {}),
+          ...(size && size > 0 ? { size } : {}),
+          ...(fileName ? { fileName } : {}),
+        },
+      ];
     });
   }
 
@@ -244,16 +292,21 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
       const payload = read.object(body, 'the body', 'a QQ bot payload {op, d, t, ...}');
       const op = own(payload, 'op');
       switch (op) {
-        case 0: return dispatch(read, payload, delivery.now);
-        case 13: return { events: [], reply: validation(read, payload, delivery) };
+        case 0:
+          return dispatch(read, payload, delivery.now);
+        case 13:
+          return { events: [], reply: validation(read, payload, delivery) };
         case 1: {
           // A heartbeat carries the last seq (botgo answers it even on the webhook).
           const seq = own(payload, 'd') ?? 0;
-          if (!Number.isSafeInteger(seq) || (seq as number) < 0) throw fail(`d of a heartbeat (op 1) must be the last seq, a whole number, got ${kindOf(seq)}`);
+          if (!Number.isSafeInteger(seq) || (seq as number) < 0)
+            throw fail(`d of a heartbeat (op 1) must be the last seq, a whole number, got ${kindOf(seq)}`);
           return { events: [], reply: { status: 200, body: { op: 11, d: seq } } };
         }
         default:
-          throw fail(`op must be 0 (dispatch), 1 (heartbeat) or 13 (callback URL validation), got ${op === undefined ? 'none' : kindOf(op)}`);
+          throw fail(
+            `op must be 0 (dispatch), 1 (heartbeat) or 13 (callback URL validation), got ${op === undefined ? 'none' : kindOf(op)}`,
+          );
       }
     },
   };
@@ -267,11 +320,17 @@ export const QQBOT_PASSIVE_REPLY_MS = 300_000;
  * `/channels/{channel_id}/messages` or `/dms/{guild_id}/messages`, with `{msg_id, content, ...}`.
  */
 export function qqbotReply({ ids, conversation, receivedAt }: ReplyTarget): ReplyParts {
-  const params: Record<string, ReplyValue> = ids.group_openid ? { group_openid: ids.group_openid }
-    : ids.user_openid ? { openid: ids.user_openid }
-      : ids.channel_id ? { channel_id: ids.channel_id }
-        : ids.guild_id ? { guild_id: ids.guild_id }
-          : conversation.type === 'group' ? { group_openid: conversation.id } : { openid: conversation.id };
+  const params: Record<string, ReplyValue> = ids.group_openid
+    ? { group_openid: ids.group_openid }
+    : ids.user_openid
+      ? { openid: ids.user_openid }
+      : ids.channel_id
+        ? { channel_id: ids.channel_id }
+        : ids.guild_id
+          ? { guild_id: ids.guild_id }
+          : conversation.type === 'group'
+            ? { group_openid: conversation.id }
+            : { openid: conversation.id };
   if (ids.message_id) params.msg_id = ids.message_id;
   const quote = quoteOf(ids);
   return {

@@ -10,32 +10,48 @@ import { baseUrl, optionalText } from '../kit/settings.js';
 import { slackSocket } from './socket.js';
 import { slackText } from './text.js';
 import { kindOf, own, PayloadReader } from '../kit/shape.js';
-import { checkFreshness, checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from '../kit/types.js';
+import {
+  checkFreshness,
+  checkSignature,
+  echoReply,
+  headerOf,
+  shapeError,
+  verifiedSecret,
+  type Adapter,
+  type Normalized,
+} from '../kit/types.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
 
-const settings = z.strictObject({
-  /** `webhook`: the Events API POSTs to us; `socket`: Socket Mode, we connect to Slack (no public URL). */
-  transport: z.enum(['webhook', 'socket'], { error: 'must be "webhook" or "socket"' }).default('webhook'),
-  /** Signs `X-Slack-Signature` (v0). */
-  signingSecret: optionalText(),
-  /** The app-level token (`xapp-`, scope connections:write) that opens Socket Mode connections. */
-  appToken: optionalText(),
-  apiBaseUrl: baseUrl('https://slack.com/api'),
-  /** On several instances one holds the Socket Mode connection; a survivor takes over within this. */
-  leaseMs: millis(300, 600_000, 15_000),
-  reconnectMinMs: millis(10, 600_000, 1000),
-  reconnectMaxMs: millis(10, 3_600_000, 30_000),
-  /** `xoxb-` token, for file downloads. */
-  botToken: optionalText(),
-  /** Our bot's user id; else taken from each payload's `authorizations[0].user_id`. */
-  botUserId: optionalText(),
-}).check((ctx) => {
-  if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
-    ctx.issues.push({ code: 'custom', path: ['reconnectMaxMs'], message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`, input: ctx.value });
-  }
-});
+const settings = z
+  .strictObject({
+    /** `webhook`: the Events API POSTs to us; `socket`: Socket Mode, we connect to Slack (no public URL). */
+    transport: z.enum(['webhook', 'socket'], { error: 'must be "webhook" or "socket"' }).default('webhook'),
+    /** Signs `X-Slack-Signature` (v0). */
+    signingSecret: optionalText(),
+    /** The app-level token (`xapp-`, scope connections:write) that opens Socket Mode connections. */
+    appToken: optionalText(),
+    apiBaseUrl: baseUrl('https://slack.com/api'),
+    /** On several instances one holds the Socket Mode connection; a survivor takes over within this. */
+    leaseMs: millis(300, 600_000, 15_000),
+    reconnectMinMs: millis(10, 600_000, 1000),
+    reconnectMaxMs: millis(10, 3_600_000, 30_000),
+    /** `xoxb-` token, for file downloads. */
+    botToken: optionalText(),
+    /** Our bot's user id; else taken from each payload's `authorizations[0].user_id`. */
+    botUserId: optionalText(),
+  })
+  .check((ctx) => {
+    if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['reconnectMaxMs'],
+        message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`,
+        input: ctx.value,
+      });
+    }
+  });
 
 /** Slack Events API. */
 export const slack = defineAdapter({
@@ -43,7 +59,10 @@ export const slack = defineAdapter({
   namespace: 'slack',
   secret: { setting: 'signingSecret', required: true },
   // Socket Mode authenticates us to Slack with the app token; nothing comes in to verify.
-  secretFor: (values) => (values.transport === 'socket' ? { setting: 'appToken', required: true, why: 'opens the Socket Mode connection with it' } : { setting: 'signingSecret', required: true }),
+  secretFor: (values) =>
+    values.transport === 'socket'
+      ? { setting: 'appToken', required: true, why: 'opens the Socket Mode connection with it' }
+      : { setting: 'signingSecret', required: true },
   settings,
   // Slack's Events API docs: it retries immediately, after 1 min and after 5 min, so the
   // last lands about 5 min after the first delivery (6 when each wait follows the last): 10 min,
@@ -68,9 +87,16 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
   const namespace = channel.namespace;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'slack', namespace, idPrefix: 'slack' });
   const fail = (problem: string) => shapeError(channel, 'a Slack event', problem);
-  const socket = options.transport === 'socket' && options.appToken
-    ? slackSocket({ appToken: options.appToken, apiBaseUrl: options.apiBaseUrl, leaseMs: options.leaseMs, reconnectMinMs: options.reconnectMinMs, reconnectMaxMs: options.reconnectMaxMs })
-    : undefined;
+  const socket =
+    options.transport === 'socket' && options.appToken
+      ? slackSocket({
+          appToken: options.appToken,
+          apiBaseUrl: options.apiBaseUrl,
+          leaseMs: options.leaseMs,
+          reconnectMinMs: options.reconnectMinMs,
+          reconnectMaxMs: options.reconnectMaxMs,
+        })
+      : undefined;
 
   return {
     name: 'slack',
@@ -83,47 +109,87 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       if (options.transport === 'socket') {
         // Envelopes came over the socket we opened with the app token; a POST here is no one's.
         if (delivery.authenticated) return;
-        throw new SignatureError(`Channel "${channel.id}" uses Socket Mode ("transport": "socket"): it takes no Events API POST`, { channel: channel.id, stage: 'adapter' });
+        throw new SignatureError(
+          `Channel "${channel.id}" uses Socket Mode ("transport": "socket"): it takes no Events API POST`,
+          { channel: channel.id, stage: 'adapter' },
+        );
       }
       if (!signingSecret) return;
       const timestamp = headerOf(delivery, 'x-slack-request-timestamp');
       const signature = headerOf(delivery, 'x-slack-signature');
-      if (!timestamp || !signature) throw new SignatureError(`Signature missing on channel "${channel.id}": X-Slack-Signature and X-Slack-Request-Timestamp are required`, { channel: channel.id });
-      checkFreshness(channel, timestamp, delivery.now, { field: 'X-Slack-Request-Timestamp', unit: 's', toleranceMs: TOLERANCE_S * 1000, limit: 'the 5 min Slack allows' });
-      checkSignature(channel, 'X-Slack-Signature', signature, `v0=${hmac('sha256', signingSecret, `v0:${timestamp}:`, delivery.body).toString('hex')}`);
+      if (!timestamp || !signature)
+        throw new SignatureError(
+          `Signature missing on channel "${channel.id}": X-Slack-Signature and X-Slack-Request-Timestamp are required`,
+          { channel: channel.id },
+        );
+      checkFreshness(channel, timestamp, delivery.now, {
+        field: 'X-Slack-Request-Timestamp',
+        unit: 's',
+        toleranceMs: TOLERANCE_S * 1000,
+        limit: 'the 5 min Slack allows',
+      });
+      checkSignature(
+        channel,
+        'X-Slack-Signature',
+        signature,
+        `v0=${hmac('sha256', signingSecret, `v0:${timestamp}:`, delivery.body).toString('hex')}`,
+      );
     },
 
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const payload = read.object(body, 'the body', 'an Events API payload {type, ...}');
       const type = own(payload, 'type');
-      if (typeof type !== 'string') throw fail(type === undefined ? 'type is required (a string)' : `type must be a string, got ${kindOf(type)}`);
-      if (type === 'url_verification') return { events: [], reply: echoReply({ challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' }) };
+      if (typeof type !== 'string')
+        throw fail(type === undefined ? 'type is required (a string)' : `type must be a string, got ${kindOf(type)}`);
+      if (type === 'url_verification')
+        return {
+          events: [],
+          reply: echoReply({ challenge: read.optText(own(payload, 'challenge'), 'challenge') ?? '' }),
+        };
       if (type !== 'event_callback') return { events: [], ignored: 1 };
       const event = read.object(own(payload, 'event'), 'event', 'an event object {type, ...}');
-      const authorization = read.optObject(read.optArray(own(payload, 'authorizations'), 'authorizations')[0], 'authorizations[0]') ?? {};
+      const authorization =
+        read.optObject(read.optArray(own(payload, 'authorizations'), 'authorizations')[0], 'authorizations[0]') ?? {};
       const ourBot = configuredBot ?? read.optText(own(authorization, 'user_id'), 'authorizations[0].user_id');
       const eventType = own(event, 'type');
       const subtype = own(event, 'subtype');
       const user = own(event, 'user');
-      const isUserMessage = (eventType === 'message' || eventType === 'app_mention') && userSubtypes.has(subtype as string | undefined)
-        && !own(event, 'bot_id') && typeof user === 'string' && user !== '' && user !== ourBot;
+      const isUserMessage =
+        (eventType === 'message' || eventType === 'app_mention') &&
+        userSubtypes.has(subtype as string | undefined) &&
+        !own(event, 'bot_id') &&
+        typeof user === 'string' &&
+        user !== '' &&
+        user !== ourBot;
       if (!isUserMessage) return { events: [], ignored: 1 };
       const channelId = read.text(own(event, 'channel'), 'event.channel');
       const ts = read.text(own(event, 'ts'), 'event.ts');
       const direct = own(event, 'channel_type') === 'im' || channelId.startsWith('D');
-      const conversation = direct ? { type: 'private' as const, id: channelId } : { type: 'group' as const, id: channelId };
+      const conversation = direct
+        ? { type: 'private' as const, id: channelId }
+        : { type: 'group' as const, id: channelId };
       const raw = read.optText(own(event, 'text'), 'event.text') ?? '';
       const { text, mentions } = slackText(raw);
       const media: MediaRef[] = read.optArray(own(event, 'files'), 'event.files').flatMap((item, i) => {
         const at = `event.files[${i}]`;
         const file = read.object(item, at, 'a file object {url_private, mimetype, ...}');
-        const url = read.optText(own(file, 'url_private_download'), `${at}.url_private_download`) || read.optText(own(file, 'url_private'), `${at}.url_private`);
+        const url =
+          read.optText(own(file, 'url_private_download'), `${at}.url_private_download`) ||
+          read.optText(own(file, 'url_private'), `${at}.url_private`);
         if (!url) return [];
         const mimeType = read.optText(own(file, 'mimetype'), `${at}.mimetype`);
         const size = read.optNumber(own(file, 'size'), `${at}.size`);
         const fileName = read.optText(own(file, 'name'), `${at}.name`);
-        return [{ ref: url, type: mediaTypeOf(mimeType ?? ''), ...(mimeType ? { mimeType } : {}), ...(size ? { size } : {}), ...(fileName ? { fileName } : {}) }];
+        return [
+          {
+            ref: url,
+            type: mediaTypeOf(mimeType ?? ''),
+            ...(mimeType ? { mimeType } : {}),
+            ...(size ? { size } : {}),
+            ...(fileName ? { fileName } : {}),
+          },
+        ];
       });
       const threadTs = read.optText(own(event, 'thread_ts'), 'event.thread_ts');
       const inbound = buildEvent({
@@ -137,8 +203,14 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         // Slack can deliver one message as two events with two `ts`, tens of seconds apart; both
         // carry the client_msg_id the sender's client gave it (absent on some messages).
         clientMessageId: read.optText(own(event, 'client_msg_id'), 'event.client_msg_id') || undefined,
-        text, media, mentions,
-        fields: { ts, ...(threadTs ? { thread_ts: threadTs } : {}), team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
+        text,
+        media,
+        mentions,
+        fields: {
+          ts,
+          ...(threadTs ? { thread_ts: threadTs } : {}),
+          team: read.optText(own(payload, 'team_id'), 'team_id') ?? '',
+        },
         // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
         timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
         raw: payload,
@@ -149,7 +221,8 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
     replyTo: slackReply,
 
     async resolveMedia(ref) {
-      if (!botToken) throw new MediaError('bad_url', `channels[${channel.index}].botToken is needed to download Slack files`, false);
+      if (!botToken)
+        throw new MediaError('bad_url', `channels[${channel.index}].botToken is needed to download Slack files`, false);
       return { url: ref.ref ?? '', headers: { authorization: `Bearer ${botToken}` } };
     },
   };

@@ -4,7 +4,8 @@ import type { SocketDial, SocketFrame } from '../../events/connection.js';
 /** Frames larger than this are never control frames (hello, disconnect): they are envelopes. */
 const CONTROL_MAX = 16 * 1024;
 /** What a person must do when Slack turned Socket Mode off for the app. */
-const LINK_DISABLED = 'Slack turned Socket Mode off for this app (disconnect reason link_disabled): turn it on again at api.slack.com/apps > your app > Socket Mode, or use the Events API ("transport": "webhook")';
+const LINK_DISABLED =
+  'Slack turned Socket Mode off for this app (disconnect reason link_disabled): turn it on again at api.slack.com/apps > your app > Socket Mode, or use the Events API ("transport": "webhook")';
 
 export interface SlackSocketOptions {
   appToken: string;
@@ -25,7 +26,10 @@ export interface SlackSocketOptions {
  * after a healthy socket, else after the backoff); `link_disabled` means Socket Mode was turned
  * off for the app: said as an error, and asked again only after `reconnectMaxMs`.
  */
-export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; frame(frame: Buffer): SocketFrame | undefined } {
+export function slackSocket(options: SlackSocketOptions): {
+  dial: SocketDial;
+  frame(frame: Buffer): SocketFrame | undefined;
+} {
   const hide = (text: string) => text.replaceAll(options.appToken, '<token>');
   return {
     dial: {
@@ -36,7 +40,9 @@ export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; fr
       leaseMs: options.leaseMs,
       async open(signal) {
         const response = await request(`${options.apiBaseUrl}/apps.connections.open`, {
-          method: 'POST', signal, headers: { authorization: `Bearer ${options.appToken}`, 'content-type': 'application/x-www-form-urlencoded' },
+          method: 'POST',
+          signal,
+          headers: { authorization: `Bearer ${options.appToken}`, 'content-type': 'application/x-www-form-urlencoded' },
         });
         const text = await response.body.text();
         let answer: { ok?: unknown; url?: unknown; error?: unknown } | undefined;
@@ -47,7 +53,10 @@ export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; fr
         }
         if (answer?.ok === true && typeof answer.url === 'string' && /^wss?:\/\//.test(answer.url)) return answer.url;
         const why = typeof answer?.error === 'string' ? answer.error : `HTTP ${response.statusCode}`;
-        const hint = why === 'invalid_auth' || why === 'not_allowed_token_type' ? ': appToken must be the app-level token (xapp-...) with connections:write' : '';
+        const hint =
+          why === 'invalid_auth' || why === 'not_allowed_token_type'
+            ? ': appToken must be the app-level token (xapp-...) with connections:write'
+            : '';
         throw new Error(hide(`apps.connections.open failed: ${why}${hint}`));
       },
     },
@@ -63,7 +72,8 @@ export function slackSocket(options: SlackSocketOptions): { dial: SocketDial; fr
       if (typeof message.envelope_id !== 'string') return undefined; // not Slack's: the pipeline refuses it
       const ack = JSON.stringify({ envelope_id: message.envelope_id });
       // Only events carry messages; slash commands and interactions are acknowledged and not kept.
-      if (message.type !== 'events_api' || typeof message.payload !== 'object' || message.payload === null) return { kind: 'envelope', ack };
+      if (message.type !== 'events_api' || typeof message.payload !== 'object' || message.payload === null)
+        return { kind: 'envelope', ack };
       return { kind: 'envelope', ack, body: Buffer.from(JSON.stringify(message.payload)) };
     },
   };

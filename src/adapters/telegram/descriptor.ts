@@ -14,35 +14,49 @@ import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, typ
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
 
-const settings = z.strictObject({
-  /** `webhook`: Telegram POSTs to us (setWebhook); `poll`: we ask getUpdates, no public URL needed. */
-  transport: z.enum(['webhook', 'poll'], { error: 'must be "webhook" or "poll"' }).default('webhook'),
-  /** The secret_token given to setWebhook, sent back in X-Telegram-Bot-Api-Secret-Token. */
-  secretToken: optionalText().refine((token) => token === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(token), {
-    error: 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires',
-  }),
-  /** Bot API token (`<bot id>:<secret>`), for file downloads; its bot id scopes update ids. */
-  botToken: optionalText(),
-  /** The bot's @username (getMe `username`): an `@username` mention of it counts as a mention of this bot. */
-  botUsername: optionalText().transform((name) => name?.replace(/^@/, '')).refine((name) => name === undefined || /^[A-Za-z0-9_]{3,64}$/.test(name), {
-    error: 'must be the bot\'s username (letters, digits and _), with or without the leading @',
-  }),
-  apiBaseUrl: baseUrl('https://api.telegram.org'),
-  /** Seconds a poll waits for an update (getUpdates `timeout`). */
-  pollTimeoutS: z.number({ error: 'must be a number of seconds' }).int().min(0).max(50).default(25),
-  /** On several instances one polls; a survivor takes over within this. */
-  leaseMs: millis(300, 600_000, 15_000),
-  /** Backoff after a failed poll: from this, doubling, jittered. */
-  reconnectMinMs: millis(10, 600_000, 1000),
-  reconnectMaxMs: millis(10, 3_600_000, 30_000),
-}).check((ctx) => {
-  if (ctx.value.transport === 'poll' && ctx.value.botToken === undefined) {
-    ctx.issues.push({ code: 'custom', path: ['botToken'], message: 'is required with "transport": "poll" (getUpdates is asked with it)', input: ctx.value });
-  }
-  if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
-    ctx.issues.push({ code: 'custom', path: ['reconnectMaxMs'], message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`, input: ctx.value });
-  }
-});
+const settings = z
+  .strictObject({
+    /** `webhook`: Telegram POSTs to us (setWebhook); `poll`: we ask getUpdates, no public URL needed. */
+    transport: z.enum(['webhook', 'poll'], { error: 'must be "webhook" or "poll"' }).default('webhook'),
+    /** The secret_token given to setWebhook, sent back in X-Telegram-Bot-Api-Secret-Token. */
+    secretToken: optionalText().refine((token) => token === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(token), {
+      error: 'must be 1-256 characters of A-Z, a-z, 0-9, _ and -, as setWebhook requires',
+    }),
+    /** Bot API token (`<bot id>:<secret>`), for file downloads; its bot id scopes update ids. */
+    botToken: optionalText(),
+    /** The bot's @username (getMe `username`): an `@username` mention of it counts as a mention of this bot. */
+    botUsername: optionalText()
+      .transform((name) => name?.replace(/^@/, ''))
+      .refine((name) => name === undefined || /^[A-Za-z0-9_]{3,64}$/.test(name), {
+        error: "must be the bot's username (letters, digits and _), with or without the leading @",
+      }),
+    apiBaseUrl: baseUrl('https://api.telegram.org'),
+    /** Seconds a poll waits for an update (getUpdates `timeout`). */
+    pollTimeoutS: z.number({ error: 'must be a number of seconds' }).int().min(0).max(50).default(25),
+    /** On several instances one polls; a survivor takes over within this. */
+    leaseMs: millis(300, 600_000, 15_000),
+    /** Backoff after a failed poll: from this, doubling, jittered. */
+    reconnectMinMs: millis(10, 600_000, 1000),
+    reconnectMaxMs: millis(10, 3_600_000, 30_000),
+  })
+  .check((ctx) => {
+    if (ctx.value.transport === 'poll' && ctx.value.botToken === undefined) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['botToken'],
+        message: 'is required with "transport": "poll" (getUpdates is asked with it)',
+        input: ctx.value,
+      });
+    }
+    if (ctx.value.reconnectMaxMs < ctx.value.reconnectMinMs) {
+      ctx.issues.push({
+        code: 'custom',
+        path: ['reconnectMaxMs'],
+        message: `must be at least reconnectMinMs (${ctx.value.reconnectMinMs})`,
+        input: ctx.value,
+      });
+    }
+  });
 
 /** Telegram Bot API webhooks. */
 export const telegram = defineAdapter({
@@ -50,7 +64,10 @@ export const telegram = defineAdapter({
   namespace: 'tg',
   secret: { setting: 'secretToken', required: true },
   // Polling authenticates us to Telegram with the bot token; nothing comes in to verify.
-  secretFor: (values) => (values.transport === 'poll' ? { setting: 'botToken', required: true, why: 'polls getUpdates with it' } : { setting: 'secretToken', required: true }),
+  secretFor: (values) =>
+    values.transport === 'poll'
+      ? { setting: 'botToken', required: true, why: 'polls getUpdates with it' }
+      : { setting: 'secretToken', required: true },
   settings,
   // Telegram's Bot API docs: it retries "a reasonable amount" and gives no horizon: today's
   // exact-id window (dedup.idTtlMs).
@@ -62,7 +79,13 @@ export const telegram = defineAdapter({
 const BOT_API_FILE_LIMIT = 20 * 1024 * 1024;
 
 const fileKinds: Array<[string, MediaType]> = [
-  ['document', 'document'], ['audio', 'audio'], ['voice', 'audio'], ['video', 'video'], ['video_note', 'video'], ['animation', 'video'], ['sticker', 'image'],
+  ['document', 'document'],
+  ['audio', 'audio'],
+  ['voice', 'audio'],
+  ['video', 'video'],
+  ['video_note', 'video'],
+  ['animation', 'video'],
+  ['sticker', 'image'],
 ];
 
 /** One Telegram file object (PhotoSize, Document, ...) as a media reference. */
@@ -73,7 +96,14 @@ function fileRef(read: PayloadReader, file: Json, at: string, type: MediaType): 
   const size = read.optNumber(own(file, 'file_size'), `${at}.file_size`);
   const hash = read.optText(own(file, 'file_unique_id'), `${at}.file_unique_id`);
   const fileName = read.optText(own(file, 'file_name'), `${at}.file_name`);
-  return { ref, type, ...(mimeType ? { mimeType } : {}), ...(size ? { size } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) };
+  return {
+    ref,
+    type,
+    ...(mimeType ? { mimeType } : {}),
+    ...(size ? { size } : {}),
+    ...(hash ? { hash } : {}),
+    ...(fileName ? { fileName } : {}),
+  };
 }
 
 function mediaOf(read: PayloadReader, message: Json, at: string): MediaRef[] {
@@ -83,8 +113,10 @@ function mediaOf(read: PayloadReader, message: Json, at: string): MediaRef[] {
   read.optArray(own(message, 'photo'), `${at}.photo`).forEach((item, i) => {
     const size = read.object(item, `${at}.photo[${i}]`, 'a PhotoSize object {file_id, width, height}');
     const ref = fileRef(read, size, `${at}.photo[${i}]`, 'image');
-    const area = read.optNumber(own(size, 'file_size'), `${at}.photo[${i}].file_size`)
-      ?? (read.optNumber(own(size, 'width'), `${at}.photo[${i}].width`) ?? 0) * (read.optNumber(own(size, 'height'), `${at}.photo[${i}].height`) ?? 0);
+    const area =
+      read.optNumber(own(size, 'file_size'), `${at}.photo[${i}].file_size`) ??
+      (read.optNumber(own(size, 'width'), `${at}.photo[${i}].width`) ?? 0) *
+        (read.optNumber(own(size, 'height'), `${at}.photo[${i}].height`) ?? 0);
     if (ref && (!largest || area > largest.area)) largest = { area, ref };
   });
   if (largest) media.push(largest.ref);
@@ -97,13 +129,18 @@ function mediaOf(read: PayloadReader, message: Json, at: string): MediaRef[] {
 }
 
 function textOf(read: PayloadReader, message: Json, at: string): string {
-  const text = read.optText(own(message, 'text'), `${at}.text`) ?? read.optText(own(message, 'caption'), `${at}.caption`);
+  const text =
+    read.optText(own(message, 'text'), `${at}.text`) ?? read.optText(own(message, 'caption'), `${at}.caption`);
   if (text !== undefined) return text;
   const location = read.optObject(own(message, 'location'), `${at}.location`);
-  if (location) return `Location: (${read.optNumber(own(location, 'latitude'), `${at}.location.latitude`)}, ${read.optNumber(own(location, 'longitude'), `${at}.location.longitude`)})`;
+  if (location)
+    return `Location: (${read.optNumber(own(location, 'latitude'), `${at}.location.latitude`)}, ${read.optNumber(own(location, 'longitude'), `${at}.location.longitude`)})`;
   const contact = read.optObject(own(message, 'contact'), `${at}.contact`);
   if (contact) {
-    const name = ['first_name', 'last_name'].map((key) => read.optText(own(contact, key), `${at}.contact.${key}`)).filter(Boolean).join(' ');
+    const name = ['first_name', 'last_name']
+      .map((key) => read.optText(own(contact, key), `${at}.contact.${key}`))
+      .filter(Boolean)
+      .join(' ');
     return `Contact: ${name} ${read.optText(own(contact, 'phone_number'), `${at}.contact.phone_number`) ?? ''}`.trim();
   }
   return '';
@@ -120,7 +157,12 @@ function nameOf(read: PayloadReader, user: Json, at: string): string | undefined
  * without a username, by id). Our own bot's username becomes its bot id, so it lands in
  * `mentionedBots`; other usernames stay names.
  */
-function mentionsOf(read: PayloadReader, message: Json, at: string, self: { username: string | undefined; botId: string }): string[] {
+function mentionsOf(
+  read: PayloadReader,
+  message: Json,
+  at: string,
+  self: { username: string | undefined; botId: string },
+): string[] {
   const ownName = self.username?.toLowerCase();
   return (['text', 'caption'] as const).flatMap((field) => {
     const text = own(message, field);
@@ -160,16 +202,36 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
     name: 'telegram',
     channel: channel.id,
     namespace,
-    ...(polling && botToken ? { poll: telegramPoll({ apiBaseUrl, botToken, timeoutS: options.pollTimeoutS, leaseMs: options.leaseMs, reconnectMinMs: options.reconnectMinMs, reconnectMaxMs: options.reconnectMaxMs }) } : {}),
+    ...(polling && botToken
+      ? {
+          poll: telegramPoll({
+            apiBaseUrl,
+            botToken,
+            timeoutS: options.pollTimeoutS,
+            leaseMs: options.leaseMs,
+            reconnectMinMs: options.reconnectMinMs,
+            reconnectMaxMs: options.reconnectMaxMs,
+          }),
+        }
+      : {}),
 
     verify(delivery) {
       if (polling) {
         // Polled updates came from Telegram over our own request; a POST here is no one's.
         if (delivery.authenticated) return;
-        throw new SignatureError(`Channel "${channel.id}" polls Telegram ("transport": "poll"): it takes no webhook POST`, { channel: channel.id, stage: 'adapter' });
+        throw new SignatureError(
+          `Channel "${channel.id}" polls Telegram ("transport": "poll"): it takes no webhook POST`,
+          { channel: channel.id, stage: 'adapter' },
+        );
       }
       if (!secretToken) return;
-      checkSignature(channel, 'X-Telegram-Bot-Api-Secret-Token', headerOf(delivery, 'x-telegram-bot-api-secret-token'), secretToken, 'is not the configured secretToken');
+      checkSignature(
+        channel,
+        'X-Telegram-Bot-Api-Secret-Token',
+        headerOf(delivery, 'x-telegram-bot-api-secret-token'),
+        secretToken,
+        'is not the configured secretToken',
+      );
     },
 
     normalize(body, delivery): Normalized {
@@ -177,44 +239,75 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       const update = read.object(body, 'the body', 'an Update object {update_id, ...}');
       const updateId = own(update, 'update_id');
       if (typeof updateId !== 'number' || !Number.isSafeInteger(updateId)) {
-        throw fail(updateId === undefined ? 'update_id is required (a whole number)' : `update_id must be a whole number, got ${kindOf(updateId)}`);
+        throw fail(
+          updateId === undefined
+            ? 'update_id is required (a whole number)'
+            : `update_id must be a whole number, got ${kindOf(updateId)}`,
+        );
       }
       const callback = read.optObject(own(update, 'callback_query'), 'callback_query');
-      const editedKey = ['edited_message', 'edited_channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null);
-      const messageKey = ['message', 'channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null) ?? editedKey;
+      const editedKey = ['edited_message', 'edited_channel_post'].find(
+        (key) => own(update, key) !== undefined && own(update, key) !== null,
+      );
+      const messageKey =
+        ['message', 'channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null) ??
+        editedKey;
       const at = messageKey ?? 'callback_query.message';
-      const message = messageKey ? read.object(own(update, messageKey), messageKey) : callback && read.optObject(own(callback, 'message'), at);
+      const message = messageKey
+        ? read.object(own(update, messageKey), messageKey)
+        : callback && read.optObject(own(callback, 'message'), at);
       const chat = message && read.optObject(own(message, 'chat'), `${at}.chat`);
       if (!message || !chat) return { events: [], ignored: 1 };
       const edited = editedKey !== undefined && messageKey === editedKey;
       const chatId = read.text(own(chat, 'id'), `${at}.chat.id`);
-      const conversation = own(chat, 'type') === 'private' ? { type: 'private' as const, id: chatId } : { type: 'group' as const, id: chatId };
-      const [from, fromAt] = callback && own(callback, 'from') !== undefined ? [read.object(own(callback, 'from'), 'callback_query.from'), 'callback_query.from']
-        : own(message, 'from') !== undefined ? [read.object(own(message, 'from'), `${at}.from`), `${at}.from`]
-          : own(message, 'sender_chat') !== undefined ? [read.object(own(message, 'sender_chat'), `${at}.sender_chat`), `${at}.sender_chat`]
-            : [chat, `${at}.chat`];
+      const conversation =
+        own(chat, 'type') === 'private'
+          ? { type: 'private' as const, id: chatId }
+          : { type: 'group' as const, id: chatId };
+      const [from, fromAt] =
+        callback && own(callback, 'from') !== undefined
+          ? [read.object(own(callback, 'from'), 'callback_query.from'), 'callback_query.from']
+          : own(message, 'from') !== undefined
+            ? [read.object(own(message, 'from'), `${at}.from`), `${at}.from`]
+            : own(message, 'sender_chat') !== undefined
+              ? [read.object(own(message, 'sender_chat'), `${at}.sender_chat`), `${at}.sender_chat`]
+              : [chat, `${at}.chat`];
       const senderId = read.text(own(from, 'id'), `${fromAt}.id`);
       const name = nameOf(read, from, fromAt);
-      let text = callback ? read.optText(own(callback, 'data'), 'callback_query.data') ?? '' : textOf(read, message, at);
+      let text = callback
+        ? (read.optText(own(callback, 'data'), 'callback_query.data') ?? '')
+        : textOf(read, message, at);
       if (edited) text = `(edited) ${text}`;
       const media = callback ? [] : mediaOf(read, message, at);
-      const fields: Record<string, string> = { message_id: read.optText(own(message, 'message_id'), `${at}.message_id`) ?? '' };
+      const fields: Record<string, string> = {
+        message_id: read.optText(own(message, 'message_id'), `${at}.message_id`) ?? '',
+      };
       const mediaGroupId = read.optText(own(message, 'media_group_id'), `${at}.media_group_id`);
       if (mediaGroupId) fields.media_group_id = mediaGroupId;
       // A topic's thread id is only sent back in a forum (Telegram refuses it elsewhere).
-      const threadId = own(message, 'is_topic_message') === true ? read.optText(own(message, 'message_thread_id'), `${at}.message_thread_id`) : undefined;
+      const threadId =
+        own(message, 'is_topic_message') === true
+          ? read.optText(own(message, 'message_thread_id'), `${at}.message_thread_id`)
+          : undefined;
       if (threadId) fields.message_thread_id = threadId;
       if (!callback) quotedIn(read, message, at, fields);
-      const [stamp, stampAt] = edited && own(message, 'edit_date') !== undefined ? [own(message, 'edit_date'), `${at}.edit_date`] : [own(message, 'date'), `${at}.date`];
+      const [stamp, stampAt] =
+        edited && own(message, 'edit_date') !== undefined
+          ? [own(message, 'edit_date'), `${at}.edit_date`]
+          : [own(message, 'date'), `${at}.date`];
       const event = buildEvent({
         id: String(updateId),
         kind: 'message',
         detail: conversation.type,
         subType: edited ? 'edited' : callback ? 'callback_query' : undefined,
-        botId, conversation,
+        botId,
+        conversation,
         sender: { id: senderId, ...(name ? { name } : {}) },
         platformId: `${botId}:${updateId}`,
-        text, media, mentions: mentionsOf(read, message, at, { username: options.botUsername, botId }), fields,
+        text,
+        media,
+        mentions: mentionsOf(read, message, at, { username: options.botUsername, botId }),
+        fields,
         timestamp: read.timestamp(stamp, stampAt, 's', delivery.now),
         raw: update,
       });
@@ -224,13 +317,26 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
     replyTo: telegramReply,
 
     async resolveMedia(ref, signal) {
-      if (!botToken) throw new MediaError('bad_url', `channels[${channel.index}].botToken is needed to download Telegram files`, false);
+      if (!botToken)
+        throw new MediaError(
+          'bad_url',
+          `channels[${channel.index}].botToken is needed to download Telegram files`,
+          false,
+        );
       if (ref.size !== undefined && ref.size > BOT_API_FILE_LIMIT) {
         throw new MediaError('too_large', `${ref.size} bytes: the Telegram Bot API serves files up to 20 MB`, false);
       }
-      const info = (await platformJson(`${apiBaseUrl}/bot${botToken}/getFile?file_id=${encodeURIComponent(ref.ref ?? '')}`, {}, signal).catch((error: unknown) => {
+      const info = (await platformJson(
+        `${apiBaseUrl}/bot${botToken}/getFile?file_id=${encodeURIComponent(ref.ref ?? '')}`,
+        {},
+        signal,
+      ).catch((error: unknown) => {
         // Never let the token-bearing URL reach a message: say what Telegram said.
-        throw new MediaError('http', `getFile failed: ${(error as Error).message.replaceAll(botToken, '<token>')}`, false);
+        throw new MediaError(
+          'http',
+          `getFile failed: ${(error as Error).message.replaceAll(botToken, '<token>')}`,
+          false,
+        );
       })) as { result?: { file_path?: unknown; file_size?: unknown } } | undefined;
       const path = info?.result?.file_path;
       if (typeof path !== 'string') throw new MediaError('http', 'getFile returned no file_path', false);
@@ -253,7 +359,9 @@ function quotedIn(read: PayloadReader, message: Json, at: string, fields: Record
   const from = read.optObject(own(quoted, 'from'), `${at}.reply_to_message.from`);
   const sender = from && read.optText(own(from, 'id'), `${at}.reply_to_message.from.id`);
   if (sender) fields.reply_to_sender = sender;
-  const text = read.optText(own(quoted, 'text'), `${at}.reply_to_message.text`) ?? read.optText(own(quoted, 'caption'), `${at}.reply_to_message.caption`);
+  const text =
+    read.optText(own(quoted, 'text'), `${at}.reply_to_message.text`) ??
+    read.optText(own(quoted, 'caption'), `${at}.reply_to_message.caption`);
   if (text) fields.reply_to_text = text.slice(0, QUOTE_TEXT_MAX);
 }
 

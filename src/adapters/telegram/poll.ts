@@ -32,13 +32,19 @@ export function telegramPoll(options: TelegramPollOptions): PollSpec {
     // Telegram answers an idle poll after `timeout` seconds; one still open 15 s later is stalled.
     stallMs: (timeoutS + 15) * 1000,
     async next(cursor, signal): Promise<Polled> {
-      const query = new URLSearchParams({ timeout: String(timeoutS), allowed_updates: JSON.stringify(ALLOWED_UPDATES) });
+      const query = new URLSearchParams({
+        timeout: String(timeoutS),
+        allowed_updates: JSON.stringify(ALLOWED_UPDATES),
+      });
       if (cursor !== undefined) query.set('offset', cursor);
       let status: number;
       let text: string;
       try {
         const response = await request(`${apiBaseUrl}/bot${botToken}/getUpdates?${query}`, {
-          method: 'GET', signal, headersTimeout: (timeoutS + 15) * 1000, bodyTimeout: (timeoutS + 15) * 1000,
+          method: 'GET',
+          signal,
+          headersTimeout: (timeoutS + 15) * 1000,
+          bodyTimeout: (timeoutS + 15) * 1000,
         });
         status = response.statusCode;
         text = await response.body.text();
@@ -54,15 +60,29 @@ export function telegramPoll(options: TelegramPollOptions): PollSpec {
       }
       const description = typeof answer?.description === 'string' ? hide(answer.description) : `HTTP ${status}`;
       if (status === 409) {
-        throw new PollError(`getUpdates refused (409): ${description}`, 'a webhook is still set for this bot: call deleteWebhook (https://api.telegram.org/bot<token>/deleteWebhook) or use "transport": "webhook"');
+        throw new PollError(
+          `getUpdates refused (409): ${description}`,
+          'a webhook is still set for this bot: call deleteWebhook (https://api.telegram.org/bot<token>/deleteWebhook) or use "transport": "webhook"',
+        );
       }
       if (status === 429) {
         // Flood control: Telegram says how long to wait (parameters.retry_after, seconds).
-        const after = Number((answer as { parameters?: { retry_after?: unknown } } | undefined)?.parameters?.retry_after);
-        throw new PollError(`getUpdates refused (429): ${description}`, undefined, Number.isFinite(after) && after > 0 ? Math.min(after, 3600) * 1000 : undefined);
+        const after = Number(
+          (answer as { parameters?: { retry_after?: unknown } } | undefined)?.parameters?.retry_after,
+        );
+        throw new PollError(
+          `getUpdates refused (429): ${description}`,
+          undefined,
+          Number.isFinite(after) && after > 0 ? Math.min(after, 3600) * 1000 : undefined,
+        );
       }
-      if (status === 401 || status === 404) throw new PollError(`getUpdates refused (${status}): ${description}`, 'the channel\'s botToken is wrong or revoked');
-      if (status !== 200 || answer?.ok !== true || !Array.isArray(answer.result)) throw new PollError(`getUpdates answered ${status}: ${description}`);
+      if (status === 401 || status === 404)
+        throw new PollError(
+          `getUpdates refused (${status}): ${description}`,
+          "the channel's botToken is wrong or revoked",
+        );
+      if (status !== 200 || answer?.ok !== true || !Array.isArray(answer.result))
+        throw new PollError(`getUpdates answered ${status}: ${description}`);
       // The offset confirms every update below it (core.telegram.org/bots/api#getupdates): an
       // answer carrying some anyway (a server answering from behind) is not taken in again, and
       // the offset only ever moves forward, so a restart never reads those updates again either.

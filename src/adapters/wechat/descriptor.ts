@@ -4,7 +4,15 @@ import { AccessToken } from '../kit/access-token.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText, requiredText } from '../kit/settings.js';
-import { checkSignature, echoReply, shapeError, verifiedSecret, type Adapter, type Normalized, type PlatformReply } from '../kit/types.js';
+import {
+  checkSignature,
+  echoReply,
+  shapeError,
+  verifiedSecret,
+  type Adapter,
+  type Normalized,
+  type PlatformReply,
+} from '../kit/types.js';
 import type { AdapterContext } from '../kit/access-token.js';
 import { ENCODING_AES_KEY, WxCrypto, wxSignature } from '../wx/crypto.js';
 import { issueToken, wxMediaResolver } from '../wx/media.js';
@@ -18,7 +26,9 @@ const settings = z.strictObject({
   /** The AppID (开发者ID): the account's bot id, and the receive id inside every ciphertext. */
   appId: requiredText('the AppID of the Official Account, 开发 > 基本配置'),
   /** The EncodingAESKey of safe mode (安全模式): with it, plaintext callbacks are refused. */
-  encodingAESKey: optionalText().refine((key) => key === undefined || ENCODING_AES_KEY.test(key), { error: 'must be the 43-character EncodingAESKey (letters, digits, + and /)' }),
+  encodingAESKey: optionalText().refine((key) => key === undefined || ENCODING_AES_KEY.test(key), {
+    error: 'must be the 43-character EncodingAESKey (letters, digits, + and /)',
+  }),
   /** The AppSecret, to fetch the access token that downloads media; without it media are not fetched. */
   appSecret: optionalText(),
   apiBaseUrl: baseUrl('https://api.weixin.qq.com'),
@@ -53,7 +63,11 @@ const ENVELOPE: XmlLimits = { maxDepth: 4, maxKeys: 64 };
  * [token, timestamp, nonce, Encrypt], the message AES-encrypted for our AppID). Answered
  * `success` once recorded.
  */
-export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof settings>, context: AdapterContext): Adapter {
+export function wechatAdapter(
+  channel: AdapterChannel,
+  options: z.output<typeof settings>,
+  context: AdapterContext,
+): Adapter {
   const { appId, appSecret, apiBaseUrl, encodingAESKey } = options;
   const token = verifiedSecret(channel, options.token);
   const crypto = encodingAESKey ? new WxCrypto(encodingAESKey, appId) : undefined;
@@ -62,12 +76,19 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
   const where = `channels[${channel.index}]`;
   const source: WxSource = {
     buildEvent: eventBuilder({ channel: channel.id, adapter: 'wechat', namespace: channel.namespace, idPrefix: 'wx' }),
-    fail, botId: appId, groupChats: false,
+    fail,
+    botId: appId,
+    groupChats: false,
   };
   const accessToken = appSecret
-    ? new AccessToken(`wechat:token:${appId}`, context, (signal) => issueToken(
-      `${apiBaseUrl}/cgi-bin/token?grant_type=client_credential&appid=${encodeURIComponent(appId)}&secret=${encodeURIComponent(appSecret)}`,
-      appSecret, 'cgi-bin/token', signal))
+    ? new AccessToken(`wechat:token:${appId}`, context, (signal) =>
+        issueToken(
+          `${apiBaseUrl}/cgi-bin/token?grant_type=client_credential&appid=${encodeURIComponent(appId)}&secret=${encodeURIComponent(appSecret)}`,
+          appSecret,
+          'cgi-bin/token',
+          signal,
+        ),
+      )
     : undefined;
   /** The message of a safe-mode delivery, decrypted by `verify`, for `parseBody` (keyed by the body bytes). */
   const opened = new WeakMap<Buffer, Buffer>();
@@ -84,20 +105,42 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
       if (!safe) {
         if (!token) return;
         // A plaintext body is not signed at all: with safe mode configured it is refused.
-        if (crypto) throw new SignatureError(`Plaintext callback refused on channel "${channel.id}": ${where}.encodingAESKey is set, so WeChat must send safe-mode (encrypt_type=aes) callbacks; set 消息加解密方式 to 安全模式`, { channel: channel.id, stage: 'adapter' });
+        if (crypto)
+          throw new SignatureError(
+            `Plaintext callback refused on channel "${channel.id}": ${where}.encodingAESKey is set, so WeChat must send safe-mode (encrypt_type=aes) callbacks; set 消息加解密方式 to 安全模式`,
+            { channel: channel.id, stage: 'adapter' },
+          );
         const timestamp = freshTimestamp(delivery, check);
         const expected = wxSignature(token, timestamp, queryOf(delivery, 'nonce', check));
-        checkSignature(channel, 'signature', delivery.query.get('signature') ?? undefined, expected, `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`);
+        checkSignature(
+          channel,
+          'signature',
+          delivery.query.get('signature') ?? undefined,
+          expected,
+          `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`,
+        );
         return;
       }
-      if (!crypto) throw new RequestError('no_key', 400, `Safe-mode callback on channel "${channel.id}": ${where}.encodingAESKey (the EncodingAESKey of 服务器配置) is needed to decrypt it and is not set`, { channel: channel.id, stage: 'adapter' });
+      if (!crypto)
+        throw new RequestError(
+          'no_key',
+          400,
+          `Safe-mode callback on channel "${channel.id}": ${where}.encodingAESKey (the EncodingAESKey of 服务器配置) is needed to decrypt it and is not set`,
+          { channel: channel.id, stage: 'adapter' },
+        );
       const text = delivery.body.toString('utf8');
       const encrypt = envelopeEncrypt(text, ENVELOPE, fail);
       if (!encrypt) throw fail('a safe-mode callback needs <Encrypt>');
       if (token) {
         const timestamp = freshTimestamp(delivery, check);
         const expected = wxSignature(token, timestamp, queryOf(delivery, 'nonce', check), encrypt);
-        checkSignature(channel, 'msg_signature', delivery.query.get('msg_signature') ?? undefined, expected, `(sha1 of token, timestamp, nonce and Encrypt) does not match: is ${where}.token the Token of 服务器配置?`);
+        checkSignature(
+          channel,
+          'msg_signature',
+          delivery.query.get('msg_signature') ?? undefined,
+          expected,
+          `(sha1 of token, timestamp, nonce and Encrypt) does not match: is ${where}.token the Token of 服务器配置?`,
+        );
       }
       opened.set(delivery.body, openOrRefuse(crypto, encrypt, check, `${where}.encodingAESKey and ${where}.appId`));
     },
@@ -112,23 +155,40 @@ export function wechatAdapter(channel: AdapterChannel, options: z.output<typeof 
 
     normalize(body, delivery): Normalized {
       const xml = body as Record<string, unknown>;
-      if (typeof xml !== 'object' || xml === null || Array.isArray(xml)) throw fail('the message must be an <xml> element');
+      if (typeof xml !== 'object' || xml === null || Array.isArray(xml))
+        throw fail('the message must be an <xml> element');
       return { ...wxEvents(xml, source, delivery.now), reply: SUCCESS };
     },
 
     handshake(delivery) {
       const echostr = delivery.query.get('echostr');
-      if (!echostr) throw new RequestError('bad_handshake', 400, `GET on channel "${channel.id}" is the WeChat URL check and needs signature, timestamp, nonce and echostr query parameters`, { channel: channel.id, stage: 'adapter' });
+      if (!echostr)
+        throw new RequestError(
+          'bad_handshake',
+          400,
+          `GET on channel "${channel.id}" is the WeChat URL check and needs signature, timestamp, nonce and echostr query parameters`,
+          { channel: channel.id, stage: 'adapter' },
+        );
       // The signature does not cover echostr (in safe mode too: it is echoed, never decrypted),
       // so a captured check answers whatever echostr a caller sets: held to the tolerance, as POSTs.
       if (token) {
         const expected = wxSignature(token, freshTimestamp(delivery, check), queryOf(delivery, 'nonce', check));
-        checkSignature(channel, 'signature', delivery.query.get('signature') ?? undefined, expected, `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`);
+        checkSignature(
+          channel,
+          'signature',
+          delivery.query.get('signature') ?? undefined,
+          expected,
+          `(sha1 of token, timestamp and nonce) does not match: is ${where}.token the Token of 服务器配置?`,
+        );
       }
       return echoReply(echostr);
     },
 
-    resolveMedia: wxMediaResolver(apiBaseUrl, accessToken, `${where}.appSecret (the AppSecret) is needed to download WeChat media`),
+    resolveMedia: wxMediaResolver(
+      apiBaseUrl,
+      accessToken,
+      `${where}.appSecret (the AppSecret) is needed to download WeChat media`,
+    ),
   };
 }
 

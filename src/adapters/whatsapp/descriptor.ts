@@ -10,7 +10,15 @@ import { eventBuilder } from '../kit/event.js';
 import { platformJson } from '../kit/platform-api.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
-import { checkSignature, echoReply, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from '../kit/types.js';
+import {
+  checkSignature,
+  echoReply,
+  headerOf,
+  shapeError,
+  verifiedSecret,
+  type Adapter,
+  type Normalized,
+} from '../kit/types.js';
 
 const settings = z.strictObject({
   /** Signs `X-Hub-Signature-256`. */
@@ -33,34 +41,68 @@ export const whatsapp = defineAdapter({
   create: whatsappAdapter,
 });
 
-const mediaKinds = new Map<string, MediaType>([['image', 'image'], ['sticker', 'image'], ['audio', 'audio'], ['video', 'video'], ['document', 'document']]);
+const mediaKinds = new Map<string, MediaType>([
+  ['image', 'image'],
+  ['sticker', 'image'],
+  ['audio', 'audio'],
+  ['video', 'video'],
+  ['document', 'document'],
+]);
 
 /** Readable text for message types that are not plain text. */
 function render(read: PayloadReader, message: Json, type: string | undefined, at: string): string {
   switch (type) {
-    case 'text': return read.optText(own(read.optObject(own(message, 'text'), `${at}.text`) ?? {}, 'body'), `${at}.text.body`) ?? '';
+    case 'text':
+      return (
+        read.optText(own(read.optObject(own(message, 'text'), `${at}.text`) ?? {}, 'body'), `${at}.text.body`) ?? ''
+      );
     case 'location': {
       const l = read.optObject(own(message, 'location'), `${at}.location`) ?? {};
-      const place = [read.optText(own(l, 'name'), `${at}.location.name`), read.optText(own(l, 'address'), `${at}.location.address`)].filter(Boolean).join(', ');
+      const place = [
+        read.optText(own(l, 'name'), `${at}.location.name`),
+        read.optText(own(l, 'address'), `${at}.location.address`),
+      ]
+        .filter(Boolean)
+        .join(', ');
       return `Location: ${place ? `${place} ` : ''}(${read.optNumber(own(l, 'latitude'), `${at}.location.latitude`)}, ${read.optNumber(own(l, 'longitude'), `${at}.location.longitude`)})`;
     }
     case 'contacts':
-      return read.optArray(own(message, 'contacts'), `${at}.contacts`).map((item, i) => {
-        const contact = read.object(item, `${at}.contacts[${i}]`);
-        const name = read.optText(own(read.optObject(own(contact, 'name'), `${at}.contacts[${i}].name`) ?? {}, 'formatted_name'), `${at}.contacts[${i}].name.formatted_name`);
-        const phones = read.optArray(own(contact, 'phones'), `${at}.contacts[${i}].phones`)
-          .map((phone, k) => ` ${read.optText(own(read.object(phone, `${at}.contacts[${i}].phones[${k}]`), 'phone'), `${at}.contacts[${i}].phones[${k}].phone`) ?? ''}`);
-        return `Contact: ${name ?? 'unknown'}${phones.join('')}`;
-      }).join('\n');
+      return read
+        .optArray(own(message, 'contacts'), `${at}.contacts`)
+        .map((item, i) => {
+          const contact = read.object(item, `${at}.contacts[${i}]`);
+          const name = read.optText(
+            own(read.optObject(own(contact, 'name'), `${at}.contacts[${i}].name`) ?? {}, 'formatted_name'),
+            `${at}.contacts[${i}].name.formatted_name`,
+          );
+          const phones = read
+            .optArray(own(contact, 'phones'), `${at}.contacts[${i}].phones`)
+            .map(
+              (phone, k) =>
+                ` ${read.optText(own(read.object(phone, `${at}.contacts[${i}].phones[${k}]`), 'phone'), `${at}.contacts[${i}].phones[${k}].phone`) ?? ''}`,
+            );
+          return `Contact: ${name ?? 'unknown'}${phones.join('')}`;
+        })
+        .join('\n');
     case 'interactive': {
       const interactive = read.optObject(own(message, 'interactive'), `${at}.interactive`) ?? {};
-      const key = ['button_reply', 'list_reply', 'nfm_reply'].find((k) => own(interactive, k) !== undefined && own(interactive, k) !== null);
+      const key = ['button_reply', 'list_reply', 'nfm_reply'].find(
+        (k) => own(interactive, k) !== undefined && own(interactive, k) !== null,
+      );
       const reply = key ? read.object(own(interactive, key), `${at}.interactive.${key}`) : {};
-      return read.optText(own(reply, 'title'), `${at}.interactive.${key}.title`) ?? read.optText(own(reply, 'body'), `${at}.interactive.${key}.body`) ?? '';
+      return (
+        read.optText(own(reply, 'title'), `${at}.interactive.${key}.title`) ??
+        read.optText(own(reply, 'body'), `${at}.interactive.${key}.body`) ??
+        ''
+      );
     }
     case 'button': {
       const button = read.optObject(own(message, 'button'), `${at}.button`) ?? {};
-      return read.optText(own(button, 'text'), `${at}.button.text`) ?? read.optText(own(button, 'payload'), `${at}.button.payload`) ?? '';
+      return (
+        read.optText(own(button, 'text'), `${at}.button.text`) ??
+        read.optText(own(button, 'payload'), `${at}.button.payload`) ??
+        ''
+      );
     }
     default: {
       if (type === undefined || !mediaKinds.has(type)) return '';
@@ -84,7 +126,14 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
   const fail = (problem: string) => shapeError(channel, 'a WhatsApp webhook', problem);
 
   /** One entry of `value.messages[]`. */
-  function messageEvent(read: PayloadReader, message: Json, at: string, names: ReadonlyMap<string, string>, botId: string | undefined, now: number): InboundEvent {
+  function messageEvent(
+    read: PayloadReader,
+    message: Json,
+    at: string,
+    names: ReadonlyMap<string, string>,
+    botId: string | undefined,
+    now: number,
+  ): InboundEvent {
     const from = read.text(own(message, 'from'), `${at}.from`);
     const id = read.text(own(message, 'id'), `${at}.id`);
     const type = read.optText(own(message, 'type'), `${at}.type`);
@@ -100,9 +149,21 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       const emoji = read.optText(own(reaction, 'emoji'), `${at}.reaction.emoji`) ?? '';
       // The emoji is the notice's text, not a segment: a reaction is no content of its own.
       return buildEvent({
-        platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message,
-        kind: 'notice', detail: 'reaction', text: emoji, segments: [],
-        fields: { message_id: read.optText(own(reaction, 'message_id'), `${at}.reaction.message_id`) ?? '', emoji, user_id: from },
+        platformId: id,
+        conversation,
+        botId: eventBotId,
+        sender,
+        timestamp,
+        raw: message,
+        kind: 'notice',
+        detail: 'reaction',
+        text: emoji,
+        segments: [],
+        fields: {
+          message_id: read.optText(own(reaction, 'message_id'), `${at}.reaction.message_id`) ?? '',
+          emoji,
+          user_id: from,
+        },
       });
     }
     const text = render(read, message, type, at);
@@ -115,14 +176,37 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       const mimeType = read.optText(own(attachment, 'mime_type'), `${where}.mime_type`);
       const hash = read.optText(own(attachment, 'sha256'), `${where}.sha256`);
       const fileName = read.optText(own(attachment, 'filename'), `${where}.filename`);
-      if (ref) media.push({ ref, type: kind, ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}), ...(hash ? { hash } : {}), ...(fileName ? { fileName } : {}) });
+      if (ref)
+        media.push({
+          ref,
+          type: kind,
+          ...(mimeType ? { mimeType: mimeType.split(';')[0] as string } : {}),
+          ...(hash ? { hash } : {}),
+          ...(fileName ? { fileName } : {}),
+        });
     }
     const shown = text || (kind ? '' : `[unsupported WhatsApp message type "${type ?? ''}"]`);
     const context = read.optObject(own(message, 'context'), `${at}.context`);
     const quoted = context && read.optText(own(context, 'id'), `${at}.context.id`);
     const quotedFrom = context && read.optText(own(context, 'from'), `${at}.context.from`);
-    const fields = { message_id: id, ...(quoted ? { reply_to: quoted } : {}), ...(quotedFrom ? { reply_to_sender: quotedFrom } : {}) };
-    return buildEvent({ platformId: id, conversation, botId: eventBotId, sender, timestamp, raw: message, kind: 'message', detail: 'private', text: shown, media, fields });
+    const fields = {
+      message_id: id,
+      ...(quoted ? { reply_to: quoted } : {}),
+      ...(quotedFrom ? { reply_to_sender: quotedFrom } : {}),
+    };
+    return buildEvent({
+      platformId: id,
+      conversation,
+      botId: eventBotId,
+      sender,
+      timestamp,
+      raw: message,
+      kind: 'message',
+      detail: 'private',
+      text: shown,
+      media,
+      fields,
+    });
   }
 
   return {
@@ -135,18 +219,32 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       const token = delivery.query.get('hub.verify_token') ?? '';
       const challenge = delivery.query.get('hub.challenge') ?? '';
       if (mode === 'subscribe' && verifyToken && safeEqual(token, verifyToken)) return echoReply(challenge);
-      return { status: 403, body: { error: { code: 'bad_verify_token', message: `hub.verify_token does not match channels[${channel.index}].verifyToken of channel "${channel.id}"` } } };
+      return {
+        status: 403,
+        body: {
+          error: {
+            code: 'bad_verify_token',
+            message: `hub.verify_token does not match channels[${channel.index}].verifyToken of channel "${channel.id}"`,
+          },
+        },
+      };
     },
 
     verify(delivery) {
       if (!appSecret) return;
-      checkSignature(channel, 'X-Hub-Signature-256', headerOf(delivery, 'x-hub-signature-256')?.toLowerCase(), `sha256=${hmac('sha256', appSecret, delivery.body).toString('hex')}`);
+      checkSignature(
+        channel,
+        'X-Hub-Signature-256',
+        headerOf(delivery, 'x-hub-signature-256')?.toLowerCase(),
+        `sha256=${hmac('sha256', appSecret, delivery.body).toString('hex')}`,
+      );
     },
 
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const payload = read.object(body, 'the body', '{"object":"whatsapp_business_account","entry":[...]}');
-      if (own(payload, 'object') !== 'whatsapp_business_account') throw fail(`object must be "whatsapp_business_account", got ${kindOf(own(payload, 'object'))}`);
+      if (own(payload, 'object') !== 'whatsapp_business_account')
+        throw fail(`object must be "whatsapp_business_account", got ${kindOf(own(payload, 'object'))}`);
       const events: InboundEvent[] = [];
       let ignored = 0;
       read.array(own(payload, 'entry'), 'entry').forEach((entryValue, i) => {
@@ -161,11 +259,21 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
             const contact = read.object(item, `${path}.value.contacts[${k}]`);
             const waId = read.optText(own(contact, 'wa_id'), `${path}.value.contacts[${k}].wa_id`);
             const profile = read.optObject(own(contact, 'profile'), `${path}.value.contacts[${k}].profile`) ?? {};
-            if (waId) names.set(waId, read.optText(own(profile, 'name'), `${path}.value.contacts[${k}].profile.name`) ?? '');
+            if (waId)
+              names.set(waId, read.optText(own(profile, 'name'), `${path}.value.contacts[${k}].profile.name`) ?? '');
           });
           ignored += read.optArray(own(value, 'statuses'), `${path}.value.statuses`).length;
           read.optArray(own(value, 'messages'), `${path}.value.messages`).forEach((item, k) => {
-            events.push(messageEvent(read, read.object(item, `${path}.value.messages[${k}]`), `${path}.value.messages[${k}]`, names, botId, delivery.now));
+            events.push(
+              messageEvent(
+                read,
+                read.object(item, `${path}.value.messages[${k}]`),
+                `${path}.value.messages[${k}]`,
+                names,
+                botId,
+                delivery.now,
+              ),
+            );
           });
         });
       });
@@ -175,11 +283,25 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
     replyTo: whatsAppReply,
 
     async resolveMedia(ref, signal) {
-      if (!accessToken) throw new RequestError('no_token', 400, `channels[${channel.index}].accessToken is needed to download WhatsApp media`);
+      if (!accessToken)
+        throw new RequestError(
+          'no_token',
+          400,
+          `channels[${channel.index}].accessToken is needed to download WhatsApp media`,
+        );
       const auth = { authorization: `Bearer ${accessToken}` };
-      const info = (await platformJson(`${graphBaseUrl}/${encodeURIComponent(ref.ref ?? nanoid())}`, auth, signal)) as Json;
+      const info = (await platformJson(
+        `${graphBaseUrl}/${encodeURIComponent(ref.ref ?? nanoid())}`,
+        auth,
+        signal,
+      )) as Json;
       if (typeof info?.url !== 'string') throw new RequestError('bad_media', 400, 'Graph API returned no media url');
-      return { url: info.url, headers: auth, ...(info.mime_type ? { mimeType: String(info.mime_type) } : {}), ...(info.file_size ? { size: Number(info.file_size) } : {}) };
+      return {
+        url: info.url,
+        headers: auth,
+        ...(info.mime_type ? { mimeType: String(info.mime_type) } : {}),
+        ...(info.file_size ? { size: Number(info.file_size) } : {}),
+      };
     },
   };
 }

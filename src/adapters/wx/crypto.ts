@@ -46,8 +46,12 @@ export class WxCrypto {
   private readonly blocks;
 
   /** Throws when the key is not 43 characters of base64 (the settings schema says so first). */
-  constructor(encodingAESKey: string, private readonly receiveId: string) {
-    if (!ENCODING_AES_KEY.test(encodingAESKey)) throw new WxCryptoError('the EncodingAESKey must be 43 characters of base64');
+  constructor(
+    encodingAESKey: string,
+    private readonly receiveId: string,
+  ) {
+    if (!ENCODING_AES_KEY.test(encodingAESKey))
+      throw new WxCryptoError('the EncodingAESKey must be 43 characters of base64');
     this.key = Buffer.from(`${encodingAESKey}=`, 'base64');
     this.iv = this.key.subarray(0, 16);
     this.blocks = createDecipheriv('aes-256-ecb', this.key, null);
@@ -77,7 +81,8 @@ export class WxCrypto {
   open(encrypt: string): Buffer {
     if (!isBase64(encrypt)) throw new WxCryptoError('it is not base64');
     const data = Buffer.from(encrypt, 'base64');
-    if (data.length === 0 || data.length % BLOCK !== 0) throw new WxCryptoError(`it is ${counted(data.length, 'byte')}, not a whole number of ${BLOCK}-byte blocks`);
+    if (data.length === 0 || data.length % BLOCK !== 0)
+      throw new WxCryptoError(`it is ${counted(data.length, 'byte')}, not a whole number of ${BLOCK}-byte blocks`);
     const plain = this.cbc(data);
     const pad = plain[plain.length - 1] as number;
     if (pad < 1 || pad > BLOCK) throw new WxCryptoError('its padding is not PKCS#7 (wrong EncodingAESKey?)');
@@ -89,7 +94,8 @@ export class WxCrypto {
     const length = plain.readUInt32BE(16);
     if (20 + length > end) throw new WxCryptoError('its length field runs past its end (wrong EncodingAESKey?)');
     const id = plain.subarray(20 + length, end).toString('utf8');
-    if (!safeEqual(id, this.receiveId)) throw new WxCryptoError(`it is addressed to another receive id, not ${this.receiveId}`);
+    if (!safeEqual(id, this.receiveId))
+      throw new WxCryptoError(`it is addressed to another receive id, not ${this.receiveId}`);
     return plain.subarray(20, 20 + length);
   }
 }

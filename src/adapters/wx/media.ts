@@ -36,7 +36,8 @@ export async function issueToken(url: string, secret: string, what: string, sign
   if (error) throw new MediaError('http', `${what} answered ${error.words}`, false);
   const token = answer?.access_token;
   const expiresIn = answer?.expires_in;
-  if (typeof token !== 'string' || token === '') throw new MediaError('http', `${what} returned no access_token`, false);
+  if (typeof token !== 'string' || token === '')
+    throw new MediaError('http', `${what} returned no access_token`, false);
   return { token, expiresInMs: (typeof expiresIn === 'number' && expiresIn > 0 ? expiresIn : 7200) * 1000 };
 }
 
@@ -55,7 +56,11 @@ const MAX_ANSWER_BYTES = 64 * 1024;
  * or (WeChat video) a `video_url`, and hands the media stage the URL to download. A token the
  * platform refuses is dropped and a new one tried once. The token never reaches a message.
  */
-export function wxMediaResolver(apiBaseUrl: string, token: AccessToken | undefined, missing: string): (ref: MediaRef, signal: AbortSignal) => Promise<ResolvedMedia> {
+export function wxMediaResolver(
+  apiBaseUrl: string,
+  token: AccessToken | undefined,
+  missing: string,
+): (ref: MediaRef, signal: AbortSignal) => Promise<ResolvedMedia> {
   return async function resolveMedia(ref, signal) {
     if (!token) throw new MediaError('bad_url', missing, false);
     if (!ref.ref) throw new MediaError('bad_url', 'the attachment has no media_id', false);
@@ -90,7 +95,8 @@ export function wxMediaResolver(apiBaseUrl: string, token: AccessToken | undefin
         continue;
       }
       if (error) throw new MediaError('http', `media/get answered ${error.words}`, false);
-      if (typeof answer?.video_url === 'string' && /^https?:\/\//i.test(answer.video_url)) return { url: answer.video_url };
+      if (typeof answer?.video_url === 'string' && /^https?:\/\//i.test(answer.video_url))
+        return { url: answer.video_url };
       return { url };
     }
   };

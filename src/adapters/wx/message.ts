@@ -31,7 +31,13 @@ function locationText(read: PayloadReader, xml: Json): string {
 }
 
 /** Media, segments and text of one message by its MsgType; undefined for a type we do not read. */
-function contentOf(read: PayloadReader, xml: Json, type: string, fields: Record<string, string>, fail: (problem: string) => RequestError): { text: string; media: MediaRef[]; segments?: Segment[] } | undefined {
+function contentOf(
+  read: PayloadReader,
+  xml: Json,
+  type: string,
+  fields: Record<string, string>,
+  fail: (problem: string) => RequestError,
+): { text: string; media: MediaRef[]; segments?: Segment[] } | undefined {
   const opt = (key: string) => read.optText(own(xml, key), key);
   switch (type) {
     case 'text':
@@ -44,7 +50,11 @@ function contentOf(read: PayloadReader, xml: Json, type: string, fields: Record<
       const data: Record<string, string> = {};
       if (direct) data.url = direct;
       if (mediaId) data.file = mediaId;
-      return { text: '', media: [{ ...(direct ? { url: direct } : {}), ...(mediaId ? { ref: mediaId } : {}), type: 'image' }], segments: [{ type: 'image', data }] };
+      return {
+        text: '',
+        media: [{ ...(direct ? { url: direct } : {}), ...(mediaId ? { ref: mediaId } : {}), type: 'image' }],
+        segments: [{ type: 'image', data }],
+      };
     }
     case 'voice': {
       const mediaId = read.text(own(xml, 'MediaId'), 'MediaId');
@@ -53,14 +63,22 @@ function contentOf(read: PayloadReader, xml: Json, type: string, fields: Record<
       const text = opt('Recognition')?.trim() ?? '';
       const segments: Segment[] = [{ type: 'record', data: { file: mediaId } }];
       if (text) segments.push({ type: 'text', data: { text } });
-      return { text, media: [{ ref: mediaId, type: 'audio', ...(format === 'amr' ? { mimeType: 'audio/amr' } : {}) }], segments };
+      return {
+        text,
+        media: [{ ref: mediaId, type: 'audio', ...(format === 'amr' ? { mimeType: 'audio/amr' } : {}) }],
+        segments,
+      };
     }
     case 'video':
     case 'shortvideo': {
       const mediaId = read.text(own(xml, 'MediaId'), 'MediaId');
       const thumb = opt('ThumbMediaId');
       if (thumb) fields.thumb_media_id = thumb;
-      return { text: '', media: [{ ref: mediaId, type: 'video' }], segments: [{ type: 'video', data: { file: mediaId } }] };
+      return {
+        text: '',
+        media: [{ ref: mediaId, type: 'video' }],
+        segments: [{ type: 'video', data: { file: mediaId } }],
+      };
     }
     case 'location':
       return { text: locationText(read, xml), media: [] };
@@ -103,10 +121,20 @@ export function wxEvents(xml: Json, source: WxSource, now: number): { events: In
     const ticket = read.optText(own(xml, 'Ticket'), 'Ticket');
     if (ticket) fields.ticket = ticket;
     return {
-      events: [source.buildEvent({
-        kind: 'notice', detail: name, botId: source.botId, conversation, sender: { id: from },
-        platformId: `${from}:${createTime}`, text: key ? `${name}: ${key}` : name, fields, timestamp, raw: xml,
-      })],
+      events: [
+        source.buildEvent({
+          kind: 'notice',
+          detail: name,
+          botId: source.botId,
+          conversation,
+          sender: { id: from },
+          platformId: `${from}:${createTime}`,
+          text: key ? `${name}: ${key}` : name,
+          fields,
+          timestamp,
+          raw: xml,
+        }),
+      ],
     };
   }
   const msgId = read.text(own(xml, 'MsgId'), 'MsgId');
@@ -114,10 +142,23 @@ export function wxEvents(xml: Json, source: WxSource, now: number): { events: In
   const content = contentOf(read, xml, type, fields, source.fail);
   if (!content) return { events: [], ignored: 1 };
   return {
-    events: [source.buildEvent({
-      kind: 'message', detail: conversation.type, subType: type, botId: source.botId, conversation, sender: { id: from },
-      platformId: msgId, text: content.text, segments: content.segments, media: content.media, fields, timestamp, raw: xml,
-    })],
+    events: [
+      source.buildEvent({
+        kind: 'message',
+        detail: conversation.type,
+        subType: type,
+        botId: source.botId,
+        conversation,
+        sender: { id: from },
+        platformId: msgId,
+        text: content.text,
+        segments: content.segments,
+        media: content.media,
+        fields,
+        timestamp,
+        raw: xml,
+      }),
+    ],
   };
 }
 
@@ -132,7 +173,8 @@ export interface WxQueryCheck {
 /** The query checks of a channel whose `timestampToleranceSec` is `toleranceSec`. */
 export function wxQueryCheck(channel: AdapterChannel, toleranceSec: number, platform: string): WxQueryCheck {
   const freshness: Freshness = {
-    field: 'the timestamp query parameter', unit: 's',
+    field: 'the timestamp query parameter',
+    unit: 's',
     // 0 accepts any time: past every timestamp of whole seconds (12 digits).
     toleranceMs: toleranceSec === 0 ? Infinity : toleranceSec * 1000,
     limit: `the ${toleranceSec} s of channels[${channel.index}].timestampToleranceSec`,
@@ -143,7 +185,11 @@ export function wxQueryCheck(channel: AdapterChannel, toleranceSec: number, plat
 /** The query parameter `name`, or the 401 that names it. */
 export function queryOf(delivery: RawDelivery, name: string, check: WxQueryCheck): string {
   const value = delivery.query.get(name);
-  if (!value) throw new SignatureError(`Signature missing on channel "${check.channel.id}": the ${name} query parameter is required (${check.platform} signs the URL)`, { channel: check.channel.id, stage: 'adapter' });
+  if (!value)
+    throw new SignatureError(
+      `Signature missing on channel "${check.channel.id}": the ${name} query parameter is required (${check.platform} signs the URL)`,
+      { channel: check.channel.id, stage: 'adapter' },
+    );
   return value;
 }
 
@@ -160,6 +206,9 @@ export function openOrRefuse(crypto: WxCrypto, encrypt: string, check: WxQueryCh
     return crypto.open(encrypt);
   } catch (error) {
     if (!(error instanceof WxCryptoError)) throw error;
-    throw new SignatureError(`Decryption failed on channel "${check.channel.id}": the ciphertext does not open, ${error.message}; check ${settings}`, { channel: check.channel.id, stage: 'adapter' });
+    throw new SignatureError(
+      `Decryption failed on channel "${check.channel.id}": the ciphertext does not open, ${error.message}; check ${settings}`,
+      { channel: check.channel.id, stage: 'adapter' },
+    );
   }
 }

@@ -36,7 +36,14 @@ export function scanXml(text: string, limits: XmlLimits, fail: (problem: string)
   const open: string[] = [];
   let elements = 0;
   let at = text.indexOf('<');
-  if (at === -1 || text.slice(0, at).replace(/^\uFEFF/, '').trim() !== '') throw fail('the body is not an XML document (it must start with "<")');
+  if (
+    at === -1 ||
+    text
+      .slice(0, at)
+      .replace(/^\uFEFF/, '')
+      .trim() !== ''
+  )
+    throw fail('the body is not an XML document (it must start with "<")');
   while (at !== -1) {
     let end: number;
     if (text.startsWith('<![CDATA[', at)) {
@@ -52,7 +59,8 @@ export function scanXml(text: string, limits: XmlLimits, fail: (problem: string)
       continue;
     }
     const next = text.charCodeAt(at + 1);
-    if (next === 0x21 /* ! */) throw fail('DOCTYPE and entity declarations are refused (WeChat and WeCom never send them)');
+    if (next === 0x21 /* ! */)
+      throw fail('DOCTYPE and entity declarations are refused (WeChat and WeCom never send them)');
     if (next === 0x3f /* ? */) {
       end = text.indexOf('?>', at + 2);
       if (end === -1) throw fail('an XML declaration is not closed');
@@ -64,7 +72,8 @@ export function scanXml(text: string, limits: XmlLimits, fail: (problem: string)
     if (next === 0x2f /* / */) {
       const name = text.slice(at + 2, end).trim();
       const expected = open.pop();
-      if (name !== expected) throw fail(expected === undefined ? `</${name}> closes nothing` : `</${name}> closes <${expected}>`);
+      if (name !== expected)
+        throw fail(expected === undefined ? `</${name}> closes nothing` : `</${name}> closes <${expected}>`);
     } else {
       const selfClosing = text.charCodeAt(end - 1) === 0x2f;
       const name = tagName.exec(text.slice(at + 1, selfClosing ? end - 1 : end))?.[0];
@@ -134,7 +143,8 @@ export function readFlat(text: string, limits: XmlLimits): Record<string, string
     const close = text.indexOf('>', open + 1);
     if (close === -1) return undefined;
     const name = text.slice(open + 1, close);
-    if (!FIELD_NAME.test(name) || name in fields || name in Object.prototype || ++count > limits.maxKeys) return undefined;
+    if (!FIELD_NAME.test(name) || name in fields || name in Object.prototype || ++count > limits.maxKeys)
+      return undefined;
     const endTag = `</${name}>`;
     let value: string;
     let next: number;
@@ -160,7 +170,11 @@ export function readFlat(text: string, limits: XmlLimits): Record<string, string
  * flat shape when it is one (one pass, ~0.3 µs), else checked by `scanXml` and found by
  * `envelopeField` as before. Either way the signature is checked over exactly this string.
  */
-export function envelopeEncrypt(text: string, limits: XmlLimits, fail: (problem: string) => RequestError): string | undefined {
+export function envelopeEncrypt(
+  text: string,
+  limits: XmlLimits,
+  fail: (problem: string) => RequestError,
+): string | undefined {
   const flat = readFlat(text, limits);
   if (flat) return flat.Encrypt?.trim();
   scanXml(text, limits, fail);
@@ -180,6 +194,7 @@ export function envelopeField(text: string, name: string): string | undefined {
 
 /** The Content-Types WeChat and WeCom post their XML with (`text/xml`, `application/xml`, any parameters). */
 export const XML_BODIES = {
-  accepts: (contentType: string | undefined) => contentType !== undefined && /^\s*(?:text|application)\/xml\s*(?:;|$)/i.test(contentType),
+  accepts: (contentType: string | undefined) =>
+    contentType !== undefined && /^\s*(?:text|application)\/xml\s*(?:;|$)/i.test(contentType),
   names: 'text/xml or application/xml',
 };

@@ -11,9 +11,7 @@ export interface RelayedAction {
 }
 
 /** The answer of a relayed action: the bot's response, or the error the holding instance answered. */
-export type RelayAnswer =
-  | { ok: true; body: unknown }
-  | { ok: false; status: number; code: ErrorCode; message: string };
+export type RelayAnswer = { ok: true; body: unknown } | { ok: false; status: number; code: ErrorCode; message: string };
 
 /**
  * What instances sharing a store tell each other (Redis only): the connections each holds,

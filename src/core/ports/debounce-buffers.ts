@@ -25,4 +25,5 @@ export interface DebounceBuffers extends BufferLeases {
 }
 
 /** What `commitTurn` did: emitted the record (with its link to the turn), or held the batch. */
-export type TurnCommit = { held: false; record: OutboxRecord; link?: TurnLink } | { held: true; by: string; until: number; count: number };
+export type TurnCommit =
+  { held: false; record: OutboxRecord; link?: TurnLink } | { held: true; by: string; until: number; count: number };

@@ -14,7 +14,14 @@ import type { Turns } from './turns.js';
  * `Outbox` extend the narrower `BufferLeases` and `OutboxReader` that the flush scheduler and
  * the event stream take.
  */
-export type { AdmissionStore, AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep } from './admission-store.js';
+export type {
+  AdmissionStore,
+  AdmitItem,
+  AdmitVerdict,
+  BufferRule,
+  ClaimSpec,
+  CorrelationStep,
+} from './admission-store.js';
 export type { BufferLeases, FlushReason, LeasedBatch } from './buffer-leases.js';
 export type { DebounceBuffers, TurnCommit } from './debounce-buffers.js';
 export type { Turns } from './turns.js';
@@ -45,7 +52,16 @@ export { isTurnBuffer, turnBufferKey } from '../../events/turn.js';
  * treat the deadlines it returns as the truth.
  */
 export interface Store
-  extends AdmissionStore, DebounceBuffers, Turns, Outbox, PushQueue, Leases, SharedValues, StoreOperations, SharedInstances {}
+  extends
+    AdmissionStore,
+    DebounceBuffers,
+    Turns,
+    Outbox,
+    PushQueue,
+    Leases,
+    SharedValues,
+    StoreOperations,
+    SharedInstances {}
 
 /** Settings every store takes at open. */
 export interface StoreOptions {

@@ -36,10 +36,24 @@ export interface OutboxRecord extends OutboxDraft {
  * spreading a draft and adding fields makes V8 build a slow object, and the memory store keeps
  * thousands of these (`bench/pipeline.mjs` shows the difference).
  */
-export function outboxRecord(draft: OutboxDraft, seq: number, attempts: number, updatedAt: number, nextAttemptAt?: number): OutboxRecord {
+export function outboxRecord(
+  draft: OutboxDraft,
+  seq: number,
+  attempts: number,
+  updatedAt: number,
+  nextAttemptAt?: number,
+): OutboxRecord {
   const record: OutboxRecord = {
-    id: draft.id, type: draft.type, sessionKey: draft.sessionKey, channel: draft.channel, createdAt: draft.createdAt,
-    body: draft.body, state: draft.state, seq, attempts, updatedAt,
+    id: draft.id,
+    type: draft.type,
+    sessionKey: draft.sessionKey,
+    channel: draft.channel,
+    createdAt: draft.createdAt,
+    body: draft.body,
+    state: draft.state,
+    seq,
+    attempts,
+    updatedAt,
   };
   if (draft.messageIds !== undefined) record.messageIds = draft.messageIds;
   if (nextAttemptAt !== undefined) record.nextAttemptAt = nextAttemptAt;

@@ -5,7 +5,11 @@ import type { HttpPorts } from '../ports.js';
 import { numericParam } from '../query.js';
 
 /** Operating it: liveness and readiness, counters, Prometheus metrics, dead letters. */
-export function operationRoutes(router: Router, requireToken: Koa.Middleware, ports: Pick<HttpPorts, 'readiness' | 'stats' | 'metrics' | 'deadLetters'>): void {
+export function operationRoutes(
+  router: Router,
+  requireToken: Koa.Middleware,
+  ports: Pick<HttpPorts, 'readiness' | 'stats' | 'metrics' | 'deadLetters'>,
+): void {
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };
   });
@@ -26,7 +30,12 @@ export function operationRoutes(router: Router, requireToken: Koa.Middleware, po
   });
 
   const deadLetters = () => {
-    if (!ports.deadLetters) throw new RequestError('push_not_configured', 409, 'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)');
+    if (!ports.deadLetters)
+      throw new RequestError(
+        'push_not_configured',
+        409,
+        'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)',
+      );
     return ports.deadLetters;
   };
 
@@ -39,7 +48,16 @@ export function operationRoutes(router: Router, requireToken: Koa.Middleware, po
     const [count, records] = await Promise.all([ports.deadLetters.count(), ports.deadLetters.list(limit)]);
     ctx.body = {
       count,
-      deadletters: records.map((r) => ({ id: r.id, seq: r.seq, type: r.type, sessionKey: r.sessionKey, channel: r.channel, attempts: r.attempts, lastError: r.lastError ?? null, failedAt: r.updatedAt })),
+      deadletters: records.map((r) => ({
+        id: r.id,
+        seq: r.seq,
+        type: r.type,
+        sessionKey: r.sessionKey,
+        channel: r.channel,
+        attempts: r.attempts,
+        lastError: r.lastError ?? null,
+        failedAt: r.updatedAt,
+      })),
     };
   });
 

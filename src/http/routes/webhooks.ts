@@ -44,7 +44,12 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The 404 of a channel id no channel has. */
 export function unknownChannel(id: string): RequestError {
-  return new RequestError('unknown_channel', 404, `No channel "${id}" is configured (see "channels" in the configuration)`, { channel: id });
+  return new RequestError(
+    'unknown_channel',
+    404,
+    `No channel "${id}" is configured (see "channels" in the configuration)`,
+    { channel: id },
+  );
 }
 
 /** A delivery of this request, with the body as read. */
@@ -56,7 +61,10 @@ export function deliveryOf(ports: Pick<HttpPorts, 'now'>, ctx: Koa.Context, body
  * The webhook routes: `POST /webhooks/:channel`, matched before any router (it is the hot
  * path), and `GET /webhooks/:channel`, the platforms' handshakes.
  */
-export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channels' | 'ingest' | 'rejected'>): { webhook: Koa.Middleware; handshakes: Koa.Middleware } {
+export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channels' | 'ingest' | 'rejected'>): {
+  webhook: Koa.Middleware;
+  handshakes: Koa.Middleware;
+} {
   const { config } = ports;
   const webhook: Koa.Middleware = async (ctx, next) => {
     if (ctx.method !== 'POST' || !ctx.path.startsWith('/webhooks/')) return next();
@@ -74,9 +82,16 @@ export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channel
       const contentType = ctx.headers['content-type'];
       const types = ports.channels.bodyTypes(channelId);
       if (!types.accepts(contentType)) {
-        throw new RequestError('unsupported_media_type', 415, `Content-Type must be ${types.names} (got "${contentType || 'none'}")`, { channel: channelId });
+        throw new RequestError(
+          'unsupported_media_type',
+          415,
+          `Content-Type must be ${types.names} (got "${contentType || 'none'}")`,
+          { channel: channelId },
+        );
       }
-      body = ctx.req.readableEnded ? bodyReadAhead(ctx, config.server.bodyLimitBytes) : await readRawBody(ctx.req, config.server.bodyLimitBytes);
+      body = ctx.req.readableEnded
+        ? bodyReadAhead(ctx, config.server.bodyLimitBytes)
+        : await readRawBody(ctx.req, config.server.bodyLimitBytes);
     } catch (error) {
       ports.rejected(channelId, error);
       throw error;
@@ -107,5 +122,9 @@ function bodyReadAhead(ctx: Koa.Context, limit: number): Buffer {
     if (body.length > limit) throw tooLarge(limit);
     return body;
   }
-  throw new RequestError('body_already_read', 500, 'A body parser mounted before agent-intake read this request and kept no raw body, so its signature cannot be checked: mount intake.middleware() (or intake.webhooks()) before the body parser, or have the parser keep ctx.request.rawBody');
+  throw new RequestError(
+    'body_already_read',
+    500,
+    'A body parser mounted before agent-intake read this request and kept no raw body, so its signature cannot be checked: mount intake.middleware() (or intake.webhooks()) before the body parser, or have the parser keep ctx.request.rawBody',
+  );
 }

@@ -52,8 +52,7 @@ export interface OpenBuffer {
 
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
 export type BufferHold =
-  | { debounceKey: string; lease: { fence: number; until: number } }
-  | { debounceKey: string; retryAt: number };
+  { debounceKey: string; lease: { fence: number; until: number } } | { debounceKey: string; retryAt: number };
 
 /** A buffer just leased, with the parts of its batch (the caller loads bodies not kept). */
 export interface Taken {
@@ -102,13 +101,28 @@ export class Buffers {
     if (!buffer) {
       // `[part]`, not `[]` and a push: a push reserves room for 17 parts (152 bytes), and most
       // buffers hold one message while they wait out their window.
-      buffer = { debounceKey, sessionKey, rule, parts: [part], deadline: now, reason: 'window', lease: undefined, stamp: 0, taken: undefined };
+      buffer = {
+        debounceKey,
+        sessionKey,
+        rule,
+        parts: [part],
+        deadline: now,
+        reason: 'window',
+        lease: undefined,
+        stamp: 0,
+        taken: undefined,
+      };
       this.open.set(debounceKey, buffer);
     } else buffer.parts.push(part);
     // A leased or retrying buffer keeps its due time: commit re-arms it from what is left. A
     // buffer already closed by a command or the count stays closed: the new part waits behind
     // the cut (see `batchSize`) for the next batch.
-    if (buffer.lease || buffer.retrying || (buffer.parts.length > 1 && (buffer.reason === 'command' || buffer.reason === 'count'))) return buffer;
+    if (
+      buffer.lease ||
+      buffer.retrying ||
+      (buffer.parts.length > 1 && (buffer.reason === 'command' || buffer.reason === 'count'))
+    )
+      return buffer;
     this.arm(buffer, now);
     return buffer;
   }
@@ -281,7 +295,8 @@ export class Buffers {
   /** Earliest deadline of a buffer not leased, or earliest lease expiry. */
   nextDue(): number | undefined {
     let at = this.heap.peek()?.at ?? Infinity;
-    if (this.leaseFloor < at) for (const buffer of this.inFlight) at = Math.min(at, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
+    if (this.leaseFloor < at)
+      for (const buffer of this.inFlight) at = Math.min(at, (buffer.lease as NonNullable<OpenBuffer['lease']>).until);
     return at === Infinity ? undefined : at;
   }
 

@@ -61,7 +61,9 @@ export class ClaimTable {
    * slots from `rebuilt` up to `carried` (the keys carried over, slots 0..carried-1 of the new
    * ring once copied). New slot `s` is old slot `(s + previous.head) mod previous.capacity`.
    */
-  private previous: { words: Uint32Array; expires: Float64Array; index: Int32Array; mask: number; head: number; capacity: number } | undefined;
+  private previous:
+    | { words: Uint32Array; expires: Float64Array; index: Int32Array; mask: number; head: number; capacity: number }
+    | undefined;
   private rebuilt = 0;
   private carried = 0;
   /** The key being claimed or looked up. */
@@ -167,7 +169,8 @@ export class ClaimTable {
   /** The expiry of a live slot: in the previous ring while it is not carried over yet. */
   private expiryOf(slot: number): number {
     const previous = this.previous;
-    if (previous && slot >= this.rebuilt && slot < this.carried) return previous.expires[(slot + previous.head) % previous.capacity] as number;
+    if (previous && slot >= this.rebuilt && slot < this.carried)
+      return previous.expires[(slot + previous.head) % previous.capacity] as number;
     return this.expires[slot] as number;
   }
 
@@ -218,7 +221,14 @@ export class ClaimTable {
   private grow(): void {
     if (this.previous) this.rebuildSome(Infinity);
     const capacity = Math.min(this.capacity * 2, this.maxKeys);
-    this.previous = { words: this.words, expires: this.expires, index: this.index, mask: this.mask, head: this.head, capacity: this.capacity };
+    this.previous = {
+      words: this.words,
+      expires: this.expires,
+      index: this.index,
+      mask: this.mask,
+      head: this.head,
+      capacity: this.capacity,
+    };
     this.rebuilt = 0;
     this.carried = this.size;
     this.words = new Uint32Array(capacity * 3);

@@ -36,12 +36,19 @@ export class CorrelationGroups {
     if (group) {
       const { delivery } = step;
       const same = group.deliveries.find((d) => d.channel === delivery.channel && d.botId === delivery.botId);
-      const retry = same !== undefined && (step.kind !== 'message' || (same.platformId !== undefined && same.platformId === delivery.platformId));
+      const retry =
+        same !== undefined &&
+        (step.kind !== 'message' || (same.platformId !== undefined && same.platformId === delivery.platformId));
       // The same bot with another message id: the user really sent it again (a new group).
       if (!same || retry) return { seen: true, retry, group };
     }
     const fresh: CorrelationRecord = {
-      key: step.key, kind: step.kind, firstAt: now, expiresAt: now + step.windowMs, time: step.time, deliveries: [step.delivery],
+      key: step.key,
+      kind: step.kind,
+      firstAt: now,
+      expiresAt: now + step.windowMs,
+      time: step.time,
+      deliveries: [step.delivery],
     };
     return { seen: false, group: fresh };
   }

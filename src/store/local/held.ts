@@ -14,14 +14,31 @@ export class TurnBuffers extends Buffers {
    * new), ending the lease of `from` as a commit does. `closesLast` marks the batch's end (a
    * followup queue's batches stay apart). Returns the held buffer.
    */
-  holdParts(from: OpenBuffer, partIds: readonly string[], to: { debounceKey: string; rule: BufferRule; held: HeldMeta }, closesLast: boolean, now: number): OpenBuffer {
+  holdParts(
+    from: OpenBuffer,
+    partIds: readonly string[],
+    to: { debounceKey: string; rule: BufferRule; held: HeldMeta },
+    closesLast: boolean,
+    now: number,
+  ): OpenBuffer {
     const ids = new Set(partIds);
     const moved = from.parts.filter((part) => ids.has(part.id)).map((part) => ({ ...part, closes: false }));
     if (closesLast && moved.length > 0) (moved[moved.length - 1] as PartMeta).closes = true;
     this.commit(from, partIds, now);
     let held = this.open.get(to.debounceKey);
     if (!held) {
-      held = { debounceKey: to.debounceKey, sessionKey: from.sessionKey, rule: to.rule, parts: moved, deadline: now, reason: 'turn', lease: undefined, stamp: 0, taken: undefined, held: to.held };
+      held = {
+        debounceKey: to.debounceKey,
+        sessionKey: from.sessionKey,
+        rule: to.rule,
+        parts: moved,
+        deadline: now,
+        reason: 'turn',
+        lease: undefined,
+        stamp: 0,
+        taken: undefined,
+        held: to.held,
+      };
       this.open.set(to.debounceKey, held);
     } else held.parts.push(...moved);
     this.rearm(held, now);

@@ -5,7 +5,15 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, LeasedBatch, PushLease, PushOutcome } from '../../core/ports/index.js';
+import type {
+  AdmitItem,
+  AdmitVerdict,
+  BufferRule,
+  ClaimSpec,
+  LeasedBatch,
+  PushLease,
+  PushOutcome,
+} from '../../core/ports/index.js';
 import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { turnStep, withLink } from '../rules/turn.js';
 import { TurnTable, type TurnState } from './turns.js';
@@ -43,7 +51,11 @@ export interface Rows {
   /** Parts moved to a held buffer: its key, each part's `closes`, and maxHeld as the buffer's count. */
   partsHeld(ids: readonly string[], debounceKey: string, closes: readonly boolean[], maxHeld: number): void;
   /** A session's turn changed; `held` is the rule of its held buffer, when it has one. */
-  turnSaved(sessionKey: string, turn: TurnState, held: { mode: string; maxMs: number; maxHeld: number } | undefined): void;
+  turnSaved(
+    sessionKey: string,
+    turn: TurnState,
+    held: { mode: string; maxMs: number; maxHeld: number } | undefined,
+  ): void;
   turnDropped(sessionKey: string): void;
 }
 
@@ -74,7 +86,10 @@ export class LocalState {
   dead: number;
   private tokens: number;
 
-  constructor(private readonly rows: Rows, options: LocalStateOptions) {
+  constructor(
+    private readonly rows: Rows,
+    options: LocalStateOptions,
+  ) {
     this.groups = new CorrelationGroups(options.maxCorrelationGroups);
     this.buffers = new TurnBuffers(options.keepHeld === true);
     this.tokens = options.tokenBase;
@@ -114,14 +129,23 @@ export class LocalState {
     }
     const { part } = item;
     const id = this.rows.partAdded(part, item.unit, item.closeNow, item.rule);
-    const body: BufferedPart = part.correlationKey === undefined
-      ? { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event }
-      : { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event, correlationKey: part.correlationKey };
+    const body: BufferedPart =
+      part.correlationKey === undefined
+        ? { id, debounceKey: part.debounceKey, receivedAt: part.receivedAt, event: part.event }
+        : {
+            id,
+            debounceKey: part.debounceKey,
+            receivedAt: part.receivedAt,
+            event: part.event,
+            correlationKey: part.correlationKey,
+          };
     const meta = { id, receivedAt: part.receivedAt, unit: item.unit ?? id, closes: item.closeNow, body };
     const buffer = this.buffers.append(part.debounceKey, part.event.sessionKey, item.rule, meta, now);
     this.rows.bufferSaved(buffer);
     const deadline = buffer.lease ? this.buffers.deadlineOf(buffer, now).deadline : buffer.deadline;
-    return decision ? { verdict: 'accepted', partId: id, deadline, correlation: copyGroup(decision.group) } : { verdict: 'accepted', partId: id, deadline };
+    return decision
+      ? { verdict: 'accepted', partId: id, deadline, correlation: copyGroup(decision.group) }
+      : { verdict: 'accepted', partId: id, deadline };
   }
 
   /** The index of the first claim already taken (before, or earlier in this item), or -1. */
@@ -186,27 +210,49 @@ export class LocalState {
     const fromHeld = buffer.held !== undefined;
     const waiting = fromHeld ? undefined : this.buffers.get(heldKey);
     // Turns off and nothing held: the plain commit, no turn read or written.
-    if (rule.mode === 'off' && !fromHeld && waiting === undefined) return { held: false, record: this.commit(batch, draft, now) as OutboxRecord };
+    if (rule.mode === 'off' && !fromHeld && waiting === undefined)
+      return { held: false, record: this.commit(batch, draft, now) as OutboxRecord };
     const turn = this.turns.get(session);
-    const step = draft.type === 'chat.processedMessage'
-      ? turnStep(rule.mode, fromHeld, waiting !== undefined, this.turns.open(session, now)?.outputId, turn?.outputId)
-      : { hold: false, opens: false };
+    const step =
+      draft.type === 'chat.processedMessage'
+        ? turnStep(rule.mode, fromHeld, waiting !== undefined, this.turns.open(session, now)?.outputId, turn?.outputId)
+        : { hold: false, opens: false };
     if (step.hold) {
       // Held: an open turn exists (or held batches wait, and with them their turn).
       const open = turn as TurnState;
-      const meta = waiting?.held ?? { by: open.outputId, until: open.until, mode: rule.mode === 'followup' ? 'followup' as const : 'collect' as const, maxMs: rule.maxMs };
+      const meta = waiting?.held ?? {
+        by: open.outputId,
+        until: open.until,
+        mode: rule.mode === 'followup' ? ('followup' as const) : ('collect' as const),
+        maxMs: rule.maxMs,
+      };
       const by = turn ?? { outputId: meta.by, openedAt: meta.until - meta.maxMs, until: meta.until };
       const heldRule = waiting?.rule ?? { windowMs: 0, maxWaitMs: 0, maxMessages: rule.maxHeld };
       const partIds = batch.parts.map((part) => part.id);
-      const held = this.buffers.holdParts(buffer, partIds, { debounceKey: heldKey, rule: heldRule, held: meta }, meta.mode === 'followup', now);
+      const held = this.buffers.holdParts(
+        buffer,
+        partIds,
+        { debounceKey: heldKey, rule: heldRule, held: meta },
+        meta.mode === 'followup',
+        now,
+      );
       if (this.buffers.get(batch.debounceKey)) this.rows.bufferSaved(buffer);
       else this.rows.bufferDropped(batch.debounceKey);
-      this.rows.partsHeld(partIds, heldKey, partIds.map((_, i) => meta.mode === 'followup' && i === partIds.length - 1), heldRule.maxMessages);
+      this.rows.partsHeld(
+        partIds,
+        heldKey,
+        partIds.map((_, i) => meta.mode === 'followup' && i === partIds.length - 1),
+        heldRule.maxMessages,
+      );
       this.rows.bufferSaved(held);
       this.rows.turnSaved(session, by, { mode: meta.mode, maxMs: meta.maxMs, maxHeld: heldRule.maxMessages });
       return { held: true, by: meta.by, until: meta.until, count: held.parts.length };
     }
-    const record = this.commit(batch, step.link ? { ...draft, body: withLink(draft.body, step.link) } : draft, now) as OutboxRecord;
+    const record = this.commit(
+      batch,
+      step.link ? { ...draft, body: withLink(draft.body, step.link) } : draft,
+      now,
+    ) as OutboxRecord;
     if (step.opens) {
       const maxMs = buffer.held?.maxMs ?? rule.maxMs;
       const next: TurnState = { outputId: draft.id, openedAt: now, until: now + maxMs };
@@ -218,8 +264,13 @@ export class LocalState {
         rest.held.until = next.until;
         this.buffers.rearm(rest, now);
       }
-      this.rows.turnSaved(session, next, rest?.held && { mode: rest.held.mode, maxMs: rest.held.maxMs, maxHeld: rest.rule.maxMessages });
-      for (const dropped of this.turns.sweep(now, (key) => this.buffers.get(turnBufferKey(key)) !== undefined)) this.rows.turnDropped(dropped);
+      this.rows.turnSaved(
+        session,
+        next,
+        rest?.held && { mode: rest.held.mode, maxMs: rest.held.maxMs, maxHeld: rest.rule.maxMessages },
+      );
+      for (const dropped of this.turns.sweep(now, (key) => this.buffers.get(turnBufferKey(key)) !== undefined))
+        this.rows.turnDropped(dropped);
     }
     return step.link ? { held: false, record, link: step.link } : { held: false, record };
   }
@@ -236,7 +287,11 @@ export class LocalState {
     if (held?.held) {
       held.held.until = now;
       this.buffers.rearm(held, now);
-      this.rows.turnSaved(sessionKey, turn, { mode: held.held.mode, maxMs: held.held.maxMs, maxHeld: held.rule.maxMessages });
+      this.rows.turnSaved(sessionKey, turn, {
+        mode: held.held.mode,
+        maxMs: held.held.maxMs,
+        maxHeld: held.rule.maxMessages,
+      });
     } else {
       this.turns.delete(sessionKey);
       this.rows.turnDropped(sessionKey);
@@ -247,7 +302,9 @@ export class LocalState {
   turnOf(sessionKey: string, now: number): TurnView {
     const turn = this.turns.open(sessionKey, now);
     const held = this.buffers.get(turnBufferKey(sessionKey))?.parts.length ?? 0;
-    return turn ? { sessionKey, open: true, outputId: turn.outputId, openedAt: turn.openedAt, until: turn.until, held } : { sessionKey, open: false, held };
+    return turn
+      ? { sessionKey, open: true, outputId: turn.outputId, openedAt: turn.openedAt, until: turn.until, held }
+      : { sessionKey, open: false, held };
   }
 
   openTurns(now: number, limit: number): TurnView[] {

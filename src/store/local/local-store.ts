@@ -2,8 +2,20 @@ import type { CorrelationRecord } from '../../events/inbound.js';
 import { fenceHolds, leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxLife, OutboxRecord, PushLease, PushOutcome, Store,
-  TurnCommit, TurnDone, TurnRule, TurnView,
+  AdmitItem,
+  AdmitVerdict,
+  ClaimStats,
+  LeasedBatch,
+  OutboxDraft,
+  OutboxLife,
+  OutboxRecord,
+  PushLease,
+  PushOutcome,
+  Store,
+  TurnCommit,
+  TurnDone,
+  TurnRule,
+  TurnView,
 } from '../../core/ports/index.js';
 
 /** The record a commit's write made, to announce: a plain commit's, or an emitted turn commit's. */
@@ -77,11 +89,21 @@ export abstract class LocalStore implements Store {
   }
 
   /** The change a turn commit makes (SQLite also remembers the lease it ended). */
-  protected committingTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): TurnCommit | undefined {
+  protected committingTurn(
+    batch: LeasedBatch,
+    draft: OutboxDraft,
+    now: number,
+    rule: TurnRule,
+  ): TurnCommit | undefined {
     return this.state.commitTurn(batch, draft, now, rule);
   }
 
-  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+  async commitTurn(
+    batch: LeasedBatch,
+    draft: OutboxDraft,
+    now: number,
+    rule: TurnRule,
+  ): Promise<TurnCommit | undefined> {
     this.use(now);
     return this.write(() => this.committingTurn(batch, draft, now, rule), 'commit');
   }
@@ -177,7 +199,14 @@ export abstract class LocalStore implements Store {
     return fenceHolds(this.leases.get(name), fence);
   }
 
-  async fencedPut(name: string, fence: number, key: string, value: string, ttlMs: number, now: number): Promise<boolean> {
+  async fencedPut(
+    name: string,
+    fence: number,
+    key: string,
+    value: string,
+    ttlMs: number,
+    now: number,
+  ): Promise<boolean> {
     // Checked and queued in one turn: a takeover in this process comes before or after, whole.
     if (!fenceHolds(this.leases.get(name), fence)) return false;
     await this.sharedPut(key, value, ttlMs, now);

@@ -28,10 +28,22 @@ interface Kept extends OutboxRecord {
 function kept(record: OutboxRecord, arena: ByteArena): Kept {
   const { chunk, start, end } = arena.put(record.body);
   return {
-    id: record.id, type: record.type, sessionKey: record.sessionKey, channel: record.channel, createdAt: record.createdAt,
-    body: '', state: record.state, messageIds: record.messageIds, seq: record.seq, attempts: record.attempts,
-    lastError: record.lastError, updatedAt: record.updatedAt, nextAttemptAt: record.nextAttemptAt,
-    chunk, start, end,
+    id: record.id,
+    type: record.type,
+    sessionKey: record.sessionKey,
+    channel: record.channel,
+    createdAt: record.createdAt,
+    body: '',
+    state: record.state,
+    messageIds: record.messageIds,
+    seq: record.seq,
+    attempts: record.attempts,
+    lastError: record.lastError,
+    updatedAt: record.updatedAt,
+    nextAttemptAt: record.nextAttemptAt,
+    chunk,
+    start,
+    end,
   };
 }
 
@@ -137,7 +149,9 @@ export class MemoryStore extends LocalStore {
   constructor(options: StoreOptions = {}) {
     super();
     this.state = new LocalState(this.rows, {
-      maxCorrelationGroups: options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS, tokenBase: 0, dead: 0,
+      maxCorrelationGroups: options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS,
+      tokenBase: 0,
+      dead: 0,
     });
   }
 

@@ -68,7 +68,12 @@ export class PushQueue {
       const head = session.records[session.start] as QueuedRecord;
       session.lease = { token: nextToken(), until: now + leaseMs };
       this.schedule(session);
-      taken.push({ sessionKey: session.sessionKey, seq: head.seq, token: session.lease.token, leaseUntil: session.lease.until });
+      taken.push({
+        sessionKey: session.sessionKey,
+        seq: head.seq,
+        token: session.lease.token,
+        leaseUntil: session.lease.until,
+      });
     }
     this.heap.compact(this.sessions.size);
     return taken;
@@ -113,7 +118,8 @@ export class PushQueue {
   /** The leases held now (a rebuild of the indexes carries them over). */
   leases(): Array<{ sessionKey: string; lease: { token: number; until: number } }> {
     const out: Array<{ sessionKey: string; lease: { token: number; until: number } }> = [];
-    for (const session of this.sessions.values()) if (session.lease) out.push({ sessionKey: session.sessionKey, lease: { ...session.lease } });
+    for (const session of this.sessions.values())
+      if (session.lease) out.push({ sessionKey: session.sessionKey, lease: { ...session.lease } });
     return out;
   }
 
@@ -142,6 +148,10 @@ export class PushQueue {
   private schedule(session: SessionQueue): void {
     session.stamp = ++this.stamp;
     const head = session.records[session.start] as QueuedRecord;
-    this.heap.push({ at: session.lease ? session.lease.until : head.nextAttemptAt, stamp: session.stamp, key: session.sessionKey });
+    this.heap.push({
+      at: session.lease ? session.lease.until : head.nextAttemptAt,
+      stamp: session.stamp,
+      key: session.sessionKey,
+    });
   }
 }

@@ -51,12 +51,14 @@ export class ShardAppender {
     const running = this.running[shard];
     if (!running) return this.start(shard);
     // Its waiters' records may be among those the running drain moves: they see both answers.
-    const after = running.catch(() => new Map<string, number>()).then(async (earlier) => {
-      this.next[shard] = undefined;
-      const later = await this.start(shard);
-      for (const [id, seq] of later) earlier.set(id, seq);
-      return earlier;
-    });
+    const after = running
+      .catch(() => new Map<string, number>())
+      .then(async (earlier) => {
+        this.next[shard] = undefined;
+        const later = await this.start(shard);
+        for (const [id, seq] of later) earlier.set(id, seq);
+        return earlier;
+      });
     this.next[shard] = after;
     return after;
   }
@@ -79,14 +81,26 @@ export class ShardAppender {
     const seqs = new Map<string, number>();
     for (;;) {
       const from = this.cursors[shard] as Cursor;
-      const [life, entries] = shardPendingReply(await this.client.aiShardPending(this.shardPrefixes[shard] as string, from.life, from.seq, from.id, BATCH));
+      const [life, entries] = shardPendingReply(
+        await this.client.aiShardPending(this.shardPrefixes[shard] as string, from.life, from.seq, from.id, BATCH),
+      );
       if (entries.length === 0) return seqs;
       const args: Array<string | number> = [shard, life];
       for (const [streamId, f] of entries) {
         // fields: i id, t createdAt, k sessionKey, d draft, s state, n commit time
-        args.push(Number.parseInt(streamId, 10), f[1] as string, f[3] as string, f[5] as string, f[7] as string, f[9] as string, f[11] as string);
+        args.push(
+          Number.parseInt(streamId, 10),
+          f[1] as string,
+          f[3] as string,
+          f[5] as string,
+          f[7] as string,
+          f[9] as string,
+          f[11] as string,
+        );
       }
-      const [known, seq, id, appended] = appendDrainedReply(await this.client.aiAppendDrained(this.globalPrefix, ...args));
+      const [known, seq, id, appended] = appendDrainedReply(
+        await this.client.aiAppendDrained(this.globalPrefix, ...args),
+      );
       for (const [recordId, globalSeq] of appended) seqs.set(recordId, globalSeq);
       const to: Cursor = { life: known, seq, id };
       this.cursors[shard] = to;

@@ -25,7 +25,12 @@ export class AwayShards {
     if (!this.away.has(shard)) return false;
     if (!this.probing.has(shard)) {
       this.probing.add(shard);
-      this.ping(shard).then(() => this.away.delete(shard), () => undefined).finally(() => this.probing.delete(shard));
+      this.ping(shard)
+        .then(
+          () => this.away.delete(shard),
+          () => undefined,
+        )
+        .finally(() => this.probing.delete(shard));
     }
     return true;
   }
@@ -35,7 +40,10 @@ export class AwayShards {
     this.away.add(shard);
     if (this.reported.has(shard)) return;
     this.reported.add(shard);
-    this.logger?.warn({ err: error, shard }, `Redis store: shard ${shard} failed a call of the flush loop (its master away?); its buffers wait until it answers, the other shards' are claimed meanwhile`);
+    this.logger?.warn(
+      { err: error, shard },
+      `Redis store: shard ${shard} failed a call of the flush loop (its master away?); its buffers wait until it answers, the other shards' are claimed meanwhile`,
+    );
   }
 
   /** `shard` answered a call of the flush loop. */

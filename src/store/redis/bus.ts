@@ -69,7 +69,12 @@ export class RedisBus implements InstanceBus {
     await this.commands.set(`${this.prefix}val:${name}`, value, 'PX', Math.max(1, Math.floor(ttlMs)));
   }
 
-  async shareConnections(instance: string, views: readonly ConnectionView[], ttlMs: number, now: number): Promise<void> {
+  async shareConnections(
+    instance: string,
+    views: readonly ConnectionView[],
+    ttlMs: number,
+    now: number,
+  ): Promise<void> {
     const shared: Shared = { until: now + ttlMs, views: [...views] };
     await this.commands.hset(`${this.prefix}conns`, instance, JSON.stringify(shared));
   }
@@ -95,7 +100,11 @@ export class RedisBus implements InstanceBus {
 
   /** Counters: one HASH field per instance (`counters`), each with its expiry, as connections. */
   async shareCounters(counters: InstanceCounters, ttlMs: number, now: number): Promise<void> {
-    await this.commands.hset(`${this.prefix}counters`, counters.instance, JSON.stringify({ ...counters, until: now + ttlMs }));
+    await this.commands.hset(
+      `${this.prefix}counters`,
+      counters.instance,
+      JSON.stringify({ ...counters, until: now + ttlMs }),
+    );
   }
 
   async sharedCounters(now: number): Promise<InstanceCounters[]> {
@@ -126,7 +135,11 @@ export class RedisBus implements InstanceBus {
     };
   }
 
-  async relayAction(instance: string, action: RelayedAction, timeoutMs: number): Promise<RelayAnswer | 'unheard' | undefined> {
+  async relayAction(
+    instance: string,
+    action: RelayedAction,
+    timeoutMs: number,
+  ): Promise<RelayAnswer | 'unheard' | undefined> {
     await this.subscribe(`${this.prefix}ans:${this.me}`);
     const id = `${++this.relays}`;
     let timer: NodeJS.Timeout | undefined;
@@ -186,9 +199,11 @@ export class RedisBus implements InstanceBus {
     } catch (error) {
       answer = { ok: false, status: 500, code: 'internal', message: (error as Error).message };
     }
-    await this.commands.publish(`${this.prefix}ans:${replyTo}`, JSON.stringify({ id, answer })).catch((error: Error) => {
-      this.logger?.warn({ err: error }, 'Redis store: a relayed action\'s answer could not be sent');
-    });
+    await this.commands
+      .publish(`${this.prefix}ans:${replyTo}`, JSON.stringify({ id, answer }))
+      .catch((error: Error) => {
+        this.logger?.warn({ err: error }, "Redis store: a relayed action's answer could not be sent");
+      });
   }
 
   close(): void {

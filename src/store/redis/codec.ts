@@ -11,15 +11,33 @@ export function admitArgs(items: readonly AdmitItem[], maxGroups: number, now = 
     const step = item.correlation;
     if (step) {
       const { delivery } = step;
-      args.push('1', step.key, step.kind, String(step.windowMs), String(step.time), String(step.toleranceS),
-        delivery.channel, delivery.botId ?? '', delivery.botId === undefined ? '0' : '1',
-        delivery.platformId ?? '', delivery.platformId === undefined ? '0' : '1', JSON.stringify(delivery));
+      args.push(
+        '1',
+        step.key,
+        step.kind,
+        String(step.windowMs),
+        String(step.time),
+        String(step.toleranceS),
+        delivery.channel,
+        delivery.botId ?? '',
+        delivery.botId === undefined ? '0' : '1',
+        delivery.platformId ?? '',
+        delivery.platformId === undefined ? '0' : '1',
+        JSON.stringify(delivery),
+      );
     } else args.push('0');
     args.push(String(item.claims.length));
     for (const claim of item.claims) args.push(claim.key, claim.space, String(claim.ttlMs), String(claim.maxKeys));
-    args.push(item.part.debounceKey, item.part.event.sessionKey, JSON.stringify(item.part),
+    args.push(
+      item.part.debounceKey,
+      item.part.event.sessionKey,
+      JSON.stringify(item.part),
       item.unit === undefined ? '' : JSON.stringify(item.unit),
-      String(item.rule.windowMs), String(item.rule.maxWaitMs), String(item.rule.maxMessages), item.closeNow ? '1' : '0');
+      String(item.rule.windowMs),
+      String(item.rule.maxWaitMs),
+      String(item.rule.maxMessages),
+      item.closeNow ? '1' : '0',
+    );
   }
   return args;
 }
@@ -30,7 +48,11 @@ export function correlationOf(key: string, list: readonly string[]): Correlation
   if (header === undefined) return undefined;
   const [kind, time, firstAt, expiresAt] = header.split(' ');
   return {
-    key, kind: kind as EventKind, time: Number(time), firstAt: Number(firstAt), expiresAt: Number(expiresAt),
+    key,
+    kind: kind as EventKind,
+    time: Number(time),
+    firstAt: Number(firstAt),
+    expiresAt: Number(expiresAt),
     deliveries: deliveries.map((json) => JSON.parse(json) as CorrelationRecord['deliveries'][number]),
   };
 }
@@ -55,7 +77,6 @@ export function verdictsOf(items: readonly AdmitItem[], reply: AdmitReply): Admi
 export function partOf(element: string): BufferedPart {
   return JSON.parse(element.slice(element.indexOf('\n') + 1)) as BufferedPart;
 }
-
 
 /** An outbox record from its stream entry and its delivery state. */
 export function recordOf([streamId, fields, state]: EntryReply): OutboxRecord {

@@ -2,9 +2,19 @@ import type { ScriptedRedis } from './connections.js';
 import { commitReply, type CommitReply } from './replies.js';
 
 /** commit.lua's arguments after the key prefix. */
-export type CommitArgs = [debounceKey: string, sessionKey: string, fence: number, parts: number, now: string,
-  id: string, recordSession: string, createdAt: number, state: string, draft: string, unlessHeld: '' | 'turns'];
-
+export type CommitArgs = [
+  debounceKey: string,
+  sessionKey: string,
+  fence: number,
+  parts: number,
+  now: string,
+  id: string,
+  recordSession: string,
+  createdAt: number,
+  state: string,
+  draft: string,
+  unlessHeld: '' | 'turns',
+];
 
 /** At most this many commits in one script call. */
 const MAX_PER_CALL = 64;
@@ -26,7 +36,10 @@ export class CommitBatcher {
   private queue: Pending[] = [];
   private scheduled = false;
 
-  constructor(private readonly client: ScriptedRedis, private readonly prefix: string) {}
+  constructor(
+    private readonly client: ScriptedRedis,
+    private readonly prefix: string,
+  ) {}
 
   commit(args: CommitArgs): Promise<CommitReply> {
     return new Promise<CommitReply>((resolve, reject) => {
@@ -45,20 +58,24 @@ export class CommitBatcher {
   private send(): void {
     const items = this.queue.splice(0);
     if (items.length === 0) return;
-    const call = items.length === 1
-      ? this.client.aiCommit(this.prefix, ...items[0]!.args).then((reply) => [reply])
-      : this.client.aiCommitMany(this.prefix, items.length, ...items.flatMap((item) => item.args));
-    call.then((replies) => {
-      const answers = Array.isArray(replies) ? replies : [];
-      items.forEach((item, i) => {
-        try {
-          item.resolve(commitReply(answers[i] ?? null));
-        } catch (error) {
-          item.reject(error);
-        }
-      });
-    }, (error: unknown) => {
-      for (const item of items) item.reject(error);
-    });
+    const call =
+      items.length === 1
+        ? this.client.aiCommit(this.prefix, ...items[0]!.args).then((reply) => [reply])
+        : this.client.aiCommitMany(this.prefix, items.length, ...items.flatMap((item) => item.args));
+    call.then(
+      (replies) => {
+        const answers = Array.isArray(replies) ? replies : [];
+        items.forEach((item, i) => {
+          try {
+            item.resolve(commitReply(answers[i] ?? null));
+          } catch (error) {
+            item.reject(error);
+          }
+        });
+      },
+      (error: unknown) => {
+        for (const item of items) item.reject(error);
+      },
+    );
   }
 }

@@ -23,7 +23,13 @@ export interface ConnectionLogger {
  * gives an ioredis `Cluster` (typed as one connection: every command the store sends names
  * keys of one slot, and Cluster routes it by them).
  */
-export function connect(url: string, role: string, options: RedisOptions, logger?: ConnectionLogger, set: ScriptSet = 'whole'): ScriptedRedis {
+export function connect(
+  url: string,
+  role: string,
+  options: RedisOptions,
+  logger?: ConnectionLogger,
+  set: ScriptSet = 'whole',
+): ScriptedRedis {
   const named: RedisOptions = { lazyConnect: true, connectionName: `agent-intake:${role}`, ...options };
   const client = isClusterUrl(url) ? clusterOf(url, named) : new Redis(url, named);
   for (const [name, lua] of Object.entries(scripts(set))) defineScript(client, name, lua);
@@ -59,7 +65,12 @@ function defineScript(client: Redis, name: string, lua: string): void {
  * platform retries), and never wait longer than `commandTimeout` for an answer.
  */
 export function ingestOptions(commandTimeoutMs: number): RedisOptions {
-  return { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: commandTimeoutMs, autoResubscribe: false };
+  return {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: commandTimeoutMs,
+    autoResubscribe: false,
+  };
 }
 
 /** Background loops (flush, push, stats): queue and retry across a short outage. */
@@ -80,10 +91,12 @@ export function isClusterUrl(url: string): boolean {
 /** The seed nodes and password of a `redis-cluster://` URL; throws naming what is wrong. */
 export function clusterNodes(url: string): { nodes: Array<{ host: string; port: number }>; password?: string } {
   const match = /^redis-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/.exec(url);
-  if (!match) throw new ConfigError(`store: "${redacted(url)}" is not redis-cluster://[:password@]host:port[,host:port...]`);
+  if (!match)
+    throw new ConfigError(`store: "${redacted(url)}" is not redis-cluster://[:password@]host:port[,host:port...]`);
   const nodes = (match[2] as string).split(',').map((node) => {
     const at = /^([^:,]+|\[[^\]]+\]):(\d{1,5})$/.exec(node.trim());
-    if (!at || Number(at[2]) > 65535) throw new ConfigError(`store: "${node}" in the redis-cluster:// URL is not host:port`);
+    if (!at || Number(at[2]) > 65535)
+      throw new ConfigError(`store: "${node}" in the redis-cluster:// URL is not host:port`);
     return { host: (at[1] as string).replace(/^\[|\]$/g, ''), port: Number(at[2]) };
   });
   const auth = match[1];
@@ -96,7 +109,8 @@ function clusterOf(url: string, options: RedisOptions): Redis {
   const { nodes, password } = clusterNodes(url);
   const { enableOfflineQueue, lazyConnect, ...perNode } = options;
   const cluster = new Cluster(nodes, {
-    lazyConnect, enableOfflineQueue: enableOfflineQueue ?? true,
+    lazyConnect,
+    enableOfflineQueue: enableOfflineQueue ?? true,
     redisOptions: password === undefined ? perNode : { ...perNode, password },
   });
   return cluster as unknown as Redis;

@@ -9,7 +9,12 @@ import type { ClaimReply } from './replies.js';
  * instead of reaching the flush as a batch of nothing (which cannot be emitted and would be
  * retried for ever, its session held).
  */
-export async function claimedBatches(reply: ClaimReply, client: ScriptedRedis, prefix: string, logger?: ConnectionLogger): Promise<LeasedBatch[]> {
+export async function claimedBatches(
+  reply: ClaimReply,
+  client: ScriptedRedis,
+  prefix: string,
+  logger?: ConnectionLogger,
+): Promise<LeasedBatch[]> {
   const batches: LeasedBatch[] = [];
   for (const [debounceKey, sessionKey, fence, leaseUntil, reason, parts] of reply) {
     if (parts.length > 0) {

@@ -48,7 +48,11 @@ export class StoreIdentity {
   /** A new life this instance must begin (it found a rollback): from the life it knew, after this seq. */
   private renewal: { known: string; since: number } | undefined;
 
-  constructor(private readonly prefix: string, private readonly logger?: ConnectionLogger, private readonly shard?: { index: number; of: number }) {
+  constructor(
+    private readonly prefix: string,
+    private readonly logger?: ConnectionLogger,
+    private readonly shard?: { index: number; of: number },
+  ) {
     this.epochKey = `${prefix}epoch`;
     this.seqKey = `${prefix}seq`;
     this.lifeKey = `${prefix}outlife`;
@@ -117,7 +121,8 @@ export class StoreIdentity {
     const [epoch, raw] = await client.mget(this.epochKey, this.seqKey);
     const seq = Number(raw ?? 0);
     if (before.generation === this.generation) {
-      if (this.epoch !== undefined && epoch !== this.epoch) return this.found({ reason: 'epoch', seenSeq: before.seen, seq }, client, seq);
+      if (this.epoch !== undefined && epoch !== this.epoch)
+        return this.found({ reason: 'epoch', seenSeq: before.seen, seq }, client, seq);
       if (seq < before.seen) return this.found({ reason: 'seq', seenSeq: before.seen, seq }, client, seq);
     }
     this.saw(seq);
@@ -133,9 +138,11 @@ export class StoreIdentity {
     this.highest = 0;
     this.epoch = undefined;
     this.last = { ...rollback, at: Date.now() };
-    const message = this.shard ? shardMessage(rollback, this.shard) : rollback.reason === 'epoch'
-      ? `Redis store: THE STORE WAS RESET (its epoch key changed or vanished: a Redis restart without persistence, a FLUSHALL, another server); outbox seqs start again from ${rollback.seq} (this instance had seen ${rollback.seenSeq}); what was written before is gone; ${CLIENTS}`
-      : `Redis store: THE OUTBOX SEQ WENT BACKWARDS from ${rollback.seenSeq} to ${rollback.seq} (a failover to a replica that lagged?); the records after ${rollback.seq} were lost and their seqs will be reused; ${CLIENTS}`;
+    const message = this.shard
+      ? shardMessage(rollback, this.shard)
+      : rollback.reason === 'epoch'
+        ? `Redis store: THE STORE WAS RESET (its epoch key changed or vanished: a Redis restart without persistence, a FLUSHALL, another server); outbox seqs start again from ${rollback.seq} (this instance had seen ${rollback.seenSeq}); what was written before is gone; ${CLIENTS}`
+        : `Redis store: THE OUTBOX SEQ WENT BACKWARDS from ${rollback.seenSeq} to ${rollback.seq} (a failover to a replica that lagged?); the records after ${rollback.seq} were lost and their seqs will be reused; ${CLIENTS}`;
     if (this.logger?.error) this.logger.error({ ...rollback, rollbacks: this.rollbacks }, message);
     else this.logger?.warn({ ...rollback, rollbacks: this.rollbacks }, message);
     if (!this.shard) this.renewal = { known: this.knownLife, since: Math.max(0, since) };
@@ -146,7 +153,8 @@ export class StoreIdentity {
 }
 
 /** What event stream clients see of a rollback (src/http/resume.ts). */
-const CLIENTS = 'event streams are cut; a client resuming with an id of before (<seq>@<life>) is told of the reset (event: gap, reset: true) and replayed the new seqs, one resuming with a plain seq past the new one gets 409 resume_point_ahead';
+const CLIENTS =
+  'event streams are cut; a client resuming with an id of before (<seq>@<life>) is told of the reset (event: gap, reset: true) and replayed the new seqs, one resuming with a plain seq past the new one gets 409 resume_point_ahead';
 
 /** `<tag> <since>`, as `outlife` holds it. */
 function lifeOf(value: string): OutboxLife {
@@ -156,9 +164,10 @@ function lifeOf(value: string): OutboxLife {
 
 /** A shard's keys hold its sessions' state and the records it committed and had not yet moved to the outbox. */
 function shardMessage(rollback: Rollback, shard: { index: number; of: number }): string {
-  const what = rollback.reason === 'epoch'
-    ? 'WAS RESET (its epoch key changed or vanished: a master restarted without persistence, a FLUSHALL)'
-    : `WENT BACK (its seq from ${rollback.seenSeq} to ${rollback.seq}: a failover to a replica that lagged?)`;
+  const what =
+    rollback.reason === 'epoch'
+      ? 'WAS RESET (its epoch key changed or vanished: a master restarted without persistence, a FLUSHALL)'
+      : `WENT BACK (its seq from ${rollback.seenSeq} to ${rollback.seq}: a failover to a replica that lagged?)`;
   return `Redis store: SHARD ${shard.index} OF ${shard.of} ${what}; the claims, debounce buffers, correlation groups and turns of its sessions written before are gone, and so are the records it had committed and not yet moved to the outbox; what is admitted from now on comes out as usual`;
 }
 

@@ -23,7 +23,10 @@ export async function committedDespiteLostAnswer(
   }
   const found = await recorded().catch(() => undefined);
   if (found) {
-    logger?.warn({ err: failure, sessionKey, seq: found.seq }, 'flush commit answered late or failed, but its output is in the outbox; published');
+    logger?.warn(
+      { err: failure, sessionKey, seq: found.seq },
+      'flush commit answered late or failed, but its output is in the outbox; published',
+    );
     return found;
   }
   if (failure !== undefined) throw failure;

@@ -59,7 +59,13 @@ export class RedisOutbox implements Outbox {
   }
 
   async keepUnread(afterSeq: number, forMs: number, now: number): Promise<void> {
-    await this.client.aiKeepUnread(this.prefix, `${this.holder}${++this.holds}`, Math.floor(afterSeq), Math.ceil(forMs), this.callerClock ? clock(now) : '');
+    await this.client.aiKeepUnread(
+      this.prefix,
+      `${this.holder}${++this.holds}`,
+      Math.floor(afterSeq),
+      Math.ceil(forMs),
+      this.callerClock ? clock(now) : '',
+    );
   }
 }
 

@@ -8,7 +8,10 @@ import { claimPushReply, entriesReply } from './replies.js';
  * each session's head scheduled in `ready`, one script per step.
  */
 export class RedisPushQueue implements PushQueue {
-  constructor(private readonly client: ScriptedRedis, private readonly prefix: string) {}
+  constructor(
+    private readonly client: ScriptedRedis,
+    private readonly prefix: string,
+  ) {}
 
   async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
     const reply = claimPushReply(await this.client.aiClaimPush(this.prefix, clock(now), leaseMs, limit));
@@ -18,8 +21,17 @@ export class RedisPushQueue implements PushQueue {
   async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
     const at = outcome.state === 'retry' ? Math.floor(outcome.at) : '-';
     const lastError = outcome.state === 'delivered' ? '' : outcome.lastError;
-    const acked = await this.client.aiAckPush(this.prefix, lease.record.sessionKey, lease.record.seq, lease.token,
-      outcome.state, outcome.attempts, at, lastError, clock(now));
+    const acked = await this.client.aiAckPush(
+      this.prefix,
+      lease.record.sessionKey,
+      lease.record.seq,
+      lease.token,
+      outcome.state,
+      outcome.attempts,
+      at,
+      lastError,
+      clock(now),
+    );
     return acked === 1;
   }
 
@@ -28,10 +40,7 @@ export class RedisPushQueue implements PushQueue {
   }
 
   async deliveryCounts(): Promise<{ pending: number; dead: number }> {
-    const replies = await this.client.multi()
-      .zcard(`${this.prefix}undelivered`)
-      .zcard(`${this.prefix}dead`)
-      .exec();
+    const replies = await this.client.multi().zcard(`${this.prefix}undelivered`).zcard(`${this.prefix}dead`).exec();
     const [undelivered, dead] = (replies ?? []).map(([error, count]) => {
       if (error) throw error;
       return Number(count);

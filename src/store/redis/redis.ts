@@ -1,19 +1,23 @@
 import { nanoid } from 'nanoid';
-import { isTurnBuffer, outboxRecord, type OutboxDraft, type OutboxLife, type OutboxRecord, type TurnCommit, type TurnRule } from '../../core/ports/index.js';
+import { type OutboxLife, type OutboxRecord } from '../../core/ports/index.js';
 import { type CorrelationRecord } from '../../events/inbound.js';
-import { admitArgs, clock, correlationOf, numberOrUndefined, redacted, unavailable, verdictsOf } from './codec.js';
+import { admitArgs, clock, correlationOf, redacted, unavailable, verdictsOf } from './codec.js';
 import {
-  backgroundOptions, connect, type ConnectionLogger, ingestOptions, isClusterUrl, type ScriptedRedis,
+  backgroundOptions,
+  connect,
+  type ConnectionLogger,
+  ingestOptions,
+  isClusterUrl,
+  type ScriptedRedis,
 } from './connections.js';
+import { RedisBuffers } from './buffers.js';
 import { CommitBatcher } from './commits.js';
-import { committedDespiteLostAnswer } from './lost-answer.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { RedisPushQueue } from './push.js';
 import { RedisOutbox } from './outbox.js';
 import { StoreIdentity } from './identity.js';
-import { claimedBatches } from './evicted.js';
-import { admitReply, claimDueReply, type ClaimReply } from './replies.js';
+import { admitReply } from './replies.js';
 import { OutboxTail } from './tail.js';
 import { RedisStats } from './stats.js';
 import { RedisTrail } from './trail.js';
@@ -21,17 +25,16 @@ import { RedisTurns } from './turns.js';
 import { ServerWatch } from './watch.js';
 import type { RedisStoreOptions } from './options.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, Store, StoreHealth, TrailLog, TrailLogOptions,
+  AdmitItem,
+  AdmitVerdict,
+  ClaimStats,
+  Store,
+  StoreHealth,
+  TrailLog,
+  TrailLogOptions,
 } from '../../core/ports/index.js';
 
 export type { RedisStoreOptions } from './options.js';
-
-/** After a failed flush its buffer holds the session this long past the retry time (then another instance may take over). */
-const RELEASE_HOLD_MS = 30_000;
-/** A claim undone after its answer was lost stays refused this long (a resend by the client after a reconnect). */
-const UNCLAIMED_KEEP_MS = 3_600_000;
-/** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
-const MAX_UNANSWERED = 1000;
 
 /*
  * Keys: all under `{<keyPrefix>}:` (one Cluster slot), listed in lua/include/prelude.lua.
@@ -73,13 +76,11 @@ export class RedisStore implements Store {
   readonly bus: RedisBus;
   private readonly replicas: ReplicaWaits;
   private readonly turns: RedisTurns;
+  private readonly buffers: RedisBuffers;
   private readonly logger: ConnectionLogger | undefined;
   private readonly claimSpaces = new Set<string>();
   /** Claim tokens: this store's own prefix and a count. */
   private readonly claimPrefix = `${nanoid(10)}:`;
-  private claims = 0;
-  /** Tokens of claims whose answer never came: undone before the next claim (see `claimDue`). */
-  private readonly unanswered: string[] = [];
   private readonly stats: RedisStats;
   private trail: RedisTrail | undefined; // the verdict trail of every instance (trail.ts), opened once
   private readonly commits: CommitBatcher;
@@ -88,7 +89,10 @@ export class RedisStore implements Store {
   private readonly push: RedisPushQueue;
   private readonly outbox: RedisOutbox;
 
-  private constructor(private readonly url: string, options: RedisStoreOptions) {
+  private constructor(
+    private readonly url: string,
+    options: RedisStoreOptions,
+  ) {
     this.prefix = `{${options.keyPrefix ?? 'ai'}}:`;
     this.callerClock = options.clock === 'caller';
     this.clustered = isClusterUrl(url);
@@ -107,15 +111,44 @@ export class RedisStore implements Store {
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
-    this.outbox = new RedisOutbox(this.background, this.prefix, this.tailer, this.identity, this.callerClock, this.claimPrefix);
-    this.turns = new RedisTurns(this.background, this.prefix, options.logger, () => this.tailer.ready, (id) => this.recorded(id), () => this.replicas.held(this.background));
+    this.outbox = new RedisOutbox(
+      this.background,
+      this.prefix,
+      this.tailer,
+      this.identity,
+      this.callerClock,
+      this.claimPrefix,
+    );
+    this.turns = new RedisTurns(
+      this.background,
+      this.prefix,
+      options.logger,
+      () => this.tailer.ready,
+      (id) => this.recorded(id),
+      () => this.replicas.held(this.background),
+    );
+    this.buffers = new RedisBuffers({
+      redis: this.background,
+      prefix: this.prefix,
+      callerClock: this.callerClock,
+      claimPrefix: this.claimPrefix,
+      tailer: this.tailer,
+      identity: this.identity,
+      commits: this.commits,
+      replicas: this.replicas,
+      turns: this.turns,
+      recorded: (id) => this.recorded(id),
+      logger: this.logger,
+    });
   }
 
   /** Connect to `redis://[:password@]host:port[/db]` (or `rediss://`) and check the server's settings. */
   static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const store = new RedisStore(url, options);
     let first: Error | undefined; // `connect` rejects with "Connection is closed"; the socket's first error says why
-    const why = (error: Error) => { first ??= error; };
+    const why = (error: Error) => {
+      first ??= error;
+    };
     try {
       await Promise.all([store.ingest.once('error', why).connect(), store.background.connect()]);
     } catch (error) {
@@ -136,7 +169,9 @@ export class RedisStore implements Store {
     if (items.length === 0) return [];
     for (const item of items) for (const claim of item.claims) this.claimSpaces.add(claim.space);
     try {
-      const reply = admitReply(await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups, this.callerClock ? clock(now) : '')));
+      const reply = admitReply(
+        await this.ingest.aiAdmit(this.prefix, ...admitArgs(items, this.maxGroups, this.callerClock ? clock(now) : '')),
+      );
       await this.replicas.held(this.ingest);
       return verdictsOf(items, reply);
     } catch (error) {
@@ -150,94 +185,20 @@ export class RedisStore implements Store {
     return this.callerClock && group && group.expiresAt <= now ? undefined : group;
   }
 
-  // --- buffers with owners ---------------------------------------------------------------
-
-  /**
-   * Take due buffers under a claim token. A claim whose answer is lost (Redis ran it, then the
-   * command timed out or the connection dropped) leased buffers no one here knows of: the next
-   * claim first undoes it by its token, so they are due again at once instead of waiting out
-   * their lease. The undo goes ahead of the claim on the same connection, without holding it up.
-   */
-  async claimDue(now: number, leaseMs: number, limit: number): Promise<LeasedBatch[]> {
-    for (const lost of this.unanswered.splice(0)) {
-      this.background.aiUnclaim(this.prefix, lost, UNCLAIMED_KEEP_MS).catch(() => this.unanswer(lost));
-    }
-    const token = `${this.claimPrefix}${++this.claims}`;
-    let reply: ClaimReply;
-    try {
-      // Due by the server's clock, the one admission stamps deadlines with: an instance whose
-      // clock runs ahead must not take buffers early (and one behind takes them a little late,
-      // or another instance does). now = Infinity would mean "now" here too.
-      reply = claimDueReply(await this.background.aiClaimDue(this.prefix, this.serverOr(now), leaseMs, limit, token));
-    } catch (error) {
-      this.unanswer(token);
-      throw error;
-    }
-    return claimedBatches(reply, this.background, this.prefix, this.logger);
-  }
-
-  /** The time a script compares deadlines and leases with: the server's ('') unless the store runs on its caller's clock. */
-  private serverOr(now: number): string {
-    return this.callerClock ? clock(now) : '';
-  }
-
-  /** Remember a claim whose answer never came, for its undo (the oldest go past MAX_UNANSWERED). */
-  private unanswer(token: string): void {
-    if (this.unanswered.push(token) > MAX_UNANSWERED) this.unanswered.shift();
-  }
-
-  async renewLease(batch: LeasedBatch, now: number, leaseMs: number): Promise<boolean> {
-    const renewed = await this.background.aiRenew(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, this.serverOr(now), leaseMs);
-    return renewed === 1;
-  }
-
-  /** Commit a batch; a commit that ran but whose answer was lost answers with its record (see lost-answer.ts). */
-  commit(batch: LeasedBatch, draft: OutboxDraft, now: number): Promise<OutboxRecord | undefined> {
-    return committedDespiteLostAnswer(async () => (await this.commitOnce(batch, draft, now)) as OutboxRecord | undefined, () => this.recorded(draft.id), this.logger, batch.sessionKey);
-  }
-
-  /** `unlessHeld`: refused ('held') when the session has held messages (turns off, see `commitTurn`). */
-  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, unlessHeld?: true): Promise<OutboxRecord | undefined | 'held'> {
-    await this.tailer.ready;
-    const mark = this.identity.mark();
-    const reply = await this.commits.commit([batch.debounceKey, batch.sessionKey, batch.fence, batch.parts.length, clock(now),
-      draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state, JSON.stringify(draft), unlessHeld ? 'turns' : '']);
-    if (!reply || reply === 'held') return reply ?? undefined;
-    const [seq, at] = reply;
-    this.identity.committed(seq, mark, this.background);
-    await this.replicas.held(this.background);
-    return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
-  }
-
-  // Agent turns: one script each (turns.ts).
-  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
-    if (rule.mode !== 'off' || isTurnBuffer(batch.debounceKey)) return this.turns.commit(batch, draft, now, rule);
-    // Turns off: the plain commit, unless the session has held messages (held before a restart
-    // that turned turns off): then the turn commit, which puts this batch behind them.
-    let held = false;
-    const record = await committedDespiteLostAnswer(async () => {
-      const reply = await this.commitOnce(batch, draft, now, true);
-      held = reply === 'held';
-      return reply === 'held' ? undefined : reply;
-    }, () => (held ? Promise.resolve(undefined) : this.recorded(draft.id)), this.logger, batch.sessionKey);
-    if (held) return this.turns.commit(batch, draft, now, rule);
-    return record && { held: false, record };
-  }
+  // --- buffers with owners (buffers.ts) ----------------------------------------------------
+  claimDue: Store['claimDue'] = (now, leaseMs, limit) => this.buffers.claimDue(now, leaseMs, limit);
+  renewLease: Store['renewLease'] = (batch, now, leaseMs) => this.buffers.renewLease(batch, now, leaseMs);
+  commit: Store['commit'] = (batch, draft, now) => this.buffers.commit(batch, draft, now);
+  commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.buffers.commitTurn(batch, draft, now, rule);
+  release: Store['release'] = (batch, retryAt) => this.buffers.release(batch, retryAt);
+  nextDeadline: Store['nextDeadline'] = () => this.buffers.nextDeadline();
 
   /** `sessionKey`: the output's, when the caller looked it up (a shard's outbox no longer holds it). */
-  turnDone = (outputId: string, now: number, sessionKey?: string): ReturnType<Store['turnDone']> => this.turns.done(outputId, now, sessionKey);
+  turnDone = (outputId: string, now: number, sessionKey?: string): ReturnType<Store['turnDone']> =>
+    this.turns.done(outputId, now, sessionKey);
   turnOf: Store['turnOf'] = (sessionKey, now) => this.turns.of(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.turns.open(now, limit);
   openTurnCount: Store['openTurnCount'] = (now) => this.turns.count(now);
-
-  async release(batch: LeasedBatch, retryAt: number): Promise<void> {
-    // The session stays held until the retry, plus a lease in case this instance dies meanwhile.
-    await this.background.aiRelease(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence, Math.floor(retryAt), RELEASE_HOLD_MS);
-  }
-
-  async nextDeadline(): Promise<number | undefined> {
-    return numberOrUndefined(await this.background.aiEarliest(this.prefix, 'due', 'bm:', 'fence'));
-  }
 
   /**
    * On the ingest connection: the backlog check asks on a delivery's path, and must fail fast,
@@ -247,8 +208,13 @@ export class RedisStore implements Store {
    */
   async openBuffers(after?: { life: string; seq: number }): Promise<number> {
     if (after === undefined) return this.ingest.zcard(`${this.prefix}due`);
-    const replies = await this.ingest.multi().zcard(`${this.prefix}due`).get(`${this.prefix}life`)
-      .xrange(`${this.prefix}out`, `(${after.seq}-0`, '+', 'COUNT', 10_000).xlen(`${this.prefix}out`).exec();
+    const replies = await this.ingest
+      .multi()
+      .zcard(`${this.prefix}due`)
+      .get(`${this.prefix}life`)
+      .xrange(`${this.prefix}out`, `(${after.seq}-0`, '+', 'COUNT', 10_000)
+      .xlen(`${this.prefix}out`)
+      .exec();
     const failed = replies?.find(([error]) => error)?.[0];
     if (!replies || failed) throw failed ?? new Error('Redis store: the open-buffer count was discarded');
     const [due, life, past, all] = replies.map(([, reply]) => reply);
@@ -261,8 +227,10 @@ export class RedisStore implements Store {
   lastSeq: Store['lastSeq'] = () => this.outbox.lastSeq();
   life = (): Promise<OutboxLife> => this.outbox.life();
   tail: Store['tail'] = (listener, events) => this.outbox.tail(listener, events);
-  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) => this.outbox.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
-  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> => this.outbox.keepUnread(afterSeq, forMs, now);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) =>
+    this.outbox.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
+  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> =>
+    this.outbox.keepUnread(afterSeq, forMs, now);
 
   /** Resolves once the live tail listens (a commit must not overtake its start). */
   whenTailing = (): Promise<void> => this.tailer.ready;
@@ -279,10 +247,12 @@ export class RedisStore implements Store {
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.bus.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.bus.dropLease(name, holder);
   fenceHolds: Store['fenceHolds'] = (name, fence) => this.bus.fenceHolds(name, fence);
-  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) => this.bus.fencedPut(name, fence, key, value, ttlMs);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs) =>
+    this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
-  openTrail = (options: TrailLogOptions): TrailLog => (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
+  openTrail = (options: TrailLogOptions): TrailLog =>
+    (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 
   /** A hash's fields and values (on the ingest connection). */
   readHash(key: string): Promise<Record<string, string>> {
@@ -320,5 +290,4 @@ export class RedisStore implements Store {
     this.bus.close();
     await Promise.all([this.ingest, this.background].map((client) => client.quit().catch(() => client.disconnect())));
   }
-
 }

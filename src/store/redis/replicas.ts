@@ -8,7 +8,10 @@ import type { ScriptedRedis } from './connections.js';
 export class ReplicaWaits {
   private readonly waits = new Map<ScriptedRedis, Promise<void>>();
 
-  constructor(private readonly count: number, private readonly commandTimeoutMs: number) {}
+  constructor(
+    private readonly count: number,
+    private readonly commandTimeoutMs: number,
+  ) {}
 
   /** Resolve once `count` replicas hold every write sent on `client` so far. */
   held(client: ScriptedRedis): Promise<void> {
@@ -20,7 +23,8 @@ export class ReplicaWaits {
         // WAIT answers within its own timeout; leave the command timeout room to carry the answer.
         const waitMs = Math.max(1, Math.floor(this.commandTimeoutMs / 2));
         const acked = await client.wait(this.count, waitMs);
-        if (acked < this.count) throw new Error(`only ${acked} of ${counted(this.count, 'replica')} acknowledged within ${waitMs} ms`);
+        if (acked < this.count)
+          throw new Error(`only ${acked} of ${counted(this.count, 'replica')} acknowledged within ${waitMs} ms`);
       });
       this.waits.set(client, wait);
     }

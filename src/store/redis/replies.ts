@@ -42,8 +42,10 @@ const array = (value: unknown, at: string, script: string): unknown[] => {
   return value as unknown[];
 };
 
-const listOf = <T>(item: Decoder<T>): Decoder<T[]> => (value, at, script) =>
-  array(value, at, script).map((element, i) => item(element, `${at}[${i}]`, script));
+const listOf =
+  <T>(item: Decoder<T>): Decoder<T[]> =>
+  (value, at, script) =>
+    array(value, at, script).map((element, i) => item(element, `${at}[${i}]`, script));
 
 const texts = listOf(text);
 
@@ -59,9 +61,16 @@ export function admitReply(value: unknown): AdmitReply {
     const at = `reply[${i}]`;
     const [verdict, a, b, c] = array(item, at, 'admit');
     if (verdict === 'claimed') return { verdict, claim: integer(a, `${at}[1]`, 'admit') };
-    if (verdict === 'correlated') return { verdict, retry: integer(a, `${at}[1]`, 'admit') === 1, group: texts(b, `${at}[2]`, 'admit') };
-    if (verdict !== 'accepted') throw new ReplyShapeError('admit', `${at}[0]`, "'accepted', 'claimed' or 'correlated'", verdict);
-    return { verdict, partId: text(a, `${at}[1]`, 'admit'), deadline: numeric(b, `${at}[2]`, 'admit'), group: texts(c, `${at}[3]`, 'admit') };
+    if (verdict === 'correlated')
+      return { verdict, retry: integer(a, `${at}[1]`, 'admit') === 1, group: texts(b, `${at}[2]`, 'admit') };
+    if (verdict !== 'accepted')
+      throw new ReplyShapeError('admit', `${at}[0]`, "'accepted', 'claimed' or 'correlated'", verdict);
+    return {
+      verdict,
+      partId: text(a, `${at}[1]`, 'admit'),
+      deadline: numeric(b, `${at}[2]`, 'admit'),
+      group: texts(c, `${at}[3]`, 'admit'),
+    };
   });
 }
 
@@ -70,7 +79,11 @@ export type EntryReply = [streamId: string, fields: string[], state: string | nu
 
 const entry: Decoder<EntryReply> = (value, at, script) => {
   const [streamId, fields, state] = array(value, at, script);
-  return [text(streamId, `${at}[0]`, script), texts(fields, `${at}[1]`, script), state === null ? null : text(state, `${at}[2]`, script)];
+  return [
+    text(streamId, `${at}[0]`, script),
+    texts(fields, `${at}[1]`, script),
+    state === null ? null : text(state, `${at}[2]`, script),
+  ];
 };
 
 /** read.lua: records, oldest first. */
@@ -83,14 +96,29 @@ export function claimPushReply(value: unknown): Array<[entry: EntryReply, token:
   return array(value, 'reply', 'claim-push').map((taken, i) => {
     const at = `reply[${i}]`;
     const [streamId, fields, state, token, leaseUntil] = array(taken, at, 'claim-push');
-    return [entry([streamId, fields, state], at, 'claim-push'), integer(token, `${at}[3]`, 'claim-push'), integer(leaseUntil, `${at}[4]`, 'claim-push')];
+    return [
+      entry([streamId, fields, state], at, 'claim-push'),
+      integer(token, `${at}[3]`, 'claim-push'),
+      integer(leaseUntil, `${at}[4]`, 'claim-push'),
+    ];
   });
 }
 
 /** claim-due.lua: each batch taken, its parts as buffer list elements. */
-export type ClaimReply = Array<[debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]>;
+export type ClaimReply = Array<
+  [debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]
+>;
 
-const REASONS: ReadonlySet<string> = new Set<FlushReason>(['window', 'count', 'max_wait', 'command', 'shutdown', 'takeover', 'turn', 'max_held']);
+const REASONS: ReadonlySet<string> = new Set<FlushReason>([
+  'window',
+  'count',
+  'max_wait',
+  'command',
+  'shutdown',
+  'takeover',
+  'turn',
+  'max_held',
+]);
 
 const isReason = (value: unknown): value is FlushReason => typeof value === 'string' && REASONS.has(value);
 
@@ -103,8 +131,14 @@ export function claimDueReply(value: unknown): ClaimReply {
   return array(value, 'reply', 'claim-due').map((batch, i) => {
     const at = `reply[${i}]`;
     const [debounceKey, sessionKey, fence, leaseUntil, why, parts] = array(batch, at, 'claim-due');
-    return [text(debounceKey, `${at}[0]`, 'claim-due'), text(sessionKey, `${at}[1]`, 'claim-due'), integer(fence, `${at}[2]`, 'claim-due'),
-      integer(leaseUntil, `${at}[3]`, 'claim-due'), reason(why, `${at}[4]`, 'claim-due'), texts(parts, `${at}[5]`, 'claim-due')];
+    return [
+      text(debounceKey, `${at}[0]`, 'claim-due'),
+      text(sessionKey, `${at}[1]`, 'claim-due'),
+      integer(fence, `${at}[2]`, 'claim-due'),
+      integer(leaseUntil, `${at}[3]`, 'claim-due'),
+      reason(why, `${at}[4]`, 'claim-due'),
+      texts(parts, `${at}[5]`, 'claim-due'),
+    ];
   });
 }
 
@@ -126,11 +160,22 @@ export type CommitTurnReply =
 export function commitTurnReply(value: unknown): CommitTurnReply {
   if (value === null) return null;
   const [kind, a, b, c, d] = array(value, 'reply', 'commit-turn');
-  if (kind === 'held') return { held: true, by: text(a, 'reply[1]', 'commit-turn'), until: numeric(b, 'reply[2]', 'commit-turn'), count: numeric(c, 'reply[3]', 'commit-turn') };
+  if (kind === 'held')
+    return {
+      held: true,
+      by: text(a, 'reply[1]', 'commit-turn'),
+      until: numeric(b, 'reply[2]', 'commit-turn'),
+      count: numeric(c, 'reply[3]', 'commit-turn'),
+    };
   if (kind !== 'emitted') throw new ReplyShapeError('commit-turn', 'reply[0]', "'held' or 'emitted'", kind);
-  const emitted = { held: false as const, seq: numeric(a, 'reply[1]', 'commit-turn'), at: numeric(b, 'reply[2]', 'commit-turn') };
+  const emitted = {
+    held: false as const,
+    seq: numeric(a, 'reply[1]', 'commit-turn'),
+    at: numeric(b, 'reply[2]', 'commit-turn'),
+  };
   if (c === '') return emitted;
-  if (c !== 'followsUp' && c !== 'during' && c !== 'interrupts') throw new ReplyShapeError('commit-turn', 'reply[3]', "'', 'followsUp', 'during' or 'interrupts'", c);
+  if (c !== 'followsUp' && c !== 'during' && c !== 'interrupts')
+    throw new ReplyShapeError('commit-turn', 'reply[3]', "'', 'followsUp', 'during' or 'interrupts'", c);
   return { ...emitted, link: { field: c, id: text(d, 'reply[4]', 'commit-turn') } };
 }
 
@@ -141,20 +186,34 @@ export function trimReply(value: unknown): [removed: number, next: string] {
 }
 
 /** turn-done.lua: `unknown`, or what the turn was and its session's held count. */
-export function turnDoneReply(value: unknown): { result: 'unknown' } | { result: 'closed' | 'already'; sessionKey: string; held: number } {
+export function turnDoneReply(
+  value: unknown,
+): { result: 'unknown' } | { result: 'closed' | 'already'; sessionKey: string; held: number } {
   const [result, sessionKey, held] = array(value, 'reply', 'turn-done');
   if (result === 'unknown') return { result };
-  if (result !== 'closed' && result !== 'already') throw new ReplyShapeError('turn-done', 'reply[0]', "'unknown', 'closed' or 'already'", result);
-  return { result, sessionKey: text(sessionKey, 'reply[1]', 'turn-done'), held: numeric(held, 'reply[2]', 'turn-done') };
+  if (result !== 'closed' && result !== 'already')
+    throw new ReplyShapeError('turn-done', 'reply[0]', "'unknown', 'closed' or 'already'", result);
+  return {
+    result,
+    sessionKey: text(sessionKey, 'reply[1]', 'turn-done'),
+    held: numeric(held, 'reply[2]', 'turn-done'),
+  };
 }
 
 /** turns.lua (`one`, `open`): per session its open turn's output id ('' when none), when it opened and ends, and its held count. */
-export function turnsReply(value: unknown): Array<[sessionKey: string, outputId: string, openedAt: number, until: number, held: number]> {
+export function turnsReply(
+  value: unknown,
+): Array<[sessionKey: string, outputId: string, openedAt: number, until: number, held: number]> {
   return array(value, 'reply', 'turns').map((view, i) => {
     const at = `reply[${i}]`;
     const [sessionKey, outputId, openedAt, until, held] = array(view, at, 'turns');
-    return [text(sessionKey, `${at}[0]`, 'turns'), text(outputId, `${at}[1]`, 'turns'), numeric(openedAt, `${at}[2]`, 'turns'),
-      numeric(until, `${at}[3]`, 'turns'), numeric(held, `${at}[4]`, 'turns')];
+    return [
+      text(sessionKey, `${at}[0]`, 'turns'),
+      text(outputId, `${at}[1]`, 'turns'),
+      numeric(openedAt, `${at}[2]`, 'turns'),
+      numeric(until, `${at}[3]`, 'turns'),
+      numeric(held, `${at}[4]`, 'turns'),
+    ];
   });
 }
 
@@ -164,15 +223,24 @@ export function statsReply(value: unknown): number[] {
 }
 
 /** A value the reader takes as text whether the script sent digits as a string or a number (`String(x)` before). */
-const textual: Decoder<string> = (value, at, script) => (typeof value === 'number' ? String(value) : text(value, at, script));
+const textual: Decoder<string> = (value, at, script) =>
+  typeof value === 'number' ? String(value) : text(value, at, script);
 
 /** shard-pending.lua: the shard's life, then stream entries after the cursor (id, then field-value pairs). */
-export function shardPendingReply(value: unknown): [life: string, entries: Array<[streamId: string, fields: string[]]>] {
+export function shardPendingReply(
+  value: unknown,
+): [life: string, entries: Array<[streamId: string, fields: string[]]>] {
   const [life, entries] = array(value, 'reply', 'shard-pending');
-  return [textual(life, 'reply[0]', 'shard-pending'), array(entries, 'reply[1]', 'shard-pending').map((found, i) => {
-    const [streamId, fields] = array(found, `reply[1][${i}]`, 'shard-pending');
-    return [text(streamId, `reply[1][${i}][0]`, 'shard-pending'), texts(fields, `reply[1][${i}][1]`, 'shard-pending')];
-  })];
+  return [
+    textual(life, 'reply[0]', 'shard-pending'),
+    array(entries, 'reply[1]', 'shard-pending').map((found, i) => {
+      const [streamId, fields] = array(found, `reply[1][${i}]`, 'shard-pending');
+      return [
+        text(streamId, `reply[1][${i}][0]`, 'shard-pending'),
+        texts(fields, `reply[1][${i}][1]`, 'shard-pending'),
+      ];
+    }),
+  ];
 }
 
 /** append-drained.lua: the cursor now (life, seq, id), and each record's id with its global seq. */
@@ -180,8 +248,17 @@ export function appendDrainedReply(value: unknown): [life: string, seq: number, 
   const [life, seq, id, pairs] = array(value, 'reply', 'append-drained');
   const flat = array(pairs, 'reply[3]', 'append-drained');
   const seqs = new Map<string, number>();
-  for (let j = 0; j + 1 < flat.length; j += 2) seqs.set(textual(flat[j], `reply[3][${j}]`, 'append-drained'), numeric(flat[j + 1], `reply[3][${j + 1}]`, 'append-drained'));
-  return [textual(life, 'reply[0]', 'append-drained'), numeric(seq, 'reply[1]', 'append-drained'), textual(id, 'reply[2]', 'append-drained'), seqs];
+  for (let j = 0; j + 1 < flat.length; j += 2)
+    seqs.set(
+      textual(flat[j], `reply[3][${j}]`, 'append-drained'),
+      numeric(flat[j + 1], `reply[3][${j + 1}]`, 'append-drained'),
+    );
+  return [
+    textual(life, 'reply[0]', 'append-drained'),
+    numeric(seq, 'reply[1]', 'append-drained'),
+    textual(id, 'reply[2]', 'append-drained'),
+    seqs,
+  ];
 }
 
 /** renew-life.lua: the life now. */

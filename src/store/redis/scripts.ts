@@ -51,14 +51,18 @@ function read(path: string): string {
   try {
     return readFileSync(new URL(path, folder), 'utf8');
   } catch (error) {
-    throw new Error(`Redis store: cannot read its Lua script ${new URL(path, folder).pathname} (${(error as Error).message}); rebuild with \`npm run build\``);
+    throw new Error(
+      `Redis store: cannot read its Lua script ${new URL(path, folder).pathname} (${(error as Error).message}); rebuild with \`npm run build\``,
+    );
   }
 }
 
 /** An include's text: `lua/include/<name>.lua`, else the shared rule `store/rules/<name>.lua`. */
 function include(name: string, set: ScriptSet): string {
   if (set === 'shard' && existsSync(new URL(`include/${name}-shard.lua`, folder))) name = `${name}-shard`;
-  return existsSync(new URL(`include/${name}.lua`, folder)) ? read(`include/${name}.lua`) : read(`../../rules/${name}.lua`);
+  return existsSync(new URL(`include/${name}.lua`, folder))
+    ? read(`include/${name}.lua`)
+    : read(`../../rules/${name}.lua`);
 }
 
 /** A script's text with its includes in place. */
@@ -77,7 +81,10 @@ export function scriptText(file: string, set: ScriptSet = 'whole'): string {
 export function scripts(set: ScriptSet = 'whole'): Record<ScriptName, string> {
   let texts = loaded.get(set);
   if (!texts) {
-    texts = Object.fromEntries(Object.entries(FILES).map(([name, file]) => [name, scriptText(file, set)])) as Record<ScriptName, string>;
+    texts = Object.fromEntries(Object.entries(FILES).map(([name, file]) => [name, scriptText(file, set)])) as Record<
+      ScriptName,
+      string
+    >;
     loaded.set(set, texts);
   }
   return texts;

@@ -1,6 +1,16 @@
 import { ConfigError, counted } from '../../core/errors.js';
 import type {
-  AdmitItem, AdmitVerdict, ClaimStats, LeasedBatch, OutboxDraft, OutboxRecord, Store, StoreHealth, TurnCommit, TurnRule, TurnView,
+  AdmitItem,
+  AdmitVerdict,
+  ClaimStats,
+  LeasedBatch,
+  OutboxDraft,
+  OutboxRecord,
+  Store,
+  StoreHealth,
+  TurnCommit,
+  TurnRule,
+  TurnView,
 } from '../../core/ports/index.js';
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { ShardAppender } from './appender.js';
@@ -52,10 +62,19 @@ export class ShardedRedisStore implements Store {
     this.away = new AwayShards((shard) => (this.shards[shard] as RedisStore).ping(), logger);
     let failing = false;
     this.sweep = setInterval(() => {
-      this.appender.drainAll().then(() => { failing = false; }, (error: unknown) => {
-        if (!failing) this.logger?.warn({ err: error }, 'Redis store: moving shard records to the outbox failed; tried again every second');
-        failing = true;
-      });
+      this.appender.drainAll().then(
+        () => {
+          failing = false;
+        },
+        (error: unknown) => {
+          if (!failing)
+            this.logger?.warn(
+              { err: error },
+              'Redis store: moving shard records to the outbox failed; tried again every second',
+            );
+          failing = true;
+        },
+      );
     }, SWEEP_MS);
     this.sweep.unref();
   }
@@ -63,8 +82,12 @@ export class ShardedRedisStore implements Store {
   /** Connect to `redis-cluster://[:password@]host:port[,host:port...]`: the global keys, then each shard's. */
   static async open(url: string, options: ShardedStoreOptions = {}): Promise<ShardedRedisStore> {
     const count = options.shards ?? 3;
-    if (!Number.isInteger(count) || count < 1 || count > 1024) throw new ConfigError(`redis.shards: ${count} is not a whole number from 1 to 1024`);
-    if ((options.waitReplicas ?? 0) > 0) throw new ConfigError('redis.waitReplicas: not supported with redis-cluster:// (WAIT answers for one node); use 0');
+    if (!Number.isInteger(count) || count < 1 || count > 1024)
+      throw new ConfigError(`redis.shards: ${count} is not a whole number from 1 to 1024`);
+    if ((options.waitReplicas ?? 0) > 0)
+      throw new ConfigError(
+        'redis.waitReplicas: not supported with redis-cluster:// (WAIT answers for one node); use 0',
+      );
     const keyPrefix = options.keyPrefix ?? 'ai';
     const global = await RedisStore.open(url, options);
     const opened: RedisStore[] = [global];
@@ -74,16 +97,28 @@ export class ShardedRedisStore implements Store {
       const shards: RedisStore[] = [];
       for (const [index, prefix] of prefixes.entries()) {
         const shard = await RedisStore.open(url, {
-          ...options, keyPrefix: prefix.slice(1, -2),
+          ...options,
+          keyPrefix: prefix.slice(1, -2),
           // A commit whose answer was lost: in the shard's outbox, or already moved to the global one.
-          shard: { recorded: async (id) => (await shards[index]?.outboxGet(id)) ?? global.outboxGet(id), index, of: count },
+          shard: {
+            recorded: async (id) => (await shards[index]?.outboxGet(id)) ?? global.outboxGet(id),
+            index,
+            of: count,
+          },
         });
         shards.push(shard);
         opened.push(shard);
       }
       const client = connect(url, 'appender', backgroundOptions(options.commandTimeoutMs ?? 1000), options.logger);
       await client.connect();
-      return new ShardedRedisStore(global, shards, new ShardAppender(client, `{${keyPrefix}}:`, prefixes), client, options.logger, `{${keyPrefix}}:`);
+      return new ShardedRedisStore(
+        global,
+        shards,
+        new ShardAppender(client, `{${keyPrefix}}:`, prefixes),
+        client,
+        options.logger,
+        `{${keyPrefix}}:`,
+      );
     } catch (error) {
       await Promise.all(opened.map((store) => store.close().catch(() => undefined)));
       if (error instanceof ConfigError) throw error;
@@ -95,7 +130,9 @@ export class ShardedRedisStore implements Store {
   private static async checkShardCount(global: RedisStore, key: string, count: number): Promise<void> {
     const recorded = await global.setOnce(key, String(count));
     if (recorded !== String(count)) {
-      throw new ConfigError(`redis.shards: this store was created with ${counted(Number(recorded), 'shard')}, not ${count}; a session's keys live on the shard its count gives`);
+      throw new ConfigError(
+        `redis.shards: this store was created with ${counted(Number(recorded), 'shard')}, not ${count}; a session's keys live on the shard its count gives`,
+      );
     }
   }
 
@@ -116,10 +153,17 @@ export class ShardedRedisStore implements Store {
     const [only] = byShard.keys();
     if (byShard.size <= 1) return only === undefined ? [] : (this.shards[only] as RedisStore).admit(items, now);
     const verdicts = new Array<AdmitVerdict>(items.length);
-    await Promise.all([...byShard].map(async ([shard, indexes]) => {
-      const got = await (this.shards[shard] as RedisStore).admit(indexes.map((n) => items[n] as AdmitItem), now);
-      indexes.forEach((n, j) => { verdicts[n] = got[j] as AdmitVerdict; });
-    }));
+    await Promise.all(
+      [...byShard].map(async ([shard, indexes]) => {
+        const got = await (this.shards[shard] as RedisStore).admit(
+          indexes.map((n) => items[n] as AdmitItem),
+          now,
+        );
+        indexes.forEach((n, j) => {
+          verdicts[n] = got[j] as AdmitVerdict;
+        });
+      }),
+    );
     return verdicts;
   }
 
@@ -165,18 +209,21 @@ export class ShardedRedisStore implements Store {
     return taken;
   }
 
-  renewLease: Store['renewLease'] = (batch, now, leaseMs) => this.shardFor(batch.sessionKey).renewLease(batch, now, leaseMs);
+  renewLease: Store['renewLease'] = (batch, now, leaseMs) =>
+    this.shardFor(batch.sessionKey).renewLease(batch, now, leaseMs);
   release: Store['release'] = (batch, retryAt) => this.shardFor(batch.sessionKey).release(batch, retryAt);
 
   /** The earliest of the shards that answer (a shard passed over, or failing, is looked at by the shared store's polling). */
   async nextDeadline(): Promise<number | undefined> {
-    const asked = await Promise.allSettled(this.shards.map((shard, index) => {
-      if (this.away.passes(index)) return Promise.resolve(undefined);
-      return shard.nextDeadline().catch((error: unknown) => {
-        this.away.failed(index, error);
-        throw error;
-      });
-    }));
+    const asked = await Promise.allSettled(
+      this.shards.map((shard, index) => {
+        if (this.away.passes(index)) return Promise.resolve(undefined);
+        return shard.nextDeadline().catch((error: unknown) => {
+          this.away.failed(index, error);
+          throw error;
+        });
+      }),
+    );
     const answered = asked.filter((answer) => answer.status === 'fulfilled');
     if (answered.length === 0) throw (asked[0] as PromiseRejectedResult).reason;
     const deadlines = answered.map((answer) => answer.value).filter((at) => at !== undefined);
@@ -190,10 +237,12 @@ export class ShardedRedisStore implements Store {
    */
   async openBuffers(): Promise<number> {
     const cursors = await this.global.readHash(`${this.globalPrefix}cursors`);
-    const counts = await Promise.all(this.shards.map((shard, n) => {
-      const [life = '', seq = '0'] = (cursors[n] ?? '').split(' '); // `<life> <seq> <id>` (append-drained.lua)
-      return shard.openBuffers({ life, seq: Number(seq) });
-    }));
+    const counts = await Promise.all(
+      this.shards.map((shard, n) => {
+        const [life = '', seq = '0'] = (cursors[n] ?? '').split(' '); // `<life> <seq> <id>` (append-drained.lua)
+        return shard.openBuffers({ life, seq: Number(seq) });
+      }),
+    );
     return counts.reduce((sum, count) => sum + count, 0);
   }
 
@@ -204,7 +253,12 @@ export class ShardedRedisStore implements Store {
     return record && this.published(shard, record);
   }
 
-  async commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+  async commitTurn(
+    batch: LeasedBatch,
+    draft: OutboxDraft,
+    now: number,
+    rule: TurnRule,
+  ): Promise<TurnCommit | undefined> {
     await this.global.whenTailing();
     const shard = shardOf(batch.sessionKey, this.shards.length);
     const done = await (this.shards[shard] as RedisStore).commitTurn(batch, draft, now, rule);
@@ -217,7 +271,10 @@ export class ShardedRedisStore implements Store {
   private async published(shard: number, record: OutboxRecord): Promise<OutboxRecord> {
     const seqs = await this.appender.drain(shard);
     const seq = seqs.get(record.id) || (await this.global.outboxGet(record.id))?.seq;
-    if (!seq) throw new Error(`Redis store: output ${record.id} is committed on its shard but not yet in the outbox; it is moved there within a second`);
+    if (!seq)
+      throw new Error(
+        `Redis store: output ${record.id} is committed on its shard but not yet in the outbox; it is moved there within a second`,
+      );
     record.seq = seq;
     return record;
   }
@@ -235,7 +292,9 @@ export class ShardedRedisStore implements Store {
   async openTurns(now: number, limit: number): Promise<TurnView[]> {
     const views = (await Promise.all(this.shards.map((shard) => shard.openTurns(now, limit)))).flat();
     // open turns first, the soonest to close first; then sessions with held messages
-    return views.sort((a, b) => (a.open === b.open ? (a.until ?? 0) - (b.until ?? 0) : a.open ? -1 : 1)).slice(0, limit);
+    return views
+      .sort((a, b) => (a.open === b.open ? (a.until ?? 0) - (b.until ?? 0) : a.open ? -1 : 1))
+      .slice(0, limit);
   }
 
   async openTurnCount(now: number): Promise<number> {
@@ -249,8 +308,10 @@ export class ShardedRedisStore implements Store {
   lastSeq: Store['lastSeq'] = () => this.global.lastSeq();
   life = (): ReturnType<RedisStore['life']> => this.global.life();
   tail: Store['tail'] = (listener, events) => this.global.tail(listener, events);
-  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) => this.global.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
-  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> => this.global.keepUnread(afterSeq, forMs, now);
+  trimOutbox: Store['trimOutbox'] = (olderThan, keepCount, keepAfterSeq, now) =>
+    this.global.trimOutbox(olderThan, keepCount, keepAfterSeq, now);
+  keepUnread = (afterSeq: number, forMs: number, now: number): Promise<void> =>
+    this.global.keepUnread(afterSeq, forMs, now);
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.global.claimPush(now, leaseMs, limit);
   ackPush: Store['ackPush'] = (lease, outcome, now) => this.global.ackPush(lease, outcome, now);
   nextPushAt: Store['nextPushAt'] = () => this.global.nextPushAt();
@@ -260,7 +321,8 @@ export class ShardedRedisStore implements Store {
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.global.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.global.dropLease(name, holder);
   fenceHolds: Store['fenceHolds'] = (name, fence) => this.global.fenceHolds(name, fence);
-  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) => this.global.fencedPut(name, fence, key, value, ttlMs, now);
+  fencedPut: Store['fencedPut'] = (name, fence, key, value, ttlMs, now) =>
+    this.global.fencedPut(name, fence, key, value, ttlMs, now);
   sharedGet: Store['sharedGet'] = (name, now) => this.global.sharedGet(name, now);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs, now) => this.global.sharedPut(name, value, ttlMs, now);
   openTrail: NonNullable<Store['openTrail']> = (options) => this.global.openTrail(options);
@@ -284,7 +346,10 @@ export class ShardedRedisStore implements Store {
 
   correlationStats(): { groups: number; evicted: number } {
     const stats = this.shards.map((shard) => shard.correlationStats());
-    return { groups: stats.reduce((sum, s) => sum + s.groups, 0), evicted: stats.reduce((sum, s) => sum + s.evicted, 0) };
+    return {
+      groups: stats.reduce((sum, s) => sum + s.groups, 0),
+      evicted: stats.reduce((sum, s) => sum + s.evicted, 0),
+    };
   }
 
   /**
@@ -295,7 +360,8 @@ export class ShardedRedisStore implements Store {
     const all = await Promise.all([this.global, ...this.shards].map((store) => store.health()));
     const health: StoreHealth = { rollbacks: all.reduce((sum, one) => sum + one.rollbacks, 0) };
     for (const one of all) {
-      if (one.lastRollback && (!health.lastRollback || one.lastRollback.at >= health.lastRollback.at)) health.lastRollback = one.lastRollback;
+      if (one.lastRollback && (!health.lastRollback || one.lastRollback.at >= health.lastRollback.at))
+        health.lastRollback = one.lastRollback;
       if (one.evictionPolicy && !health.evictionPolicy) health.evictionPolicy = one.evictionPolicy;
       if (one.evictedKeys !== undefined) health.evictedKeys = Math.max(health.evictedKeys ?? 0, one.evictedKeys);
     }

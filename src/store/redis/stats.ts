@@ -11,9 +11,20 @@ const STATS_EVERY_MS = 1000;
  * instance has used (`spaces`), and may include keys expired since the last sweep (one admission in 64).
  */
 export class RedisStats {
-  private stats = { keys: 0, claimsEvicted: 0, groups: 0, groupsEvicted: 0, bySpace: {} as Record<string, number>, at: -Infinity };
+  private stats = {
+    keys: 0,
+    claimsEvicted: 0,
+    groups: 0,
+    groupsEvicted: 0,
+    bySpace: {} as Record<string, number>,
+    at: -Infinity,
+  };
 
-  constructor(private readonly client: ScriptedRedis, private readonly prefix: string, private readonly spaces: ReadonlySet<string>) {}
+  constructor(
+    private readonly client: ScriptedRedis,
+    private readonly prefix: string,
+    private readonly spaces: ReadonlySet<string>,
+  ) {}
 
   claims(): ClaimStats {
     this.refresh();
@@ -34,8 +45,17 @@ export class RedisStats {
       (reply) => {
         const [keys, claimsEvicted, groups, groupsEvicted, ...perSpace] = statsReply(reply);
         const bySpace: Record<string, number> = {};
-        spaces.forEach((space, i) => { if (perSpace[i]) bySpace[space] = perSpace[i]; });
-        this.stats = { keys: keys ?? 0, claimsEvicted: claimsEvicted ?? 0, groups: groups ?? 0, groupsEvicted: groupsEvicted ?? 0, bySpace, at: started };
+        spaces.forEach((space, i) => {
+          if (perSpace[i]) bySpace[space] = perSpace[i];
+        });
+        this.stats = {
+          keys: keys ?? 0,
+          claimsEvicted: claimsEvicted ?? 0,
+          groups: groups ?? 0,
+          groupsEvicted: groupsEvicted ?? 0,
+          bySpace,
+          at: started,
+        };
       },
       () => undefined, // the numbers stay as they were; readiness reports the outage
     );

@@ -80,7 +80,15 @@ export class OutboxTail {
             this.each((events) => events?.reset?.({ from, to: seq }));
           }
         }
-        const reply = (await client.xread('COUNT', 500, 'BLOCK', this.checkEveryMs, 'STREAMS', `${this.prefix}out`, `${last}-0`)) as StreamReply;
+        const reply = (await client.xread(
+          'COUNT',
+          500,
+          'BLOCK',
+          this.checkEveryMs,
+          'STREAMS',
+          `${this.prefix}out`,
+          `${last}-0`,
+        )) as StreamReply;
         failures = 0;
         if (!reply) checkedAt = 0; // idle: check at once
         for (const [, entries] of reply ?? []) {

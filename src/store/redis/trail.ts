@@ -83,13 +83,19 @@ export class RedisTrail implements TrailLog {
         const names = namesOf(entry);
         args.push(JSON.stringify({ ...entry, instance }), names.length, ...names);
       }
-      this.commands.aiTrailAdd(this.prefix, ...args).then(() => {
-        this.failing = false;
-      }, (error: Error) => {
-        if (this.failing) return;
-        this.failing = true;
-        this.logger?.warn({ err: error }, `Redis store: trail entries could not be written (${error.message}); /v1/trace and /v1/activity miss them`);
-      });
+      this.commands.aiTrailAdd(this.prefix, ...args).then(
+        () => {
+          this.failing = false;
+        },
+        (error: Error) => {
+          if (this.failing) return;
+          this.failing = true;
+          this.logger?.warn(
+            { err: error },
+            `Redis store: trail entries could not be written (${error.message}); /v1/trace and /v1/activity miss them`,
+          );
+        },
+      );
     }
   }
 
@@ -109,7 +115,9 @@ export class RedisTrail implements TrailLog {
   async naming(names: readonly string[]): Promise<TraceEntry[]> {
     const wanted = names.filter((name) => name !== '');
     if (wanted.length === 0) return [];
-    return trailFindReply(await this.commands.aiTrailFind(this.prefix, ...wanted)).map(([id, json]) => entryOf(id, json));
+    return trailFindReply(await this.commands.aiTrailFind(this.prefix, ...wanted)).map(([id, json]) =>
+      entryOf(id, json),
+    );
   }
 
   subscribe(listener: (entry: TraceEntry) => void): () => void {
@@ -127,7 +135,15 @@ export class RedisTrail implements TrailLog {
       while (!this.closed) {
         let reply: Array<[string, Array<[string, string[]]>]> | null;
         try {
-          reply = (await reader.xread('COUNT', 500, 'BLOCK', BLOCK_MS, 'STREAMS', `${this.prefix}trail`, from)) as typeof reply;
+          reply = (await reader.xread(
+            'COUNT',
+            500,
+            'BLOCK',
+            BLOCK_MS,
+            'STREAMS',
+            `${this.prefix}trail`,
+            from,
+          )) as typeof reply;
         } catch {
           if (this.closed) return;
           await new Promise((resolve) => setTimeout(resolve, 200));

@@ -9,7 +9,14 @@ const TRIM_BATCH = 1000;
  * `keepCount`, never past `keepAfterSeq` nor past a live hold of any instance. `now` is ''
  * for the server's clock.
  */
-export async function trimOutbox(client: ScriptedRedis, prefix: string, olderThan: number, keepCount: number, keepAfterSeq: number, now: string): Promise<number> {
+export async function trimOutbox(
+  client: ScriptedRedis,
+  prefix: string,
+  olderThan: number,
+  keepCount: number,
+  keepAfterSeq: number,
+  now: string,
+): Promise<number> {
   const cutoff = Number.isFinite(olderThan) ? Math.floor(olderThan) : olderThan > 0 ? Number.MAX_SAFE_INTEGER : 0;
   const keepAfter = Number.isFinite(keepAfterSeq) ? Math.floor(keepAfterSeq) : Number.MAX_SAFE_INTEGER;
   let removed = 0;

@@ -1,4 +1,14 @@
-import { outboxRecord, type LeasedBatch, type OutboxDraft, type OutboxRecord, type TurnCommit, type TurnDone, type TurnLink, type TurnRule, type TurnView } from '../../core/ports/index.js';
+import {
+  outboxRecord,
+  type LeasedBatch,
+  type OutboxDraft,
+  type OutboxRecord,
+  type TurnCommit,
+  type TurnDone,
+  type TurnLink,
+  type TurnRule,
+  type TurnView,
+} from '../../core/ports/index.js';
 import { clock } from './codec.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import { committedDespiteLostAnswer } from './lost-answer.js';
@@ -9,7 +19,6 @@ export function linkIn(body: string): TurnLink | undefined {
   const match = /,"(followsUp|during|interrupts)":"([^"\\]+)"\}$/.exec(body);
   return match ? { field: match[1] as TurnLink['field'], id: match[2] as string } : undefined;
 }
-
 
 /**
  * Agent turns on Redis (docs/turns.md): each step one script (commit-turn, turn-done, turns), on
@@ -30,30 +39,63 @@ export class RedisTurns {
   async commit(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
     let heldBy: TurnCommit | undefined;
     let link: TurnLink | undefined;
-    const record = await committedDespiteLostAnswer(async () => {
-      const done = await this.commitOnce(batch, draft, now, rule);
-      if (done?.held) heldBy = done;
-      else if (done) link = done.link;
-      return done && !done.held ? done.record : undefined;
-    }, () => (heldBy ? Promise.resolve(undefined) : this.outboxGet(draft.id)), this.logger, batch.sessionKey);
+    const record = await committedDespiteLostAnswer(
+      async () => {
+        const done = await this.commitOnce(batch, draft, now, rule);
+        if (done?.held) heldBy = done;
+        else if (done) link = done.link;
+        return done && !done.held ? done.record : undefined;
+      },
+      () => (heldBy ? Promise.resolve(undefined) : this.outboxGet(draft.id)),
+      this.logger,
+      batch.sessionKey,
+    );
     if (heldBy) return heldBy;
     if (!record) return undefined;
     link ??= linkIn(record.body);
     return link ? { held: false, record, link } : { held: false, record };
   }
 
-  private async commitOnce(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined> {
+  private async commitOnce(
+    batch: LeasedBatch,
+    draft: OutboxDraft,
+    now: number,
+    rule: TurnRule,
+  ): Promise<TurnCommit | undefined> {
     await this.ready();
     const { body, ...head } = draft;
-    const reply = commitTurnReply(await this.client.aiCommitTurn(this.prefix, batch.debounceKey, batch.sessionKey, batch.fence,
-      batch.parts.length, clock(now), draft.id, draft.sessionKey, Math.floor(draft.createdAt), draft.state,
-      JSON.stringify(head), body, draft.type, rule.mode, rule.maxMs, rule.maxHeld));
+    const reply = commitTurnReply(
+      await this.client.aiCommitTurn(
+        this.prefix,
+        batch.debounceKey,
+        batch.sessionKey,
+        batch.fence,
+        batch.parts.length,
+        clock(now),
+        draft.id,
+        draft.sessionKey,
+        Math.floor(draft.createdAt),
+        draft.state,
+        JSON.stringify(head),
+        body,
+        draft.type,
+        rule.mode,
+        rule.maxMs,
+        rule.maxHeld,
+      ),
+    );
     if (!reply) return undefined;
     await this.held();
     if (reply.held) return { held: true, by: reply.by, until: reply.until, count: reply.count };
     const { seq, at, link } = reply;
     const linked = link ? `${body.slice(0, body.lastIndexOf('}'))},"${link.field}":"${link.id}"}` : body;
-    const record = outboxRecord({ ...draft, body: linked }, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
+    const record = outboxRecord(
+      { ...draft, body: linked },
+      seq,
+      0,
+      draft.createdAt,
+      draft.state === 'pending' ? at : undefined,
+    );
     return link ? { held: false, record, link } : { held: false, record };
   }
 
@@ -75,8 +117,8 @@ export class RedisTurns {
   }
 
   private views(reply: unknown): TurnView[] {
-    return turnsReply(reply).map(([sessionKey, outputId, openedAt, until, held]) => (outputId === ''
-      ? { sessionKey, open: false, held }
-      : { sessionKey, open: true, outputId, openedAt, until, held }));
+    return turnsReply(reply).map(([sessionKey, outputId, openedAt, until, held]) =>
+      outputId === '' ? { sessionKey, open: false, held } : { sessionKey, open: true, outputId, openedAt, until, held },
+    );
   }
 }

@@ -58,7 +58,11 @@ export class ServerWatch {
     if (policy === undefined || policy === before) return;
     const evicting = policy !== 'noeviction';
     if (atStart) {
-      if (evicting) this.logger?.warn({ policy }, `Redis store: maxmemory-policy is "${policy}"; set maxmemory-policy noeviction, or claims, buffers and leases may vanish under memory pressure`);
+      if (evicting)
+        this.logger?.warn(
+          { policy },
+          `Redis store: maxmemory-policy is "${policy}"; set maxmemory-policy noeviction, or claims, buffers and leases may vanish under memory pressure`,
+        );
     } else if (evicting) {
       const message = `Redis store: maxmemory-policy CHANGED to "${policy}" (was "${before ?? 'unknown'}"); under memory pressure Redis now evicts claims, buffers, leases and queued outputs: set maxmemory-policy noeviction again`;
       if (this.logger?.error) this.logger.error({ policy, was: before, evictedKeys: this.evictedKeys }, message);

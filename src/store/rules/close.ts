@@ -20,7 +20,10 @@ export interface CutPart {
  * part whose unit reached `maxMessages` (an album's later parts go with its first); all of
  * them when neither happened. Parts past it arrived after the buffer closed: the next batch.
  */
-export function batchOf(parts: readonly CutPart[], maxMessages: number): { size: number; closed?: 'command' | 'count' } {
+export function batchOf(
+  parts: readonly CutPart[],
+  maxMessages: number,
+): { size: number; closed?: 'command' | 'count' } {
   // Fewer parts than maxMessages means fewer units: only a command can close the batch, and
   // no set of units is built (the common case, on every admission).
   const units = parts.length < maxMessages ? undefined : new Set<string>();

@@ -16,7 +16,12 @@ export interface LeaseRow {
  * free or its holder's time is up (the fence grows: a new hand), undefined while another
  * holder's time runs.
  */
-export function leaseAfter(row: LeaseRow | undefined, holder: string, ttlMs: number, now: number): LeaseRow | undefined {
+export function leaseAfter(
+  row: LeaseRow | undefined,
+  holder: string,
+  ttlMs: number,
+  now: number,
+): LeaseRow | undefined {
   if (row !== undefined && row.holder !== holder && row.until > now) return undefined;
   const fence = row !== undefined && row.holder === holder ? row.fence : (row?.fence ?? 0) + 1;
   return { holder, until: now + ttlMs, fence };

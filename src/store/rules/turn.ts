@@ -21,8 +21,17 @@ export interface TurnStep {
  * closed, ran out or reached maxHeld), `heldWaiting` when the session has held messages, `open`
  * the output id of the session's open turn, `last` that of its latest turn (open or not).
  */
-export function turnStep(mode: TurnMode, fromHeld: boolean, heldWaiting: boolean, open: string | undefined, last: string | undefined): TurnStep {
-  if (fromHeld) return last === undefined ? { hold: false, opens: true } : { hold: false, link: { field: 'followsUp', id: last }, opens: true };
+export function turnStep(
+  mode: TurnMode,
+  fromHeld: boolean,
+  heldWaiting: boolean,
+  open: string | undefined,
+  last: string | undefined,
+): TurnStep {
+  if (fromHeld)
+    return last === undefined
+      ? { hold: false, opens: true }
+      : { hold: false, link: { field: 'followsUp', id: last }, opens: true };
   // Held messages go first: a batch behind them waits with them, whatever the mode says now.
   if (heldWaiting) return { hold: true, opens: false };
   if (open === undefined) return { hold: false, opens: mode !== 'off' };
@@ -36,8 +45,13 @@ export function turnStep(mode: TurnMode, fromHeld: boolean, heldWaiting: boolean
  * When a held buffer is due: when its turn closes (`until`: maxMs after it opened, or when it
  * was done), or once it holds `maxHeld` messages (the turn then counts as closed).
  */
-export function heldDeadline(parts: readonly CutPart[], maxHeld: number, until: number): { deadline: number; reason: FlushReason } {
-  if (parts.length >= maxHeld) return { deadline: Math.min(until, (parts[maxHeld - 1] as CutPart).receivedAt), reason: 'max_held' };
+export function heldDeadline(
+  parts: readonly CutPart[],
+  maxHeld: number,
+  until: number,
+): { deadline: number; reason: FlushReason } {
+  if (parts.length >= maxHeld)
+    return { deadline: Math.min(until, (parts[maxHeld - 1] as CutPart).receivedAt), reason: 'max_held' };
   return { deadline: until, reason: 'turn' };
 }
 

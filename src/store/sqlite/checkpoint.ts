@@ -103,15 +103,22 @@ export class Checkpointer {
     this.worker = new Worker(WORKER, { eval: true, workerData: { module, path } });
     // The worker never keeps the process alive: an unclosed store still lets it exit.
     this.worker.unref();
-    this.worker.on('message', (message: { ok: boolean; log?: number; checkpointed?: number; synced?: boolean; error?: string }) => {
-      this.running = false;
-      if (!message.ok) return this.fail(message.error ?? 'checkpoint failed');
-      this.count++;
-      const result = { log: message.log ?? 0, checkpointed: message.checkpointed ?? 0, synced: message.synced === true };
-      if (result.log >= this.maxWalFrames && !this.closed) this.writer.finish();
-      for (const resolve of this.done.splice(0)) resolve(result);
-      this.request();
-    });
+    this.worker.on(
+      'message',
+      (message: { ok: boolean; log?: number; checkpointed?: number; synced?: boolean; error?: string }) => {
+        this.running = false;
+        if (!message.ok) return this.fail(message.error ?? 'checkpoint failed');
+        this.count++;
+        const result = {
+          log: message.log ?? 0,
+          checkpointed: message.checkpointed ?? 0,
+          synced: message.synced === true,
+        };
+        if (result.log >= this.maxWalFrames && !this.closed) this.writer.finish();
+        for (const resolve of this.done.splice(0)) resolve(result);
+        this.request();
+      },
+    );
     this.worker.on('error', (error) => this.fail(error.message));
   }
 

@@ -94,7 +94,9 @@ export class GroupCommit {
         hooks.trying();
         try {
           let value: unknown;
-          hooks.transaction(() => { value = write.run(); });
+          hooks.transaction(() => {
+            value = write.run();
+          });
           return { ok: true, value };
         } catch (error) {
           hooks.rolledBack(error);

@@ -22,12 +22,16 @@ export class FileIdentity {
   check(now: number | undefined): void {
     if (this.broken) throw this.broken;
     if (!this.identity) return;
-    if (now !== undefined && Number.isFinite(now) && now >= this.checkedAt && now - this.checkedAt < IDENTITY_CHECK_MS) return;
+    if (now !== undefined && Number.isFinite(now) && now >= this.checkedAt && now - this.checkedAt < IDENTITY_CHECK_MS)
+      return;
     if (now !== undefined && Number.isFinite(now)) this.checkedAt = now;
     const current = identityOf(this.path);
     if (current?.dev === this.identity.dev && current.ino === this.identity.ino) return;
     this.broken = new UnavailableError(
-      'store_unavailable', `SQLite store file "${this.path}" was deleted or replaced while the service ran; restart the service`, 5, { stage: 'store' },
+      'store_unavailable',
+      `SQLite store file "${this.path}" was deleted or replaced while the service ran; restart the service`,
+      5,
+      { stage: 'store' },
     );
     throw this.broken;
   }

@@ -66,6 +66,7 @@ function inUse(error: unknown, path: string): unknown {
   return new UnavailableError(
     'store_in_use',
     `SQLite store "${path}" is in use by another instance (another process or store has it open); one SQLite file serves one instance, use the Redis store to run several`,
-    5, { stage: 'store', cause: error },
+    5,
+    { stage: 'store', cause: error },
   );
 }

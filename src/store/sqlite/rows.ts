@@ -58,14 +58,33 @@ CREATE TABLE IF NOT EXISTS turn_log (
 `;
 
 interface OutboxRow {
-  seq: number; id: string; type: string; session_key: string; channel: string; created_at: number; body: string;
-  state: string; attempts: number; last_error: string | null; updated_at: number; next_attempt_at: number | null; message_ids: string;
+  seq: number;
+  id: string;
+  type: string;
+  session_key: string;
+  channel: string;
+  created_at: number;
+  body: string;
+  state: string;
+  attempts: number;
+  last_error: string | null;
+  updated_at: number;
+  next_attempt_at: number | null;
+  message_ids: string;
 }
 
 export function toRecord(row: OutboxRow): OutboxRecord {
   const record: OutboxRecord = {
-    seq: row.seq, id: row.id, type: row.type as OutboxRecord['type'], sessionKey: row.session_key, channel: row.channel,
-    createdAt: row.created_at, body: row.body, state: row.state as DeliveryState, attempts: row.attempts, updatedAt: row.updated_at,
+    seq: row.seq,
+    id: row.id,
+    type: row.type as OutboxRecord['type'],
+    sessionKey: row.session_key,
+    channel: row.channel,
+    createdAt: row.created_at,
+    body: row.body,
+    state: row.state as DeliveryState,
+    attempts: row.attempts,
+    updatedAt: row.updated_at,
     messageIds: JSON.parse(row.message_ids) as string[],
   };
   if (row.last_error !== null) record.lastError = row.last_error;
@@ -103,36 +122,54 @@ export class SqliteRows implements Rows {
       purgeExpiredClaims: db.prepare('DELETE FROM claim_log WHERE space = ? AND expires_at <= ?'),
       // The log replays into tables capped at maxKeys per space: older rows are dead weight.
       // The newest maxKeys are kept, by expiry and then by insertion (the index's own order).
-      spaceCut: db.prepare('SELECT expires_at, rowid FROM claim_log WHERE space = ? ORDER BY expires_at DESC, rowid DESC LIMIT 1 OFFSET ?').raw(),
+      spaceCut: db
+        .prepare(
+          'SELECT expires_at, rowid FROM claim_log WHERE space = ? ORDER BY expires_at DESC, rowid DESC LIMIT 1 OFFSET ?',
+        )
+        .raw(),
       purgeSpace: db.prepare('DELETE FROM claim_log WHERE space = ? AND (expires_at, rowid) < (?, ?)'),
-      saveGroup: db.prepare(`INSERT INTO correlation_groups (key, kind, first_at, expires_at, time, deliveries) VALUES (?, ?, ?, ?, ?, ?)
+      saveGroup:
+        db.prepare(`INSERT INTO correlation_groups (key, kind, first_at, expires_at, time, deliveries) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, first_at = excluded.first_at, expires_at = excluded.expires_at,
         time = excluded.time, deliveries = excluded.deliveries`),
       dropGroup: db.prepare('DELETE FROM correlation_groups WHERE key = ?'),
       purgeGroups: db.prepare('DELETE FROM correlation_groups WHERE expires_at <= ?'),
-      addPart: db.prepare(`INSERT INTO parts (id, debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
+      addPart:
+        db.prepare(`INSERT INTO parts (id, debounce_key, received_at, unit, closes, body, session_key, window_ms, max_wait_ms, max_messages)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       partBody: db.prepare('SELECT body FROM parts WHERE id = ?').pluck(),
-      setMark: db.prepare("INSERT INTO meta (name, value) VALUES ('part_mark', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+      setMark: db.prepare(
+        "INSERT INTO meta (name, value) VALUES ('part_mark', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      ),
       deletePart: db.prepare('DELETE FROM parts WHERE id = ?'),
-      append: db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at, next_attempt_at, message_ids)
+      append:
+        db.prepare(`INSERT INTO outbox (id, type, session_key, channel, created_at, body, state, updated_at, next_attempt_at, message_ids)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       bySeq: db.prepare('SELECT * FROM outbox WHERE seq = ?'),
-      saveRecord: db.prepare('UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ? WHERE seq = ?'),
+      saveRecord: db.prepare(
+        'UPDATE outbox SET state = ?, attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ? WHERE seq = ?',
+      ),
       deadById: db.prepare("SELECT * FROM outbox WHERE id = ? AND state = 'dead'"),
       dead: db.prepare("SELECT * FROM outbox WHERE state = 'dead' ORDER BY seq LIMIT ?"),
       sessionOf: db.prepare('SELECT session_key FROM outbox WHERE id = ?').pluck(),
       holdPart: db.prepare('UPDATE parts SET debounce_key = ?, closes = ?, max_messages = ? WHERE id = ?'),
-      saveTurn: db.prepare('INSERT INTO turn_log (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      saveTurn: db.prepare(
+        'INSERT INTO turn_log (session_key, output_id, opened_at, until, held_mode, held_max_ms, held_max) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
       // Rows a later row of their session replaces, then the rows saying "no turn" left newest.
-      compactTurns: db.prepare('DELETE FROM turn_log WHERE seq NOT IN (SELECT max(seq) FROM turn_log GROUP BY session_key)'),
+      compactTurns: db.prepare(
+        'DELETE FROM turn_log WHERE seq NOT IN (SELECT max(seq) FROM turn_log GROUP BY session_key)',
+      ),
       dropNoTurns: db.prepare("DELETE FROM turn_log WHERE output_id = ''"),
       turnRows: db.prepare('SELECT count(*) FROM turn_log').pluck(),
     };
     // Above every id used before: the mark, the parts still open, and (a file made with
     // AUTOINCREMENT) the sequence SQLite kept for them, read only for such a file.
     const used = (sql: string) => (db.prepare(sql).pluck().get() as number | null | undefined) ?? 0;
-    const partsTable = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'parts'").pluck().get() as string;
+    const partsTable = db
+      .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'parts'")
+      .pluck()
+      .get() as string;
     const last = Math.max(
       used("SELECT value FROM meta WHERE name = 'part_mark'"),
       used('SELECT max(id) FROM parts'),
@@ -194,7 +231,14 @@ export class SqliteRows implements Rows {
   }
 
   groupSaved(group: CorrelationRecord): void {
-    this.statements.saveGroup.run(group.key, group.kind, group.firstAt, group.expiresAt, group.time, JSON.stringify(group.deliveries));
+    this.statements.saveGroup.run(
+      group.key,
+      group.kind,
+      group.firstAt,
+      group.expiresAt,
+      group.time,
+      JSON.stringify(group.deliveries),
+    );
   }
 
   groupsDropped(groups: readonly CorrelationRecord[]): void {
@@ -212,13 +256,26 @@ export class SqliteRows implements Rows {
       this.partMark = id + PART_IDS_PER_MARK - 1;
       this.statements.setMark.run(this.partMark);
     }
-    this.statements.addPart.run(id, part.debounceKey, part.receivedAt, unit ?? null, closes ? 1 : 0, JSON.stringify(part),
-      part.event.sessionKey, rule.windowMs, rule.maxWaitMs, rule.maxMessages);
+    this.statements.addPart.run(
+      id,
+      part.debounceKey,
+      part.receivedAt,
+      unit ?? null,
+      closes ? 1 : 0,
+      JSON.stringify(part),
+      part.event.sessionKey,
+      rule.windowMs,
+      rule.maxWaitMs,
+      rule.maxMessages,
+    );
     return String(id);
   }
 
   partBodies(ids: readonly string[]): BufferedPart[] {
-    return ids.map((id) => ({ ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>), id }));
+    return ids.map((id) => ({
+      ...(JSON.parse(this.statements.partBody.get(Number(id)) as string) as Omit<BufferedPart, 'id'>),
+      id,
+    }));
   }
 
   partsDeleted(ids: readonly string[]): void {
@@ -232,7 +289,20 @@ export class SqliteRows implements Rows {
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     const { id, type, sessionKey, channel, createdAt, body, state } = draft;
     const nextAttemptAt = state === 'pending' ? now : undefined;
-    const seq = Number(this.statements.append.run(id, type, sessionKey, channel, createdAt, body, state, now, nextAttemptAt ?? null, JSON.stringify(draft.messageIds)).lastInsertRowid);
+    const seq = Number(
+      this.statements.append.run(
+        id,
+        type,
+        sessionKey,
+        channel,
+        createdAt,
+        body,
+        state,
+        now,
+        nextAttemptAt ?? null,
+        JSON.stringify(draft.messageIds),
+      ).lastInsertRowid,
+    );
     return outboxRecord(draft, seq, 0, now, nextAttemptAt);
   }
 
@@ -246,7 +316,14 @@ export class SqliteRows implements Rows {
   }
 
   recordSaved(record: OutboxRecord): void {
-    this.statements.saveRecord.run(record.state, record.attempts, record.lastError ?? null, record.updatedAt, record.nextAttemptAt ?? null, record.seq);
+    this.statements.saveRecord.run(
+      record.state,
+      record.attempts,
+      record.lastError ?? null,
+      record.updatedAt,
+      record.nextAttemptAt ?? null,
+      record.seq,
+    );
   }
 
   outputSession(id: string): string | undefined {
@@ -257,8 +334,20 @@ export class SqliteRows implements Rows {
     ids.forEach((id, i) => this.statements.holdPart.run(debounceKey, closes[i] ? 1 : 0, maxHeld, Number(id)));
   }
 
-  turnSaved(sessionKey: string, turn: { outputId: string; openedAt: number; until: number }, held: { mode: string; maxMs: number; maxHeld: number } | undefined): void {
-    this.statements.saveTurn.run(sessionKey, turn.outputId, Math.floor(turn.openedAt), Math.floor(turn.until), held?.mode ?? null, held?.maxMs ?? null, held?.maxHeld ?? null);
+  turnSaved(
+    sessionKey: string,
+    turn: { outputId: string; openedAt: number; until: number },
+    held: { mode: string; maxMs: number; maxHeld: number } | undefined,
+  ): void {
+    this.statements.saveTurn.run(
+      sessionKey,
+      turn.outputId,
+      Math.floor(turn.openedAt),
+      Math.floor(turn.until),
+      held?.mode ?? null,
+      held?.maxMs ?? null,
+      held?.maxHeld ?? null,
+    );
     this.turnsLogged++;
   }
 

@@ -60,7 +60,13 @@ export class SqliteStore extends LocalStore {
   static async open(path: string, options: StoreOptions & { now?: number } = {}): Promise<SqliteStore> {
     const store = new SqliteStore(path, options, true);
     try {
-      store.state = await loadStateInChunks(store.db, store.rows, store.now, store.maxCorrelationGroups, store.tokenBase);
+      store.state = await loadStateInChunks(
+        store.db,
+        store.rows,
+        store.now,
+        store.maxCorrelationGroups,
+        store.tokenBase,
+      );
     } catch (error) {
       await store.checkpointer?.close();
       store.file.close();
@@ -72,7 +78,11 @@ export class SqliteStore extends LocalStore {
   /**
    * `maxWalFrames`: the WAL's bound in frames (tests make it small). @default MAX_WAL_FRAMES
    */
-  constructor(readonly path: string, options: StoreOptions & { now?: number; maxWalFrames?: number } = {}, loadLater = false) {
+  constructor(
+    readonly path: string,
+    options: StoreOptions & { now?: number; maxWalFrames?: number } = {},
+    loadLater = false,
+  ) {
     super();
     this.now = options.now ?? Date.now();
     this.maxCorrelationGroups = options.maxCorrelationGroups ?? MAX_CORRELATION_GROUPS;
@@ -85,21 +95,38 @@ export class SqliteStore extends LocalStore {
       this.identity = new FileIdentity(path);
       // Fences and push tokens are epoch x 2^32 + a counter: they never repeat across restarts
       // (2^21 restarts of 2^32 tokens each stay below 2^53).
-      const epoch = db.prepare(`INSERT INTO meta (name, value) VALUES ('epoch', 1)
-        ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).pluck().get() as number;
+      const epoch = db
+        .prepare(
+          `INSERT INTO meta (name, value) VALUES ('epoch', 1)
+        ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`,
+        )
+        .pluck()
+        .get() as number;
       // (String: the column's INTEGER affinity turns an all-digit tag into a number, read back the same every time.)
-      this.lifeTag = String(db.prepare(`INSERT INTO meta (name, value) VALUES ('outlife', ?)
-        ON CONFLICT (name) DO UPDATE SET value = value RETURNING value`).pluck().get(nanoid(8)));
+      this.lifeTag = String(
+        db
+          .prepare(
+            `INSERT INTO meta (name, value) VALUES ('outlife', ?)
+        ON CONFLICT (name) DO UPDATE SET value = value RETURNING value`,
+          )
+          .pluck()
+          .get(nanoid(8)),
+      );
       this.rows = new SqliteRows(db);
       this.tokenBase = epoch * 2 ** 32;
       this.state = loadLater
-        ? new LocalState(this.rows, { maxCorrelationGroups: this.maxCorrelationGroups, tokenBase: this.tokenBase, dead: 0 })
+        ? new LocalState(this.rows, {
+            maxCorrelationGroups: this.maxCorrelationGroups,
+            tokenBase: this.tokenBase,
+            dead: 0,
+          })
         : loadState(db, this.rows, this.now, this.maxCorrelationGroups, this.tokenBase);
     } catch (error) {
       this.file.close();
       throw error;
     }
-    this.checkpointer = path === ':memory:' ? undefined : this.checkpointOffThread(options.maxWalFrames ?? MAX_WAL_FRAMES);
+    this.checkpointer =
+      path === ':memory:' ? undefined : this.checkpointOffThread(options.maxWalFrames ?? MAX_WAL_FRAMES);
     this.statements = {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
@@ -111,17 +138,25 @@ export class SqliteStore extends LocalStore {
       firstYoung: db.prepare('SELECT seq FROM outbox WHERE seq > ? AND created_at >= ? ORDER BY seq LIMIT 1').pluck(),
       // One chunk of that prefix, read forward from the last seq a chunk reached (records kept
       // for delivery are read once per trim, not once per chunk).
-      trimChunk: db.prepare(`DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox
-        WHERE seq > :from AND seq <= :upTo AND state NOT IN ('pending', 'dead') ORDER BY seq LIMIT :limit) RETURNING seq`).pluck(),
+      trimChunk: db
+        .prepare(
+          `DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox
+        WHERE seq > :from AND seq <= :upTo AND state NOT IN ('pending', 'dead') ORDER BY seq LIMIT :limit) RETURNING seq`,
+        )
+        .pluck(),
       oldest: db.prepare('SELECT seq, created_at AS createdAt FROM outbox ORDER BY seq LIMIT 1'),
       valueGet: db.prepare('SELECT value FROM shared_values WHERE name = ? AND until > ?').pluck(),
-      valuePut: db.prepare('INSERT INTO shared_values (name, value, until) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, until = excluded.until'),
+      valuePut: db.prepare(
+        'INSERT INTO shared_values (name, value, until) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, until = excluded.until',
+      ),
       valuesExpired: db.prepare('DELETE FROM shared_values WHERE until <= ?'),
     };
     this.groupTx = db.transaction((body: () => void) => body());
     this.writes = new GroupCommit({
       transaction: (body) => this.groupTx(body),
-      trying: () => { this.ended.length = 0; },
+      trying: () => {
+        this.ended.length = 0;
+      },
       rolledBack: (error) => {
         this.rows.rolledBack();
         // A refused row (a duplicate outbox id) is refused before the indexes change; any other
@@ -154,30 +189,36 @@ export class SqliteStore extends LocalStore {
   private checkpointOffThread(maxWalFrames: number): Checkpointer {
     const db = this.db;
     db.pragma('wal_autocheckpoint = 0');
-    db.pragma(`journal_size_limit = ${walLimitBytes(maxWalFrames, db.pragma('page_size', { simple: true }) as number)}`);
-    return new Checkpointer(this.path, {
-      fallBack: () => {
-        if (this.closed) return;
-        try {
-          db.pragma('wal_autocheckpoint = 1000');
-        } catch {
-          // A store that cannot set a pragma fails its next write, and says so there.
-        }
+    db.pragma(
+      `journal_size_limit = ${walLimitBytes(maxWalFrames, db.pragma('page_size', { simple: true }) as number)}`,
+    );
+    return new Checkpointer(
+      this.path,
+      {
+        fallBack: () => {
+          if (this.closed) return;
+          try {
+            db.pragma('wal_autocheckpoint = 1000');
+          } catch {
+            // A store that cannot set a pragma fails its next write, and says so there.
+          }
+        },
+        finish: () => {
+          if (this.closed || this.identity.broken) return;
+          const wait = db.pragma('busy_timeout', { simple: true }) as number;
+          try {
+            // On the event loop: never wait for a reader, the next long WAL asks again.
+            db.pragma('busy_timeout = 0');
+            db.pragma('wal_checkpoint(TRUNCATE)');
+          } catch {
+            // As above; commits are not affected.
+          } finally {
+            db.pragma(`busy_timeout = ${wait}`);
+          }
+        },
       },
-      finish: () => {
-        if (this.closed || this.identity.broken) return;
-        const wait = db.pragma('busy_timeout', { simple: true }) as number;
-        try {
-          // On the event loop: never wait for a reader, the next long WAL asks again.
-          db.pragma('busy_timeout = 0');
-          db.pragma('wal_checkpoint(TRUNCATE)');
-        } catch {
-          // As above; commits are not affected.
-        } finally {
-          db.pragma(`busy_timeout = ${wait}`);
-        }
-      },
-    }, maxWalFrames);
+      maxWalFrames,
+    );
   }
 
   /** Changes go through the group commit: answered once durable, a commit's record announced then. */
@@ -193,7 +234,12 @@ export class SqliteStore extends LocalStore {
     return record;
   }
 
-  protected override committingTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): TurnCommit | undefined {
+  protected override committingTurn(
+    batch: LeasedBatch,
+    draft: OutboxDraft,
+    now: number,
+    rule: TurnRule,
+  ): TurnCommit | undefined {
     const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
     const done = super.committingTurn(batch, draft, now, rule);
     if (done && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
@@ -251,7 +297,9 @@ export class SqliteStore extends LocalStore {
     // behind it made the SQLite store's ack p99.
     let removed = 0;
     for (let from = oldest.seq - 1; ;) {
-      const seqs = await this.writes.write(() => this.statements.trimChunk.all({ from, upTo, limit: TRIM_CHUNK }) as number[]);
+      const seqs = await this.writes.write(
+        () => this.statements.trimChunk.all({ from, upTo, limit: TRIM_CHUNK }) as number[],
+      );
       removed += seqs.length;
       // A store closed meanwhile (shutdown) has no more to trim.
       if (seqs.length < TRIM_CHUNK || this.closed) return removed;
@@ -284,7 +332,8 @@ export class SqliteStore extends LocalStore {
   }
 
   protected override use(now?: number): void {
-    if (this.closed) throw new UnavailableError('store_closed', `SQLite store "${this.path}" is closed`, 5, { stage: 'store' });
+    if (this.closed)
+      throw new UnavailableError('store_closed', `SQLite store "${this.path}" is closed`, 5, { stage: 'store' });
     if (now === undefined) return;
     super.use(now);
     this.identity.check(now);

@@ -18,7 +18,11 @@ import { describeTurnRestart, describeTurns } from './turns.js';
  * and opens the same state again, as a restart would: with it, the restart tests run too. A
  * shared store (Redis) runs it with `{ shared: true }` (see `ContractOptions`).
  */
-export function describeStoreContract(name: string, open: OpenStore, options: ReopenStore | ContractOptions = {}): void {
+export function describeStoreContract(
+  name: string,
+  open: OpenStore,
+  options: ReopenStore | ContractOptions = {},
+): void {
   const { reopen, shared, sharded } = typeof options === 'function' ? { reopen: options } : options;
   describe(`${name} store contract`, () => {
     const h = storeHarness(open, reopen, shared ?? false, sharded);

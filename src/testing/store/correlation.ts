@@ -5,7 +5,7 @@ import { type StoreHarness } from './harness.js';
 /** Correlation groups: another bot's copy, a retry, a real repeat, notices, expiry and the cap. */
 export function describeCorrelation(h: StoreHarness): void {
   describe('correlation', () => {
-    it('tells another bot\'s copy from a retry of the same bot, and a real repeat from both', async () => {
+    it("tells another bot's copy from a retry of the same bot, and a real repeat from both", async () => {
       const store = await h.fresh();
       const first = accepted((await store.admit([item('1', { correlation: step('k', delivery('A', 'p1')) })], 0))[0]);
       expect(first.correlation?.deliveries.map((d) => d.botId)).toEqual(['A']);
@@ -27,7 +27,8 @@ export function describeCorrelation(h: StoreHarness): void {
 
     it('takes notices stamped within the tolerance as one event and farther apart as a new one', async () => {
       const store = await h.fresh();
-      const notice = (bot: string, time: number) => item(`n${bot}${time}`, { correlation: step('n', delivery(bot, undefined), { kind: 'notice', time }) });
+      const notice = (bot: string, time: number) =>
+        item(`n${bot}${time}`, { correlation: step('n', delivery(bot, undefined), { kind: 'notice', time }) });
       expect(verdicts(await store.admit([notice('A', 100)], 0))).toEqual(['accepted']);
       expect(await store.admit([notice('B', 102)], 1)).toMatchObject([{ verdict: 'correlated', retry: false }]);
       // A notice has no id: the same bot again is a retry.
@@ -39,22 +40,33 @@ export function describeCorrelation(h: StoreHarness): void {
     it('ends a group at its expiry', async () => {
       const store = await h.fresh();
       await store.admit([item('1', { correlation: step('k', delivery('A', 'p1'), { windowMs: 1000 }) })], 0);
-      expect(await store.admit([item('1', { correlation: step('k', delivery('B', 'q1')) })], 999)).toMatchObject([{ verdict: 'correlated' }]);
+      expect(await store.admit([item('1', { correlation: step('k', delivery('B', 'q1')) })], 999)).toMatchObject([
+        { verdict: 'correlated' },
+      ]);
       expect(await store.correlation('k', 1000)).toBeUndefined();
-      expect(verdicts(await store.admit([item('1', { correlation: step('k', delivery('B', 'q1')) })], 1000))).toEqual(['accepted']);
+      expect(verdicts(await store.admit([item('1', { correlation: step('k', delivery('B', 'q1')) })], 1000))).toEqual([
+        'accepted',
+      ]);
     });
 
     it('writes no group for an item a claim refused', async () => {
       const store = await h.fresh();
       await store.admit([item('1', { claims: ['x'] })], 0);
-      expect(verdicts(await store.admit([item('1', { claims: ['x'], correlation: step('k', delivery('A', 'p1')) })], 1))).toEqual(['claimed']);
+      expect(
+        verdicts(await store.admit([item('1', { claims: ['x'], correlation: step('k', delivery('A', 'p1')) })], 1)),
+      ).toEqual(['claimed']);
       expect(await store.correlation('k', 1)).toBeUndefined();
     });
 
     it('evicts the oldest group past the cap and counts it', async () => {
       const store = await h.fresh();
       for (let i = 0; i < 4100; i += 100) {
-        await store.admit(Array.from({ length: 100 }, (_, j) => item(`${i + j}`, { correlation: step(`g${i + j}`, delivery('A', `${i + j}`)) })), i);
+        await store.admit(
+          Array.from({ length: 100 }, (_, j) =>
+            item(`${i + j}`, { correlation: step(`g${i + j}`, delivery('A', `${i + j}`)) }),
+          ),
+          i,
+        );
       }
       if (!h.shared) expect(store.correlationStats()).toEqual({ groups: 4096, evicted: 4 });
       expect(await store.correlation('g0', 4000)).toBeUndefined();

@@ -25,7 +25,10 @@ export function describeDeadlines(h: StoreHarness): void {
     it('closes at maxMessages counting an album once', async () => {
       const store = await h.fresh();
       const three = { ...rule, maxMessages: 3 };
-      const album = await store.admit([1, 2, 3].map((n) => item(`a${n}`, { at: 10, unit: 'album', rule: three })), 10);
+      const album = await store.admit(
+        [1, 2, 3].map((n) => item(`a${n}`, { at: 10, unit: 'album', rule: three })),
+        10,
+      );
       expect(accepted(album[2]).deadline).toBe(1010);
       expect(accepted((await store.admit([item('b', { at: 20, rule: three })], 20))[0]).deadline).toBe(1020);
       expect(accepted((await store.admit([item('c', { at: 30, rule: three })], 30))[0]).deadline).toBe(30);

@@ -1,6 +1,12 @@
 import type { Delivery, EventKind, InboundEvent } from '../../events/inbound.js';
 import type {
-  AdmitItem, AdmitVerdict, BufferRule, ClaimSpec, CorrelationStep, OutboxDraft, DeliveryState,
+  AdmitItem,
+  AdmitVerdict,
+  BufferRule,
+  ClaimSpec,
+  CorrelationStep,
+  OutboxDraft,
+  DeliveryState,
 } from '../../core/ports/index.js';
 
 /** Builders for store tests: plain data, every time explicit. */
@@ -9,13 +15,30 @@ import type {
 export const rule: BufferRule = { windowMs: 1000, maxWaitMs: 5000, maxMessages: 10 };
 
 /** A dedup claim of `key` (already a key, not hashed here). */
-export const claim = (key: string, ttlMs = 60_000, maxKeys = 1000, space = 'id:c'): ClaimSpec => ({ key, space, ttlMs, maxKeys });
+export const claim = (key: string, ttlMs = 60_000, maxKeys = 1000, space = 'id:c'): ClaimSpec => ({
+  key,
+  space,
+  ttlMs,
+  maxKeys,
+});
 
 /** A private-chat message whose id and text are `text`. */
 export function event(text: string, sessionKey = 's'): InboundEvent {
   return {
-    id: text, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey },
-    sessionKey, sender: { id: 'u' }, segments: [], text, media: [], mentions: [], timestamp: 1, raw: undefined,
+    id: text,
+    kind: 'message',
+    channel: 'c',
+    adapter: 'generic',
+    namespace: 'c',
+    conversation: { type: 'private', id: sessionKey },
+    sessionKey,
+    sender: { id: 'u' },
+    segments: [],
+    text,
+    media: [],
+    mentions: [],
+    timestamp: 1,
+    raw: undefined,
   };
 }
 
@@ -36,7 +59,11 @@ export function item(text: string, options: ItemOptions = {}): AdmitItem {
   const sessionKey = options.sessionKey ?? 's';
   const admit: AdmitItem = {
     claims: (options.claims ?? []).map((key) => claim(key)),
-    part: { debounceKey: options.debounceKey ?? sessionKey, receivedAt: options.at ?? 0, event: event(text, sessionKey) },
+    part: {
+      debounceKey: options.debounceKey ?? sessionKey,
+      receivedAt: options.at ?? 0,
+      event: event(text, sessionKey),
+    },
     rule: options.rule ?? rule,
     closeNow: options.closeNow ?? false,
   };
@@ -53,15 +80,32 @@ export function delivery(botId: string, platformId: string | undefined, at = 0):
 }
 
 /** The correlation step of an event under `key`: a message at platform time 100 s, 15 s window, 2 s tolerance unless told. */
-export function step(key: string, d: Delivery, options: { kind?: EventKind; time?: number; windowMs?: number } = {}): CorrelationStep {
-  return { key, kind: options.kind ?? 'message', windowMs: options.windowMs ?? 15_000, time: options.time ?? 100, toleranceS: 2, delivery: d };
+export function step(
+  key: string,
+  d: Delivery,
+  options: { kind?: EventKind; time?: number; windowMs?: number } = {},
+): CorrelationStep {
+  return {
+    key,
+    kind: options.kind ?? 'message',
+    windowMs: options.windowMs ?? 15_000,
+    time: options.time ?? 100,
+    toleranceS: 2,
+    delivery: d,
+  };
 }
 
 /** An outbox draft whose body names `id`. */
 export function draft(id: string, state: DeliveryState = 'none', sessionKey = 's', createdAt = 0): OutboxDraft {
   return {
-    id, type: 'chat.processedMessage', sessionKey, channel: 'c', createdAt,
-    body: `{"type":"chat.processedMessage","id":"${id}"}`, state, messageIds: [id],
+    id,
+    type: 'chat.processedMessage',
+    sessionKey,
+    channel: 'c',
+    createdAt,
+    body: `{"type":"chat.processedMessage","id":"${id}"}`,
+    state,
+    messageIds: [id],
   };
 }
 

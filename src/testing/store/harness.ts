@@ -57,7 +57,8 @@ export function storeHarness(open: OpenStore, reopen?: ReopenStore, shared?: boo
       const store = await open();
       stores.push(store);
       // the cases left out for a shared store must be left out for that reason only
-      if (shared !== undefined && store.shared !== shared) throw new Error(`this contract run has shared: ${shared}, but the store says shared: ${store.shared}`);
+      if (shared !== undefined && store.shared !== shared)
+        throw new Error(`this contract run has shared: ${shared}, but the store says shared: ${store.shared}`);
       return store;
     },
     async restart(store) {

@@ -42,7 +42,7 @@ export function describeLeases(h: StoreHarness): void {
       expect(await store.holdLease('conn:qq', 'a', 60_000, T + 3)).toBeGreaterThan(second);
     });
 
-    it('refuses the cursor write of a paused holder whose lease ran out and was taken over, and keeps the survivor\'s', async () => {
+    it("refuses the cursor write of a paused holder whose lease ran out and was taken over, and keeps the survivor's", async () => {
       const store = await h.fresh();
       const late = (await store.holdLease('conn:tg', 'a', 1000, T)) as number;
       expect(await store.fencedPut('conn:tg', late, 'cursor:tg', '10', 60_000, T)).toBe(true);

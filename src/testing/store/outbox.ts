@@ -10,7 +10,10 @@ export function describeOutbox(h: StoreHarness): void {
       const store = await h.fresh();
       const seen: number[] = [];
       const stop = store.tail((record) => seen.push(record.seq));
-      await store.admit(['a', 'b', 'c'].map((s) => item(s, { sessionKey: s })), 0);
+      await store.admit(
+        ['a', 'b', 'c'].map((s) => item(s, { sessionKey: s })),
+        0,
+      );
       const batches = await store.claimDue(1000, 100, 10);
       const records = await Promise.all(batches.map((batch, i) => store.commit(batch, draft(`o${i}`), 1000)));
       const seqs = records.map((r) => r?.seq as number);
@@ -22,7 +25,11 @@ export function describeOutbox(h: StoreHarness): void {
       expect((await store.outboxGet('o1'))?.messageIds).toEqual(['o1']);
       stop();
       await store.admit([item('d')], 2000);
-      await store.commit((await store.claimDue(9000, 100, 10))[0] as NonNullable<Awaited<ReturnType<Store['claimDue']>>[number]>, draft('o3'), 9000);
+      await store.commit(
+        (await store.claimDue(9000, 100, 10))[0] as NonNullable<Awaited<ReturnType<Store['claimDue']>>[number]>,
+        draft('o3'),
+        9000,
+      );
       expect(seen).toHaveLength(3);
     });
 
@@ -39,7 +46,13 @@ export function describeOutbox(h: StoreHarness): void {
 
     it('trims old records but never pending, dead, or ones a stream has not read', async () => {
       const store = await h.fresh();
-      const ids = await commitAll(store, [draft('pending', 'pending', 'p'), draft('dead', 'pending', 'd'), draft('done1'), draft('done2'), draft('unread')]);
+      const ids = await commitAll(store, [
+        draft('pending', 'pending', 'p'),
+        draft('dead', 'pending', 'd'),
+        draft('done1'),
+        draft('done2'),
+        draft('unread'),
+      ]);
       const [lease] = (await store.claimPush(0, 100, 10)).filter((l) => l.record.id === 'dead');
       await store.ackPush(lease as PushLease, { state: 'dead', attempts: 5, lastError: 'HTTP 500' }, 1);
       const unread = ids.get('unread') as number;
@@ -53,8 +66,12 @@ export function describeOutbox(h: StoreHarness): void {
 
     it('gives every body back exactly as committed, on every read', async () => {
       const store = await h.fresh();
-      const body = (id: string) => JSON.stringify({ type: 'chat.processedMessage', id, content: '订单 ORD-1 的状态? café 👋 \u0000' });
-      const drafts = [{ ...draft('u1', 'pending'), body: body('u1') }, { ...draft('u2', 'pending', 'other'), body: body('u2') }];
+      const body = (id: string) =>
+        JSON.stringify({ type: 'chat.processedMessage', id, content: '订单 ORD-1 的状态? café 👋 \u0000' });
+      const drafts = [
+        { ...draft('u1', 'pending'), body: body('u1') },
+        { ...draft('u2', 'pending', 'other'), body: body('u2') },
+      ];
       const seqs = await commitAll(store, drafts);
       expect((await store.outboxAfter(0, 10)).map((r) => r.body)).toEqual([body('u1'), body('u2')]);
       expect((await store.outboxGet('u1'))?.body).toBe(body('u1'));
@@ -62,12 +79,17 @@ export function describeOutbox(h: StoreHarness): void {
       expect(leases.map((l) => l.record.body).sort()).toEqual([body('u1'), body('u2')]);
       const dead = leases.find((l) => l.record.id === 'u2') as PushLease;
       await store.ackPush(dead, { state: 'dead', attempts: 3, lastError: 'HTTP 500' }, 1);
-      expect((await store.deadLetters(10)).map((r) => [r.id, r.seq, r.body])).toEqual([['u2', seqs.get('u2'), body('u2')]]);
+      expect((await store.deadLetters(10)).map((r) => [r.id, r.seq, r.body])).toEqual([
+        ['u2', seqs.get('u2'), body('u2')],
+      ]);
     });
 
     it('trims at the exact count and the exact cutoff, and nothing short of them', async () => {
       const store = await h.fresh();
-      await commitAll(store, Array.from({ length: 5 }, (_, i) => draft(`b${i + 1}`, 'none', 's', (i + 1) * 1000)));
+      await commitAll(
+        store,
+        Array.from({ length: 5 }, (_, i) => draft(`b${i + 1}`, 'none', 's', (i + 1) * 1000)),
+      );
       expect(await store.trimOutbox(1000, 5, Number.MAX_SAFE_INTEGER)).toBe(0); // 5 records, none older than 1000
       expect(await store.trimOutbox(1001, 5, Number.MAX_SAFE_INTEGER)).toBe(1); // b1 (1000) is older
       expect(await store.trimOutbox(0, 4, Number.MAX_SAFE_INTEGER)).toBe(0); // 4 left, 4 kept
@@ -77,7 +99,11 @@ export function describeOutbox(h: StoreHarness): void {
 
     it('keeps the newest keepCount records for replay, and undelivered and dead records besides them', async () => {
       const store = await h.fresh();
-      await commitAll(store, [draft('p1', 'pending', 'p'), draft('d1', 'pending', 'd'), ...['n1', 'n2', 'n3', 'n4'].map((id) => draft(id))]);
+      await commitAll(store, [
+        draft('p1', 'pending', 'p'),
+        draft('d1', 'pending', 'd'),
+        ...['n1', 'n2', 'n3', 'n4'].map((id) => draft(id)),
+      ]);
       const [lease] = (await store.claimPush(0, 100, 10)).filter((l) => l.record.id === 'd1');
       await store.ackPush(lease as PushLease, { state: 'dead', attempts: 5, lastError: 'HTTP 500' }, 1);
       // The undelivered and dead records do not count against the newest three: n2-n4 stay replayable.
@@ -88,7 +114,10 @@ export function describeOutbox(h: StoreHarness): void {
 
     it('keeps the newest keepCount records and those younger than the cutoff', async () => {
       const store = await h.fresh();
-      await commitAll(store, Array.from({ length: 10 }, (_, i) => draft(`o${i + 1}`, 'none', 's', (i + 1) * 1000)));
+      await commitAll(
+        store,
+        Array.from({ length: 10 }, (_, i) => draft(`o${i + 1}`, 'none', 's', (i + 1) * 1000)),
+      );
       await store.trimOutbox(0, 4, Number.MAX_SAFE_INTEGER);
       expect((await store.outboxAfter(0, 20)).map((r) => r.id)).toEqual(['o7', 'o8', 'o9', 'o10']);
       await store.trimOutbox(9000, 100, Number.MAX_SAFE_INTEGER);

@@ -8,7 +8,12 @@ export function describePushQueue(h: StoreHarness): void {
   describe('push queue', () => {
     it('never gives two pushers one session at once, keeps order, and holds the head on retry', async () => {
       const store = await h.fresh();
-      await commitAll(store, [draft('r1', 'pending'), draft('r2', 'pending'), draft('r3', 'pending'), draft('x1', 'pending', 'other')]);
+      await commitAll(store, [
+        draft('r1', 'pending'),
+        draft('r2', 'pending'),
+        draft('r3', 'pending'),
+        draft('x1', 'pending', 'other'),
+      ]);
       const [a, b] = await Promise.all([store.claimPush(0, 100, 10), store.claimPush(0, 100, 10)]);
       const taken = [...(a ?? []), ...(b ?? [])].map((l) => l.record.id).sort();
       expect(taken).toEqual(['r1', 'x1']);
@@ -47,7 +52,10 @@ export function describePushQueue(h: StoreHarness): void {
 
     it('moves each dead letter back once under concurrent requeues, ahead of later records', async () => {
       const store = await h.fresh();
-      await commitAll(store, ['d1', 'd2', 'd3'].map((id) => draft(id, 'pending', id)));
+      await commitAll(
+        store,
+        ['d1', 'd2', 'd3'].map((id) => draft(id, 'pending', id)),
+      );
       for (const lease of await store.claimPush(0, 100, 10)) {
         await store.ackPush(lease, { state: 'dead', attempts: 3, lastError: 'gone' }, 1);
       }

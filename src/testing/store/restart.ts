@@ -11,7 +11,9 @@ export function describeRestart(h: StoreHarness): void {
       await commitAll(store, [draft('r1', 'pending', 'q'), draft('r2', 'pending', 'q')], 10);
       const again = await h.restart(store);
       expect(verdicts(await again.admit([item('1', { claims: ['x'] })], 20))).toEqual(['claimed']);
-      expect(await again.admit([item('1b', { correlation: step('k', delivery('B', 'q1')) })], 20)).toMatchObject([{ verdict: 'correlated', retry: false }]);
+      expect(await again.admit([item('1b', { correlation: step('k', delivery('B', 'q1')) })], 20)).toMatchObject([
+        { verdict: 'correlated', retry: false },
+      ]);
       expect(await again.openBuffers()).toBe(1);
       expect(await again.nextDeadline()).toBe(1000);
       expect((await again.claimDue(1000, 100, 10))[0]?.parts.map((p) => p.event.text)).toEqual(['1']);
@@ -29,7 +31,9 @@ export function describeRestart(h: StoreHarness): void {
       expect(Number(b?.partId)).toBeGreaterThan(Number(a?.partId));
       const [next] = await again.claimDue(3000, 100, 10);
       expect(next?.fence).toBeGreaterThan(batch?.fence as number);
-      expect((await again.commit(next as NonNullable<typeof next>, draft('o2'), 3000))?.seq).toBeGreaterThan(record?.seq as number);
+      expect((await again.commit(next as NonNullable<typeof next>, draft('o2'), 3000))?.seq).toBeGreaterThan(
+        record?.seq as number,
+      );
       expect(await again.lastSeq()).toBe(2);
     });
 
@@ -41,7 +45,7 @@ export function describeRestart(h: StoreHarness): void {
       expect(await again.life?.()).toEqual(life);
     });
 
-    it('keeps shared values (a poller\'s cursor, a platform token) until their time is up', async () => {
+    it("keeps shared values (a poller's cursor, a platform token) until their time is up", async () => {
       const store = await h.fresh();
       await store.sharedPut('cursor:tg', '1001', 60_000, 0);
       await store.sharedPut('token:wx', 'short', 10, 0);

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { turnBufferKey, type LeasedBatch, type Store, type TurnCommit, type TurnMode, type TurnRule } from '../../core/ports/index.js';
+import {
+  turnBufferKey,
+  type LeasedBatch,
+  type Store,
+  type TurnCommit,
+  type TurnMode,
+  type TurnRule,
+} from '../../core/ports/index.js';
 import { draft, item } from './fixtures.js';
 import { type StoreHarness } from './harness.js';
 
@@ -7,18 +14,33 @@ import { type StoreHarness } from './harness.js';
 export const turnRule = (mode: TurnMode, maxMs = 10_000, maxHeld = 3): TurnRule => ({ mode, maxMs, maxHeld });
 
 /** Admit one message of session `s` closing at once, take it and commit it as output `id` under `rule`. */
-export async function arrive(store: Store, id: string, at: number, rule: TurnRule, sessionKey = 's'): Promise<TurnCommit | undefined> {
+export async function arrive(
+  store: Store,
+  id: string,
+  at: number,
+  rule: TurnRule,
+  sessionKey = 's',
+): Promise<TurnCommit | undefined> {
   await store.admit([item(id, { sessionKey, at, closeNow: true })], at);
   const [batch] = await store.claimDue(at, 1000, 1);
   return store.commitTurn(batch as LeasedBatch, draft(`o-${id}`, 'none', sessionKey, at), at, rule);
 }
 
 /** Take the session's due held batch at `now` and commit it as output `id`; the texts it carried. */
-export async function release(store: Store, id: string, now: number, rule: TurnRule, sessionKey = 's'): Promise<{ texts: string[]; done: TurnCommit | undefined }> {
+export async function release(
+  store: Store,
+  id: string,
+  now: number,
+  rule: TurnRule,
+  sessionKey = 's',
+): Promise<{ texts: string[]; done: TurnCommit | undefined }> {
   const batches = await store.claimDue(now, 1000, 10);
   const batch = batches.find((b) => b.debounceKey === turnBufferKey(sessionKey));
   if (!batch) return { texts: [], done: undefined };
-  return { texts: batch.parts.map((part) => part.event.text), done: await store.commitTurn(batch, draft(id, 'none', sessionKey, now), now, rule) };
+  return {
+    texts: batch.parts.map((part) => part.event.text),
+    done: await store.commitTurn(batch, draft(id, 'none', sessionKey, now), now, rule),
+  };
 }
 
 const linkOf = (done: TurnCommit | undefined) => (done && !done.held ? done.link : undefined);
@@ -30,7 +52,14 @@ export function describeTurns(h: StoreHarness): void {
       const store = await h.fresh();
       const rule = turnRule('collect');
       expect(await arrive(store, 'a', 0, rule)).toMatchObject({ held: false, record: { id: 'o-a' } });
-      expect(await store.turnOf('s', 1)).toEqual({ sessionKey: 's', open: true, outputId: 'o-a', openedAt: 0, until: 10_000, held: 0 });
+      expect(await store.turnOf('s', 1)).toEqual({
+        sessionKey: 's',
+        open: true,
+        outputId: 'o-a',
+        openedAt: 0,
+        until: 10_000,
+        held: 0,
+      });
       expect(await arrive(store, 'b', 100, rule)).toEqual({ held: true, by: 'o-a', until: 10_000, count: 1 });
       expect(await arrive(store, 'c', 200, rule)).toEqual({ held: true, by: 'o-a', until: 10_000, count: 2 });
       expect(await store.nextDeadline()).toBe(10_000);
@@ -39,7 +68,10 @@ export function describeTurns(h: StoreHarness): void {
       const { texts, done } = await release(store, 'o-bc', 300, rule);
       expect(texts).toEqual(['b', 'c']);
       expect(linkOf(done)).toEqual({ field: 'followsUp', id: 'o-a' });
-      expect(JSON.parse((done as { record: { body: string } }).record.body)).toMatchObject({ id: 'o-bc', followsUp: 'o-a' });
+      expect(JSON.parse((done as { record: { body: string } }).record.body)).toMatchObject({
+        id: 'o-bc',
+        followsUp: 'o-a',
+      });
       expect(JSON.parse((await store.outboxGet('o-bc'))?.body ?? '{}')).toMatchObject({ followsUp: 'o-a' });
       expect(await store.turnOf('s', 301)).toMatchObject({ open: true, outputId: 'o-bc', until: 10_300, held: 0 });
       expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['o-a', 'o-bc']);
@@ -135,7 +167,10 @@ export function describeTurns(h: StoreHarness): void {
       await store.admit([item('n', { at: 10, closeNow: true })], 10);
       const [batch] = await store.claimDue(10, 1000, 1);
       const notice = { ...draft('o-n', 'none', 's', 10), type: 'chat.notice' as const };
-      expect(await store.commitTurn(batch as LeasedBatch, notice, 10, rule)).toMatchObject({ held: false, record: { id: 'o-n' } });
+      expect(await store.commitTurn(batch as LeasedBatch, notice, 10, rule)).toMatchObject({
+        held: false,
+        record: { id: 'o-n' },
+      });
       expect(await store.turnOf('s', 11)).toMatchObject({ open: true, outputId: 'o-a' });
     });
 
@@ -145,7 +180,10 @@ export function describeTurns(h: StoreHarness): void {
       await arrive(store, 'a', 0, rule, 's1');
       await arrive(store, 'b', 10, rule, 's1');
       await arrive(store, 'c', 20, rule, 's2');
-      expect((await store.openTurns(30, 10)).map((t) => [t.sessionKey, t.held])).toEqual([['s1', 1], ['s2', 0]]);
+      expect((await store.openTurns(30, 10)).map((t) => [t.sessionKey, t.held])).toEqual([
+        ['s1', 1],
+        ['s2', 0],
+      ]);
       expect((await store.openTurns(1500, 10)).map((t) => [t.sessionKey, t.open, t.held])).toEqual([['s1', false, 1]]);
     });
 
@@ -172,7 +210,14 @@ export function describeTurnRestart(h: StoreHarness): void {
       await arrive(store, 'b', 10, rule);
       await arrive(store, 'c', 20, rule);
       const again = await h.restart(store);
-      expect(await again.turnOf('s', 30)).toEqual({ sessionKey: 's', open: true, outputId: 'o-a', openedAt: 0, until: 10_000, held: 2 });
+      expect(await again.turnOf('s', 30)).toEqual({
+        sessionKey: 's',
+        open: true,
+        outputId: 'o-a',
+        openedAt: 0,
+        until: 10_000,
+        held: 2,
+      });
       expect(await again.nextDeadline()).toBe(10_000);
       expect(await again.turnDone('o-a', 40)).toMatchObject({ result: 'closed', held: 2 });
       // Released under the rule they were held by (followup), whatever the rule now is.

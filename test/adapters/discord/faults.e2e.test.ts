@@ -13,17 +13,27 @@ describe('the Discord Gateway under faults', () => {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  const start = async (settings: Record<string, unknown>, clock?: ManualClock): Promise<{ intake: Intake; outputs: Output[] }> => {
+  const start = async (
+    settings: Record<string, unknown>,
+    clock?: ManualClock,
+  ): Promise<{ intake: Intake; outputs: Output[] }> => {
     const intake = await createIntake({
-      logger: silent, ...(clock ? { clock } : {}),
+      logger: silent,
+      ...(clock ? { clock } : {}),
       configFile: {
-        store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, reconnectMinMs: 20, reconnectMaxMs: 100, ...settings }],
+        store: 'memory',
+        logLevel: 'silent',
+        debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [
+          { id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, reconnectMinMs: 20, reconnectMaxMs: 100, ...settings },
+        ],
       },
     });
     cleanups.push(() => intake.close());
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     return { intake, outputs };
   };
 
@@ -32,7 +42,11 @@ describe('the Discord Gateway under faults', () => {
     cleanups.push(() => gateway.close());
     const clock = new ManualClock();
     const { outputs } = await start({ gatewayUrl: gateway.url }, clock);
-    const moving = (condition: () => boolean) => until(async () => { await clock.advance(200); return condition(); });
+    const moving = (condition: () => boolean) =>
+      until(async () => {
+        await clock.advance(200);
+        return condition();
+      });
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
     gateway.dispatch({ id: '1', content: 'before 4000' });
     await moving(() => outputs.length === 1);
@@ -51,13 +65,19 @@ describe('the Discord Gateway under faults', () => {
     expect(outputs.map((output) => output.content)).toEqual(['before 4000', 'after the resume', 'in the new session']);
   });
 
-  it('waits out reset_after when Discord\'s daily session starts are used up, then identifies', async () => {
+  it("waits out reset_after when Discord's daily session starts are used up, then identifies", async () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
     const api = await serve((_req, res, hits) => {
       res.setHeader('content-type', 'application/json');
       const remaining = hits === 1 ? 0 : 999;
-      res.end(JSON.stringify({ url: gateway.url, shards: 1, session_start_limit: { total: 1000, remaining, reset_after: 60_000, max_concurrency: 1 } }));
+      res.end(
+        JSON.stringify({
+          url: gateway.url,
+          shards: 1,
+          session_start_limit: { total: 1000, remaining, reset_after: 60_000, max_concurrency: 1 },
+        }),
+      );
     });
     cleanups.push(() => api.close());
     const clock = new ManualClock();
@@ -67,7 +87,10 @@ describe('the Discord Gateway under faults', () => {
     expect(api.total()).toBe(1);
     expect(gateway.state.paths).toEqual([]);
     await clock.advance(1000);
-    await until(async () => { await clock.advance(10); return gateway.identifies() === 1; });
+    await until(async () => {
+      await clock.advance(10);
+      return gateway.identifies() === 1;
+    });
     expect(api.total()).toBe(2);
   });
 
@@ -76,8 +99,11 @@ describe('the Discord Gateway under faults', () => {
     cleanups.push(() => gateway.close());
     const { intake } = await start({ gatewayUrl: gateway.url });
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
-    const series = (event: string) => `inbox_connection_events_total{channel="dc",transport="gateway",event="${event}"}`;
-    await until(async () => metric(await intake.metrics.scrape(), 'inbox_connections{channel="dc",transport="gateway"}') === 1);
+    const series = (event: string) =>
+      `inbox_connection_events_total{channel="dc",transport="gateway",event="${event}"}`;
+    await until(
+      async () => metric(await intake.metrics.scrape(), 'inbox_connections{channel="dc",transport="gateway"}') === 1,
+    );
     expect(metric(await intake.metrics.scrape(), series('open'))).toBe(1);
     gateway.closeNewest(4000, 'Unknown error');
     await until(async () => metric(await intake.metrics.scrape(), series('reconnect')) === 1);
@@ -104,7 +130,9 @@ describe('the Discord Gateway under faults', () => {
         if (!invalidAt && gateway.resumes().length === 2) invalidAt = clock.now();
         return gateway.identifies() === 2;
       }, 10_000);
-      expect(gateway.received.filter((frame) => frame.op === 2 || frame.op === 6).map((frame) => frame.op)).toEqual([2, 6, 6, 2]);
+      expect(gateway.received.filter((frame) => frame.op === 2 || frame.op === 6).map((frame) => frame.op)).toEqual([
+        2, 6, 6, 2,
+      ]);
       // Discord: after an invalid session, wait a random 1-5 s before a fresh Identify.
       expect(clock.now() - invalidAt).toBeGreaterThanOrEqual(900);
       expect(clock.now() - invalidAt).toBeLessThanOrEqual(5500);

@@ -14,41 +14,107 @@ describe('Discord over the Gateway (adapter "discord")', () => {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  const start = async (gatewayUrl: string, extra: Record<string, unknown> = {}, options: { clock?: ManualClock; logs?: ReturnType<typeof recordingLogger>; allowHosts?: string[]; debounce?: { windowMs: number; maxWaitMs: number } } = {}): Promise<{ intake: Intake; outputs: Output[]; dir: string }> => {
+  const start = async (
+    gatewayUrl: string,
+    extra: Record<string, unknown> = {},
+    options: {
+      clock?: ManualClock;
+      logs?: ReturnType<typeof recordingLogger>;
+      allowHosts?: string[];
+      debounce?: { windowMs: number; maxWaitMs: number };
+    } = {},
+  ): Promise<{ intake: Intake; outputs: Output[]; dir: string }> => {
     const dir = tempDir().path;
     const intake = await createIntake({
-      logger: options.logs?.logger ?? silent, cwd: dir, ...(options.clock ? { clock: options.clock } : {}),
+      logger: options.logs?.logger ?? silent,
+      cwd: dir,
+      ...(options.clock ? { clock: options.clock } : {}),
       configFile: {
-        store: 'memory', logLevel: 'silent', media: { dir: 'media', allowHosts: options.allowHosts ?? [] }, debounce: options.debounce ?? { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl, reconnectMinMs: 20, reconnectMaxMs: 100, ...extra }],
+        store: 'memory',
+        logLevel: 'silent',
+        media: { dir: 'media', allowHosts: options.allowHosts ?? [] },
+        debounce: options.debounce ?? { windowMs: 50, maxWaitMs: 200 },
+        channels: [
+          {
+            id: 'dc',
+            adapter: 'discord',
+            botToken: BOT_TOKEN,
+            gatewayUrl,
+            reconnectMinMs: 20,
+            reconnectMaxMs: 100,
+            ...extra,
+          },
+        ],
       },
     });
     cleanups.push(() => intake.close());
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     return { intake, outputs, dir };
   };
 
   it('identifies, reads guild and DM messages (fragments merged, our bot mentioned, its own messages looped, attachments downloaded), and shows the connection', async () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
-    const files = await serve((_req, res) => { res.setHeader('content-type', 'image/png'); res.end(PNG); });
+    const files = await serve((_req, res) => {
+      res.setHeader('content-type', 'image/png');
+      res.end(PNG);
+    });
     cleanups.push(() => files.close());
     // Frames 1 and 2 merge only within one window of the real clock the gateway's timers need: a wide one.
-    const { intake, outputs, dir } = await start(gateway.url, {}, { allowHosts: [`127.0.0.1:${files.port}`], debounce: { windowMs: 500, maxWaitMs: 2000 } });
+    const { intake, outputs, dir } = await start(
+      gateway.url,
+      {},
+      { allowHosts: [`127.0.0.1:${files.port}`], debounce: { windowMs: 500, maxWaitMs: 2000 } },
+    );
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
-    expect(gateway.received.find((f) => f.op === 2)?.d).toMatchObject({ token: BOT_TOKEN, intents: (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15) });
+    expect(gateway.received.find((f) => f.op === 2)?.d).toMatchObject({
+      token: BOT_TOKEN,
+      intents: (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15),
+    });
     expect(gateway.state.paths[0]).toBe('/?v=10&encoding=json');
     await until(async () => (await intake.connections()).some((c) => c.botId === BOT_USER && c.state === 'open'));
-    expect((await intake.connections())[0]).toMatchObject({ channel: 'dc', adapter: 'discord', transport: 'gateway', botId: BOT_USER });
+    expect((await intake.connections())[0]).toMatchObject({
+      channel: 'dc',
+      adapter: 'discord',
+      transport: 'gateway',
+      botId: BOT_USER,
+    });
 
-    gateway.dispatch({ id: '1', content: `<@${BOT_USER}> status of`, mentions: [{ id: BOT_USER, username: 'intake', bot: true }] });
+    gateway.dispatch({
+      id: '1',
+      content: `<@${BOT_USER}> status of`,
+      mentions: [{ id: BOT_USER, username: 'intake', bot: true }],
+    });
     gateway.dispatch({ id: '2', content: 'ORD-123?' });
     gateway.dispatch({ id: '3', content: 'my own answer', author: { id: BOT_USER, username: 'intake', bot: true } });
-    gateway.dispatch({ id: '4', guild_id: undefined, channel_id: '900', content: 'look', author: { id: '77', username: 'bo' }, attachments: [{ id: 'a', filename: 'shot.png', size: PNG.length, content_type: 'image/png', url: `http://127.0.0.1:${files.port}/shot.png` }] });
+    gateway.dispatch({
+      id: '4',
+      guild_id: undefined,
+      channel_id: '900',
+      content: 'look',
+      author: { id: '77', username: 'bo' },
+      attachments: [
+        {
+          id: 'a',
+          filename: 'shot.png',
+          size: PNG.length,
+          content_type: 'image/png',
+          url: `http://127.0.0.1:${files.port}/shot.png`,
+        },
+      ],
+    });
     await until(() => outputs.length === 2);
     const group = outputs.find((o) => o.sessionKey === 'discord:group:1170000000000000001')!;
-    expect(group).toMatchObject({ content: '@intake status of ORD-123?', merged: 2, messageIds: ['1', '2'], mentionedBots: [{ channel: 'dc', botId: BOT_USER }], replyBot: { channel: 'dc', botId: BOT_USER } });
+    expect(group).toMatchObject({
+      content: '@intake status of ORD-123?',
+      merged: 2,
+      messageIds: ['1', '2'],
+      mentionedBots: [{ channel: 'dc', botId: BOT_USER }],
+      replyBot: { channel: 'dc', botId: BOT_USER },
+    });
     const dm = outputs.find((o) => o.sessionKey === 'discord:900')!;
     expect(dm).toMatchObject({ content: 'look', conversation: { type: 'private', id: '900' }, mediaErrors: [] });
     expect(readFileSync(join(dir, dm.media[0]!.path)).equals(PNG)).toBe(true);
@@ -106,13 +172,23 @@ describe('Discord over the Gateway (adapter "discord")', () => {
     await until(() => gateway.identifies() === 1);
     gateway.closeNewest(4009, 'Session timed out');
     // Reconnect backoff, then a Hello; the Identify waits out the 5 s spacing on the clock.
-    await until(async () => { await clock.advance(200); return gateway.open() === 1 && gateway.identifies() === 2; }, 10_000);
+    await until(async () => {
+      await clock.advance(200);
+      return gateway.open() === 1 && gateway.identifies() === 2;
+    }, 10_000);
     expect(gateway.resumes()).toEqual([]);
     gateway.op({ op: 9, d: false });
-    await until(async () => { await clock.advance(200); return gateway.identifies() === 3; }, 10_000);
+    await until(async () => {
+      await clock.advance(200);
+      return gateway.identifies() === 3;
+    }, 10_000);
     expect(gateway.resumes()).toEqual([]);
     gateway.closeNewest(4004, 'Authentication failed.');
-    await until(() => logs.lines.some((line) => line.msg.includes('Discord refused the botToken (4004 authentication failed); not reconnecting')));
+    await until(() =>
+      logs.lines.some((line) =>
+        line.msg.includes('Discord refused the botToken (4004 authentication failed); not reconnecting'),
+      ),
+    );
     const opened = gateway.state.paths.length;
     for (let i = 0; i < 10; i++) await clock.advance(200);
     expect(gateway.state.paths.length).toBe(opened);
@@ -147,7 +223,11 @@ describe('Discord over the Gateway (adapter "discord")', () => {
     const gateway = await fakeGateway();
     cleanups.push(() => gateway.close());
     const { intake } = await start(gateway.url);
-    await expect(intake.ingest('dc', { headers: {}, body: Buffer.from('{}'), query: new URLSearchParams(), now: Date.now() })).rejects.toMatchObject({ status: 401 });
-    await expect(createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 'dc', adapter: 'discord' }] } })).rejects.toThrow(/channels\[0\]\.botToken .*connects to the Gateway with it/);
+    await expect(
+      intake.ingest('dc', { headers: {}, body: Buffer.from('{}'), query: new URLSearchParams(), now: Date.now() }),
+    ).rejects.toMatchObject({ status: 401 });
+    await expect(
+      createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 'dc', adapter: 'discord' }] } }),
+    ).rejects.toThrow(/channels\[0\]\.botToken .*connects to the Gateway with it/);
   });
 });

@@ -14,7 +14,15 @@ const instances = takeoverInstances();
 
 // The victim child must keep the channel until it is killed (a holder that cannot renew for 2/3 of
 // its lease lets go): a lease that outlasts a 1 s stall on a loaded machine.
-const channel = (url: string) => ({ id: 'dc', adapter: 'discord', botToken: BOT_TOKEN, gatewayUrl: url, leaseMs: 1500, reconnectMinMs: 20, reconnectMaxMs: 200 });
+const channel = (url: string) => ({
+  id: 'dc',
+  adapter: 'discord',
+  botToken: BOT_TOKEN,
+  gatewayUrl: url,
+  leaseMs: 1500,
+  reconnectMinMs: 20,
+  reconnectMaxMs: 200,
+});
 
 describe('a Discord channel on several instances', () => {
   it('is taken over by a survivor when its holder is killed (kill -9), which resumes the session; nothing twice', async () => {
@@ -36,7 +44,19 @@ describe('a Discord channel on several instances', () => {
     gateway.dispatch({ id: '11', channel_id: '11', content: 'after the takeover' });
     await until(async () => (await survivor.intake.store.outboxAfter(0, 100)).length === 11, 10_000);
     const ids = (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
-    expect(ids.sort((a, b) => Number(a) - Number(b))).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']);
+    expect(ids.sort((a, b) => Number(a) - Number(b))).toEqual([
+      '1',
+      '2',
+      '3',
+      '4',
+      '5',
+      '6',
+      '7',
+      '8',
+      '9',
+      '10',
+      '11',
+    ]);
     expect(survivor.intake.metrics.channelStats().dc?.deduped).toBe(10);
   }, 40_000);
 });

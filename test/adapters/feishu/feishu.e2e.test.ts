@@ -18,8 +18,17 @@ const HOUR = 3_600_000;
 function sealed(event: unknown, timestamp: string, nonce = 'abc'): { body: string; headers: Record<string, string> } {
   const iv = randomBytes(16);
   const cipher = createCipheriv('aes-256-cbc', createHash('sha256').update(KEY).digest(), iv);
-  const body = JSON.stringify({ encrypt: Buffer.concat([iv, cipher.update(JSON.stringify(event), 'utf8'), cipher.final()]).toString('base64') });
-  return { body, headers: { 'x-lark-request-timestamp': timestamp, 'x-lark-request-nonce': nonce, 'x-lark-signature': feishuSignature(timestamp, nonce, KEY, Buffer.from(body)) } };
+  const body = JSON.stringify({
+    encrypt: Buffer.concat([iv, cipher.update(JSON.stringify(event), 'utf8'), cipher.final()]).toString('base64'),
+  });
+  return {
+    body,
+    headers: {
+      'x-lark-request-timestamp': timestamp,
+      'x-lark-request-nonce': nonce,
+      'x-lark-signature': feishuSignature(timestamp, nonce, KEY, Buffer.from(body)),
+    },
+  };
 }
 
 describe('a Feishu channel on the real server', () => {
@@ -34,7 +43,10 @@ describe('a Feishu channel on the real server', () => {
         res.end(JSON.stringify({ code: 0, msg: 'ok', tenant_access_token: 't-tenant', expire: 7200 }));
         return;
       }
-      if (req.url === '/open-apis/im/v1/messages/om_img1/resources/img_v2_abc?type=image' && req.headers.authorization === 'Bearer t-tenant') {
+      if (
+        req.url === '/open-apis/im/v1/messages/om_img1/resources/img_v2_abc?type=image' &&
+        req.headers.authorization === 'Bearer t-tenant'
+      ) {
         res.setHeader('content-type', 'image/png');
         res.end(PNG);
         return;
@@ -48,18 +60,35 @@ describe('a Feishu channel on the real server', () => {
 
   const start = async () => {
     clock = new ManualClock();
-    service = await startService({
-      debounce: { windowMs: 100, maxWaitMs: 400 },
-      // the trail keeps what the 7 hours the retry spans (trace.retentionMs is 1 h by default)
-      trace: { retentionMs: 8 * 3_600_000 },
-      media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
-      channels: [{ id: 'fs', adapter: 'feishu', verificationToken: TOKEN, encryptKey: KEY, appId: APP, appSecret: 'app-secret', botOpenId: 'ou_bot', apiBaseUrl: `http://127.0.0.1:${api.port}` }],
-    }, { clock });
+    service = await startService(
+      {
+        debounce: { windowMs: 100, maxWaitMs: 400 },
+        // the trail keeps what the 7 hours the retry spans (trace.retentionMs is 1 h by default)
+        trace: { retentionMs: 8 * 3_600_000 },
+        media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
+        channels: [
+          {
+            id: 'fs',
+            adapter: 'feishu',
+            verificationToken: TOKEN,
+            encryptKey: KEY,
+            appId: APP,
+            appSecret: 'app-secret',
+            botOpenId: 'ou_bot',
+            apiBaseUrl: `http://127.0.0.1:${api.port}`,
+          },
+        ],
+      },
+      { clock },
+    );
     const messages: ProcessedMessage[] = [];
-    service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
+    service.intake.on('chat.processedMessage', (m) => {
+      messages.push(m);
+    });
     return messages;
   };
-  const post = (delivery: { body: string; headers: Record<string, string> }) => postJson(`${service.url}/webhooks/fs`, delivery.body, delivery.headers);
+  const post = (delivery: { body: string; headers: Record<string, string> }) =>
+    postJson(`${service.url}/webhooks/fs`, delivery.body, delivery.headers);
   /** An event as Feishu pushes it now: encrypted, signed at the service clock's second. */
   const push = (event: unknown) => sealed(event, String(Math.floor(clock.now() / 1000)));
   const quiet = () => clock.advance(200);
@@ -68,7 +97,12 @@ describe('a Feishu channel on the real server', () => {
   const textEvent = (name: string, eventId: string, messageId: string, text: string) => {
     const event = fixture('feishu', name) as any;
     event.header = { ...event.header, event_id: eventId, token: TOKEN };
-    event.event.message = { ...event.event.message, message_id: messageId, create_time: String(clock.now()), content: JSON.stringify({ text }) };
+    event.event.message = {
+      ...event.event.message,
+      message_id: messageId,
+      create_time: String(clock.now()),
+      content: JSON.stringify({ text }),
+    };
     return event;
   };
 
@@ -76,15 +110,27 @@ describe('a Feishu channel on the real server', () => {
     const messages = await start();
     const verification = await post(push({ challenge: 'c-123', token: TOKEN, type: 'url_verification' }));
     expect(verification).toMatchObject({ status: 200, body: { challenge: 'c-123' } });
-    expect([verification.headers.get('content-type'), verification.headers.get('x-content-type-options')]).toEqual(['application/json; charset=utf-8', 'nosniff']);
+    expect([verification.headers.get('content-type'), verification.headers.get('x-content-type-options')]).toEqual([
+      'application/json; charset=utf-8',
+      'nosniff',
+    ]);
     const event = textEvent('text-p2p.json', 'ev-1', 'om_1', '帮我查一下');
     expect(await post(push(event))).toMatchObject({ status: 200, body: {} });
-    expect(await post(push(textEvent('text-p2p.json', 'ev-2', 'om_2', '订单 ORD-123')))).toMatchObject({ status: 200, body: {} });
+    expect(await post(push(textEvent('text-p2p.json', 'ev-2', 'om_2', '订单 ORD-123')))).toMatchObject({
+      status: 200,
+      body: {},
+    });
     await quiet();
     await until(() => messages.length === 1);
     expect(messages[0]).toMatchObject({
-      sessionKey: 'feishu:oc_p2p1', content: '帮我查一下订单 ORD-123', merged: 2, messageIds: ['ev-1', 'ev-2'],
-      sourceChannel: 'feishu', channel: 'fs', sender: { id: 'ou_ana' }, replyBot: { channel: 'fs', botId: APP },
+      sessionKey: 'feishu:oc_p2p1',
+      content: '帮我查一下订单 ORD-123',
+      merged: 2,
+      messageIds: ['ev-1', 'ev-2'],
+      sourceChannel: 'feishu',
+      channel: 'fs',
+      sender: { id: 'ou_ana' },
+      replyBot: { channel: 'fs', botId: APP },
     });
     // Feishu's last retry comes ~7.1 h after the first delivery, signed anew: the channel's window holds it.
     await clock.advance(7 * HOUR);
@@ -92,7 +138,11 @@ describe('a Feishu channel on the real server', () => {
     await quiet();
     expect(messages).toHaveLength(1);
     const trace = (await (await fetch(`${service.url}/v1/trace/ev-1`)).json()) as any;
-    expect(trace.arrivals.map((a: any) => [a.id, a.channel, a.verdict])).toEqual([['ev-1', 'fs', 'accepted'], ['ev-2', 'fs', 'accepted'], ['ev-1', 'fs', 'duplicate']]);
+    expect(trace.arrivals.map((a: any) => [a.id, a.channel, a.verdict])).toEqual([
+      ['ev-1', 'fs', 'accepted'],
+      ['ev-2', 'fs', 'accepted'],
+      ['ev-1', 'fs', 'duplicate'],
+    ]);
     expect(trace.outputs).toMatchObject([{ messageIds: ['ev-1', 'ev-2'] }]);
   });
 
@@ -107,7 +157,11 @@ describe('a Feishu channel on the real server', () => {
     await quiet();
     await until(() => messages.length === 2);
     const byKey = new Map(messages.map((m) => [m.sessionKey, m]));
-    expect(byKey.get('feishu:group:oc_group1')).toMatchObject({ content: '@Intake Bot status?', mentionedBots: [{ channel: 'fs', botId: APP }], conversation: { type: 'group', id: 'oc_group1' } });
+    expect(byKey.get('feishu:group:oc_group1')).toMatchObject({
+      content: '@Intake Bot status?',
+      mentionedBots: [{ channel: 'fs', botId: APP }],
+      conversation: { type: 'group', id: 'oc_group1' },
+    });
     const withImage = byKey.get('feishu:oc_p2p1')!;
     expect(withImage.mediaErrors).toEqual([]);
     expect(withImage.media).toMatchObject([{ type: 'image', mime: 'image/png', bytes: PNG.length }]);
@@ -129,7 +183,12 @@ describe('a Feishu channel on the real server', () => {
     await clock.advance(7.2 * HOUR);
     const replay = await post(captured);
     expect(replay.status).toBe(401);
-    expect(replay.body.error).toMatchObject({ code: 'stale_timestamp', message: expect.stringMatching(/^Stale timestamp on channel "fs": X-Lark-Request-Timestamp is 2\d{4} s old, more than the 1 h allowed/) });
+    expect(replay.body.error).toMatchObject({
+      code: 'stale_timestamp',
+      message: expect.stringMatching(
+        /^Stale timestamp on channel "fs": X-Lark-Request-Timestamp is 2\d{4} s old, more than the 1 h allowed/,
+      ),
+    });
     await quiet();
     expect(messages).toHaveLength(1);
     expect(await outbox()).toHaveLength(1);
@@ -144,13 +203,20 @@ describe('a Feishu channel on the real server', () => {
       [{ body: good.body, headers: { ...good.headers, 'x-lark-signature': '0'.repeat(64) } }, 401],
       [{ body: good.body, headers: {} }, 401],
       [{ body: JSON.stringify(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi')), headers: {} }, 401],
-      [push({ ...textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'), header: { event_id: 'ev-bad', event_type: 'im.message.receive_v1', token: 'wrong' } }), 401],
+      [
+        push({
+          ...textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'),
+          header: { event_id: 'ev-bad', event_type: 'im.message.receive_v1', token: 'wrong' },
+        }),
+        401,
+      ],
       // Signed in 2001.
       [sealed(textEvent('text-p2p.json', 'ev-bad', 'om_bad', 'hi'), '978307200'), 401],
       [{ body: '{"encrypt": "AAAA"}', headers: {} }, 401],
       [{ body: '{"encrypt": ', headers: {} }, 400],
     ];
-    for (const [delivery, status] of refusals) expect((await post(delivery)).status, delivery.body.slice(0, 60)).toBe(status);
+    for (const [delivery, status] of refusals)
+      expect((await post(delivery)).status, delivery.body.slice(0, 60)).toBe(status);
     await quiet();
     expect(await outbox()).toEqual([]);
     expect(service.intake.metrics.channelStats().fs).toEqual({ rejected: refusals.length });

@@ -13,20 +13,38 @@ import { ingest, thrown } from '../wx-kit.js';
 const NOW = 1_718_000_000_000;
 const TOKEN = 'fixture-secret';
 const KEY = 'feishu-encrypt-key-0123456789';
-const channelOf = (settings: Record<string, unknown>) => loadConfig({ env: {}, file: { channels: [{ id: 'fs', adapter: 'feishu', appId: 'cli_a1b2c3', ...settings }] } }).channels[0]!;
-const adapterFor = (settings: Record<string, unknown>): Adapter => createAdapter(channelOf(settings), undefined, localContext(() => NOW));
-const delivery = (body: Buffer | string, headers: Record<string, string> = {}): RawDelivery => ({ headers, body: Buffer.from(body), query: new URLSearchParams(), now: NOW });
+const channelOf = (settings: Record<string, unknown>) =>
+  loadConfig({ env: {}, file: { channels: [{ id: 'fs', adapter: 'feishu', appId: 'cli_a1b2c3', ...settings }] } })
+    .channels[0]!;
+const adapterFor = (settings: Record<string, unknown>): Adapter =>
+  createAdapter(
+    channelOf(settings),
+    undefined,
+    localContext(() => NOW),
+  );
+const delivery = (body: Buffer | string, headers: Record<string, string> = {}): RawDelivery => ({
+  headers,
+  body: Buffer.from(body),
+  query: new URLSearchParams(),
+  now: NOW,
+});
 
 /** `{"encrypt"}` as Feishu makes it: AES-256-CBC with key SHA-256(encryptKey), a random IV in front. */
 function encrypted(plain: string, encryptKey = KEY): string {
   const iv = randomBytes(16);
   const cipher = createCipheriv('aes-256-cbc', createHash('sha256').update(encryptKey).digest(), iv);
-  return JSON.stringify({ encrypt: Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final()]).toString('base64') });
+  return JSON.stringify({
+    encrypt: Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final()]).toString('base64'),
+  });
 }
 
 /** A delivery signed as Feishu signs it (X-Lark-Signature over timestamp, nonce, key and the raw body). */
 function signed(body: string, encryptKey = KEY, timestamp = '1718000000', nonce = 'n0nce'): RawDelivery {
-  return delivery(body, { 'x-lark-request-timestamp': timestamp, 'x-lark-request-nonce': nonce, 'x-lark-signature': feishuSignature(timestamp, nonce, encryptKey, Buffer.from(body)) });
+  return delivery(body, {
+    'x-lark-request-timestamp': timestamp,
+    'x-lark-request-nonce': nonce,
+    'x-lark-signature': feishuSignature(timestamp, nonce, encryptKey, Buffer.from(body)),
+  });
 }
 
 describe('Feishu adapter: crypto and signatures', () => {
@@ -49,7 +67,12 @@ describe('Feishu adapter: crypto and signatures', () => {
     for (const timestamp of ['1718000000', '1717996400', '1718003600']) {
       const result = ingest(adapter, signed(body, KEY, timestamp));
       expect(result.events).toHaveLength(1);
-      expect(result.events[0]).toMatchObject({ platformId: '5e3702a84e847582be8db7fb73283c02', sessionKey: 'feishu:oc_p2p1', text: '帮我查一下', botId: 'cli_a1b2c3' });
+      expect(result.events[0]).toMatchObject({
+        platformId: '5e3702a84e847582be8db7fb73283c02',
+        sessionKey: 'feishu:oc_p2p1',
+        text: '帮我查一下',
+        botId: 'cli_a1b2c3',
+      });
       expect(result.reply).toEqual({ status: 200, body: {} });
     }
   });
@@ -57,16 +80,25 @@ describe('Feishu adapter: crypto and signatures', () => {
   it('refuses a signed timestamp more than 1 h off (2001, a replay, a clock ahead) as stale_timestamp, 401', () => {
     const adapter = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
     const body = encrypted(fixtureBytes('feishu', 'text-p2p.json').toString());
-    const cases: Array<[string, string]> = [['978307200', '739692800 s old'], ['1717996399', '3601 s old'], ['1718003601', '3601 s ahead of this host\'s clock']];
+    const cases: Array<[string, string]> = [
+      ['978307200', '739692800 s old'],
+      ['1717996399', '3601 s old'],
+      ['1718003601', "3601 s ahead of this host's clock"],
+    ];
     for (const [timestamp, off] of cases) {
       expect(thrown(() => ingest(adapter, signed(body, KEY, timestamp)))).toMatchObject({
-        status: 401, code: 'stale_timestamp',
+        status: 401,
+        code: 'stale_timestamp',
         message: `Stale timestamp on channel "fs": X-Lark-Request-Timestamp is ${off}, more than the 1 h allowed (a replayed request, or this host's clock is off)`,
       });
     }
     // Not whole seconds (milliseconds, words): a malformed signature, not a stale one.
     for (const timestamp of ['1718000000000', 'soon']) {
-      expect(thrown(() => ingest(adapter, signed(body, KEY, timestamp)))).toMatchObject({ status: 401, code: 'bad_signature', message: expect.stringContaining(`X-Lark-Request-Timestamp must be seconds since 1970, got "${timestamp}"`) });
+      expect(thrown(() => ingest(adapter, signed(body, KEY, timestamp)))).toMatchObject({
+        status: 401,
+        code: 'bad_signature',
+        message: expect.stringContaining(`X-Lark-Request-Timestamp must be seconds since 1970, got "${timestamp}"`),
+      });
     }
   });
 
@@ -100,18 +132,35 @@ describe('Feishu adapter: crypto and signatures', () => {
   });
 
   it('answers the URL verification, plain and encrypted (unsigned, as Feishu sends it), only with our token', () => {
-    const challenge = (token: string) => JSON.stringify({ challenge: 'ajls384kdjx98XX', token, type: 'url_verification' });
-    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
+    const challenge = (token: string) =>
+      JSON.stringify({ challenge: 'ajls384kdjx98XX', token, type: 'url_verification' });
+    expect(ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge(TOKEN))).reply).toEqual({
+      status: 200,
+      body: { challenge: 'ajls384kdjx98XX' },
+      headers: { 'x-content-type-options': 'nosniff' },
+    });
     const withKey = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
-    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({ status: 200, body: { challenge: 'ajls384kdjx98XX' }, headers: { 'x-content-type-options': 'nosniff' } });
+    expect(ingest(withKey, delivery(encrypted(challenge(TOKEN)))).reply).toEqual({
+      status: 200,
+      body: { challenge: 'ajls384kdjx98XX' },
+      headers: { 'x-content-type-options': 'nosniff' },
+    });
     expect(thrown(() => ingest(withKey, delivery(encrypted(challenge('wrong'))))).status).toBe(401);
-    expect(thrown(() => ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge('wrong')))).status).toBe(401);
+    expect(thrown(() => ingest(adapterFor({ verificationToken: TOKEN }), delivery(challenge('wrong')))).status).toBe(
+      401,
+    );
   });
 
   it('refuses what is not a v2 event or cannot be read with a clear 400', () => {
     const adapter = adapterFor({ verificationToken: TOKEN });
-    expect(thrown(() => ingest(adapter, delivery('{"uuid":"x","token":"fixture-secret","type":"event_callback","event":{}}'))).message).toMatch(/schema must be "2.0"/);
-    expect(thrown(() => ingest(adapter, delivery('{"encrypt":"abc"}'))).message).toMatch(/no encryptKey: set channels\[0\]\.encryptKey/);
+    expect(
+      thrown(() =>
+        ingest(adapter, delivery('{"uuid":"x","token":"fixture-secret","type":"event_callback","event":{}}')),
+      ).message,
+    ).toMatch(/schema must be "2.0"/);
+    expect(thrown(() => ingest(adapter, delivery('{"encrypt":"abc"}'))).message).toMatch(
+      /no encryptKey: set channels\[0\]\.encryptKey/,
+    );
     const badContent = fixture('feishu', 'text-p2p.json') as { event: { message: { content: string } } };
     badContent.event.message.content = '{not json';
     const error = thrown(() => ingest(adapter, delivery(JSON.stringify(badContent))));
@@ -127,7 +176,12 @@ describe('Feishu adapter: messages', () => {
 
   it('reads a group text with its @ placeholder as the name, our bot in mentions, a group session', () => {
     const [event] = read('text-group-mention.json');
-    expect(event).toMatchObject({ sessionKey: 'feishu:group:oc_group1', text: '@Intake Bot status of ORD-123?', mentions: ['cli_a1b2c3'], sender: { id: 'ou_bo' } });
+    expect(event).toMatchObject({
+      sessionKey: 'feishu:group:oc_group1',
+      text: '@Intake Bot status of ORD-123?',
+      mentions: ['cli_a1b2c3'],
+      sender: { id: 'ou_bo' },
+    });
     expect(event?.fields).toMatchObject({ message_id: 'om_g1', root_id: 'om_root', parent_id: 'om_root' });
   });
 
@@ -144,13 +198,19 @@ describe('Feishu adapter: messages', () => {
 
   it('takes images and files as message resources, with the file name', () => {
     expect(read('image.json')[0]?.media).toEqual([{ ref: 'image:om_img1:img_v2_abc', type: 'image' }]);
-    expect(read('file.json')[0]?.media).toEqual([{ ref: 'file:om_file1:file_v2_abc', type: 'document', fileName: 'report.pdf' }]);
+    expect(read('file.json')[0]?.media).toEqual([
+      { ref: 'file:om_file1:file_v2_abc', type: 'document', fileName: 'report.pdf' },
+    ]);
   });
 
   it("acknowledges bots' messages and other event types without making messages", () => {
     const fromBot = fixture('feishu', 'text-p2p.json') as { event: { sender: { sender_type: string } } };
     fromBot.event.sender.sender_type = 'app';
-    expect(ingest(adapter, delivery(JSON.stringify(fromBot)))).toEqual({ events: [], ignored: 1, reply: { status: 200, body: {} } });
+    expect(ingest(adapter, delivery(JSON.stringify(fromBot)))).toEqual({
+      events: [],
+      ignored: 1,
+      reply: { status: 200, body: {} },
+    });
     const read2 = fixture('feishu', 'text-p2p.json') as { header: { event_type: string } };
     read2.header.event_type = 'im.message.message_read_v1';
     expect(ingest(adapter, delivery(JSON.stringify(read2))).ignored).toBe(1);
@@ -174,8 +234,15 @@ describe('Feishu adapter: Lark (apiBaseUrl)', () => {
   afterAll(() => api.close());
 
   it('gets the tenant token from, and downloads resources through, the configured base URL', async () => {
-    const adapter = adapterFor({ appSecret: 'app-secret', verificationToken: TOKEN, apiBaseUrl: `http://127.0.0.1:${api.port}/lark/` });
-    const resolved = await adapter.resolveMedia!({ type: 'image', ref: 'image:om_1:img_v2_k' }, AbortSignal.timeout(5000));
+    const adapter = adapterFor({
+      appSecret: 'app-secret',
+      verificationToken: TOKEN,
+      apiBaseUrl: `http://127.0.0.1:${api.port}/lark/`,
+    });
+    const resolved = await adapter.resolveMedia!(
+      { type: 'image', ref: 'image:om_1:img_v2_k' },
+      AbortSignal.timeout(5000),
+    );
     expect(resolved).toEqual({
       url: `http://127.0.0.1:${api.port}/lark/open-apis/im/v1/messages/om_1/resources/img_v2_k?type=image`,
       headers: { authorization: 'Bearer t-lark' },

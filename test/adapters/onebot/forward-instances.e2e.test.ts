@@ -19,11 +19,22 @@ const redis = useRedis();
 let tests = 0;
 const { services, children, cleanups } = useTeardown();
 
-const channel = (url: string) => ({ id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url, accessToken: 'tok', leaseMs: 900, reconnectMinMs: 20, reconnectMaxMs: 200, actionTimeoutMs: 2000 });
+const channel = (url: string) => ({
+  id: 'qq-fwd',
+  adapter: 'onebot',
+  transport: 'ws',
+  url,
+  accessToken: 'tok',
+  leaseMs: 900,
+  reconnectMinMs: 20,
+  reconnectMaxMs: 200,
+  actionTimeoutMs: 2000,
+});
 
 async function instance(prefix: string, url: string): Promise<Running> {
   const service = await startService({
-    store: redis.url, redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
+    store: redis.url,
+    redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
     debounce: { ...REAL_TIME_WINDOW, maxMessages: 10 },
     channels: [channel(url)],
   });
@@ -37,14 +48,19 @@ async function bot() {
   return fake;
 }
 
-const listed = async (service: Running) => ((await (await fetch(`${service.url}/v1/connections`)).json()) as { connections: Array<Record<string, unknown>> }).connections;
+const listed = async (service: Running) =>
+  ((await (await fetch(`${service.url}/v1/connections`)).json()) as { connections: Array<Record<string, unknown>> })
+    .connections;
 describe('a forward OneBot channel on several instances', () => {
   it('is dialled by exactly one instance; every instance lists it and relays actions to it; a stopped holder hands it over', async () => {
     const prefix = `fwd${process.pid}-${++tests}`;
     const fake = await bot();
     const [a, b] = await Promise.all([instance(prefix, fake.url), instance(prefix, fake.url)]);
     await until(() => fake.open === 1);
-    await until(async () => (await listed(a)).length === 1 && (await listed(b)).length === 1 && (await listed(b))[0]?.botId === String(BOT));
+    await until(
+      async () =>
+        (await listed(a)).length === 1 && (await listed(b)).length === 1 && (await listed(b))[0]?.botId === String(BOT),
+    );
     // Each instance publishes what it holds within moments of a change: both lists agree.
     await until(async () => JSON.stringify(await listed(a)) === JSON.stringify(await listed(b)));
     const [onA] = await listed(a);
@@ -54,9 +70,18 @@ describe('a forward OneBot channel on several instances', () => {
     expect(holder.intake.instance).not.toBe(other.intake.instance);
 
     // An action asked of the instance without the socket is relayed to the holder's.
-    const answer = await postJson(`${other.url}/v1/channels/qq-fwd/actions/send_group_msg`, { group_id: 1, message: 'via relay' });
-    expect(answer).toMatchObject({ status: 200, body: { status: 'ok', retcode: 0, data: { message_id: 7, via: BOT } } });
-    expect(fake.actions.at(-1)).toMatchObject({ action: 'send_group_msg', params: { group_id: 1, message: 'via relay' } });
+    const answer = await postJson(`${other.url}/v1/channels/qq-fwd/actions/send_group_msg`, {
+      group_id: 1,
+      message: 'via relay',
+    });
+    expect(answer).toMatchObject({
+      status: 200,
+      body: { status: 'ok', retcode: 0, data: { message_id: 7, via: BOT } },
+    });
+    expect(fake.actions.at(-1)).toMatchObject({
+      action: 'send_group_msg',
+      params: { group_id: 1, message: 'via relay' },
+    });
     const missing = await postJson(`${other.url}/v1/channels/qq-fwd/actions/send_group_msg?self_id=5`, {});
     expect(missing).toMatchObject({ status: 404, body: { error: { code: 'bot_not_connected' } } });
     expect(missing.body.error.message).toMatch(/connected: 10001000/);
@@ -66,7 +91,9 @@ describe('a forward OneBot channel on several instances', () => {
     services.splice(services.indexOf(holder), 1);
     await holder.stop();
     await until(() => fake.state.connections === before + 1 && fake.open === 1, 10_000);
-    await until(async () => (await listed(other)).some((view) => view.state === 'open' && view.instance === other.intake.instance));
+    await until(async () =>
+      (await listed(other)).some((view) => view.state === 'open' && view.instance === other.intake.instance),
+    );
     expect(fake.state.mostAtOnce).toBe(1);
   }, 30_000);
 
@@ -78,7 +105,13 @@ describe('a forward OneBot channel on several instances', () => {
     // A flush the victim has under way when it dies holds its session until its lease runs out:
     // 2 s here (30 s by default).
     const victim = await startIntakeChild(dir.path, await freePort(), {
-      configFile: { store: redis.url, redis: { keyPrefix: prefix }, debounce: REAL_TIME_WINDOW, logLevel: 'warn', channels: [channel(fake.url)] },
+      configFile: {
+        store: redis.url,
+        redis: { keyPrefix: prefix },
+        debounce: REAL_TIME_WINDOW,
+        logLevel: 'warn',
+        channels: [channel(fake.url)],
+      },
       flushLeaseMs: FLUSH_LEASE_MS,
     });
     children.push(victim);
@@ -118,4 +151,3 @@ describe('a forward OneBot channel on several instances', () => {
     expect((await listed(survivor))[0]).toMatchObject({ state: 'open', instance: survivor.intake.instance });
   }, 40_000);
 });
-

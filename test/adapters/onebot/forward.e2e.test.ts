@@ -20,11 +20,26 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
     for (const server of servers.splice(0)) await server.close();
   });
 
-  const start = async (bot: Bot, channel: Record<string, unknown> = {}, debounce = { windowMs: 100, maxWaitMs: 300 }) => {
+  const start = async (
+    bot: Bot,
+    channel: Record<string, unknown> = {},
+    debounce = { windowMs: 100, maxWaitMs: 300 },
+  ) => {
     service = await startService({
       debounce,
       channels: [
-        { id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url: bot.url, accessToken: 'tok', namespace: 'qq', reconnectMinMs: 20, reconnectMaxMs: 100, actionTimeoutMs: 1000, ...channel },
+        {
+          id: 'qq-fwd',
+          adapter: 'onebot',
+          transport: 'ws',
+          url: bot.url,
+          accessToken: 'tok',
+          namespace: 'qq',
+          reconnectMinMs: 20,
+          reconnectMaxMs: 100,
+          actionTimeoutMs: 1000,
+          ...channel,
+        },
         { id: 'qq-http', adapter: 'onebot', secret: 'secret-b', namespace: 'qq' },
       ],
     });
@@ -37,19 +52,35 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
     bots.push(bot);
     const s = await start(bot);
     const outputs: Output[] = [];
-    s.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    s.intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(async () => (await connection(s))?.botId === String(BOT));
     expect(bot.handshakes[0]?.authorization).toBe('Bearer tok');
     await until(() => bot.actions.length > 0);
     expect(bot.actions[0]).toMatchObject({ action: 'get_login_info' });
     const listed = (await (await fetch(`${s.url}/v1/connections`)).json()) as { connections: unknown[] };
-    expect(listed.connections).toEqual([expect.objectContaining({
-      channel: 'qq-fwd', adapter: 'onebot', transport: 'ws', botId: String(BOT), role: 'Universal', state: 'open', reconnects: 0, instance: expect.any(String),
-    })]);
+    expect(listed.connections).toEqual([
+      expect.objectContaining({
+        channel: 'qq-fwd',
+        adapter: 'onebot',
+        transport: 'ws',
+        botId: String(BOT),
+        role: 'Universal',
+        state: 'open',
+        reconnects: 0,
+        instance: expect.any(String),
+      }),
+    ]);
     bot.send(groupMessage(BOT, 501, 'hello over ws'));
     bot.send(groupMessage(BOT, 501, 'hello over ws')); // the bot sent it twice: one output
     await until(() => outputs.length === 1);
-    expect(outputs[0]).toMatchObject({ channel: 'qq-fwd', content: 'hello over ws', merged: 1, sessionKey: 'qq:group:123456789' });
+    expect(outputs[0]).toMatchObject({
+      channel: 'qq-fwd',
+      content: 'hello over ws',
+      merged: 1,
+      sessionKey: 'qq:group:123456789',
+    });
     const stats = (await (await fetch(`${s.url}/v1/stats`)).json()) as any;
     expect(stats.channels['qq-fwd']).toMatchObject({ received: 2, deduped: 1 });
     // Nothing comes to this channel by HTTP.
@@ -70,14 +101,21 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
         bot.send(groupMessage(BOT, 884000, 'look at this'));
         await until(async () => (await connection(s))?.lastEventAt !== null);
         const body = Buffer.from(JSON.stringify(groupMessage(20002000, 884213, 'look at this')));
-        const b = await postJson(`${s.url}/webhooks/qq-http`, body.toString(), { 'x-signature': `sha1=${createHmac('sha1', 'secret-b').update(body).digest('hex')}` });
+        const b = await postJson(`${s.url}/webhooks/qq-http`, body.toString(), {
+          'x-signature': `sha1=${createHmac('sha1', 'secret-b').update(body).digest('hex')}`,
+        });
         expect(b.status).toBe(204);
       },
     });
     const [frame] = await frames;
     expect(frame?.data).toMatchObject({
-      sessionKey: 'qq:group:123456789', merged: 1, channel: 'qq-fwd',
-      bots: [{ channel: 'qq-fwd', botId: '10001000' }, { channel: 'qq-http', botId: '20002000' }],
+      sessionKey: 'qq:group:123456789',
+      merged: 1,
+      channel: 'qq-fwd',
+      bots: [
+        { channel: 'qq-fwd', botId: '10001000' },
+        { channel: 'qq-http', botId: '20002000' },
+      ],
     });
   });
 
@@ -86,8 +124,14 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
     bots.push(bot);
     const s = await start(bot);
     await until(async () => (await connection(s))?.botId === String(BOT));
-    const answer = await postJson(`${s.url}/v1/channels/qq-fwd/actions/send_group_msg?self_id=${BOT}`, { group_id: 1, message: 'hi' });
-    expect(answer).toMatchObject({ status: 200, body: { status: 'ok', retcode: 0, data: { message_id: 7, via: BOT } } });
+    const answer = await postJson(`${s.url}/v1/channels/qq-fwd/actions/send_group_msg?self_id=${BOT}`, {
+      group_id: 1,
+      message: 'hi',
+    });
+    expect(answer).toMatchObject({
+      status: 200,
+      body: { status: 'ok', retcode: 0, data: { message_id: 7, via: BOT } },
+    });
     expect(bot.actions.at(-1)).toMatchObject({ action: 'send_group_msg', params: { group_id: 1, message: 'hi' } });
     const other = await postJson(`${s.url}/v1/channels/qq-fwd/actions/send_group_msg?self_id=999`, {});
     expect(other).toMatchObject({ status: 404, body: { error: { code: 'bot_not_connected' } } });
@@ -99,7 +143,9 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
     bots.push(bot);
     const s = await start(bot);
     const outputs: Output[] = [];
-    s.intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    s.intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(async () => (await connection(s))?.state === 'open');
     bot.drop();
     await until(async () => (await connection(s))?.reconnects === 1 && (await connection(s))?.state === 'open');
@@ -134,9 +180,17 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
   });
 
   it('fails at start, naming the setting, for "transport": "ws" without a url or with a bad one', async () => {
-    await expect(startService({ channels: [{ id: 'q', adapter: 'onebot', transport: 'ws' }] })).rejects.toThrow(/channels\[0\]\.url \(channel "q"\): is required with "transport": "ws"/);
-    await expect(startService({ channels: [{ id: 'q', adapter: 'onebot', transport: 'ws', url: 'http://x' }] })).rejects.toThrow(/channels\[0\]\.url .*ws:\/\/ or wss:\/\//);
-    await expect(startService({ channels: [{ id: 'q', adapter: 'onebot', transport: 'ws-reverse', accessToken: 't', apiUrl: 'http://x' }] })).rejects.toThrow(/channels\[0\]\.apiUrl .*only for "transport": "http"/);
+    await expect(startService({ channels: [{ id: 'q', adapter: 'onebot', transport: 'ws' }] })).rejects.toThrow(
+      /channels\[0\]\.url \(channel "q"\): is required with "transport": "ws"/,
+    );
+    await expect(
+      startService({ channels: [{ id: 'q', adapter: 'onebot', transport: 'ws', url: 'http://x' }] }),
+    ).rejects.toThrow(/channels\[0\]\.url .*ws:\/\/ or wss:\/\//);
+    await expect(
+      startService({
+        channels: [{ id: 'q', adapter: 'onebot', transport: 'ws-reverse', accessToken: 't', apiUrl: 'http://x' }],
+      }),
+    ).rejects.toThrow(/channels\[0\]\.apiUrl .*only for "transport": "http"/);
   });
 });
 
@@ -148,11 +202,13 @@ describe('actions through a OneBot HTTP API (apiUrl)', () => {
     await api?.close();
   });
 
-  it('POSTs the params to <apiUrl>/<action> with the access token and answers with the bot\'s JSON; 504 when it hangs', async () => {
+  it("POSTs the params to <apiUrl>/<action> with the access token and answers with the bot's JSON; 504 when it hangs", async () => {
     const seen: Array<{ url: string; auth: string | undefined; body: string }> = [];
     api = await serve((req, res) => {
       let body = '';
-      req.on('data', (chunk) => { body += chunk; });
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
       req.on('end', () => {
         seen.push({ url: req.url ?? '', auth: req.headers.authorization, body });
         if (req.url === '/get_status') return; // never answers
@@ -160,10 +216,31 @@ describe('actions through a OneBot HTTP API (apiUrl)', () => {
         res.end(JSON.stringify({ status: 'ok', retcode: 0, data: { message_id: 9 } }));
       });
     });
-    service = await startService({ channels: [{ id: 'qq', adapter: 'onebot', secret: 's', apiUrl: `http://127.0.0.1:${api.port}/`, accessToken: 'api-tok', actionTimeoutMs: 300 }] });
-    const answer = await postJson(`${service.url}/v1/channels/qq/actions/send_group_msg`, { group_id: 5, message: 'hi' });
+    service = await startService({
+      channels: [
+        {
+          id: 'qq',
+          adapter: 'onebot',
+          secret: 's',
+          apiUrl: `http://127.0.0.1:${api.port}/`,
+          accessToken: 'api-tok',
+          actionTimeoutMs: 300,
+        },
+      ],
+    });
+    const answer = await postJson(`${service.url}/v1/channels/qq/actions/send_group_msg`, {
+      group_id: 5,
+      message: 'hi',
+    });
     expect(answer).toMatchObject({ status: 200, body: { status: 'ok', retcode: 0, data: { message_id: 9 } } });
-    expect(seen[0]).toEqual({ url: '/send_group_msg', auth: 'Bearer api-tok', body: JSON.stringify({ group_id: 5, message: 'hi' }) });
-    expect(await postJson(`${service.url}/v1/channels/qq/actions/get_status`, {})).toMatchObject({ status: 504, body: { error: { code: 'action_timeout' } } });
+    expect(seen[0]).toEqual({
+      url: '/send_group_msg',
+      auth: 'Bearer api-tok',
+      body: JSON.stringify({ group_id: 5, message: 'hi' }),
+    });
+    expect(await postJson(`${service.url}/v1/channels/qq/actions/get_status`, {})).toMatchObject({
+      status: 504,
+      body: { error: { code: 'action_timeout' } },
+    });
   });
 });

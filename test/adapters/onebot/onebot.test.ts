@@ -10,13 +10,22 @@ import { seeded } from '../fuzz.js';
 
 const channel = (settings: Record<string, unknown> = { secret: 'test-secret' }) =>
   loadConfig({ env: {}, file: { channels: [{ id: 'qq-a', adapter: 'onebot', ...settings }] } }).channels[0]!;
-const delivery = (body: Buffer, headers: Record<string, string> = {}): RawDelivery => ({ headers, body, query: new URLSearchParams(), now: 1718000000_000 });
+const delivery = (body: Buffer, headers: Record<string, string> = {}): RawDelivery => ({
+  headers,
+  body,
+  query: new URLSearchParams(),
+  now: 1718000000_000,
+});
 
 describe('OneBot adapter', () => {
   it('verifies the PLATFORMS.md test vector', () => {
     const body = fixtureBytes('onebot', 'private-vector.json');
     expect(body.length).toBe(263);
-    expect(() => createAdapter(channel()).verify(delivery(body, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).not.toThrow();
+    expect(() =>
+      createAdapter(channel()).verify(
+        delivery(body, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }),
+      ),
+    ).not.toThrow();
   });
 
   it('refuses a bad, short, missing or re-serialized signature with a SignatureError', () => {
@@ -29,11 +38,17 @@ describe('OneBot adapter', () => {
     ];
     for (const headers of attempts) {
       let thrown: unknown;
-      try { adapter.verify(delivery(body, headers)); } catch (error) { thrown = error; }
+      try {
+        adapter.verify(delivery(body, headers));
+      } catch (error) {
+        thrown = error;
+      }
       expect(isSignatureError(thrown)).toBe(true);
     }
     const reserialized = Buffer.from(JSON.stringify(JSON.parse(body.toString()), null, 1));
-    expect(() => adapter.verify(delivery(reserialized, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' }))).toThrow(/does not match/);
+    expect(() =>
+      adapter.verify(delivery(reserialized, { 'x-signature': 'sha1=9e888bd78e6ebd11c330727d3272bfa2d6c0261f' })),
+    ).toThrow(/does not match/);
   });
 
   it('refuses to start without a secret unless verify is false', () => {
@@ -45,15 +60,30 @@ describe('OneBot adapter', () => {
     const adapter = createAdapter(channel());
     const [event] = adapter.normalize(fixture('onebot', 'napcat-group.json'), delivery(Buffer.alloc(0))).events;
     expect(event).toMatchObject({
-      kind: 'message', sessionKey: 'qq:group:123456789', conversation: { type: 'group', id: '123456789' },
-      sender: { id: '12345678', name: '名片' }, botId: '10001000', platformId: '10001000:-2147480001',
-      text: '看这个', mentions: ['20002000'], fields: { message_id: '-2147480001' },
+      kind: 'message',
+      sessionKey: 'qq:group:123456789',
+      conversation: { type: 'group', id: '123456789' },
+      sender: { id: '12345678', name: '名片' },
+      botId: '10001000',
+      platformId: '10001000:-2147480001',
+      text: '看这个',
+      mentions: ['20002000'],
+      fields: { message_id: '-2147480001' },
     });
-    expect(event?.media).toEqual([{ url: expect.stringContaining('https://192.0.2.1/download'), type: 'image', hash: 'a6aba306aae1af175c0452868a09824b', fileName: 'A6ABA306AAE1AF175C0452868A09824B.png' }]);
+    expect(event?.media).toEqual([
+      {
+        url: expect.stringContaining('https://192.0.2.1/download'),
+        type: 'image',
+        hash: 'a6aba306aae1af175c0452868a09824b',
+        fileName: 'A6ABA306AAE1AF175C0452868A09824B.png',
+      },
+    ]);
   });
 
   it('parses CQ-code strings with escapes', () => {
-    expect(parseCqString('a&#91;1&#93; [CQ:at,qq=1][CQ:image,file=x.png,url=https://h/p?a=1&amp;b=2&#44;3]tail')).toEqual([
+    expect(
+      parseCqString('a&#91;1&#93; [CQ:at,qq=1][CQ:image,file=x.png,url=https://h/p?a=1&amp;b=2&#44;3]tail'),
+    ).toEqual([
       { type: 'text', data: { text: 'a[1] ' } },
       { type: 'at', data: { qq: '1' } },
       { type: 'image', data: { file: 'x.png', url: 'https://h/p?a=1&b=2,3' } },
@@ -72,10 +102,24 @@ describe('OneBot adapter', () => {
 
   it('normalizes notices and requests with their identifying fields and per-bot ids', () => {
     const adapter = createAdapter(channel());
-    const [increase] = adapter.normalize(fixture('onebot', 'notice-group-increase.json'), delivery(Buffer.alloc(0))).events;
-    expect(increase).toMatchObject({ kind: 'notice', detail: 'group_increase', subType: 'approve', sessionKey: 'qq:group:123456789', fields: { group_id: '123456789', user_id: '66666', operator_id: '55555' } });
+    const [increase] = adapter.normalize(
+      fixture('onebot', 'notice-group-increase.json'),
+      delivery(Buffer.alloc(0)),
+    ).events;
+    expect(increase).toMatchObject({
+      kind: 'notice',
+      detail: 'group_increase',
+      subType: 'approve',
+      sessionKey: 'qq:group:123456789',
+      fields: { group_id: '123456789', user_id: '66666', operator_id: '55555' },
+    });
     const [request] = adapter.normalize(fixture('onebot', 'request-group-add.json'), delivery(Buffer.alloc(0))).events;
-    expect(request).toMatchObject({ kind: 'request', detail: 'group', subType: 'add', fields: { flag: 'flag-from-bot-a', comment: 'let me in' } });
+    expect(request).toMatchObject({
+      kind: 'request',
+      detail: 'group',
+      subType: 'add',
+      fields: { flag: 'flag-from-bot-a', comment: 'let me in' },
+    });
     const [friend] = adapter.normalize(fixture('onebot', 'request-friend.json'), delivery(Buffer.alloc(0))).events;
     expect(friend).toMatchObject({ kind: 'request', detail: 'friend', sessionKey: 'qq:88888' });
   });
@@ -83,7 +127,9 @@ describe('OneBot adapter', () => {
   it('refuses a body that is not a OneBot event with a 400', () => {
     const adapter = createAdapter(channel());
     expect(() => adapter.normalize([], delivery(Buffer.alloc(0)))).toThrow(/not a OneBot v11 event/);
-    expect(() => adapter.normalize({ post_type: 'message', message_type: 'channel' }, delivery(Buffer.alloc(0)))).toThrow(/message_type/);
+    expect(() =>
+      adapter.normalize({ post_type: 'message', message_type: 'channel' }, delivery(Buffer.alloc(0))),
+    ).toThrow(/message_type/);
   });
 });
 
@@ -105,14 +151,30 @@ describe('OneBot reverse-socket handshake', () => {
   };
 
   it('takes the token of "Bearer" or "Token" in any case, with white space around it', () => {
-    for (const value of ['Bearer tok', 'bearer  tok ', ' TOKEN\ttok', 'Bearertok']) expect([value, codeOf(value)]).toEqual([value, 'accepted']);
+    for (const value of ['Bearer tok', 'bearer  tok ', ' TOKEN\ttok', 'Bearertok'])
+      expect([value, codeOf(value)]).toEqual([value, 'accepted']);
     expect(codeOf('Bearer nope')).toBe('token_mismatch');
     expect(codeOf('Basic tok')).toBe('token_missing');
     expect(codeOf('Bearer to\nk')).toBe('token_missing');
   });
 
   it('reads 3,000 generated Authorization values as the pattern did', () => {
-    const pieces = ['Bearer', 'bearer', 'Token', 'TOKEN', 'tok', 't', 'ok', ' ', ' ', '\t', '\n', '\u2028', '\u00a0', 'x'];
+    const pieces = [
+      'Bearer',
+      'bearer',
+      'Token',
+      'TOKEN',
+      'tok',
+      't',
+      'ok',
+      ' ',
+      ' ',
+      '\t',
+      '\n',
+      '\u2028',
+      '\u00a0',
+      'x',
+    ];
     for (let seed = 1; seed <= 3_000; seed++) {
       const value = generated(pieces, seed, 8);
       expect(codeOf(value), `seed ${seed}: ${JSON.stringify(value)}`).toBe(byRegex(value));
@@ -130,7 +192,8 @@ describe('OneBot reverse-socket handshake', () => {
 
 /** The CQ-code grammar as the one regex it used to be read with: right, but quadratic on codes that never close. */
 function cqByRegex(message: string): Segment[] {
-  const unescape = (text: string) => text.replace(/&#91;/g, '[').replace(/&#93;/g, ']').replace(/&#44;/g, ',').replace(/&amp;/g, '&');
+  const unescape = (text: string) =>
+    text.replace(/&#91;/g, '[').replace(/&#93;/g, ']').replace(/&#44;/g, ',').replace(/&amp;/g, '&');
   const segments: Segment[] = [];
   const code = /\[CQ:([A-Za-z0-9_.-]+)((?:,[^,\]=]+=[^,\]]*)*)\]/g;
   let at = 0;
@@ -178,7 +241,33 @@ describe('regression: a CQ code that never closes is read once, not once per "[C
 });
 
 describe('CQ-code parsing on generated strings', () => {
-  const pieces = ['[', ']', ']', 'CQ:', '[CQ:', '[CQ:a', '[CQ:at', ',', ',b=c', ',qq=1', '=', '&#91;', '&#93;', '&#44;', '&amp;', '&', 'a', 'b', '1', '_', '.-', ' ', '\n', ':', 'é'];
+  const pieces = [
+    '[',
+    ']',
+    ']',
+    'CQ:',
+    '[CQ:',
+    '[CQ:a',
+    '[CQ:at',
+    ',',
+    ',b=c',
+    ',qq=1',
+    '=',
+    '&#91;',
+    '&#93;',
+    '&#44;',
+    '&amp;',
+    '&',
+    'a',
+    'b',
+    '1',
+    '_',
+    '.-',
+    ' ',
+    '\n',
+    ':',
+    'é',
+  ];
 
   it('reads 4,000 strings rich in brackets, commas and escapes as the CQ-code grammar does', () => {
     let withCodes = 0;

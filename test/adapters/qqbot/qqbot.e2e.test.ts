@@ -15,7 +15,11 @@ const ACK = { op: 12, d: 0 };
 function qqSign(timestamp: string, body: string, secret = SECRET): string {
   let seed = secret;
   while (seed.length < 32) seed = seed + seed;
-  const key = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seed.slice(0, 32))]), format: 'der', type: 'pkcs8' });
+  const key = createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seed.slice(0, 32))]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   return sign(null, Buffer.from(timestamp + body), key).toString('hex');
 }
 
@@ -25,8 +29,13 @@ describe('a QQ bot channel on the real server', () => {
   let files: TestServer;
   beforeAll(async () => {
     files = await serve((req, res) => {
-      if (req.url === '/download/a.png') { res.setHeader('content-type', 'image/png'); res.end(PNG); }
-      else { res.statusCode = 404; res.end(); }
+      if (req.url === '/download/a.png') {
+        res.setHeader('content-type', 'image/png');
+        res.end(PNG);
+      } else {
+        res.statusCode = 404;
+        res.end();
+      }
     });
   });
   afterAll(() => files.close());
@@ -34,21 +43,30 @@ describe('a QQ bot channel on the real server', () => {
 
   const start = async (more: Array<Record<string, unknown>> = []) => {
     clock = new ManualClock();
-    service = await startService({
-      debounce: { windowMs: 100, maxWaitMs: 400 },
-      media: { allowHosts: [`127.0.0.1:${files.port}`], retries: 0 },
-      channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }, ...more],
-    }, { clock });
+    service = await startService(
+      {
+        debounce: { windowMs: 100, maxWaitMs: 400 },
+        media: { allowHosts: [`127.0.0.1:${files.port}`], retries: 0 },
+        channels: [{ id: 'qq', adapter: 'qqbot', appId: APP_ID, secret: SECRET }, ...more],
+      },
+      { clock },
+    );
     const messages: ProcessedMessage[] = [];
-    service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
+    service.intake.on('chat.processedMessage', (m) => {
+      messages.push(m);
+    });
     return messages;
   };
   /** Now on the service's clock, as QQ stamps a push: whole seconds. */
   const stamp = () => String(Math.floor(clock.now() / 1000));
-  const post = (body: string, signature?: string, timestamp = stamp(), channel = 'qq') => postJson(`${service.url}/webhooks/${channel}`, body, {
-    'user-agent': 'QQBot-Callback', 'x-bot-appid': APP_ID, 'x-signature-method': 'Ed25519',
-    'x-signature-timestamp': timestamp, 'x-signature-ed25519': signature ?? qqSign(timestamp, body),
-  });
+  const post = (body: string, signature?: string, timestamp = stamp(), channel = 'qq') =>
+    postJson(`${service.url}/webhooks/${channel}`, body, {
+      'user-agent': 'QQBot-Callback',
+      'x-bot-appid': APP_ID,
+      'x-signature-method': 'Ed25519',
+      'x-signature-timestamp': timestamp,
+      'x-signature-ed25519': signature ?? qqSign(timestamp, body),
+    });
   const stats = () => service.intake.metrics.channelStats().qq ?? {};
   const outbox = () => service.intake.store.outboxAfter(0, 10);
   /** Let the debounce window (on its timer grid) run out. */
@@ -63,7 +81,8 @@ describe('a QQ bot channel on the real server', () => {
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.body).toEqual({
       plain_token: 'Arq0D5A61EgUu4OxUvOp',
-      signature: '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',
+      signature:
+        '87befc99c42c651b3aac0278e71ada338433ae26fcb24307bdc5ad38c1adc2d01bcfcadc0842edac85e85205028a1132afe09280305f13aa6909ffc2d652c706',
     });
     const heartbeat = await post('{"op":1,"d":7}');
     expect(heartbeat.body).toEqual({ op: 11, d: 7 });
@@ -81,9 +100,15 @@ describe('a QQ bot channel on the real server', () => {
     await quiet();
     await until(async () => (await outbox()).length === 1 && messages.length === 1);
     expect(messages[0]).toMatchObject({
-      sessionKey: 'qqbot:E4F4AEA33253A2797FB897C50B81D7ED', content: '帮我查一下订单 ORD-123', merged: 1,
-      messageIds: ['ROBOT1.0_.b6nx.CVryAO0nR58RXuU6SC.m92gc19j02qKqdm8ek!'], sourceChannel: 'qqbot', channel: 'qq',
-      conversation: { type: 'private', id: 'E4F4AEA33253A2797FB897C50B81D7ED' }, replyBot: { channel: 'qq', botId: APP_ID }, mentionedBots: [],
+      sessionKey: 'qqbot:E4F4AEA33253A2797FB897C50B81D7ED',
+      content: '帮我查一下订单 ORD-123',
+      merged: 1,
+      messageIds: ['ROBOT1.0_.b6nx.CVryAO0nR58RXuU6SC.m92gc19j02qKqdm8ek!'],
+      sourceChannel: 'qqbot',
+      channel: 'qq',
+      conversation: { type: 'private', id: 'E4F4AEA33253A2797FB897C50B81D7ED' },
+      replyBot: { channel: 'qq', botId: APP_ID },
+      mentionedBots: [],
     });
     expect(stats()).toMatchObject({ received: 2, deduped: 1 });
   });
@@ -94,15 +119,21 @@ describe('a QQ bot channel on the real server', () => {
     await quiet();
     await until(() => messages.length === 1);
     expect(messages[0]).toMatchObject({
-      sessionKey: 'qqbot:group:C9F778FE6ADF9D1D1DBE395BF744A33A', content: '今天谁值班',
-      sender: { id: '0F6E3D7C4B5A69788796A5B4C3D2E1F0' }, conversation: { type: 'group', id: 'C9F778FE6ADF9D1D1DBE395BF744A33A' },
-      mentionedBots: [{ channel: 'qq', botId: APP_ID }], replyBot: { channel: 'qq', botId: APP_ID },
+      sessionKey: 'qqbot:group:C9F778FE6ADF9D1D1DBE395BF744A33A',
+      content: '今天谁值班',
+      sender: { id: '0F6E3D7C4B5A69788796A5B4C3D2E1F0' },
+      conversation: { type: 'group', id: 'C9F778FE6ADF9D1D1DBE395BF744A33A' },
+      mentionedBots: [{ channel: 'qq', botId: APP_ID }],
+      replyBot: { channel: 'qq', botId: APP_ID },
     });
   });
 
   it('acknowledges other events with op 12 and counts them ignored', async () => {
     await start();
-    expect(await post(fixtureBytes('qqbot', 'group-add-robot.json').toString())).toMatchObject({ status: 200, body: ACK });
+    expect(await post(fixtureBytes('qqbot', 'group-add-robot.json').toString())).toMatchObject({
+      status: 200,
+      body: ACK,
+    });
     expect(stats()).toMatchObject({ ignored: 1 });
     expect(stats().received).toBeUndefined();
   });
@@ -113,7 +144,10 @@ describe('a QQ bot channel on the real server', () => {
     for (const signature of [qqSign(stamp(), body, 'another-bot-secret'), 'abc', '']) {
       const response = await post(body, signature);
       expect(response.status).toBe(401);
-      expect(response.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature (mismatch|missing) on channel "qq": X-Signature-Ed25519/) });
+      expect(response.body.error).toMatchObject({
+        code: 'bad_signature',
+        message: expect.stringMatching(/^Signature (mismatch|missing) on channel "qq": X-Signature-Ed25519/),
+      });
     }
     const validation = fixtureBytes('qqbot', 'validation.json').toString();
     expect((await post(validation, qqSign(stamp(), validation, 'another-bot-secret'))).status).toBe(401);
@@ -137,9 +171,14 @@ describe('a QQ bot channel on the real server', () => {
     await clock.advance(5 * 60_000);
     const replay = await post(body, signature, captured);
     expect(replay.status).toBe(401);
-    expect(replay.body.error).toEqual({ code: 'stale_timestamp', message: 'Stale timestamp on channel "qq": X-Signature-Timestamp is 419 s old, more than the 2 min allowed (a replayed request, or this host\'s clock is off)' });
+    expect(replay.body.error).toEqual({
+      code: 'stale_timestamp',
+      message:
+        'Stale timestamp on channel "qq": X-Signature-Timestamp is 419 s old, more than the 2 min allowed (a replayed request, or this host\'s clock is off)',
+    });
     // Nor does a push stamped 2001 (or in the future) pass.
-    for (const timestamp of ['978307200', String(Number(stamp()) + 121)]) expect((await post(body, qqSign(timestamp, body), timestamp)).body.error.code).toBe('stale_timestamp');
+    for (const timestamp of ['978307200', String(Number(stamp()) + 121)])
+      expect((await post(body, qqSign(timestamp, body), timestamp)).body.error.code).toBe('stale_timestamp');
     await quiet();
     expect(messages).toHaveLength(1);
     expect(await outbox()).toHaveLength(1);
@@ -152,14 +191,29 @@ describe('a QQ bot channel on the real server', () => {
     const timestamp = stamp();
     const c2c = fixture('qqbot', 'c2c.json');
     const forged = JSON.stringify({ ...c2c, d: { ...c2c.d, id: 'forged-1', content: 'forged: wire the money' } });
-    const oracle = await postJson(`${service.url}/webhooks/open`, JSON.stringify({ op: 13, d: { plain_token: forged, event_ts: timestamp } }));
-    const webhook = await post(forged, typeof oracle.body.signature === 'string' ? oracle.body.signature : '', timestamp);
+    const oracle = await postJson(
+      `${service.url}/webhooks/open`,
+      JSON.stringify({ op: 13, d: { plain_token: forged, event_ts: timestamp } }),
+    );
+    const webhook = await post(
+      forged,
+      typeof oracle.body.signature === 'string' ? oracle.body.signature : '',
+      timestamp,
+    );
     expect(webhook.status).toBe(401);
     expect(oracle.status).toBe(401);
-    expect(oracle.body.error).toMatchObject({ code: 'bad_signature', message: expect.stringMatching(/^Signature missing on channel "open": the callback URL validation \(op 13\) is answered with a signature by the Bot Secret, so it is verified even with "verify": false/) });
+    expect(oracle.body.error).toMatchObject({
+      code: 'bad_signature',
+      message: expect.stringMatching(
+        /^Signature missing on channel "open": the callback URL validation \(op 13\) is answered with a signature by the Bot Secret, so it is verified even with "verify": false/,
+      ),
+    });
     // QQ's own, signed validation is still answered there.
     const validation = fixtureBytes('qqbot', 'validation.json').toString();
-    expect(await post(validation, undefined, stamp(), 'open')).toMatchObject({ status: 200, body: { plain_token: 'Arq0D5A61EgUu4OxUvOp', signature: expect.stringMatching(/^87befc99/) } });
+    expect(await post(validation, undefined, stamp(), 'open')).toMatchObject({
+      status: 200,
+      body: { plain_token: 'Arq0D5A61EgUu4OxUvOp', signature: expect.stringMatching(/^87befc99/) },
+    });
     await quiet();
     expect(messages).toEqual([]);
     expect(await outbox()).toEqual([]);
@@ -169,7 +223,12 @@ describe('a QQ bot channel on the real server', () => {
     const messages = await start();
     const body = fixture('qqbot', 'c2c-image.json');
     body.d.attachments = [
-      { content_type: 'image/png', filename: 'a.png', size: PNG.length, url: `http://127.0.0.1:${files.port}/download/a.png` },
+      {
+        content_type: 'image/png',
+        filename: 'a.png',
+        size: PNG.length,
+        url: `http://127.0.0.1:${files.port}/download/a.png`,
+      },
       // No scheme, as QQ sends some: fetched as https://, which this plain-HTTP server cannot answer.
       { content_type: 'image/png', filename: 'b.png', url: `127.0.0.1:${files.port}/download/b.png` },
     ];

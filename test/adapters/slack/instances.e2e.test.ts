@@ -15,7 +15,16 @@ const instances = takeoverInstances();
 // The test expects the victim to keep the socket until it is killed: a holder that cannot renew for
 // 2/3 of its lease lets go, so the lease outlasts a 1 s stall of the child on a loaded machine (the survivor
 // takes over within it after the kill).
-const channel = (api: string) => ({ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, leaseMs: 1500, reconnectMinMs: 20, reconnectMaxMs: 200 });
+const channel = (api: string) => ({
+  id: 'slack',
+  adapter: 'slack',
+  transport: 'socket',
+  appToken: APP_TOKEN,
+  apiBaseUrl: api,
+  leaseMs: 1500,
+  reconnectMinMs: 20,
+  reconnectMaxMs: 200,
+});
 const ts = (i: number) => `1700000010.0001${String(i).padStart(2, '0')}`;
 
 describe('a Slack Socket Mode channel on several instances', () => {
@@ -26,7 +35,8 @@ describe('a Slack Socket Mode channel on several instances', () => {
     const victim = await instances.victim(prefix, channel(slack.api));
     await until(() => slack.state.open === 1, 10_000);
     const survivor = await instances.survivor(prefix, channel(slack.api));
-    const recorded = async () => (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
+    const recorded = async () =>
+      (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
     for (let i = 1; i <= 5; i++) slack.envelope(`env-${i}`, message(ts(i), `message ${i}`));
     await until(() => slack.acks.length === 5, 10_000);
     expect(slack.state.opened).toBe(1); // the survivor waits for the lease

@@ -14,10 +14,23 @@ describe('Slack Socket Mode ("transport": "socket")', () => {
   });
   const start = async (api: string, store?: MemoryStore): Promise<Intake> => {
     const intake = await createIntake({
-      logger: silent, ...(store ? { store } : {}),
+      logger: silent,
+      ...(store ? { store } : {}),
       configFile: {
-        store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'slack', adapter: 'slack', transport: 'socket', appToken: APP_TOKEN, apiBaseUrl: api, reconnectMinMs: 20, reconnectMaxMs: 100 }],
+        store: 'memory',
+        logLevel: 'silent',
+        debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [
+          {
+            id: 'slack',
+            adapter: 'slack',
+            transport: 'socket',
+            appToken: APP_TOKEN,
+            apiBaseUrl: api,
+            reconnectMinMs: 20,
+            reconnectMaxMs: 100,
+          },
+        ],
       },
     });
     cleanups.push(() => intake.close());
@@ -29,9 +42,19 @@ describe('Slack Socket Mode ("transport": "socket")', () => {
     cleanups.push(() => slack.close());
     const intake = await start(slack.api);
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
-    await until(async () => (await intake.connections())[0]?.state === 'open' && (await intake.connections())[0]?.lastHeartbeatAt !== null);
-    expect((await intake.connections())[0]).toMatchObject({ channel: 'slack', adapter: 'slack', transport: 'socket', state: 'open' });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
+    await until(
+      async () =>
+        (await intake.connections())[0]?.state === 'open' && (await intake.connections())[0]?.lastHeartbeatAt !== null,
+    );
+    expect((await intake.connections())[0]).toMatchObject({
+      channel: 'slack',
+      adapter: 'slack',
+      transport: 'socket',
+      state: 'open',
+    });
     slack.envelope('env-1', message('1700000000.000100', 'hello'));
     slack.envelope('env-1b', message('1700000000.000100', 'hello'), 1); // Slack's retry of the same event
     await until(() => slack.acks.length === 2);
@@ -47,10 +70,13 @@ describe('Slack Socket Mode ("transport": "socket")', () => {
     let failing = true;
     const store = new MemoryStore();
     const admit = store.admit.bind(store);
-    store.admit = (items, now) => (failing ? Promise.reject(new UnavailableError('store_unavailable', 'down for the test', 1)) : admit(items, now));
+    store.admit = (items, now) =>
+      failing ? Promise.reject(new UnavailableError('store_unavailable', 'down for the test', 1)) : admit(items, now);
     const intake = await start(slack.api, store);
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(() => slack.state.open === 1);
     slack.envelope('env-2', message('1700000001.000100', 'kept'));
     // Not recorded: no ack, and the socket is closed (1013) so the reconnect shows the outage.
@@ -68,7 +94,9 @@ describe('Slack Socket Mode ("transport": "socket")', () => {
     cleanups.push(() => slack.close());
     const intake = await start(slack.api);
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(() => slack.state.open === 1);
     slack.disconnect();
     await until(() => slack.state.opened === 2 && slack.state.open === 1);
@@ -82,12 +110,25 @@ describe('Slack Socket Mode ("transport": "socket")', () => {
   });
 
   it('fails at start, naming the setting, without an appToken, and refuses a POST to a socket channel', async () => {
-    await expect(createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 's', adapter: 'slack', transport: 'socket' }] } }))
-      .rejects.toThrow(/channels\[0\]\.appToken \(channel "s"\): is required: the slack adapter opens the Socket Mode connection with it/);
+    await expect(
+      createIntake({
+        logger: silent,
+        configFile: { store: 'memory', channels: [{ id: 's', adapter: 'slack', transport: 'socket' }] },
+      }),
+    ).rejects.toThrow(
+      /channels\[0\]\.appToken \(channel "s"\): is required: the slack adapter opens the Socket Mode connection with it/,
+    );
     const slack = await fakeSlack();
     cleanups.push(() => slack.close());
     const intake = await start(slack.api);
-    const refused = await intake.ingest('slack', { headers: {}, body: Buffer.from(JSON.stringify(message('1.1', 'x'))), query: new URLSearchParams(), now: Date.now() }).catch((error: Error & { status?: number }) => error);
+    const refused = await intake
+      .ingest('slack', {
+        headers: {},
+        body: Buffer.from(JSON.stringify(message('1.1', 'x'))),
+        query: new URLSearchParams(),
+        now: Date.now(),
+      })
+      .catch((error: Error & { status?: number }) => error);
     expect(refused).toMatchObject({ status: 401 });
   });
 });

@@ -14,7 +14,17 @@ const instances = takeoverInstances();
 
 // The victim child must keep the channel until it is killed (a holder that cannot renew for 2/3 of
 // its lease lets go): a lease that outlasts a 1 s stall on a loaded machine.
-const channel = (url: string) => ({ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: url, pollTimeoutS: 1, leaseMs: 1500, reconnectMinMs: 20, reconnectMaxMs: 200 });
+const channel = (url: string) => ({
+  id: 'tg',
+  adapter: 'telegram',
+  transport: 'poll',
+  botToken: TOKEN,
+  apiBaseUrl: url,
+  pollTimeoutS: 1,
+  leaseMs: 1500,
+  reconnectMinMs: 20,
+  reconnectMaxMs: 200,
+});
 
 describe('a Telegram polling channel on several instances', () => {
   it('is taken over by a survivor when its holder is killed (kill -9), which polls on from the stored offset; nothing lost, nothing twice', async () => {
@@ -24,7 +34,8 @@ describe('a Telegram polling channel on several instances', () => {
     const victim = await instances.victim(prefix, channel(api.url));
     await until(() => api.offsets.length >= 1, 10_000);
     const survivor = await instances.survivor(prefix, channel(api.url));
-    const outputs = async () => (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
+    const outputs = async () =>
+      (await survivor.intake.store.outboxAfter(0, 100)).flatMap((output) => output.messageIds ?? []);
     // One chat each: no merging, one output per update.
     for (let id = 100; id < 105; id++) api.push(update(id, `update ${id}`, id));
     await until(async () => (await outputs()).length === 5, 10_000);

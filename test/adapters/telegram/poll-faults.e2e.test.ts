@@ -15,10 +15,24 @@ describe('Telegram long polling under faults', () => {
   });
   const start = async (url: string, clock?: ManualClock): Promise<Intake> => {
     const intake = await createIntake({
-      logger: silent, ...(clock ? { clock } : {}),
+      logger: silent,
+      ...(clock ? { clock } : {}),
       configFile: {
-        store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: url, pollTimeoutS: 1, reconnectMinMs: 20, reconnectMaxMs: 100 }],
+        store: 'memory',
+        logLevel: 'silent',
+        debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [
+          {
+            id: 'tg',
+            adapter: 'telegram',
+            transport: 'poll',
+            botToken: TOKEN,
+            apiBaseUrl: url,
+            pollTimeoutS: 1,
+            reconnectMinMs: 20,
+            reconnectMaxMs: 100,
+          },
+        ],
       },
     });
     cleanups.push(() => intake.close());
@@ -31,7 +45,9 @@ describe('Telegram long polling under faults', () => {
     await start(api.url);
     await until(() => api.queries.length >= 1);
     expect(JSON.parse(api.queries[0]?.get('allowed_updates') ?? 'null')).toEqual(ALLOWED_UPDATES);
-    expect(ALLOWED_UPDATES).toEqual(expect.arrayContaining(['message', 'edited_message', 'channel_post', 'callback_query']));
+    expect(ALLOWED_UPDATES).toEqual(
+      expect.arrayContaining(['message', 'edited_message', 'channel_post', 'callback_query']),
+    );
     expect(api.queries[0]?.get('timeout')).toBe('1');
   });
 
@@ -42,7 +58,9 @@ describe('Telegram long polling under faults', () => {
     const clock = new ManualClock();
     const intake = await start(api.url, clock);
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(() => api.offsets.length === 1);
     // pollTimeoutS 1: Telegram answers an idle poll within 1 s; 15 s more and it is stalled.
     await clock.armed(16_000);
@@ -51,7 +69,10 @@ describe('Telegram long polling under faults', () => {
     api.state.stall = false;
     api.push(update(500, 'after the stall'));
     await clock.advance(1000);
-    await until(async () => { await clock.advance(50); return outputs.length === 1; });
+    await until(async () => {
+      await clock.advance(50);
+      return outputs.length === 1;
+    });
     await until(() => api.offsets.length >= 3);
     expect(api.offsets.slice(0, 3)).toEqual([null, null, '501']);
     expect(outputs[0]?.content).toBe('after the stall');
@@ -68,7 +89,13 @@ describe('Telegram long polling under faults', () => {
     expect(metric(scrape, 'inbox_connection_events_total{channel="tg",transport="poll",event="open"}')).toBe(1);
     api.state.failWith.push(502);
     api.push(update(600, 'wakes the held poll'));
-    await until(async () => metric(await intake.metrics.scrape(), 'inbox_connection_events_total{channel="tg",transport="poll",event="reconnect"}') === 1);
+    await until(
+      async () =>
+        metric(
+          await intake.metrics.scrape(),
+          'inbox_connection_events_total{channel="tg",transport="poll",event="reconnect"}',
+        ) === 1,
+    );
     await intake.close();
     scrape = await intake.metrics.scrape();
     expect(metric(scrape, 'inbox_connections{channel="tg",transport="poll"}')).toBe(0);

@@ -16,13 +16,30 @@ describe('Telegram long polling ("transport": "poll")', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  const start = async (api: { url: string }, options: { store?: MemoryStore; file?: Record<string, unknown>; logger?: pino.Logger; clock?: ManualClock } = {}): Promise<Intake> => {
+  const start = async (
+    api: { url: string },
+    options: { store?: MemoryStore; file?: Record<string, unknown>; logger?: pino.Logger; clock?: ManualClock } = {},
+  ): Promise<Intake> => {
     const intake = await createIntake({
-      logger: options.logger ?? silent, ...(options.clock ? { clock: options.clock } : {}),
+      logger: options.logger ?? silent,
+      ...(options.clock ? { clock: options.clock } : {}),
       ...(options.store ? { store: options.store } : {}),
       configFile: {
-        store: 'memory', logLevel: 'silent', debounce: { windowMs: 50, maxWaitMs: 200 },
-        channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll', botToken: TOKEN, apiBaseUrl: api.url, pollTimeoutS: 1, reconnectMinMs: 20, reconnectMaxMs: 100 }],
+        store: 'memory',
+        logLevel: 'silent',
+        debounce: { windowMs: 50, maxWaitMs: 200 },
+        channels: [
+          {
+            id: 'tg',
+            adapter: 'telegram',
+            transport: 'poll',
+            botToken: TOKEN,
+            apiBaseUrl: api.url,
+            pollTimeoutS: 1,
+            reconnectMinMs: 20,
+            reconnectMaxMs: 100,
+          },
+        ],
         ...options.file,
       },
     });
@@ -37,9 +54,17 @@ describe('Telegram long polling ("transport": "poll")', () => {
     const clock = new ManualClock();
     const intake = await start(api, { clock });
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     await until(async () => (await intake.connections())[0]?.state === 'open');
-    expect((await intake.connections())[0]).toMatchObject({ channel: 'tg', adapter: 'telegram', transport: 'poll', botId: '123456', state: 'open' });
+    expect((await intake.connections())[0]).toMatchObject({
+      channel: 'tg',
+      adapter: 'telegram',
+      transport: 'poll',
+      botId: '123456',
+      state: 'open',
+    });
     api.push(update(100, 'hello'), update(101, 'there'));
     await until(() => intake.metrics.channelStats().tg?.received === 2);
     await clock.advance(50);
@@ -57,10 +82,13 @@ describe('Telegram long polling ("transport": "poll")', () => {
     let failing = true;
     const store = new MemoryStore();
     const admit = store.admit.bind(store);
-    store.admit = (items, now) => (failing ? Promise.reject(new UnavailableError('store_unavailable', 'down for the test', 1)) : admit(items, now));
+    store.admit = (items, now) =>
+      failing ? Promise.reject(new UnavailableError('store_unavailable', 'down for the test', 1)) : admit(items, now);
     const intake = await start(api, { store });
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     api.push(update(200, 'kept'));
     await until(() => api.offsets.filter((offset) => offset === null).length >= 3);
     expect(api.offsets.every((offset) => offset === null)).toBe(true);
@@ -97,7 +125,14 @@ describe('Telegram long polling ("transport": "poll")', () => {
     api.state.conflict = false;
     await until(async () => (await intake.connections())[0]?.state === 'open', 5000);
     // A POST to a polling channel is no one's.
-    const refused = await intake.ingest('tg', { headers: {}, body: Buffer.from(JSON.stringify(update(1, 'x'))), query: new URLSearchParams(), now: Date.now() }).catch((error: Error & { status?: number }) => error);
+    const refused = await intake
+      .ingest('tg', {
+        headers: {},
+        body: Buffer.from(JSON.stringify(update(1, 'x'))),
+        query: new URLSearchParams(),
+        now: Date.now(),
+      })
+      .catch((error: Error & { status?: number }) => error);
     expect(refused).toMatchObject({ status: 401 });
   });
 
@@ -108,15 +143,23 @@ describe('Telegram long polling ("transport": "poll")', () => {
     const clock = new ManualClock();
     const intake = await start(telegram, { clock });
     const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
     telegram.push(update(300, 'after the flood control'));
     // The 502: a short backoff; then the 429: the next poll waits the 7 s Telegram asked for.
-    await until(async () => { await clock.advance(100); return telegram.offsets.length >= 2; });
+    await until(async () => {
+      await clock.advance(100);
+      return telegram.offsets.length >= 2;
+    });
     await clock.armed(7000);
     const asked = telegram.offsets.length;
     await clock.advance(6000);
     expect(telegram.offsets.length).toBe(asked);
-    await until(async () => { await clock.advance(1000); return outputs.length === 1; });
+    await until(async () => {
+      await clock.advance(1000);
+      return outputs.length === 1;
+    });
     expect(outputs[0]?.content).toBe('after the flood control');
   });
 
@@ -127,11 +170,16 @@ describe('Telegram long polling ("transport": "poll")', () => {
       const clock = new ManualClock();
       const intake = await start(api, { clock });
       const outputs: Output[] = [];
-      intake.on('chat.processedMessage', (output) => { outputs.push(output); });
+      intake.on('chat.processedMessage', (output) => {
+        outputs.push(output);
+      });
       const stored = async () => Number(await intake.store.sharedGet('cursor:tg', clock.now()));
       api.push(update(700, 'first'), update(701, 'second'));
       await until(async () => (await stored()) === 702);
-      await until(async () => { await clock.advance(250); return outputs.length === 1; });
+      await until(async () => {
+        await clock.advance(250);
+        return outputs.length === 1;
+      });
       // The next answer carries only an update the offset is already past (update_id 700 < 702).
       const asked = api.offsets.length;
       api.stale(update(700, 'first'));
@@ -140,7 +188,10 @@ describe('Telegram long polling ("transport": "poll")', () => {
       await until(async () => (await stored()) === 703);
       const polled = api.offsets.filter((offset) => offset !== null).map(Number);
       expect(polled).toEqual([...polled].sort((a, b) => a - b));
-      await until(async () => { await clock.advance(250); return outputs.length === 2; });
+      await until(async () => {
+        await clock.advance(250);
+        return outputs.length === 2;
+      });
       expect(outputs.map((output) => output.content)).toEqual(['first second', 'third']);
       expect(intake.metrics.channelStats().tg).toMatchObject({ received: 3 });
       expect(intake.metrics.channelStats().tg?.deduped).toBeUndefined();
@@ -148,7 +199,11 @@ describe('Telegram long polling ("transport": "poll")', () => {
   });
 
   it('fails at start, naming the setting, for "transport": "poll" without a botToken', async () => {
-    await expect(createIntake({ logger: silent, configFile: { store: 'memory', channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll' }] } }))
-      .rejects.toThrow(/channels\[0\]\.botToken \(channel "tg"\): is required/);
+    await expect(
+      createIntake({
+        logger: silent,
+        configFile: { store: 'memory', channels: [{ id: 'tg', adapter: 'telegram', transport: 'poll' }] },
+      }),
+    ).rejects.toThrow(/channels\[0\]\.botToken \(channel "tg"\): is required/);
   });
 });

@@ -15,7 +15,8 @@ const OPENID = 'oRd5a6kQd3Xh8Zy1Lm2NpQ7sT9uV';
 /** The Content-Type WeChat and WeCom post their XML with. */
 const XML_TYPE = 'text/xml';
 
-const message = (fields: string) => `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><FromUserName><![CDATA[${OPENID}]]></FromUserName>${fields}</xml>`;
+const message = (fields: string) =>
+  `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><FromUserName><![CDATA[${OPENID}]]></FromUserName>${fields}</xml>`;
 
 describe('WeChat and WeCom channels on the real server', () => {
   let service: Running;
@@ -24,8 +25,16 @@ describe('WeChat and WeCom channels on the real server', () => {
   beforeAll(async () => {
     api = await serve((req, res) => {
       const url = new URL(req.url!, 'http://x');
-      if (url.pathname === '/cgi-bin/token') { res.setHeader('content-type', 'application/json'); res.end('{"access_token":"ACCESS","expires_in":7200}'); return; }
-      if (url.pathname === '/cgi-bin/media/get' && url.searchParams.get('access_token') === 'ACCESS') { res.setHeader('content-type', 'image/png'); res.end(PNG); return; }
+      if (url.pathname === '/cgi-bin/token') {
+        res.setHeader('content-type', 'application/json');
+        res.end('{"access_token":"ACCESS","expires_in":7200}');
+        return;
+      }
+      if (url.pathname === '/cgi-bin/media/get' && url.searchParams.get('access_token') === 'ACCESS') {
+        res.setHeader('content-type', 'image/png');
+        res.end(PNG);
+        return;
+      }
       res.setHeader('content-type', 'text/plain');
       res.end('{"errcode":40001,"errmsg":"invalid credential"}');
     });
@@ -35,28 +44,50 @@ describe('WeChat and WeCom channels on the real server', () => {
 
   const start = async (server: Record<string, unknown> = {}) => {
     clock = new ManualClock();
-    service = await startService({
-      server,
-      debounce: { windowMs: 100, maxWaitMs: 400 },
-      media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
-      channels: [
-        { id: 'wx', adapter: 'wechat', token: TOKEN, appId: APP_ID, encodingAESKey: KEY, appSecret: 'app-secret', apiBaseUrl: `http://127.0.0.1:${api.port}` },
-        { id: 'wc', adapter: 'wecom', token: TOKEN, corpId: CORP_ID, encodingAESKey: KEY, agentId: '1000002' },
-      ],
-    }, { clock });
+    service = await startService(
+      {
+        server,
+        debounce: { windowMs: 100, maxWaitMs: 400 },
+        media: { allowHosts: [`127.0.0.1:${api.port}`], retries: 0 },
+        channels: [
+          {
+            id: 'wx',
+            adapter: 'wechat',
+            token: TOKEN,
+            appId: APP_ID,
+            encodingAESKey: KEY,
+            appSecret: 'app-secret',
+            apiBaseUrl: `http://127.0.0.1:${api.port}`,
+          },
+          { id: 'wc', adapter: 'wecom', token: TOKEN, corpId: CORP_ID, encodingAESKey: KEY, agentId: '1000002' },
+        ],
+      },
+      { clock },
+    );
     const messages: ProcessedMessage[] = [];
-    service.intake.on('chat.processedMessage', (m) => { messages.push(m); });
+    service.intake.on('chat.processedMessage', (m) => {
+      messages.push(m);
+    });
     return messages;
   };
   /** POST a message as WeChat does in safe mode (or WeCom, with `receiveId` the CorpID). */
-  const post = async (channel: string, xml: string, options: { receiveId?: string; nonce?: string; token?: string } = {}) => {
+  const post = async (
+    channel: string,
+    xml: string,
+    options: { receiveId?: string; nonce?: string; token?: string } = {},
+  ) => {
     const timestamp = String(Math.floor(clock.now() / 1000));
     const nonce = options.nonce ?? '1320562132';
     const ciphertext = encrypt(KEY, xml, options.receiveId ?? APP_ID);
-    const query = new URLSearchParams({ timestamp, nonce, msg_signature: getSignature(options.token ?? TOKEN, timestamp, nonce, ciphertext) });
+    const query = new URLSearchParams({
+      timestamp,
+      nonce,
+      msg_signature: getSignature(options.token ?? TOKEN, timestamp, nonce, ciphertext),
+    });
     if (channel === 'wx') query.set('encrypt_type', 'aes');
     const response = await fetch(`${service.url}/webhooks/${channel}?${query}`, {
-      method: 'POST', headers: { 'content-type': XML_TYPE },
+      method: 'POST',
+      headers: { 'content-type': XML_TYPE },
       body: `<xml><ToUserName><![CDATA[gh_3f5e2a1b9c7d]]></ToUserName><Encrypt><![CDATA[${ciphertext}]]></Encrypt></xml>`,
     });
     return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
@@ -67,7 +98,12 @@ describe('WeChat and WeCom channels on the real server', () => {
   it('answers the URL check with echostr, as text/plain, and not a captured one replayed past the tolerance', async () => {
     await start();
     const timestamp = String(Math.floor(clock.now() / 1000));
-    const query = new URLSearchParams({ signature: getSignature(TOKEN, timestamp, '7', ''), timestamp, nonce: '7', echostr: '7312683513437158720' });
+    const query = new URLSearchParams({
+      signature: getSignature(TOKEN, timestamp, '7', ''),
+      timestamp,
+      nonce: '7',
+      echostr: '7312683513437158720',
+    });
     const response = await fetch(`${service.url}/webhooks/wx?${query}`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
@@ -85,17 +121,26 @@ describe('WeChat and WeCom channels on the real server', () => {
   it('merges fragments of one user into one output, emits a retried message once, downloads the image by media_id, and traces it', async () => {
     const messages = await start();
     const now = Math.floor(clock.now() / 1000);
-    const text = message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[帮我查一下订单]]></Content><MsgId>6054768590064713728</MsgId>`);
+    const text = message(
+      `<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[帮我查一下订单]]></Content><MsgId>6054768590064713728</MsgId>`,
+    );
     expect(await post('wx', text)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', text: 'success' });
     // WeChat's retry of the same message after 5 s without an answer: answered success again, emitted once.
     expect(await post('wx', text, { nonce: '99' })).toMatchObject({ status: 200, text: 'success' });
-    const image = message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[image]]></MsgType><MediaId><![CDATA[MEDIA_1]]></MediaId><MsgId>6054768590064713729</MsgId>`);
+    const image = message(
+      `<CreateTime>${now}</CreateTime><MsgType><![CDATA[image]]></MsgType><MediaId><![CDATA[MEDIA_1]]></MediaId><MsgId>6054768590064713729</MsgId>`,
+    );
     expect(await post('wx', image)).toMatchObject({ status: 200, text: 'success' });
     await quiet();
     await until(async () => messages.length === 1 && (await outbox()).length === 1);
     expect(messages[0]).toMatchObject({
-      sessionKey: `wechat:${OPENID}`, content: '帮我查一下订单', merged: 2, sourceChannel: 'wechat', channel: 'wx',
-      messageIds: ['6054768590064713728', '6054768590064713729'], media: [{ type: 'image', mime: 'image/png', bytes: PNG.length }],
+      sessionKey: `wechat:${OPENID}`,
+      content: '帮我查一下订单',
+      merged: 2,
+      sourceChannel: 'wechat',
+      channel: 'wx',
+      messageIds: ['6054768590064713728', '6054768590064713729'],
+      media: [{ type: 'image', mime: 'image/png', bytes: PNG.length }],
     });
     expect(readFileSync(join(service.dir, messages[0]!.media[0]!.path)).equals(PNG)).toBe(true);
     expect(service.intake.metrics.channelStats().wx).toMatchObject({ received: 3, deduped: 1 });
@@ -107,7 +152,9 @@ describe('WeChat and WeCom channels on the real server', () => {
   it('refuses a wrong signature, another AppID, a DOCTYPE: 401/400, nothing recorded', async () => {
     await start();
     const now = Math.floor(clock.now() / 1000);
-    const text = message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[hi]]></Content><MsgId>1</MsgId>`);
+    const text = message(
+      `<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[hi]]></Content><MsgId>1</MsgId>`,
+    );
     expect(await post('wx', text, { token: 'other' })).toMatchObject({ status: 401 });
     expect(await post('wx', text, { receiveId: 'wx0000000000000000' })).toMatchObject({ status: 401 });
     expect(await post('wx', `<!DOCTYPE x [<!ENTITY a "b">]>${text}`)).toMatchObject({ status: 400 });
@@ -120,12 +167,21 @@ describe('WeChat and WeCom channels on the real server', () => {
   it('answers 413 body_too_large to a callback over the body limit and records nothing', async () => {
     await start({ bodyLimitBytes: 4096 });
     const now = Math.floor(clock.now() / 1000);
-    const text = message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[${'长'.repeat(3000)}]]></Content><MsgId>2</MsgId>`);
+    const text = message(
+      `<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[${'长'.repeat(3000)}]]></Content><MsgId>2</MsgId>`,
+    );
     const response = await post('wx', text);
     expect(response.status).toBe(413);
     expect(JSON.parse(response.text)).toMatchObject({ error: { code: 'body_too_large' } });
     // A callback under the limit is still taken.
-    expect(await post('wx', message(`<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[short]]></Content><MsgId>3</MsgId>`))).toMatchObject({ status: 200 });
+    expect(
+      await post(
+        'wx',
+        message(
+          `<CreateTime>${now}</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[short]]></Content><MsgId>3</MsgId>`,
+        ),
+      ),
+    ).toMatchObject({ status: 200 });
     await quiet();
     await until(async () => (await outbox()).length === 1);
     expect((await outbox()).map((output) => output.messageIds)).toEqual([['3']]);
@@ -134,9 +190,15 @@ describe('WeChat and WeCom channels on the real server', () => {
 
   it('takes XML only as text/xml or application/xml: a JSON type is a 415 that names them', async () => {
     await start();
-    const response = await fetch(`${service.url}/webhooks/wx`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '<xml/>' });
+    const response = await fetch(`${service.url}/webhooks/wx`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '<xml/>',
+    });
     expect(response.status).toBe(415);
-    expect(((await response.json()) as any).error.message).toMatch(/Content-Type must be text\/xml or application\/xml/);
+    expect(((await response.json()) as any).error.message).toMatch(
+      /Content-Type must be text\/xml or application\/xml/,
+    );
   });
 
   it('takes a WeCom group message into the group session, answered 200 with an empty body', async () => {
@@ -146,6 +208,10 @@ describe('WeChat and WeCom channels on the real server', () => {
     expect(await post('wc', xml, { receiveId: CORP_ID })).toEqual({ status: 200, type: expect.anything(), text: '' });
     await quiet();
     await until(() => messages.length === 1);
-    expect(messages[0]).toMatchObject({ sessionKey: 'wecom:group:wrkSFfCg', content: '今天谁值班', sourceChannel: 'wecom' });
+    expect(messages[0]).toMatchObject({
+      sessionKey: 'wecom:group:wrkSFfCg',
+      content: '今天谁值班',
+      sourceChannel: 'wecom',
+    });
   });
 });

@@ -13,20 +13,49 @@ describe('WhatsApp Cloud API channel', () => {
   let graph: TestServer;
   beforeAll(async () => {
     graph = await serve((req, res) => {
-      if (req.headers.authorization !== 'Bearer wa-token') { res.statusCode = 401; res.end('{"error":{"message":"bad token"}}'); return; }
-      if (req.url === '/v21.0/MEDIA123') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ url: `http://127.0.0.1:${graph.port}/lookaside/MEDIA123`, mime_type: 'image/png', file_size: PNG.length, id: 'MEDIA123' })); return; }
-      if (req.url === '/lookaside/MEDIA123') { res.end(PNG); return; }
-      res.statusCode = 404; res.end('{}');
+      if (req.headers.authorization !== 'Bearer wa-token') {
+        res.statusCode = 401;
+        res.end('{"error":{"message":"bad token"}}');
+        return;
+      }
+      if (req.url === '/v21.0/MEDIA123') {
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            url: `http://127.0.0.1:${graph.port}/lookaside/MEDIA123`,
+            mime_type: 'image/png',
+            file_size: PNG.length,
+            id: 'MEDIA123',
+          }),
+        );
+        return;
+      }
+      if (req.url === '/lookaside/MEDIA123') {
+        res.end(PNG);
+        return;
+      }
+      res.statusCode = 404;
+      res.end('{}');
     });
   });
   afterAll(() => graph.close());
   afterEach(async () => service?.stop());
 
-  const start = () => startService({
-    debounce: { windowMs: 100, maxWaitMs: 400, maxMessages: 10 },
-    media: { allowHosts: [`127.0.0.1:${graph.port}`] },
-    channels: [{ id: 'wa', adapter: 'whatsapp', appSecret: APP_SECRET, verifyToken: 'hub-token', accessToken: 'wa-token', graphBaseUrl: `http://127.0.0.1:${graph.port}/v21.0` }],
-  });
+  const start = () =>
+    startService({
+      debounce: { windowMs: 100, maxWaitMs: 400, maxMessages: 10 },
+      media: { allowHosts: [`127.0.0.1:${graph.port}`] },
+      channels: [
+        {
+          id: 'wa',
+          adapter: 'whatsapp',
+          appSecret: APP_SECRET,
+          verifyToken: 'hub-token',
+          accessToken: 'wa-token',
+          graphBaseUrl: `http://127.0.0.1:${graph.port}/v21.0`,
+        },
+      ],
+    });
   const post = (name: string, signature?: string) => {
     const body = fixtureBytes('whatsapp', name);
     return postJson(`${service.url}/webhooks/wa`, body.toString(), { 'x-hub-signature-256': signature ?? sign(body) });
@@ -34,7 +63,9 @@ describe('WhatsApp Cloud API channel', () => {
 
   it('answers the GET handshake with the challenge, and 403 for a wrong token', async () => {
     service = await start();
-    const ok = await fetch(`${service.url}/webhooks/wa?hub.mode=subscribe&hub.verify_token=hub-token&hub.challenge=1158201444`);
+    const ok = await fetch(
+      `${service.url}/webhooks/wa?hub.mode=subscribe&hub.verify_token=hub-token&hub.challenge=1158201444`,
+    );
     expect(ok.status).toBe(200);
     expect(ok.headers.get('content-type')).toMatch(/text\/plain/);
     expect(await ok.text()).toBe('1158201444');
@@ -45,8 +76,15 @@ describe('WhatsApp Cloud API channel', () => {
   it('echoes hub.challenge as text/plain with X-Content-Type-Options: nosniff, so a browser never renders it', async () => {
     service = await start();
     const page = '<html><script>alert(document.domain)</script></html>';
-    const echo = await fetch(`${service.url}/webhooks/wa?${new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.verify_token': 'hub-token', 'hub.challenge': page })}`);
-    expect([echo.status, echo.headers.get('content-type'), echo.headers.get('x-content-type-options'), await echo.text()]).toEqual([200, 'text/plain; charset=utf-8', 'nosniff', page]);
+    const echo = await fetch(
+      `${service.url}/webhooks/wa?${new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.verify_token': 'hub-token', 'hub.challenge': page })}`,
+    );
+    expect([
+      echo.status,
+      echo.headers.get('content-type'),
+      echo.headers.get('x-content-type-options'),
+      await echo.text(),
+    ]).toEqual([200, 'text/plain; charset=utf-8', 'nosniff', page]);
   });
 
   it('refuses bad, short and missing signatures with 401', async () => {
@@ -63,16 +101,26 @@ describe('WhatsApp Cloud API channel', () => {
   it('turns every message of a delivery into an event and renders each type as text', async () => {
     service = await start();
     const seen: Array<{ sender: string; content: string }> = [];
-    service.intake.on('chat.processedMessage', (m) => { seen.push({ sender: m.sender.id, content: m.content }); });
+    service.intake.on('chat.processedMessage', (m) => {
+      seen.push({ sender: m.sender.id, content: m.content });
+    });
     const notices: string[] = [];
-    service.intake.on('chat.notice', (n) => { notices.push(`${n.detail}:${n.fields.emoji}:${n.fields.message_id}`); });
+    service.intake.on('chat.notice', (n) => {
+      notices.push(`${n.detail}:${n.fields.emoji}:${n.fields.message_id}`);
+    });
     const response = await post('multi.json');
     expect(response.body).toMatchObject({ accepted: 6, duplicates: 0 });
     await until(() => seen.length === 2 && notices.length === 1);
-    expect(seen).toEqual(expect.arrayContaining([
-      { sender: '16505551234', content: '订单 ORD-123' },
-      { sender: '16505559999', content: 'Location: Cafe, 1 Hacker Way (37.48, -122.15) Yes, please Contact: Carla Diaz +1 555 0100 Track order' },
-    ]));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        { sender: '16505551234', content: '订单 ORD-123' },
+        {
+          sender: '16505559999',
+          content:
+            'Location: Cafe, 1 Hacker Way (37.48, -122.15) Yes, please Contact: Carla Diaz +1 555 0100 Track order',
+        },
+      ]),
+    );
     expect(notices).toEqual(['reaction:👍:wamid.OUT1']);
   });
 
@@ -85,7 +133,13 @@ describe('WhatsApp Cloud API channel', () => {
     const retry = await post('text.json');
     expect(retry.body.events).toEqual([{ id: 'wamid.HBgL1', verdict: 'duplicate' }]);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
-    expect(frame?.data).toMatchObject({ sessionKey: 'wa:16505551234', sender: { id: '16505551234', name: 'Ana' }, content: '帮我查一下', messageIds: ['wamid.HBgL1'], replyBot: { channel: 'wa', botId: '1065' } });
+    expect(frame?.data).toMatchObject({
+      sessionKey: 'wa:16505551234',
+      sender: { id: '16505551234', name: 'Ana' },
+      content: '帮我查一下',
+      messageIds: ['wamid.HBgL1'],
+      replyBot: { channel: 'wa', botId: '1065' },
+    });
     expect(service.intake.metrics.channelStats().wa).toMatchObject({ ignored: 2, received: 2, deduped: 1 });
   });
 

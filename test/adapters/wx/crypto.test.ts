@@ -6,7 +6,25 @@ const KEY = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
 
 describe('isBase64', () => {
   const regex = /^[A-Za-z0-9+/]+={0,2}$/;
-  it.each(['', '=', '==', 'QQ==', 'QQ=', 'QUJD', 'QQ===', 'Q=Q=', '=QQ', 'QQ= ', ' QQ', 'Q\nQ', 'QQ-_', 'QQ==\u00e9', 'a+b/', 'QQ=x', 'A'.repeat(428)])('%j as the regex decides', (text) => {
+  it.each([
+    '',
+    '=',
+    '==',
+    'QQ==',
+    'QQ=',
+    'QUJD',
+    'QQ===',
+    'Q=Q=',
+    '=QQ',
+    'QQ= ',
+    ' QQ',
+    'Q\nQ',
+    'QQ-_',
+    'QQ==\u00e9',
+    'a+b/',
+    'QQ=x',
+    'A'.repeat(428),
+  ])('%j as the regex decides', (text) => {
     expect(isBase64(text)).toBe(regex.test(text));
   });
 });

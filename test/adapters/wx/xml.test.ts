@@ -1,6 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { envelopeEncrypt, envelopeField, parseWithLibrary, parseXml, readFlat, scanXml } from '../../../src/adapters/wx/xml.js';
+import {
+  envelopeEncrypt,
+  envelopeField,
+  parseWithLibrary,
+  parseXml,
+  readFlat,
+  scanXml,
+} from '../../../src/adapters/wx/xml.js';
 import { RequestError } from '../../../src/core/errors.js';
 import { HOSTILE_XML } from '../wx-kit.js';
 
@@ -8,7 +15,9 @@ const LIMITS = { maxDepth: 32, maxKeys: 1000 };
 const fail = (problem: string) => new RequestError('bad_shape', 400, problem);
 const FIXTURES = ['wechat', 'wecom'].flatMap((dir) => {
   const folder = new URL(`../../fixtures/${dir}/`, import.meta.url);
-  return readdirSync(folder).filter((name) => name.endsWith('.xml')).map((name) => [`${dir}/${name}`, readFileSync(new URL(name, folder), 'utf8')] as const);
+  return readdirSync(folder)
+    .filter((name) => name.endsWith('.xml'))
+    .map((name) => [`${dir}/${name}`, readFileSync(new URL(name, folder), 'utf8')] as const);
 });
 
 /** What the library path makes of a document: its object or its error message. */
@@ -31,7 +40,7 @@ describe('readFlat: the documented flat shape without the library, and nothing e
     '<xml><A><![CDATA[ spaced ]]></A><B>12</B><C></C><D><![CDATA[]]></D></xml>',
     '<xml>\n  <A><![CDATA[a<b>&amp;]]></A>\n  <B>1e3</B>\n</xml>\n',
     '<xml></xml>',
-  ])('accepts %j with the library\'s result', (xml) => {
+  ])("accepts %j with the library's result", (xml) => {
     expect(readFlat(xml, LIMITS)).toEqual(parseWithLibrary(xml, LIMITS, fail));
   });
 

@@ -6,9 +6,17 @@ describe('shards passed over by the flush loop', () => {
   it('passes a shard over from its failure until a ping answers, one ping at a time, and logs the outage once', async () => {
     const logged: string[] = [];
     const pings: Array<{ shard: number; answer: (ok: boolean) => void }> = [];
-    const away = new AwayShards((shard) => new Promise<void>((resolve, reject) => {
-      pings.push({ shard, answer: (ok) => (ok ? resolve() : reject(new Error('still away'))) });
-    }), { warn: (_fields, message) => { logged.push(message); } });
+    const away = new AwayShards(
+      (shard) =>
+        new Promise<void>((resolve, reject) => {
+          pings.push({ shard, answer: (ok) => (ok ? resolve() : reject(new Error('still away'))) });
+        }),
+      {
+        warn: (_fields, message) => {
+          logged.push(message);
+        },
+      },
+    );
 
     expect(away.passes(2)).toBe(false);
     away.failed(2, new Error('timeout'));

@@ -6,7 +6,10 @@ const server = useRedis();
 
 describe('the instance bus on a real redis-server', () => {
   it('relays an action to the instance that serves it, says "unheard" when none listens, and undefined when no answer comes in time', async () => {
-    const [a, b] = await Promise.all([RedisStore.open(server.url, { keyPrefix: 'bus1:' }), RedisStore.open(server.url, { keyPrefix: 'bus1:' })]);
+    const [a, b] = await Promise.all([
+      RedisStore.open(server.url, { keyPrefix: 'bus1:' }),
+      RedisStore.open(server.url, { keyPrefix: 'bus1:' }),
+    ]);
     try {
       const stop = await a.bus.serveActions('a', async (action) => ({ ok: true, body: { echoed: action.action } }));
       const action = { channel: 'qq', action: 'send_group_msg', params: {} };

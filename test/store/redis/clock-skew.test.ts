@@ -23,12 +23,27 @@ const open = async (): Promise<RedisStore> => {
 };
 
 const fragment = (id: string, windowMs: number, session = 'alice'): AdmitItem => ({
-  claims: [], closeNow: false, rule: { windowMs, maxWaitMs: 60_000, maxMessages: 50 },
+  claims: [],
+  closeNow: false,
+  rule: { windowMs, maxWaitMs: 60_000, maxMessages: 50 },
   part: {
-    debounceKey: session, receivedAt: 0,
+    debounceKey: session,
+    receivedAt: 0,
     event: {
-      id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: session }, sessionKey: session,
-      sender: { id: 'alice' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+      id,
+      kind: 'message',
+      channel: 'c',
+      adapter: 'generic',
+      namespace: 'c',
+      conversation: { type: 'private', id: session },
+      sessionKey: session,
+      sender: { id: 'alice' },
+      segments: [],
+      text: id,
+      media: [],
+      mentions: [],
+      timestamp: 1,
+      raw: undefined,
     },
   },
 });
@@ -55,6 +70,20 @@ describe('Redis store with instance clocks off the server', () => {
     expect(await store.renewLease(batch!, Date.now() - 45_000, 30_000)).toBe(true);
     const other = await open();
     expect(await other.claimDue(Date.now(), 30_000, 10)).toEqual([]);
-    expect(await store.commit(batch!, { id: 'out-1', type: 'chat.processedMessage', sessionKey: 'bob', channel: 'c', createdAt: 1, body: '{}', state: 'none' }, Date.now())).toBeDefined();
+    expect(
+      await store.commit(
+        batch!,
+        {
+          id: 'out-1',
+          type: 'chat.processedMessage',
+          sessionKey: 'bob',
+          channel: 'c',
+          createdAt: 1,
+          body: '{}',
+          state: 'none',
+        },
+        Date.now(),
+      ),
+    ).toBeDefined();
   });
 });

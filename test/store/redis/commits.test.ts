@@ -10,7 +10,10 @@ const redis = useRedis();
 /** Script calls Redis ran (EVALSHA, or EVAL the first time a script is sent). */
 const scriptCalls = async () => {
   const stats = String(await redis.admin.info('commandstats'));
-  return ['evalsha', 'eval'].reduce((sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0), 0);
+  return ['evalsha', 'eval'].reduce(
+    (sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0),
+    0,
+  );
 };
 
 describe('Redis store commits', () => {
@@ -20,7 +23,8 @@ describe('Redis store commits', () => {
     const batches = await store.claimDue(1, 5000, 10);
     expect(batches).toHaveLength(3);
     // a's and b's leases are renewed; c's runs out and another owner takes it over: its first fence is stale
-    for (const batch of batches.filter((b) => b.debounceKey !== 'c')) expect(await store.renewLease(batch, 9000, 5000)).toBe(true);
+    for (const batch of batches.filter((b) => b.debounceKey !== 'c'))
+      expect(await store.renewLease(batch, 9000, 5000)).toBe(true);
     const stale = batches.find((b) => b.debounceKey === 'c')!;
     const [taken] = await store.claimDue(10_000, 5000, 10);
     expect(taken?.debounceKey).toBe('c');

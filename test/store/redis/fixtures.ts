@@ -5,18 +5,39 @@ const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
 
 /** A message closing its own buffer at once (session = id). */
 export const closingItem = (id: string): AdmitItem => ({
-  claims: [], rule, closeNow: true,
+  claims: [],
+  rule,
+  closeNow: true,
   part: {
-    debounceKey: id, receivedAt: 1,
+    debounceKey: id,
+    receivedAt: 1,
     event: {
-      id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id }, sessionKey: id,
-      sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+      id,
+      kind: 'message',
+      channel: 'c',
+      adapter: 'generic',
+      namespace: 'c',
+      conversation: { type: 'private', id },
+      sessionKey: id,
+      sender: { id: 'u' },
+      segments: [],
+      text: id,
+      media: [],
+      mentions: [],
+      timestamp: 1,
+      raw: undefined,
     },
   },
 });
 
 export const doneDraft = (id: string, padding = 0): OutboxDraft => ({
-  id, type: 'chat.processedMessage', sessionKey: id, channel: 'c', createdAt: 1000, body: `{"id":"${id}","content":"${'x'.repeat(padding)}"}`, state: 'none',
+  id,
+  type: 'chat.processedMessage',
+  sessionKey: id,
+  channel: 'c',
+  createdAt: 1000,
+  body: `{"id":"${id}","content":"${'x'.repeat(padding)}"}`,
+  state: 'none',
 });
 
 /** Admit, claim and commit one output `id` (not to be pushed, `padding` characters of content); resolves its seq. */

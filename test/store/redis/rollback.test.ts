@@ -49,7 +49,12 @@ async function failOverToLaggingReplica(prefix: string, behind: number): Promise
 
 const json = async (url: string): Promise<any> => (await fetch(url)).json();
 const post = (service: Running, id: string) =>
-  postJson(`${service.url}/webhooks/generic`, { id, sessionKey: `cli:${id}`, sender: { id: 'u' }, content: `hello ${id}` });
+  postJson(`${service.url}/webhooks/generic`, {
+    id,
+    sessionKey: `cli:${id}`,
+    sender: { id: 'u' },
+    content: `hello ${id}`,
+  });
 
 describe('Redis store reset under live event streams', () => {
   it('cuts every live stream on every instance after a FLUSHALL, counts it, and answers the resume 409 resume_point_ahead', async () => {
@@ -60,12 +65,20 @@ describe('Redis store reset under live event streams', () => {
     expect([await onA.status, await onB.status]).toEqual([200, 200]);
     await until(async () => (await json(`${b.url}/v1/stats`)).streams === 1);
     for (const id of ['m1', 'm2', 'm3']) expect((await post(a, id)).status).toBe(200);
-    await until(() => onA.frames.length === 3 && onB.frames.length === 3, 10_000, () => [onA.frames.length, onB.frames.length]);
+    await until(
+      () => onA.frames.length === 3 && onB.frames.length === 3,
+      10_000,
+      () => [onA.frames.length, onB.frames.length],
+    );
     expect(onB.frames.map((frame) => frame.id.split('@')[0])).toEqual(['1', '2', '3']);
 
     await redis.admin.flushall();
     // Both streams end (their clients reconnect with Last-Event-ID 3) instead of staying silent.
-    await until(() => onA.isEnded() && onB.isEnded(), 10_000, () => [onA.isEnded(), onB.isEnded()]);
+    await until(
+      () => onA.isEnded() && onB.isEnded(),
+      10_000,
+      () => [onA.isEnded(), onB.isEnded()],
+    );
     const resumed = await fetch(`${b.url}/v1/events`, { headers: { 'last-event-id': '3' } });
     expect(resumed.status).toBe(409);
     expect(((await resumed.json()) as { error: unknown }).error).toMatchObject({ code: 'resume_point_ahead' });
@@ -91,7 +104,7 @@ describe('Redis store reset under live event streams', () => {
     }
   });
 
-  describe('regression: a resume after the reused seqs passed the client\'s Last-Event-ID', () => {
+  describe("regression: a resume after the reused seqs passed the client's Last-Event-ID", () => {
     // After a failover to a replica that lagged, a client that came back once the seqs had
     // passed its Last-Event-ID got 200 and skipped the records written under the reused seqs.
     it('tells the client of the reset and replays every record of the new seqs, skipping none', async () => {
@@ -113,11 +126,20 @@ describe('Redis store reset under live event streams', () => {
 
       const resumed = stream(`${a.url}/v1/events`, { 'last-event-id': lastEventId });
       expect(await resumed.status).toBe(200);
-      await until(() => resumed.frames.length === 5, 10_000, () => resumed.frames);
+      await until(
+        () => resumed.frames.length === 5,
+        10_000,
+        () => resumed.frames,
+      );
       expect(resumed.frames[0]).toMatchObject({ event: 'gap', data: { after: 3, next: 2, reset: true } });
       const replayed = resumed.frames.slice(1);
       expect(replayed.map((frame) => frame.id.split('@')[0])).toEqual(['2', '3', '4', '5']);
-      expect(replayed.map((frame) => (frame.data as { messageIds: string[] }).messageIds[0]).sort()).toEqual(['n2', 'n3', 'n4', 'n5']);
+      expect(replayed.map((frame) => (frame.data as { messageIds: string[] }).messageIds[0]).sort()).toEqual([
+        'n2',
+        'n3',
+        'n4',
+        'n5',
+      ]);
       expect(new Set(replayed.map((frame) => frame.id.split('@')[1]))).not.toContain(lastEventId.split('@')[1]);
       // A plain seq (a client of a release before lives) resumes as it always did.
       const plain = stream(`${a.url}/v1/events`, { 'last-event-id': '3' });

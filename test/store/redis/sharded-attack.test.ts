@@ -24,12 +24,17 @@ describe('the sharded store under attack', () => {
     for (const store of opened.splice(0)) await store.close().catch(() => undefined);
   });
   const fresh = async (keyPrefix = `attack${n++}`): Promise<Store> => {
-    const store = await openStore(cluster().url, undefined, { keyPrefix, shards: 3, commandTimeoutMs: 3000, clock: 'caller' });
+    const store = await openStore(cluster().url, undefined, {
+      keyPrefix,
+      shards: 3,
+      commandTimeoutMs: 3000,
+      clock: 'caller',
+    });
     opened.push(store);
     return store;
   };
 
-  it('appends a shard\'s records again after the global keys were reset, instead of stopping at the gap for good', async () => {
+  it("appends a shard's records again after the global keys were reset, instead of stopping at the gap for good", async () => {
     const keyPrefix = `global-reset${n++}`;
     const store = await fresh(keyPrefix);
     await flushOne(store, 's', 'a');
@@ -143,7 +148,10 @@ describe('the sharded store under attack', () => {
     const store = await fresh(keyPrefix);
     const other = await fresh(keyPrefix);
     const shard = shardsOf(store)[shardOf('s', 3)] as RedisStore;
-    for (const [id, movedFirst] of [['still-on-shard', false], ['moved-already', true]] as const) {
+    for (const [id, movedFirst] of [
+      ['still-on-shard', false],
+      ['moved-already', true],
+    ] as const) {
       const t = (at += 1000);
       await store.admit([item(id, { at: t, closeNow: true })], t);
       const [batch] = await store.claimDue(t + 500, 1000, 10);
@@ -157,10 +165,13 @@ describe('the sharded store under attack', () => {
       const record = await store.commit(batch!, draft(id, 'pending'), t + 500);
       expect([record?.id, record?.seq]).toEqual([id, (await store.outboxGet(id))?.seq]);
     }
-    expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['still-on-shard', 1], ['moved-already', 2]]);
+    expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([
+      ['still-on-shard', 1],
+      ['moved-already', 2],
+    ]);
   });
 
-  it('gives every output one global seq, once, in each session\'s order, with two instances committing, cut short and draining at once', async () => {
+  it("gives every output one global seq, once, in each session's order, with two instances committing, cut short and draining at once", async () => {
     const keyPrefix = `race${n++}`;
     const instances = [await fresh(keyPrefix), await fresh(keyPrefix)];
     const sessions = ['s', 't', 'u', 'v', 'w', 'x'];
@@ -169,7 +180,11 @@ describe('the sharded store under attack', () => {
     const next = (below: number) => (random = (random * 48271) % 2147483647) % below;
     for (let round = 0; round < 12; round++) {
       const t = (at += 1000);
-      await Promise.all(sessions.map((session, i) => instances[i % 2]!.admit([item(`${session}${round}`, { sessionKey: session, at: t, closeNow: true })], t)));
+      await Promise.all(
+        sessions.map((session, i) =>
+          instances[i % 2]!.admit([item(`${session}${round}`, { sessionKey: session, at: t, closeNow: true })], t),
+        ),
+      );
       const batches = await instances[round % 2]!.claimDue(t + 500, 1000, 10);
       expect(batches).toHaveLength(sessions.length);
       await Promise.all([
@@ -178,7 +193,12 @@ describe('the sharded store under attack', () => {
           const by = instances[next(2)]!;
           committed.get(batch.sessionKey)!.push(id);
           // a third of the commits stop after their first step (the instance died)
-          if (next(3) === 0) await shardsOf(by)[shardOf(batch.sessionKey, 3)]!.commit(batch, draft(id, 'pending', batch.sessionKey), t + 500);
+          if (next(3) === 0)
+            await shardsOf(by)[shardOf(batch.sessionKey, 3)]!.commit(
+              batch,
+              draft(id, 'pending', batch.sessionKey),
+              t + 500,
+            );
           else await by.commit(batch, draft(id, 'pending', batch.sessionKey), t + 500);
         }),
         appenderOf(instances[0]!).drainAll(),
@@ -189,17 +209,19 @@ describe('the sharded store under attack', () => {
     const records = await instances[0]!.outboxAfter(0, 1000);
     expect(records.map((r) => r.seq)).toEqual(records.map((_r, i) => i + 1));
     expect(new Set(records.map((r) => r.id)).size).toBe(sessions.length * 12);
-    for (const session of sessions) expect(records.filter((r) => r.sessionKey === session).map((r) => r.id)).toEqual(committed.get(session));
+    for (const session of sessions)
+      expect(records.filter((r) => r.sessionKey === session).map((r) => r.id)).toEqual(committed.get(session));
     // and the push queue hands each session's outputs out in that order
     const pushed = await instances[1]!.claimPush(at + 10_000, 60_000, 100);
     expect(pushed.map((lease) => lease.record.sessionKey).sort()).toEqual([...sessions].sort());
     for (const lease of pushed) expect(lease.record.id).toBe(committed.get(lease.record.sessionKey)![0]);
   });
 
-  it('claims the other shards\' due buffers while one shard\'s master fails, and keeps none leased unseen', async () => {
+  it("claims the other shards' due buffers while one shard's master fails, and keeps none leased unseen", async () => {
     const store = await fresh();
     const sessions = sessionsOnEachShard();
-    for (const session of sessions) await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
+    for (const session of sessions)
+      await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
     const away = shardsOf(store)[1] as RedisStore;
     const claim = away.claimDue.bind(away);
     away.claimDue = () => Promise.reject(new Error('master away'));
@@ -220,19 +242,43 @@ describe('the sharded store under attack', () => {
 
   it('passes a failing shard over until it answers a ping: one failed claim per outage, not one per call, logged once', async () => {
     const warnings: string[] = [];
-    const logger = { warn: (_fields: object, message: string) => { warnings.push(message); } };
-    const store = await openStore(cluster().url, undefined, { keyPrefix: `away${n++}`, shards: 3, commandTimeoutMs: 3000, clock: 'caller', logger });
+    const logger = {
+      warn: (_fields: object, message: string) => {
+        warnings.push(message);
+      },
+    };
+    const store = await openStore(cluster().url, undefined, {
+      keyPrefix: `away${n++}`,
+      shards: 3,
+      commandTimeoutMs: 3000,
+      clock: 'caller',
+      logger,
+    });
     opened.push(store);
     const sessions = sessionsOnEachShard();
-    for (const session of sessions) await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
+    for (const session of sessions)
+      await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
     const away = shardsOf(store)[1] as RedisStore;
-    const real = { claimDue: away.claimDue.bind(away), ping: away.ping.bind(away), nextDeadline: away.nextDeadline.bind(away) };
+    const real = {
+      claimDue: away.claimDue.bind(away),
+      ping: away.ping.bind(away),
+      nextDeadline: away.nextDeadline.bind(away),
+    };
     let claims = 0;
     let pings = 0;
-    away.claimDue = () => { claims++; return Promise.reject(new Error('master away')); };
+    away.claimDue = () => {
+      claims++;
+      return Promise.reject(new Error('master away'));
+    };
     away.nextDeadline = () => Promise.reject(new Error('master away'));
     let answer: (() => void) | undefined;
-    away.ping = () => { pings++; return new Promise<void>((resolve, reject) => { answer = resolve; setImmediate(() => pings < 3 && reject(new Error('still away'))); }); };
+    away.ping = () => {
+      pings++;
+      return new Promise<void>((resolve, reject) => {
+        answer = resolve;
+        setImmediate(() => pings < 3 && reject(new Error('still away')));
+      });
+    };
     for (let call = 0; call < 4; call++) {
       const batches = await store.claimDue(1000 + call * 10_000, 1000, 10);
       expect(batches.map((b) => b.sessionKey).sort()).toEqual([sessions[0], sessions[2]].sort());
@@ -251,7 +297,7 @@ describe('the sharded store under attack', () => {
     expect(warnings.filter((w) => w.includes('shard 1 answers again'))).toHaveLength(1);
   });
 
-  it('finds a correlation group on its session\'s shard while another shard\'s master fails', async () => {
+  it("finds a correlation group on its session's shard while another shard's master fails", async () => {
     const store = await fresh();
     const sessions = sessionsOnEachShard();
     await store.admit([item('g', { sessionKey: sessions[0], correlation: step('k', delivery('A', 'p1')) })], 0);
@@ -282,7 +328,9 @@ describe('the sharded store while a slot of its keys migrates', () => {
       await nodes[target]!.cluster('SETSLOT', slot, 'IMPORTING', ids[owner] as string);
       await nodes[owner]!.cluster('SETSLOT', slot, 'MIGRATING', ids[target] as string);
       // a retry of the message before any key moved: the new node has no claim of it
-      await expect(store.admit([item('x', { claims: ['msg-x'], at: 2 })], 2)).rejects.toMatchObject({ code: 'store_unavailable' });
+      await expect(store.admit([item('x', { claims: ['msg-x'], at: 2 })], 2)).rejects.toMatchObject({
+        code: 'store_unavailable',
+      });
       expect(Number(await nodes[target]!.cluster('COUNTKEYSINSLOT', slot))).toBe(0);
       const keys = (await nodes[owner]!.cluster('GETKEYSINSLOT', slot, 1000)) as string[];
       await nodes[owner]!.migrate('127.0.0.1', masters[target]!.port, '', 0, 5000, 'KEYS', ...keys);
@@ -304,8 +352,6 @@ async function flushOne(store: Store, session: string, id: string): Promise<Outb
   if (!batch) throw new Error(`nothing due for ${session}`);
   return store.commit(batch, draft(id, 'pending', session), t + 500);
 }
-
-
 
 /** Delete every key under `prefix` (a tag's keys), as a restart of its master without persistence would. */
 async function dropTag(prefix: string): Promise<void> {

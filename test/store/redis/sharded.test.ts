@@ -45,21 +45,28 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     return store;
   };
 
-  it('keeps each shard\'s sessions on its own master, and the outbox on the global tag', async () => {
+  it("keeps each shard's sessions on its own master, and the outbox on the global tag", async () => {
     const store = await fresh('spread');
     const sessions = sessionsOnEachShard();
     for (const session of sessions) await store.admit([item(session, { sessionKey: session })], 0);
     // Each master holds the buffer of one session: Cluster spreads the shards' hash tags.
-    const keysPerMaster = await Promise.all(shared().masters.map(async (master) => {
-      const client = new Redis(master.port, '127.0.0.1');
-      try {
-        return (await client.keys('*spread~*buf:*')).sort();
-      } finally {
-        client.disconnect();
-      }
-    }));
+    const keysPerMaster = await Promise.all(
+      shared().masters.map(async (master) => {
+        const client = new Redis(master.port, '127.0.0.1');
+        try {
+          return (await client.keys('*spread~*buf:*')).sort();
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
     expect(keysPerMaster.map((keys) => keys.length)).toEqual([1, 1, 1]);
-    expect(keysPerMaster.flat().map((key) => key.slice(key.indexOf('buf:') + 4)).sort()).toEqual([...sessions].sort());
+    expect(
+      keysPerMaster
+        .flat()
+        .map((key) => key.slice(key.indexOf('buf:') + 4))
+        .sort(),
+    ).toEqual([...sessions].sort());
   });
 
   it('gives every part an id no other shard gives, and one global seq per output, in commit order', async () => {
@@ -67,13 +74,17 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const sessions = sessionsOnEachShard();
     const ids = new Set<string>();
     for (let round = 0; round < 3; round++) {
-      for (const session of sessions) ids.add(accepted((await store.admit([item(`${session}-${round}`, { sessionKey: session, at: 0 })], 0))[0]).partId);
+      for (const session of sessions)
+        ids.add(
+          accepted((await store.admit([item(`${session}-${round}`, { sessionKey: session, at: 0 })], 0))[0]).partId,
+        );
     }
     expect(ids.size).toBe(9);
     const batches = await store.claimDue(5000, 1000, 10);
     expect(batches.map((b) => b.sessionKey).sort()).toEqual([...sessions].sort());
     const seqs: number[] = [];
-    for (const [i, batch] of batches.entries()) seqs.push((await store.commit(batch, draft(`o${i}`, 'pending', batch.sessionKey), 5000))?.seq as number);
+    for (const [i, batch] of batches.entries())
+      seqs.push((await store.commit(batch, draft(`o${i}`, 'pending', batch.sessionKey), 5000))?.seq as number);
     expect(seqs).toEqual([1, 2, 3]);
     expect((await store.outboxAfter(0, 10)).map((r) => r.id)).toEqual(['o0', 'o1', 'o2']);
     expect(await store.lastSeq()).toBe(3);
@@ -81,7 +92,7 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     expect((await store.claimPush(5000, 1000, 10)).map((lease) => lease.record.id).sort()).toEqual(['o0', 'o1', 'o2']);
   });
 
-  it('moves a commit cut short between its two steps to the outbox before the session\'s next output', async () => {
+  it("moves a commit cut short between its two steps to the outbox before the session's next output", async () => {
     const keyPrefix = `cut${n++}`;
     const store = await fresh(keyPrefix);
     const session = 's';
@@ -97,7 +108,10 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const [second] = await store.claimDue(3000, 1000, 10);
     const record = await store.commit(second as LeasedBatch, draft('second', 'pending'), 3000);
     expect(record?.seq).toBe(2);
-    expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([['first', 1], ['second', 2]]);
+    expect((await store.outboxAfter(0, 10)).map((r) => [r.id, r.seq])).toEqual([
+      ['first', 1],
+      ['second', 2],
+    ]);
     expect(await store.openBuffers()).toBe(0);
     // and pushed in that order
     const [head] = await store.claimPush(4000, 1000, 10);
@@ -114,7 +128,8 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     await shard.commit(batch as LeasedBatch, draft('lonely'), 1000);
     await store.close();
     const deadline = Date.now() + 5000;
-    while (!(await other.outboxGet('lonely')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while (!(await other.outboxGet('lonely')) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await other.outboxGet('lonely'))?.seq).toBe(1);
   });
 
@@ -125,13 +140,19 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     await expect(open('count-one', 3)).rejects.toThrow(/redis\.shards: this store was created with 1 shard, not 3/);
   });
 
-  it('closes the turn an output opened, on the output\'s shard', async () => {
+  it("closes the turn an output opened, on the output's shard", async () => {
     const store = await fresh();
     const rule = { mode: 'collect' as const, maxMs: 60_000, maxHeld: 10 };
     const sessions = sessionsOnEachShard();
-    for (const session of sessions) await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
+    for (const session of sessions)
+      await store.admit([item(session, { sessionKey: session, at: 0, closeNow: true })], 0);
     for (const batch of await store.claimDue(1000, 1000, 10)) {
-      const done = await store.commitTurn(batch, draft(`out-${batch.sessionKey}`, 'pending', batch.sessionKey), 1000, rule);
+      const done = await store.commitTurn(
+        batch,
+        draft(`out-${batch.sessionKey}`, 'pending', batch.sessionKey),
+        1000,
+        rule,
+      );
       expect(done?.held).toBe(false);
     }
     expect(await store.openTurnCount(2000)).toBe(3);
@@ -150,7 +171,7 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
 describe('the sharded store while a master hangs', () => {
   const cluster = clusterForTests();
 
-  it('fails admission on that master\'s shard and readiness within the command timeout, admits the other shards\' sessions, and goes on once it answers', async () => {
+  it("fails admission on that master's shard and readiness within the command timeout, admits the other shards' sessions, and goes on once it answers", async () => {
     const own = cluster();
     const store = await openStore(own.url, undefined, { keyPrefix: 'hang', shards: 3, commandTimeoutMs: 500 });
     try {
@@ -158,7 +179,9 @@ describe('the sharded store while a master hangs', () => {
       for (const session of sessions) await store.admit([item(`${session}-a`, { sessionKey: session })], Date.now());
       // shard i's hash tag is in the i-th third of the slots: the i-th master's
       own.masters[2]?.freeze();
-      await expect(store.admit([item('c-b', { sessionKey: sessions[2] })], Date.now())).rejects.toMatchObject({ code: 'store_unavailable' });
+      await expect(store.admit([item('c-b', { sessionKey: sessions[2] })], Date.now())).rejects.toMatchObject({
+        code: 'store_unavailable',
+      });
       await expect(store.ping()).rejects.toMatchObject({ code: 'store_unavailable' });
       // the other shards' sessions are admitted meanwhile
       expect((await store.admit([item('a-b', { sessionKey: sessions[0] })], Date.now()))[0]?.verdict).toBe('accepted');

@@ -26,7 +26,7 @@ async function open(url: string): Promise<RedisStore> {
 }
 
 describe('the live tail across a trim it could not see', () => {
-  it('tells a live client of the records trimmed while its instance\'s link hung (event: gap), then goes on', async () => {
+  it("tells a live client of the records trimmed while its instance's link hung (event: gap), then goes on", async () => {
     const link = await relay(redis.port);
     cleanups.push(() => link.close());
     const [a, b] = await Promise.all([open(link.url), open(redis.url)]);
@@ -49,7 +49,11 @@ describe('the live tail across a trim it could not see', () => {
 
     // (An id is `<seq>@<life>`: the seq is what counts here.)
     const seq = (frame: { id: string } | undefined) => Number(frame?.id.split('@')[0]);
-    await until(() => seq(client.frames.at(-1)) === 300, 10_000, () => client.frames.slice(-3));
+    await until(
+      () => seq(client.frames.at(-1)) === 300,
+      10_000,
+      () => client.frames.slice(-3),
+    );
     const gaps = client.frames.filter((frame) => frame.event === 'gap');
     expect(gaps).toHaveLength(1);
     const at = client.frames.indexOf(gaps[0]!);

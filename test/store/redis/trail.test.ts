@@ -16,11 +16,22 @@ afterEach(async () => {
 async function open(options: { retentionMs?: number; maxEntries?: number } = {}) {
   const store = await RedisStore.open(redis.url, { keyPrefix: 'tr', commandTimeoutMs: 3000 });
   cleanups.push(() => store.close());
-  return store.openTrail({ instance: 'a:1', retentionMs: options.retentionMs ?? 60_000, maxEntries: options.maxEntries ?? 1000 });
+  return store.openTrail({
+    instance: 'a:1',
+    retentionMs: options.retentionMs ?? 60_000,
+    maxEntries: options.maxEntries ?? 1000,
+  });
 }
 
-const verdict = (id: string, extra: Partial<TraceEntry> = {}): Omit<TraceEntry, 'n'> =>
-  ({ at: 1_700_000_000_000, channel: 'generic', kind: 'verdict', id, platformId: `p-${id}`, verdict: 'accepted', ...extra });
+const verdict = (id: string, extra: Partial<TraceEntry> = {}): Omit<TraceEntry, 'n'> => ({
+  at: 1_700_000_000_000,
+  channel: 'generic',
+  kind: 'verdict',
+  id,
+  platformId: `p-${id}`,
+  verdict: 'accepted',
+  ...extra,
+});
 
 describe('the trail in Redis', () => {
   it('numbers entries in order across writes, names the writing instance, and finds them by any name they carry', async () => {
@@ -46,7 +57,9 @@ describe('the trail in Redis', () => {
     const trail = await open({ maxEntries: 10 });
     for (let i = 1; i <= 30; i++) trail.publish(verdict(`m${i}`));
     await until(async () => (await trail.after(0, 100)).at(-1)?.id === 'm30');
-    expect((await trail.after(0, 100)).map((entry) => entry.id)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 21}`));
+    expect((await trail.after(0, 100)).map((entry) => entry.id)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `m${i + 21}`),
+    );
     expect(await trail.naming(['m1'])).toEqual([]);
   });
 

@@ -31,7 +31,7 @@ async function open(): Promise<RedisStore> {
 }
 
 describe('what a cut stream had not read, on two instances', () => {
-  it('is kept from another instance\'s trim for 10 minutes, then trimmed', async () => {
+  it("is kept from another instance's trim for 10 minutes, then trimmed", async () => {
     const [a, b] = await Promise.all([open(), open()]);
     let now = 1_000_000;
     const hub = new StreamHub({ logger: silent, now: () => now, maxBufferedBytes: 64 * 1024 });
@@ -73,18 +73,47 @@ describe('what a cut stream had not read, on two instances', () => {
 
 const rule = { windowMs: 0, maxWaitMs: 0, maxMessages: 1 };
 const event = (id: string, sessionKey: string): InboundEvent => ({
-  id, kind: 'message', channel: 'c', adapter: 'generic', namespace: 'c', conversation: { type: 'private', id: sessionKey },
-  sessionKey, sender: { id: 'u' }, segments: [], text: id, media: [], mentions: [], timestamp: 1, raw: undefined,
+  id,
+  kind: 'message',
+  channel: 'c',
+  adapter: 'generic',
+  namespace: 'c',
+  conversation: { type: 'private', id: sessionKey },
+  sessionKey,
+  sender: { id: 'u' },
+  segments: [],
+  text: id,
+  media: [],
+  mentions: [],
+  timestamp: 1,
+  raw: undefined,
 });
 const draft = (id: string, sessionKey: string, state: 'pending' | 'none'): OutboxDraft => ({
-  id, type: 'chat.processedMessage', sessionKey, channel: 'c', createdAt: 1000, body: `{"type":"chat.processedMessage","id":"${id}"}`, state, messageIds: [id],
+  id,
+  type: 'chat.processedMessage',
+  sessionKey,
+  channel: 'c',
+  createdAt: 1000,
+  body: `{"type":"chat.processedMessage","id":"${id}"}`,
+  state,
+  messageIds: [id],
 });
 
 /** One record per session: the first is pushed and dies, the rest are plain (state none). */
 async function outbox(store: Store): Promise<void> {
   for (let i = 1; i <= 5; i++) {
     const session = `s${i}`;
-    const verdicts = await store.admit([{ claims: [], part: { debounceKey: session, receivedAt: 1, event: event(`m${i}`, session) }, rule, closeNow: false }], 1);
+    const verdicts = await store.admit(
+      [
+        {
+          claims: [],
+          part: { debounceKey: session, receivedAt: 1, event: event(`m${i}`, session) },
+          rule,
+          closeNow: false,
+        },
+      ],
+      1,
+    );
     const due = (verdicts[0] as { deadline: number }).deadline;
     const [batch] = await store.claimDue(due + 1, 5000, 10);
     await store.commit(batch!, draft(`o${i}`, session, i === 1 ? 'pending' : 'none'), due + 1);

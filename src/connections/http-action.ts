@@ -1,0 +1,61 @@
+import { request, type Dispatcher } from 'undici';
+import { IntakeError } from '../core/errors.js';
+
+/** An action on a OneBot HTTP API: `POST <apiUrl>/<action>` with the params as JSON; the bot's JSON answer. */
+export async function httpAction(
+  api: { url: string; headers: Readonly<Record<string, string>> },
+  channel: string,
+  action: string,
+  params: Record<string, unknown>,
+  timeoutMs: number,
+  dispatcher?: Dispatcher,
+): Promise<unknown> {
+  const context = { channel, stage: 'connections' };
+  const url = `${api.url.replace(/\/$/, '')}/${encodeURIComponent(action)}`;
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(url, {
+      method: 'POST',
+      body: JSON.stringify(params),
+      headers: { 'content-type': 'application/json', ...api.headers },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+      ...(dispatcher ? { dispatcher } : {}),
+    });
+  } catch (error) {
+    const timedOut = (error as Error).name === 'TimeoutError' || /timeout/i.test((error as Error).message);
+    if (timedOut)
+      throw new IntakeError(
+        'action_timeout',
+        504,
+        `The bot's API on channel "${channel}" did not answer "${action}" within ${timeoutMs} ms`,
+        context,
+      );
+    throw new IntakeError(
+      'bot_api_unreachable',
+      502,
+      `The bot's API on channel "${channel}" (apiUrl) could not be reached: ${(error as Error).message}`,
+      context,
+    );
+  }
+  const text = await response.body.text();
+  if (response.statusCode === 401 || response.statusCode === 403) {
+    throw new IntakeError(
+      'bot_api_refused',
+      502,
+      `The bot's API on channel "${channel}" refused our accessToken (HTTP ${response.statusCode})`,
+      context,
+    );
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new IntakeError(
+      'bot_api_error',
+      502,
+      `The bot's API on channel "${channel}" answered "${action}" with HTTP ${response.statusCode} and no JSON`,
+      context,
+    );
+  }
+}
