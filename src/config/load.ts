@@ -1,3 +1,4 @@
+import { channelReach } from './activation.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
@@ -269,7 +270,21 @@ export function loadConfigWith(options: LoadOptions): Config {
     if (seen.has(channel.id)) throw new ConfigError(`channels[${index}].id: channel id "${channel.id}" is used twice`);
     seen.add(channel.id);
     // What is left after the common fields is the adapter's parsed settings.
-    const { id, adapter, verify, namespace, dedup, debounce, media, turns, ...rest } = channel;
+    const {
+      id,
+      adapter,
+      verify,
+      namespace,
+      dedup,
+      debounce,
+      media,
+      turns,
+      activation,
+      context,
+      access,
+      budgets,
+      ...rest
+    } = channel;
     return Object.freeze({
       id,
       adapter,
@@ -291,6 +306,7 @@ export function loadConfigWith(options: LoadOptions): Config {
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       turns: Object.freeze({ ...raw.turns, ...turns }),
+      ...channelReach(raw, { activation, context, access, budgets }, `channels[${index}].`),
       settings: Object.freeze(rest),
     });
   });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { channelReachShape, reachDefaults, reachShape, type ChannelReach } from './activation.js';
 
 /** The defaults of every setting (docs/configuration.md), in one place. */
 export const defaults = {
@@ -64,6 +65,7 @@ export const defaults = {
     minBackoffMs: 500,
     maxBackoffMs: 3_600_000,
   },
+  ...reachDefaults,
 } as const;
 
 /**
@@ -154,6 +156,7 @@ export const channelFields = {
   debounce: debounceSchema.omit({ maxOpenBuffers: true }).partial().optional(),
   media: mediaSchema.partial().optional(),
   turns: turnsSchema.partial().optional(),
+  ...channelReachShape,
 };
 
 /**
@@ -319,6 +322,7 @@ const configShape = {
     })
     .strict(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  ...reachShape,
 };
 
 /** A channel entry as parsed: the common fields, `adapter`, and that adapter's parsed settings. */
@@ -350,7 +354,7 @@ export type MediaOptions = z.infer<typeof mediaSchema>;
 export type TurnsOptions = z.infer<typeof turnsSchema>;
 
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
-export interface ChannelConfig {
+export interface ChannelConfig extends ChannelReach {
   id: string;
   /** The adapter's name, as configured (one of the registry's). */
   adapter: string;

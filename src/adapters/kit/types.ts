@@ -1,3 +1,4 @@
+import type { SentMessage } from '../../events/context.js';
 import type { ChannelConfig } from '../../config/schema.js';
 import { RequestError, SignatureError, StaleTimestampError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
@@ -14,6 +15,8 @@ export interface Normalized {
   reply?: PlatformReply;
   /** Deliveries acknowledged but not turned into events (receipts, meta events), for counting. */
   ignored?: number;
+  /** Messages our bot reports it sent (OneBot `message_sent`): remembered so a reply to one addresses the bots. */
+  sent?: SentMessage[];
 }
 
 /**

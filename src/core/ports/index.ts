@@ -1,4 +1,5 @@
 import type { AdmissionStore } from './admission-store.js';
+import type { Conversations } from './conversations.js';
 import type { DebounceBuffers } from './debounce-buffers.js';
 import type { Leases } from './leases.js';
 import type { Outbox } from './outbox.js';
@@ -25,6 +26,7 @@ export type {
 export type { BufferLeases, FlushReason, LeasedBatch } from './buffer-leases.js';
 export type { DebounceBuffers, TurnCommit } from './debounce-buffers.js';
 export type { Turns } from './turns.js';
+export type { ActivationModes, ContextKeep, Conversations } from './conversations.js';
 export type { OutboxLife, OutboxReader, TailEvents } from './outbox-reader.js';
 export type { Outbox } from './outbox.js';
 export type { PushLease, PushOutcome, PushQueue } from './push-queue.js';
@@ -56,6 +58,7 @@ export interface Store
     AdmissionStore,
     DebounceBuffers,
     Turns,
+    Conversations,
     Outbox,
     PushQueue,
     Leases,

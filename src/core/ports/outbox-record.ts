@@ -20,6 +20,11 @@ export interface OutboxDraft {
   state: DeliveryState;
   /** Platform ids (or ingest-answer ids) merged into it, for the trace. */
   messageIds?: string[];
+  /**
+   * The last context entry (`KeptMessage.seq`) the output carries: its commit removes the
+   * session's context up to it, in the same step. Not part of the record.
+   */
+  contextUpTo?: number;
 }
 
 export interface OutboxRecord extends OutboxDraft {

@@ -1,0 +1,39 @@
+import type { ConversationState, ContextMessage } from '../../events/context.js';
+import type { LeasedBatch } from './buffer-leases.js';
+
+/** How much context a conversation keeps: the newest `maxMessages`, forgotten `ttlMs` after the last append. */
+export interface ContextKeep {
+  maxMessages: number;
+  ttlMs: number;
+}
+
+/**
+ * What a conversation holds between two outputs (§12 of the contract): the messages not
+ * emitted (context), and its activation override set at run time. Both are store state, so
+ * they survive a restart and every instance sees the same.
+ *
+ * An emitted output clears the context it carried in its own commit: `OutboxDraft.contextUpTo`
+ * names the last context entry it read, and `commit` / `commitTurn` remove the session's
+ * entries up to it (and reset its dropped count) in the same step as the outbox append.
+ */
+export interface Conversations {
+  /** A session's override and its kept context, oldest first, with the count trimmed since its last output. */
+  conversation(sessionKey: string, now: number): Promise<ConversationState>;
+  /**
+   * Close a leased batch as context, in one step: remove its parts as `commit` does (release the
+   * session, re-arm the buffer from later parts), append `messages` to the session's context
+   * under new, growing `seq`s, drop the oldest past `keep.maxMessages` (counted in `dropped`),
+   * and keep the context `keep.ttlMs` from now. A stale fence changes nothing: false.
+   */
+  keepContext(
+    batch: LeasedBatch,
+    messages: readonly ContextMessage[],
+    now: number,
+    keep: ContextKeep,
+  ): Promise<boolean>;
+  /** Set (or with `undefined`, remove) a session's activation override. */
+  setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void>;
+}
+
+/** A conversation's own activation modes, as `PUT /v1/conversations/<sessionKey>/activation` sets them. */
+export type ActivationModes = NonNullable<ConversationState['activation']>;

@@ -1,0 +1,45 @@
+/**
+ * The conversation around an output (§12 of the contract): the messages of a session that did
+ * not reach the agent, kept until the next output carries them as `context`.
+ */
+import type { MediaType, Party } from './inbound.js';
+
+/** What addressed an emitted batch to the agent. */
+export type Trigger = 'always' | 'mention' | 'reply' | 'wake' | 'pattern' | 'command';
+
+/** One message kept as context, as an output lists it. */
+export interface ContextMessage {
+  messageId: string;
+  sender: Party;
+  content: string;
+  /** Seconds since the epoch, as the platform stamped it. */
+  timestamp: number;
+  /** Attachments by reference: context media is not downloaded. */
+  media: Array<{ type: MediaType; ref: string }>;
+}
+
+/** A context message as the store keeps it: its place in the conversation and when it was kept (ms). */
+export interface KeptMessage {
+  seq: number;
+  at: number;
+  message: ContextMessage;
+}
+
+/** A conversation as the store holds it. */
+export interface ConversationState {
+  /** Modes set at run time for this session (`PUT /v1/conversations/<sessionKey>/activation`). */
+  activation?: { group?: 'always' | 'mention' | 'never'; private?: 'always' | 'mention' | 'never' };
+  /** Kept messages since the session's last output, oldest first. */
+  context: KeptMessage[];
+  /** Messages trimmed past `context.maxMessages` since the session's last output. */
+  dropped: number;
+}
+
+/** A message one of our bots sent, as a platform reports it (OneBot `message_sent`, an action's answer). */
+export interface SentMessage {
+  namespace: string;
+  /** The id as the sending bot's platform gives it: what a reply to it quotes. */
+  messageId: string;
+  botId?: string;
+  content?: string;
+}
