@@ -26,6 +26,8 @@ const entries = new Set(['index', 'main']);
 const composition = 'service';
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */
 const stages = new Set([
+  'access',
+  'activation',
   'adapters',
   'connections',
   'correlate',

@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'bad_limit',
   'bad_id',
   'bad_action',
+  'bad_session_key',
+  'bad_mode',
   'bad_media_path',
   'bad_handshake',
   'bad_role',

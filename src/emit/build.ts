@@ -1,3 +1,4 @@
+import type { Addressed } from '../events/context.js';
 import type { BotRef, BufferedPart, InboundEvent, PartMedia } from '../events/inbound.js';
 import type { ProcessedEvent, ProcessedMessage } from '../events/output.js';
 import { OUTPUT_SCHEMA_VERSION } from '../events/reply.js';
@@ -22,6 +23,7 @@ export function buildProcessedMessage(
   mediaMode: 'all' | 'first',
   bots: BotFields,
   replies: ReplyFields,
+  reach: Addressed,
 ): Omit<ProcessedMessage, 'seq'> {
   const first = (parts[0] as BufferedPart).event;
   const last = (parts[parts.length - 1] as BufferedPart).event;
@@ -47,6 +49,9 @@ export function buildProcessedMessage(
     bots: bots.bots,
     mentionedBots: bots.mentionedBots,
     mediaErrors: media.flatMap((entry) => entry.errors),
+    trigger: reach.trigger,
+    context: reach.context,
+    contextDropped: reach.contextDropped,
   };
 }
 

@@ -9,6 +9,8 @@ import {
   type PartMedia,
 } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
+import type { Addressed, KeptMessage } from '../events/context.js';
+import type { Quote } from '../events/reply.js';
 import type {
   AdmissionStore,
   DebounceBuffers,
@@ -42,6 +44,7 @@ export interface OutputStageOptions {
   /** The bots this runtime knows: those an event mentions; those a group read at flush names are learned. */
   bots: {
     mentionedBots(event: InboundEvent): BotRef[];
+    isOwnBot(namespace: string, id: string): boolean;
     learn(group: CorrelationRecord, namespaceOf: (channel: string) => string | undefined): void;
   };
   /** The group of an event that was not correlated. */
@@ -94,7 +97,8 @@ export function createOutput(options: OutputStageOptions) {
     return group;
   }
 
-  return async function output(batch: LeasedBatch): Promise<Emitted | Held | undefined> {
+  /** `reach`: why the batch reaches the agent and the context it carries (notices: always, none). */
+  return async function output(batch: LeasedBatch, reach: Addressed = always): Promise<Emitted | Held | undefined> {
     const parts = batch.parts;
     const first = parts[0]!.event;
     const now = clock.now();
@@ -135,6 +139,7 @@ export function createOutput(options: OutputStageOptions) {
       );
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
       const replies = replyFields(parts, groups, replyBot, options.replyTo);
+      if (replies.quote) replies.quote = quoteFromStore(replies.quote, reach.kept, first.namespace, known);
       const message = buildProcessedMessage(
         batchOutputId(batch.debounceKey, parts),
         parts,
@@ -142,6 +147,7 @@ export function createOutput(options: OutputStageOptions) {
         rules.debounceOf(first.channel).media,
         { replyBot, bots, mentionedBots },
         replies,
+        reach,
       );
       built = message;
       messageIds = message.messageIds;
@@ -156,6 +162,7 @@ export function createOutput(options: OutputStageOptions) {
       state: options.pushes ? 'pending' : 'none',
       messageIds,
     };
+    if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
     if (!done) return lost(batch);
     if (done.held) {
@@ -176,7 +183,32 @@ export function createOutput(options: OutputStageOptions) {
   }
 }
 
+const always: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };
 const noMedia: PartMedia[] = [];
+
+/**
+ * A quote the payload names only by id (or without its text) completed from the conversation's
+ * kept messages; `fromBot` from its author, when one of our bots wrote it.
+ */
+function quoteFromStore(
+  quote: Quote,
+  kept: readonly KeptMessage[],
+  namespace: string,
+  bots: { isOwnBot(namespace: string, id: string): boolean },
+): Quote {
+  const found =
+    quote.content === undefined ? kept.find((entry) => entry.message.messageId === quote.messageId) : undefined;
+  const senderId = quote.senderId ?? found?.message.sender.id;
+  const content = quote.content ?? found?.message.content;
+  const fromBot = quote.fromBot ?? (senderId === undefined ? undefined : bots.isOwnBot(namespace, senderId));
+  if (senderId === quote.senderId && content === quote.content && fromBot === quote.fromBot) return quote;
+  return {
+    ...quote,
+    ...(senderId === undefined ? {} : { senderId }),
+    ...(content === undefined ? {} : { content }),
+    ...(fromBot === undefined ? {} : { fromBot }),
+  };
+}
 const noGroups: Array<CorrelationRecord | undefined> = [];
 
 function uniqueBots(bots: BotRef[]): BotRef[] {

@@ -2,10 +2,9 @@
  * The conversation around an output (§12 of the contract): the messages of a session that did
  * not reach the agent, kept until the next output carries them as `context`.
  */
-import type { MediaType, Party } from './inbound.js';
+import type { MediaType, Party, Trigger } from './inbound.js';
 
-/** What addressed an emitted batch to the agent. */
-export type Trigger = 'always' | 'mention' | 'reply' | 'wake' | 'pattern' | 'command';
+export type { Trigger } from './inbound.js';
 
 /** One message kept as context, as an output lists it. */
 export interface ContextMessage {
@@ -42,4 +41,17 @@ export interface SentMessage {
   messageId: string;
   botId?: string;
   content?: string;
+}
+
+/** Why a batch reaches the agent, and the conversation since the session's last output. */
+export interface Addressed {
+  addressed: true;
+  trigger: Trigger;
+  context: ContextMessage[];
+  /** Context messages left out: trimmed in the store, too old, or past `context.maxChars`. */
+  contextDropped: number;
+  /** The last kept message read: the output's commit clears the context up to it. */
+  contextUpTo?: number;
+  /** Every kept message read, for the quote of a message the payload only names by id. */
+  kept: readonly KeptMessage[];
 }

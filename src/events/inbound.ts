@@ -6,6 +6,8 @@
 export type EventKind = 'message' | 'notice' | 'request';
 export type ConversationType = 'private' | 'group';
 export type MediaType = 'image' | 'audio' | 'video' | 'document';
+/** What addressed a message to our bots (contract §12): `always` when its conversation takes everything. */
+export type Trigger = 'always' | 'mention' | 'reply' | 'wake' | 'pattern' | 'command';
 
 /** One piece of message content, OneBot-style, so signatures can be taken per segment. */
 export interface Segment {
@@ -84,6 +86,14 @@ export interface InboundEvent {
   mentions: string[];
   /** Seconds since the epoch, as the platform stamped it. */
   timestamp: number;
+  /**
+   * Whether the message addresses our bots by itself (a mention, a reply to a bot, a wake word, a
+   * pattern, a command), marked as it arrives; an `intake.use` step may set it. A batch in
+   * `mention` mode reaches the agent when one of its messages is addressed.
+   */
+  addressed?: boolean;
+  /** What addressed it, when the built-in rules did. */
+  trigger?: Trigger;
   /** Fields of notices and requests that identify them (group_id, user_id, operator_id, flag...). */
   fields?: Record<string, string>;
   /** The platform's own object for this event, untouched. */

@@ -1,4 +1,5 @@
-import type { BotRef, ConversationType, MediaFailure, MediaItem, Party } from './inbound.js';
+import type { ContextMessage } from './context.js';
+import type { BotRef, ConversationType, MediaFailure, MediaItem, Party, Trigger } from './inbound.js';
 import type { MessagePart, Quote, ReplyHandle } from './reply.js';
 
 /** Where an output stands with the agent push: none (not pushed), pending, delivered, dead. */
@@ -31,6 +32,12 @@ export interface ProcessedMessage {
   bots: BotRef[];
   mentionedBots: BotRef[];
   mediaErrors: MediaFailure[];
+  /** What addressed the batch to the agent (contract §12). */
+  trigger: Trigger;
+  /** The conversation's messages that did not reach the agent since its previous output, oldest first. */
+  context: ContextMessage[];
+  /** Context messages left out (too many, too old, too long). */
+  contextDropped: number;
   /** Agent turns: held messages released when the turn of this output id closed. */
   followsUp?: string;
   /** Emitted while the turn of this output id was open (steer); that turn stays open. */

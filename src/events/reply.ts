@@ -27,6 +27,10 @@ export interface Quote {
   messageId: string;
   senderId?: string;
   text?: string;
+  /** The quoted text: from the payload where the platform includes it, else from the messages the store holds. */
+  content?: string;
+  /** Whether one of our bots wrote the quoted message, when known. */
+  fromBot?: boolean;
 }
 
 /** What an adapter makes of a ReplyTarget. */

@@ -2,7 +2,19 @@ import type { DeliveryState } from './output.js';
 import type { Party } from './inbound.js';
 
 /** What happened to one delivered event, or to one batch: the verdict trail (`/v1/trace`, `/v1/activity`). */
-export type Verdict = 'accepted' | 'duplicate' | 'fuzzy_duplicate' | 'correlated' | 'ignored' | 'looped' | 'rejected';
+export type Verdict =
+  | 'accepted'
+  | 'duplicate'
+  | 'fuzzy_duplicate'
+  | 'correlated'
+  | 'ignored'
+  | 'looped'
+  | 'rejected'
+  /** Kept as its conversation's context (not addressed, over a `drop` budget), or carried as context by an output. */
+  | 'context'
+  /** Refused by `access` (a denied sender or conversation). */
+  | 'denied'
+  | 'over_budget';
 
 export interface TraceEntry {
   /** Sequence of the trail (resume point of `/v1/activity`): this process's, or the store's on Redis. */

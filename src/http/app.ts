@@ -6,6 +6,7 @@ import { errorResponder } from './errors.js';
 import type { HttpPorts } from './ports.js';
 import { apiGuard } from './guard.js';
 import { botRoutes } from './routes/bots.js';
+import { conversationRoutes } from './routes/conversations.js';
 import { operationRoutes } from './routes/operations.js';
 import { outputRoutes } from './routes/outputs.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -31,6 +32,7 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   operationRoutes(router, requireToken, ports);
   outputRoutes(router, requireToken, ports);
   botRoutes(router, requireToken, ports);
+  conversationRoutes(router, requireToken, ports);
   ports.extra?.(router, requireToken);
 
   const responder = errorResponder(ports.logger);

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import type { OutboxRecord, Outbox, TurnDone, TurnView } from '../core/ports/index.js';
+import type { ActivationModes, OutboxRecord, Outbox, TurnDone, TurnView } from '../core/ports/index.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import type { TraceTrail } from '../events/trace.js';
@@ -53,6 +53,11 @@ export interface HttpPorts {
   turns: {
     done(outputId: string): Promise<TurnDone>;
     of(sessionKey: string): Promise<TurnView>;
+  };
+  /** Conversations (contract §12): a session's run-time activation override and what it keeps as context. */
+  conversations: {
+    view(sessionKey: string): Promise<object>;
+    setActivation(sessionKey: string, modes: ActivationModes | undefined): Promise<void>;
   };
   /** Extra routes (the operator console), mounted after the API. */
   extra?: (router: Router, requireToken: Koa.Middleware) => void;

@@ -37,13 +37,15 @@ export interface Plan {
   kinds: readonly DuplicateKind[];
 }
 
-export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped' | 'ignored';
+export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped' | 'ignored' | 'denied';
 
 export interface AdmitOptions {
   /** The store's admission role: one atomic step per delivery. */
   store: Pick<AdmissionStore, 'admit'>;
   /** Bot-loop guard: a message sent by one of our own bots is dropped. */
   bots: { isOwnBot(namespace: string, id: string): boolean };
+  /** Access (contract §12): why an event's sender or conversation is denied, or undefined. Denied events are acknowledged and kept nowhere. */
+  denied?(event: InboundEvent): string | undefined;
   /** Claims, correlation step and buffer rule of an event (the `index`-th of a delivery signed with `deliveryId`), built by the composition. */
   plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan;
   /** Each verdict counted by channel and adapter. */
@@ -82,6 +84,7 @@ export function createAdmit(options: AdmitOptions) {
     };
     const plans: Array<Plan | undefined> = [];
     const items: AdmitItem[] = [];
+    let refusals: Map<InboundEvent, string> | undefined;
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as InboundEvent;
       options.metrics.message(event.channel, event.adapter, 'received');
@@ -89,6 +92,12 @@ export function createAdmit(options: AdmitOptions) {
         dropped?.has(event) ||
         (event.kind === 'message' && options.bots.isOwnBot(event.namespace, event.sender.id))
       ) {
+        plans.push(undefined);
+        continue;
+      }
+      const denial = options.denied?.(event);
+      if (denial !== undefined) {
+        (refusals ??= new Map()).set(event, denial);
         plans.push(undefined);
         continue;
       }
@@ -106,7 +115,12 @@ export function createAdmit(options: AdmitOptions) {
       let reason: string | undefined;
       /** A correlated copy: the platform id of the delivery it joined (whose output it went into). */
       let joined: string | undefined;
-      if (!plan && dropped?.has(event)) {
+      const denial = plan ? undefined : refusals?.get(event);
+      if (denial !== undefined) {
+        verdict = 'denied';
+        reason = denial;
+        options.metrics.message(event.channel, event.adapter, 'denied');
+      } else if (!plan && dropped?.has(event)) {
         verdict = 'ignored';
         reason = 'dropped by an inbound middleware (intake.use)';
         options.metrics.message(event.channel, event.adapter, 'ignored');
@@ -153,7 +167,9 @@ export function createAdmit(options: AdmitOptions) {
           admitted.groups.push([event, result.correlation]);
         }
       }
-      const answer: AnswerVerdict = verdict === 'looped' || verdict === 'rejected' ? 'ignored' : verdict;
+      // Looped and denied events are `ignored` to the platform: acknowledged, nothing said of why.
+      const answer: AnswerVerdict =
+        verdict === 'looped' || verdict === 'rejected' || verdict === 'denied' ? 'ignored' : (verdict as AnswerVerdict);
       if (answer === 'accepted') admitted.summary.accepted++;
       else if (answer !== 'ignored') admitted.summary.duplicates++;
       admitted.summary.events.push({ id: event.id, verdict: answer });

@@ -11,7 +11,10 @@ export type MessageAction =
   | 'rejected'
   | 'ignored'
   | 'looped'
-  | 'held';
+  | 'held'
+  | 'context'
+  | 'denied'
+  | 'over_budget';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 

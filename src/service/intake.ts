@@ -16,6 +16,9 @@ import { createApp } from '../http/app.js';
 import { consoleRoutes } from '../http/console.js';
 import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
+import { accessTest } from '../access/access.js';
+import { createActivation } from '../activation/stage.js';
+import type { SentMessage } from '../events/context.js';
 import { InboundChain } from '../ingest/chain.js';
 import type { CreateIntakeOptions, Intake } from './intake-api.js';
 import { KEEP_SETTLED_MS, MediaStage } from '../media/index.js';
@@ -93,10 +96,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const correlations = new Correlations();
   const chain = new InboundChain();
 
+  // Access (contract §12): each channel's allow and deny lists, expanded once.
+  const access = new Map(channels.ids().map((id) => [id, accessTest(channels.require(id).config.access)]));
   // Admission: one store step per delivery, as the admission policy plans each event.
   const admit = createAdmit({
     store,
     bots,
+    denied: (event) => access.get(event.channel)?.(event),
     metrics,
     plan: admissionPlanner(config, channels, bots, correlations),
     trail: record,
@@ -126,6 +132,25 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       ) + 90_000,
     ),
   });
+
+  // Activation (contract §12): which batches reach the agent; the others are kept as context.
+  // The messages our bots sent are remembered as long as context is, so a reply to one addresses them.
+  const sentKey = (namespace: string, messageId: string) => `sent:${namespace}:${messageId}`;
+  const activation = createActivation({
+    clock,
+    store,
+    rulesOf: (channel) => channels.require(channel).config,
+    bots,
+    sent: async (namespace, messageId) =>
+      (await store.sharedGet(sentKey(namespace, messageId), clock.now())) === undefined ? undefined : true,
+  });
+  const sent = (messages: readonly SentMessage[]) => {
+    for (const message of messages) {
+      void store
+        .sharedPut(sentKey(message.namespace, message.messageId), '1', config.context.maxAgeMs, clock.now())
+        .catch((error: unknown) => logger.warn({ err: error }, 'a message our bot sent could not be remembered'));
+    }
+  };
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
@@ -208,6 +233,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     handlers,
     media,
     scheduler,
+    activation,
+    sent,
     output,
     turns,
     outlet,
@@ -257,6 +284,14 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     sockets,
     trail,
     turns,
+    conversations: {
+      async view(sessionKey) {
+        const state = await store.conversation(sessionKey, clock.now());
+        const context = state.context.map((entry) => entry.message);
+        return { sessionKey, activation: state.activation ?? null, context, dropped: state.dropped };
+      },
+      setActivation: (sessionKey, modes) => store.setActivation(sessionKey, modes, clock.now()),
+    },
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,

@@ -5,6 +5,7 @@ import type { Correlations } from '../correlate/correlations.js';
 import type { Emitted, Held } from '../emit/stage.js';
 import type { Outlet } from '../emit/outlet.js';
 import type { InboundEvent } from '../events/inbound.js';
+import type { ProcessedMessage } from '../events/output.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 import type { TraceEntry } from '../events/trace.js';
 import type { Gate } from './gate.js';
@@ -18,6 +19,8 @@ import type { LeasedBatch } from '../core/ports/index.js';
 import type { AgentPush } from '../push/agent-push.js';
 import type { Retention } from '../retention/retention.js';
 import type { AgentTurns } from '../turns/turns.js';
+import type { Activation } from '../activation/stage.js';
+import type { Addressed, SentMessage } from '../events/context.js';
 
 /** The stages a message meets, built by `createIntake`; the pipeline only runs them, in order. */
 export interface PipelineStages {
@@ -46,8 +49,12 @@ export interface PipelineStages {
   handlers: Handlers;
   media: MediaStage;
   scheduler: { due(deadline: number): void };
+  /** Activation (contract §12): mark each message as it arrives, decide each batch as it flushes, keep the rest as context. */
+  activation: Pick<Activation, 'mark' | 'decide' | 'keep'>;
+  /** Remember the messages our bots report they sent, so a reply to one addresses them. */
+  sent(messages: readonly SentMessage[]): void;
   /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
-  output(batch: LeasedBatch): Promise<Emitted | Held | undefined>;
+  output(batch: LeasedBatch, reach: Addressed): Promise<Emitted | Held | undefined>;
   /** Agent turns (docs/turns.md): a batch held for its session's turn, or released when it ended. */
   turns: Pick<AgentTurns, 'held' | 'released'>;
   outlet: Outlet;
@@ -88,9 +95,12 @@ export function createPipeline(stages: PipelineStages) {
           reason: `${normalized.ignored} receipt(s) or meta event(s)`,
         });
       }
+      if (normalized.sent) stages.sent(normalized.sent);
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
-        // 3. The user's chain (`intake.use`): filter, enrich or tag before dedup and buffering.
+        // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):
+        //    filter, enrich, tag or address before dedup and buffering.
+        await stages.activation.mark(normalized.events);
         const dropped = await stages.chain.screen(channelId, normalized.events);
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
@@ -118,13 +128,40 @@ export function createPipeline(stages: PipelineStages) {
   }
 
   async function flush(batch: LeasedBatch): Promise<void> {
-    // 7. Build and commit: merge the parts, wait for their media, move them to the outbox (or,
-    //    while the session's agent turn is open, hold them for its end: docs/turns.md).
-    const emitted = await stages.output(batch);
+    // 7. Activation: a batch its conversation's mode does not let through (a group in `mention`
+    //    mode, and nothing in it addressed to our bots) becomes that conversation's context.
+    const reach = await stages.activation.decide(batch);
+    if (!reach.addressed) return keep(batch, reach.reason);
+    // 8. Build and commit: merge the parts, wait for their media, move them to the outbox with
+    //    the context they carry (or, while the session's agent turn is open, hold them for its
+    //    end: docs/turns.md).
+    const emitted = await stages.output(batch, reach);
     if (!emitted) return;
     if ('held' in emitted) return stages.turns.held(emitted.held, emitted.batch);
-    // 8. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
+    // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
     publish(emitted);
+  }
+
+  async function keep(batch: LeasedBatch, reason: string): Promise<void> {
+    const first = batch.parts[0]!.event;
+    if (!(await stages.activation.keep(batch))) {
+      stages.logger.warn(
+        { sessionKey: batch.sessionKey, fence: batch.fence },
+        'context lease lost; another instance owns this batch',
+      );
+      return;
+    }
+    stages.metrics.message(first.channel, first.adapter, 'context', batch.parts.length);
+    stages.record({
+      at: stages.clock.now(),
+      channel: first.channel,
+      kind: 'verdict',
+      id: first.id,
+      sessionKey: batch.sessionKey,
+      verdict: 'context',
+      reason,
+      messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
+    });
   }
 
   function publish({ record: committed, output: built, batch, link }: Emitted): void {
@@ -156,6 +193,21 @@ export function createPipeline(stages: PipelineStages) {
       reason: batch.reason,
       state: committed.state,
     });
+    const context = (built as Partial<ProcessedMessage>).context ?? [];
+    if (context.length > 0) {
+      // The messages it carries as context: a trace of one finds the output that carried it.
+      stages.record({
+        at: stages.clock.now(),
+        channel: committed.channel,
+        kind: 'batch',
+        id: committed.id,
+        seq: committed.seq,
+        sessionKey: committed.sessionKey,
+        verdict: 'context',
+        reason: `carried as context by ${committed.id}`,
+        messageIds: context.map((message) => message.messageId),
+      });
+    }
     stages.outlet.publish(committed, built);
     if (committed.state === 'pending') stages.push?.added();
     stages.retention.added();

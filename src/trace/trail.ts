@@ -26,6 +26,10 @@ const VERDICTS: ReadonlyArray<Verdict | undefined> = [
   'ignored',
   'looped',
   'rejected',
+  // Added later: appended, so the codes of trails already stored keep their meaning.
+  'context',
+  'denied',
+  'over_budget',
 ];
 const STATES: ReadonlyArray<DeliveryState | undefined> = [undefined, 'none', 'pending', 'delivered', 'dead'];
 const VERDICT = 0;

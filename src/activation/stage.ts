@@ -1,0 +1,140 @@
+import type { ActivationMode, ActivationOptions, ContextOptions } from '../config/activation.js';
+import type { Clock } from '../core/clock.js';
+import type { Conversations, LeasedBatch } from '../core/ports/index.js';
+import type { Addressed, ContextMessage, ConversationState } from '../events/context.js';
+import type { InboundEvent } from '../events/inbound.js';
+import { addressRules, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
+
+/** What activation reads of a channel's settings. */
+export interface ActivationRules {
+  activation: ActivationOptions;
+  context: ContextOptions;
+}
+
+export interface ActivationStageOptions {
+  clock: Clock;
+  /** A session's override and kept context (one read per batch), and the close of a batch as context. */
+  store: Pick<Conversations, 'conversation' | 'keepContext'>;
+  /** Each channel's activation and context settings. */
+  rulesOf(channel: string): ActivationRules;
+  bots: OurBots;
+  /** Whether a quoted id is a message one of our bots sent. */
+  sent: SentLookup;
+}
+
+/** A batch kept as context, and why. */
+export interface NotAddressed {
+  addressed: false;
+  reason: string;
+}
+
+export type Decision = Addressed | NotAddressed;
+
+const ALWAYS: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };
+
+/**
+ * Activation: which batches reach the agent (contract §12). Each message is marked as it
+ * arrives (`mark`: whether it addresses our bots by itself); each batch is decided as it
+ * flushes (`decide`), by the mode of its conversation: a batch in `mention` mode reaches the
+ * agent when one of its parts is addressed, so a sender's fragments before the mention go
+ * with it. A batch that does not is kept as the conversation's context (`keep`), which the
+ * next output carries.
+ */
+export function createActivation(options: ActivationStageOptions) {
+  const compiled = new Map<string, AddressRules>();
+  const rulesOf = (channel: string): AddressRules => {
+    let rules = compiled.get(channel);
+    if (!rules) compiled.set(channel, (rules = addressRules(options.rulesOf(channel).activation)));
+    return rules;
+  };
+
+  /** Mark each message: `addressed` and `trigger` as its own content says, before `intake.use` steps see it. */
+  async function mark(events: readonly InboundEvent[]): Promise<void> {
+    for (const event of events) {
+      if (event.kind !== 'message') continue;
+      const trigger = await triggerOf(event, rulesOf(event.channel), options.bots, options.sent);
+      event.addressed = trigger !== undefined;
+      if (trigger) event.trigger = trigger;
+    }
+  }
+
+  async function decide(batch: LeasedBatch): Promise<Decision> {
+    const first = batch.parts[0]!.event;
+    if (first.kind !== 'message') return ALWAYS;
+    const now = options.clock.now();
+    const rules = options.rulesOf(first.channel);
+    const state = await options.store.conversation(batch.sessionKey, now);
+    const type = first.conversation.type;
+    const mode = modeOf(state, rules.activation, batch.sessionKey, type);
+    const addressedPart = batch.parts.find((part) => part.event.addressed === true)?.event;
+    if (mode === 'never' || (mode === 'mention' && !addressedPart)) {
+      return { addressed: false, reason: `not addressed: ${type} activation is ${mode}` };
+    }
+    // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
+    const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
+    return { addressed: true, trigger, ...contextOf(state, rules.context, now) };
+  }
+
+  /** Close a batch as its conversation's context (false: the lease was lost, another instance owns it). */
+  function keep(batch: LeasedBatch): Promise<boolean> {
+    const first = batch.parts[0]!.event;
+    const { context } = options.rulesOf(first.channel);
+    const messages = batch.parts.map((part) => contextMessage(part.event));
+    const keep = { maxMessages: context.maxMessages, ttlMs: context.maxAgeMs };
+    return options.store.keepContext(batch, messages, options.clock.now(), keep);
+  }
+
+  return { mark, decide, keep };
+}
+
+export type Activation = ReturnType<typeof createActivation>;
+
+/** A session's mode: set at run time, else configured for the conversation, else the channel's for its type. */
+function modeOf(
+  state: ConversationState,
+  activation: ActivationOptions,
+  sessionKey: string,
+  type: 'group' | 'private',
+): ActivationMode {
+  return state.activation?.[type] ?? activation.conversations[sessionKey]?.[type] ?? activation[type];
+}
+
+/** The context an output carries: kept messages not too old, the newest within `maxChars`, oldest first. */
+export function contextOf(
+  state: ConversationState,
+  limits: ContextOptions,
+  now: number,
+): Omit<Addressed, 'addressed' | 'trigger'> {
+  const kept = state.context;
+  if (kept.length === 0) return { context: [], contextDropped: state.dropped, kept };
+  const since = now - limits.maxAgeMs;
+  let chars = 0;
+  let from = kept.length;
+  while (from > 0) {
+    const entry = kept[from - 1]!;
+    if (entry.at < since || chars + entry.message.content.length > limits.maxChars) break;
+    chars += entry.message.content.length;
+    from -= 1;
+  }
+  return {
+    context: kept.slice(from).map((entry) => entry.message),
+    contextDropped: state.dropped + from,
+    contextUpTo: kept[kept.length - 1]!.seq,
+    kept,
+  };
+}
+
+/** One message as context: its text and its attachments by reference (context media is not downloaded). */
+export function contextMessage(event: InboundEvent): ContextMessage {
+  return {
+    messageId: event.platformId ?? event.id,
+    sender:
+      event.sender.name === undefined ? { id: event.sender.id } : { id: event.sender.id, name: event.sender.name },
+    content: event.text,
+    timestamp: event.timestamp,
+    media: event.media.flatMap((ref) => {
+      const handle = ref.url ?? ref.ref;
+      return handle === undefined ? [] : [{ type: ref.type ?? 'document', ref: handle }];
+    }),
+  };
+}
