@@ -48,7 +48,7 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
       namespaceOf: () => 'c',
     },
     media: { collect: async () => [], keep: () => undefined },
-    bots: { mentionedBots: () => [], learn: () => undefined },
+    bots: { mentionedBots: () => [], isOwnBot: () => false, learn: () => undefined },
     soloRecord: () => {
       throw new Error('not a notice');
     },
