@@ -4,7 +4,7 @@
 // into and how each output's delivery went.
 
 import { apiJson } from './api.js';
-import { $, append, counted, el, short, time } from './dom.js';
+import { $, counted, el, short, time } from './dom.js';
 import { mediaItem } from './media.js';
 
 const MAX_FEED = 300;
@@ -20,7 +20,37 @@ export const VERDICT_LABEL = {
   ignored: 'ignored',
   looped: 'looped',
   rejected: 'rejected',
+  context: 'kept as context',
+  denied: 'denied',
+  over_budget: 'over budget',
 };
+
+/** An output's context: the conversation since the previous output, folded until opened. */
+const contextOf = (output) =>
+  el(
+    'details',
+    { class: 'context' },
+    el(
+      'summary',
+      {},
+      `context: ${output.context.length} message${output.context.length === 1 ? '' : 's'}` +
+        (output.contextDropped ? ` (${output.contextDropped} left out)` : ''),
+    ),
+    el(
+      'ol',
+      {},
+      output.context.map((message) =>
+        el(
+          'li',
+          {},
+          el('span', { class: 'sender' }, message.sender.name ?? message.sender.id),
+          ': ',
+          message.content,
+          message.media.length ? ` [${message.media.map((item) => item.type).join(', ')}]` : '',
+        ),
+      ),
+    ),
+  );
 
 /** A sender worth showing: named, or not just the session key again (generic messages without a sender). */
 const senderOf = (item) => {
@@ -37,6 +67,8 @@ export function createLists({ trace, refreshDeadLetters }) {
   const feed = []; // verdict entries, oldest first
   const outputs = []; // outputs, oldest first
   const mergedInto = new Map(); // event id -> { output, parts }
+  const keptAsContext = new Set(); // ids of messages kept as their conversation's context
+  const carriedBy = new Map(); // id of a context message -> the output that carried it
   const deliveries = new Map(); // output id -> { state, attempts, lastError }
   const feedEls = new Map();
   const outputEls = new Map();
@@ -122,16 +154,18 @@ export function createLists({ trace, refreshDeadLetters }) {
       );
       feedEls.set(entry.n, row);
     }
-    // Only the accepted arrival went into the output; its duplicates did not.
-    const merged = entry.verdict === 'accepted' ? mergedInto.get(entry.id) : undefined;
+    // Only the accepted arrival went into the output (or the context); its duplicates did not.
+    const accepted = entry.verdict === 'accepted';
+    const key = entry.platformId ?? entry.id;
+    const merged = accepted ? mergedInto.get(entry.id) : undefined;
+    const carrier = accepted || entry.verdict === 'context' ? carriedBy.get(key) : undefined;
     const slot = row.querySelector('.merged');
-    if (merged && !slot.hasChildNodes()) {
-      append(slot, [
-        '→ output ',
-        el('button', { type: 'button', class: 'id', on: { click: () => trace(merged.output) } }, short(merged.output)),
-        merged.parts > 1 ? ` (merged ${merged.parts})` : '',
-      ]);
-    }
+    const link = (output) =>
+      el('button', { type: 'button', class: 'id', on: { click: () => trace(output) } }, short(output));
+    if (merged)
+      slot.replaceChildren(...['→ output ', link(merged.output), merged.parts > 1 ? ` (merged ${merged.parts})` : '']);
+    else if (carrier) slot.replaceChildren('→ context of output ', link(carrier));
+    else if (accepted && keptAsContext.has(key)) slot.replaceChildren('→ kept as context');
     return row;
   }
 
@@ -158,6 +192,10 @@ export function createLists({ trace, refreshDeadLetters }) {
           ),
         ),
         output.content ? el('p', { class: 'content' }, output.content) : null,
+        output.trigger && output.trigger !== 'always'
+          ? el('p', { class: 'trigger' }, `reached the agent by ${output.trigger}`)
+          : null,
+        (output.context ?? []).length ? contextOf(output) : null,
         el(
           'div',
           { class: 'parts' },
@@ -217,6 +255,10 @@ export function createLists({ trace, refreshDeadLetters }) {
     if (entry.kind === 'verdict') {
       feed.push(entry);
       if (feed.length > MAX_FEED) feed.shift();
+      if (entry.verdict === 'context') for (const id of entry.messageIds ?? []) keptAsContext.add(id);
+    } else if (entry.kind === 'batch' && entry.verdict === 'context') {
+      // An output carrying kept messages as its context.
+      for (const id of entry.messageIds ?? []) carriedBy.set(id, entry.id);
     } else if (entry.kind === 'batch') {
       for (const id of entry.messageIds ?? []) mergedInto.set(id, { output: entry.id, parts: entry.messageIds.length });
     } else if (entry.kind === 'delivery') {

@@ -17,6 +17,9 @@ const ACTIONS = [
   'rejected',
   'ignored',
   'looped',
+  'context',
+  'denied',
+  'over_budget',
 ];
 const snapshots = []; // { at, received, emitted }
 
