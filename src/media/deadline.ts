@@ -15,7 +15,11 @@ export function deadline(clock: Clock, ms: number, reason: () => Error): Deadlin
   const controller = new AbortController();
   const at = clock.now() + ms;
   const handle = clock.setTimeout(() => controller.abort(reason()), ms);
-  return { signal: controller.signal, remaining: () => Math.max(0, at - clock.now()), clear: () => clock.clearTimeout(handle) };
+  return {
+    signal: controller.signal,
+    remaining: () => Math.max(0, at - clock.now()),
+    clear: () => clock.clearTimeout(handle),
+  };
 }
 
 /** Wait `ms` on `clock`; rejects with the signal's reason as soon as it aborts. */

@@ -14,7 +14,6 @@ import { BlockedAddressError, checkUrl, type UrlPolicy } from './guard.js';
 import { diskFailure, TEMP_SUFFIX } from './sandbox.js';
 import type { Release } from './slots.js';
 
-
 const MAX_REDIRECTS = 3;
 const SNIFF_BYTES = 4100;
 
@@ -60,7 +59,11 @@ export interface Fetched {
  */
 export async function fetchToFile(url: string, target: string, options: FetchOptions): Promise<Fetched> {
   const clock = options.clock ?? systemClock;
-  const budget = deadline(clock, options.timeoutMs, () => new MediaError('timeout', `no complete download within ${options.timeoutMs} ms`, false));
+  const budget = deadline(
+    clock,
+    options.timeoutMs,
+    () => new MediaError('timeout', `no complete download within ${options.timeoutMs} ms`, false),
+  );
   const signal = options.signal ? AbortSignal.any([budget.signal, options.signal]) : budget.signal;
   const own = options.connections ? undefined : mediaConnections();
   const context: Attempt = { options, signal, clock, connections: options.connections ?? (own as MediaConnections) };
@@ -80,7 +83,11 @@ export async function fetchToFile(url: string, target: string, options: FetchOpt
       if (!failure.retryable || retry >= options.retries) throw failure;
       // The shared backoff with `minBackoffMs` as the shortest first wait (the ceiling starts at
       // twice it) and no cap of its own: the download's deadline bounds every wait.
-      const backoff = backoffMs(retry, { minMs: 2 * (options.minBackoffMs ?? 250), maxMs: Number.POSITIVE_INFINITY }, options.random ?? Math.random);
+      const backoff = backoffMs(
+        retry,
+        { minMs: 2 * (options.minBackoffMs ?? 250), maxMs: Number.POSITIVE_INFINITY },
+        options.random ?? Math.random,
+      );
       const delay = failure.retryAfterMs ?? backoff;
       // A wait that outlives the budget would only end in a timeout; report what the server said.
       if (delay >= budget.remaining()) throw failure;
@@ -101,21 +108,34 @@ interface Attempt {
   connections: MediaConnections;
 }
 
-async function attempt(first: string, target: string, { options, signal, clock, connections }: Attempt): Promise<Fetched> {
+async function attempt(
+  first: string,
+  target: string,
+  { options, signal, clock, connections }: Attempt,
+): Promise<Fetched> {
   let current = first;
   let headers = options.headers ?? {};
   const origin = originOf(first);
   for (let hop = 0; ; hop++) {
     const checked = checkUrl(current, options);
-    if ('refusal' in checked) throw new MediaError(hop === 0 && checked.refusal === 'not a valid URL' ? 'bad_url' : 'blocked', checked.refusal, false);
+    if ('refusal' in checked)
+      throw new MediaError(
+        hop === 0 && checked.refusal === 'not a valid URL' ? 'bad_url' : 'blocked',
+        checked.refusal,
+        false,
+      );
     // Every hop has its own connection, closed before the next hop or the slot is given back:
     // an unwanted body (an error page, a redirect's) is cut with it, never drained.
     const connection = connections.open(checked.url, checked.exempt);
     try {
       // No undici timers: the one deadline (on the injected clock) bounds headers and body alike.
       const response: Dispatcher.ResponseData = await request(checked.url, {
-        method: 'GET', headers: { 'user-agent': 'agent-intake', ...headers }, signal,
-        dispatcher: connection.dispatcher, headersTimeout: 0, bodyTimeout: 0,
+        method: 'GET',
+        headers: { 'user-agent': 'agent-intake', ...headers },
+        signal,
+        dispatcher: connection.dispatcher,
+        headersTimeout: 0,
+        bodyTimeout: 0,
       });
       // Closing the connection errors a body nobody reads; that is expected, not a crash.
       response.body.on('error', () => undefined);
@@ -129,11 +149,20 @@ async function attempt(first: string, target: string, { options, signal, clock, 
       }
       if (statusCode !== 200) {
         const retryable = statusCode >= 500 || statusCode === 429 || statusCode === 408;
-        throw new MediaError('http', `HTTP ${statusCode}`, retryable, retryAfterMs(response.headers['retry-after'], clock.now(), options.timeoutMs));
+        throw new MediaError(
+          'http',
+          `HTTP ${statusCode}`,
+          retryable,
+          retryAfterMs(response.headers['retry-after'], clock.now(), options.timeoutMs),
+        );
       }
       const declared = Number(response.headers['content-length']);
       if (Number.isFinite(declared) && declared > options.maxBytes) {
-        throw new MediaError('too_large', `declared ${declared} bytes, over media.maxBytes (${options.maxBytes})`, false);
+        throw new MediaError(
+          'too_large',
+          `declared ${declared} bytes, over media.maxBytes (${options.maxBytes})`,
+          false,
+        );
       }
       const type = response.headers['content-type'];
       return await stream(response.body, target, options, signal, typeof type === 'string' ? type : undefined);
@@ -145,7 +174,13 @@ async function attempt(first: string, target: string, { options, signal, clock, 
 
 const openTemporary = (path: string): Writable => createWriteStream(path, { flags: 'wx', mode: 0o600 });
 
-async function stream(body: Readable, target: string, options: FetchOptions, signal: AbortSignal, declaredType?: string): Promise<Fetched> {
+async function stream(
+  body: Readable,
+  target: string,
+  options: FetchOptions,
+  signal: AbortSignal,
+  declaredType?: string,
+): Promise<Fetched> {
   const { maxBytes } = options;
   const temp = target + TEMP_SUFFIX;
   const sha = createHash('sha256');
@@ -155,7 +190,8 @@ async function stream(body: Readable, target: string, options: FetchOptions, sig
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, done: TransformCallback) {
       bytes += chunk.length;
-      if (bytes > maxBytes) return done(new MediaError('too_large', `body passed media.maxBytes (${maxBytes}) while streaming`, false));
+      if (bytes > maxBytes)
+        return done(new MediaError('too_large', `body passed media.maxBytes (${maxBytes}) while streaming`, false));
       sha.update(chunk);
       if (headBytes < SNIFF_BYTES) {
         head.push(chunk.subarray(0, SNIFF_BYTES - headBytes));
@@ -168,8 +204,13 @@ async function stream(body: Readable, target: string, options: FetchOptions, sig
   // Which stream failed first: the file's failure is the disk's, not the network's (the
   // pipeline then destroys the others with the same error, so the error alone cannot tell).
   let diskFailed: boolean | undefined;
-  file.once('error', () => { diskFailed ??= true; });
-  for (const source of [body, meter]) source.once('error', () => { diskFailed ??= false; });
+  file.once('error', () => {
+    diskFailed ??= true;
+  });
+  for (const source of [body, meter])
+    source.once('error', () => {
+      diskFailed ??= false;
+    });
   try {
     await pipeline(body, meter, file, { signal });
   } catch (error) {
@@ -193,7 +234,8 @@ function failureOf(error: unknown, signal: AbortSignal): MediaError {
   }
   if (error instanceof MediaError) return error;
   const cause = (error as { cause?: unknown }).cause;
-  const blocked = error instanceof BlockedAddressError ? error : cause instanceof BlockedAddressError ? cause : undefined;
+  const blocked =
+    error instanceof BlockedAddressError ? error : cause instanceof BlockedAddressError ? cause : undefined;
   if (blocked) return new MediaError('blocked', blocked.message, false);
   const code = (error as { code?: string }).code ?? '';
   if (code.startsWith('UND_ERR_') && code.includes('TIMEOUT')) return new MediaError('timeout', 'server stalled', true);

@@ -60,7 +60,8 @@ export function checkUrl(raw: string | URL, policy: UrlPolicy): CheckedUrl | { r
   } catch {
     return { refusal: 'not a valid URL' };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { refusal: `scheme "${url.protocol}" is not allowed (http and https only)` };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { refusal: `scheme "${url.protocol}" is not allowed (http and https only)` };
   if (url.username || url.password) return { refusal: 'credentials in the URL are not allowed' };
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
@@ -70,7 +71,8 @@ export function checkUrl(raw: string | URL, policy: UrlPolicy): CheckedUrl | { r
     return lower === hostPort || lower === url.hostname.toLowerCase();
   });
   if (exempt) return { url, exempt: true };
-  if (url.port && !policy.allowPorts.includes(port)) return { refusal: `port ${port} is not allowed (default ports only, or media.allowPorts)` };
+  if (url.port && !policy.allowPorts.includes(port))
+    return { refusal: `port ${port} is not allowed (default ports only, or media.allowPorts)` };
   if (isLocalName(host)) return { refusal: `"${host}" is a local name` };
   if (isIP(host)) {
     const refusal = refuseAddress(host);
@@ -97,26 +99,34 @@ export class BlockedAddressError extends IntakeError {
  * hands the checked addresses to the socket, so the address checked is the address used
  * (no second resolution for a DNS-rebinding server to answer differently).
  */
-export function guardedLookup(hostname: string, options: { all?: boolean; family?: number } | number, callback: LookupCallback): void {
+export function guardedLookup(
+  hostname: string,
+  options: { all?: boolean; family?: number } | number,
+  callback: LookupCallback,
+): void {
   guardLookup(dnsLookup)(hostname, options, callback);
 }
 
-type Resolver = (hostname: string, options: { all: true; family: number }, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+type Resolver = (
+  hostname: string,
+  options: { all: true; family: number },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /** Wrap a resolver (dns.lookup, or a fake one in tests) with the address check. */
 export function guardLookup(resolver: Resolver) {
   return (hostname: string, options: { all?: boolean; family?: number } | number, callback: LookupCallback): void => {
-  const opts = typeof options === 'number' ? { family: options } : options;
-  resolver(hostname, { all: true, family: opts.family ?? 0 }, (error, addresses) => {
-    if (error) return callback(error, []);
-    for (const { address } of addresses) {
-      const refusal = refuseAddress(address);
-      if (refusal) return callback(new BlockedAddressError(`${hostname} resolves to ${refusal}`), []);
-    }
-    if (opts.all) return callback(null, addresses);
-    const first = addresses[0];
-    if (!first) return callback(new BlockedAddressError(`${hostname} has no address`), []);
-    callback(null, first.address, first.family);
-  });
+    const opts = typeof options === 'number' ? { family: options } : options;
+    resolver(hostname, { all: true, family: opts.family ?? 0 }, (error, addresses) => {
+      if (error) return callback(error, []);
+      for (const { address } of addresses) {
+        const refusal = refuseAddress(address);
+        if (refusal) return callback(new BlockedAddressError(`${hostname} resolves to ${refusal}`), []);
+      }
+      if (opts.all) return callback(null, addresses);
+      const first = addresses[0];
+      if (!first) return callback(new BlockedAddressError(`${hostname} has no address`), []);
+      callback(null, first.address, first.family);
+    });
   };
 }

@@ -27,7 +27,9 @@ export interface MediaStageOptions {
   /** Media options of a channel (global values overridden by the channel's). */
   optionsFor(channel: string): MediaOptions;
   /** The adapter of a channel, for platform media resolvers (exchange a platform media id for a URL). */
-  adapterFor(channel: string): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
+  adapterFor(
+    channel: string,
+  ): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
   /** Where download connections come from (the address guard lives there). @default made by the stage, closed by `close()` */
   connections?: MediaConnections;
   /**
@@ -41,7 +43,16 @@ export interface MediaStageOptions {
 /** How long a finished download waits for its flush unless told otherwise. */
 export const KEEP_SETTLED_MS = 5 * 60_000;
 
-const resultOf: Record<FailureKind, MediaResult> = { blocked: 'blocked', too_large: 'too_large', timeout: 'timeout', http: 'failed', network: 'failed', bad_url: 'blocked', aborted: 'failed', disk: 'disk' };
+const resultOf: Record<FailureKind, MediaResult> = {
+  blocked: 'blocked',
+  too_large: 'too_large',
+  timeout: 'timeout',
+  http: 'failed',
+  network: 'failed',
+  bad_url: 'blocked',
+  aborted: 'failed',
+  disk: 'disk',
+};
 
 /** Reason prefix of an attachment the stage gave up on because it was closing. */
 const ABORTED = 'aborted:';
@@ -76,7 +87,11 @@ export class MediaStage {
       if (removed) this.options.logger.info({ dir, removed }, 'removed unfinished media downloads');
       // A warning, not a refusal: messages still flow, their attachments become `disk:` errors.
       const problem = await writeProblem(dir, options.maxBytes);
-      if (problem) this.options.logger.warn({ dir, problem }, `media folder "${dir}" (media.dir) cannot take downloads: ${problem}; attachments will fail with "disk:" errors until it can`);
+      if (problem)
+        this.options.logger.warn(
+          { dir, problem },
+          `media folder "${dir}" (media.dir) cannot take downloads: ${problem}; attachments will fail with "disk:" errors until it can`,
+        );
     }
     if (dirs.size === 0) return;
     const interval = Math.min(...[...dirs.values()].map((o) => o.sweepIntervalMs));
@@ -131,10 +146,18 @@ export class MediaStage {
   async collect(parts: readonly BufferedPart[]): Promise<PartMedia[]> {
     if (parts.every((part) => part.event.media.length === 0)) return parts.map(() => ({ media: [], errors: [] }));
     for (const part of parts) this.begin(part);
-    const results = await Promise.all(parts.map((part) => this.pending.get(part.id) ?? Promise.resolve(this.closedResult(part))));
+    const results = await Promise.all(
+      parts.map((part) => this.pending.get(part.id) ?? Promise.resolve(this.closedResult(part))),
+    );
     for (const part of parts) this.pending.delete(part.id);
     if (results.some((result) => result.errors.some((error) => error.reason.startsWith(ABORTED)))) {
-      throw new MediaError('aborted', 'media stage closed before the batch\'s downloads finished; the batch stays in the store', false, undefined, { stage: 'media' });
+      throw new MediaError(
+        'aborted',
+        "media stage closed before the batch's downloads finished; the batch stays in the store",
+        false,
+        undefined,
+        { stage: 'media' },
+      );
     }
     await this.touch(results.flatMap((r) => r.media));
     return results;
@@ -159,7 +182,9 @@ export class MediaStage {
   /** Mark files as used now (the sweeper keeps what was used within `ttlMs`). */
   async touch(items: readonly MediaItem[]): Promise<void> {
     const now = new Date(this.options.clock.now());
-    await Promise.all(items.map((item) => utimes(resolve(this.options.cwd, item.path), now, now).catch(() => undefined)));
+    await Promise.all(
+      items.map((item) => utimes(resolve(this.options.cwd, item.path), now, now).catch(() => undefined)),
+    );
   }
 
   /**
@@ -175,7 +200,13 @@ export class MediaStage {
 
   /** A part with media that can no longer be downloaded (the stage is closed). */
   private closedResult(part: BufferedPart): PartMedia {
-    return { media: [], errors: part.event.media.map((ref) => ({ url: labelOf(part.event.channel, ref), reason: `${ABORTED} media stage closed` })) };
+    return {
+      media: [],
+      errors: part.event.media.map((ref) => ({
+        url: labelOf(part.event.channel, ref),
+        reason: `${ABORTED} media stage closed`,
+      })),
+    };
   }
 
   private async fetchPart(part: BufferedPart): Promise<PartMedia> {
@@ -183,39 +214,69 @@ export class MediaStage {
     const options = this.options.optionsFor(channel);
     const refs = part.event.media;
     const result: PartMedia = { media: [], errors: [] };
-    const outcomes = await Promise.all(refs.slice(0, options.maxPerMessage).map((ref) => this.downloadOne(part, ref, options)));
+    const outcomes = await Promise.all(
+      refs.slice(0, options.maxPerMessage).map((ref) => this.downloadOne(part, ref, options)),
+    );
     for (const outcome of outcomes) {
       if ('reason' in outcome) result.errors.push(outcome);
       else result.media.push(outcome);
     }
     for (const ref of refs.slice(options.maxPerMessage)) {
-      result.errors.push({ url: labelOf(channel, ref), reason: `too many attachments: more than media.maxPerMessage (${options.maxPerMessage})` });
+      result.errors.push({
+        url: labelOf(channel, ref),
+        reason: `too many attachments: more than media.maxPerMessage (${options.maxPerMessage})`,
+      });
     }
     return result;
   }
 
-  private async downloadOne(part: BufferedPart, ref: MediaRef, options: MediaOptions): Promise<MediaItem | MediaFailure> {
+  private async downloadOne(
+    part: BufferedPart,
+    ref: MediaRef,
+    options: MediaOptions,
+  ): Promise<MediaItem | MediaFailure> {
     const { channel, sessionKey } = part.event;
     const { clock, concurrency } = this.options;
     const label = labelOf(channel, ref);
     // One deadline for the attachment, from now: resolving, queueing, every attempt and wait.
-    const budget = deadline(clock, options.timeoutMs, () => new MediaError('timeout', `no complete download within media.timeoutMs (${options.timeoutMs} ms), queue time included`, false));
+    const budget = deadline(
+      clock,
+      options.timeoutMs,
+      () =>
+        new MediaError(
+          'timeout',
+          `no complete download within media.timeoutMs (${options.timeoutMs} ms), queue time included`,
+          false,
+        ),
+    );
     const signal = AbortSignal.any([budget.signal, this.stop.signal]);
     let staged: string | undefined;
     try {
       if (ref.size !== undefined && ref.size > options.maxBytes) {
-        throw new MediaError('too_large', `declared ${ref.size} bytes, over media.maxBytes (${options.maxBytes})`, false);
+        throw new MediaError(
+          'too_large',
+          `declared ${ref.size} bytes, over media.maxBytes (${options.maxBytes})`,
+          false,
+        );
       }
       const source = await this.resolveSource(channel, ref, options, signal);
-      const folder = await ensureFolder(resolve(this.options.cwd, options.dir), sessionFolder(sessionKey)).catch((error: unknown) => {
-        throw diskFailure(error, 'create the session folder');
-      });
+      const folder = await ensureFolder(resolve(this.options.cwd, options.dir), sessionFolder(sessionKey)).catch(
+        (error: unknown) => {
+          throw diskFailure(error, 'create the session folder');
+        },
+      );
       const id = nanoid();
       staged = join(folder, id);
       const perSender = options.perSenderConcurrency ?? Math.max(1, Math.floor(concurrency / 2));
       const fetched = await fetchToFile(source.url, staged, {
-        maxBytes: options.maxBytes, timeoutMs: Math.max(1, budget.remaining()), retries: options.retries,
-        allowHosts: options.allowHosts, allowPorts: options.allowPorts, signal, clock, connections: this.connections,
+        maxBytes: options.maxBytes,
+        timeoutMs: Math.max(1, budget.remaining()),
+        retries: options.retries,
+        allowHosts: options.allowHosts,
+        allowPorts: options.allowPorts,
+        signal,
+        clock,
+        connections: this.connections,
         acquire: (wait) => this.slots.acquire(part.debounceKey, perSender, wait),
         ...(source.headers ? { headers: source.headers } : {}),
       });
@@ -227,13 +288,22 @@ export class MediaStage {
       staged = undefined;
       this.options.metrics.media(channel, 'ok', fetched.bytes);
       this.options.logger.debug({ channel, path: final, bytes: fetched.bytes }, 'media stored');
-      return { type: stored.type, path: this.display(final), mime: stored.mime, bytes: fetched.bytes, sha256: fetched.sha256 };
+      return {
+        type: stored.type,
+        path: this.display(final),
+        mime: stored.mime,
+        bytes: fetched.bytes,
+        sha256: fetched.sha256,
+      };
     } catch (error) {
       if (staged) await unlink(staged).catch(() => undefined);
       const kind: FailureKind = error instanceof MediaError ? error.kind : 'network';
       const reason = `${kind}: ${(error as Error).message}`;
       if (kind === 'aborted') {
-        this.options.logger.info({ channel, media: label }, 'media download aborted by shutdown; the batch stays in the store');
+        this.options.logger.info(
+          { channel, media: label },
+          'media download aborted by shutdown; the batch stays in the store',
+        );
       } else {
         this.options.metrics.media(channel, resultOf[kind], 0);
         this.options.logger.warn({ channel, media: label, reason }, 'media download refused or failed');
@@ -244,10 +314,16 @@ export class MediaStage {
     }
   }
 
-  private async resolveSource(channel: string, ref: MediaRef, options: MediaOptions, signal: AbortSignal): Promise<{ url: string; headers?: Record<string, string>; mimeType?: string }> {
+  private async resolveSource(
+    channel: string,
+    ref: MediaRef,
+    options: MediaOptions,
+    signal: AbortSignal,
+  ): Promise<{ url: string; headers?: Record<string, string>; mimeType?: string }> {
     if (ref.url) return { url: ref.url };
     const resolver = this.options.adapterFor(channel)?.resolveMedia;
-    if (!ref.ref || !resolver) throw new MediaError('bad_url', 'attachment has neither a URL nor a resolvable reference', false);
+    if (!ref.ref || !resolver)
+      throw new MediaError('bad_url', 'attachment has neither a URL nor a resolvable reference', false);
     // A resolver that ignores its signal still cannot outlive the deadline or hold up close().
     const resolved = await untilAborted(resolver(ref, signal), signal).catch((error: unknown) => {
       if (signal.aborted && signal.reason instanceof MediaError) throw signal.reason;
@@ -255,7 +331,11 @@ export class MediaStage {
       throw new MediaError('http', `could not resolve the platform media id: ${(error as Error).message}`, false);
     });
     if (resolved.size !== undefined && resolved.size > options.maxBytes) {
-      throw new MediaError('too_large', `platform reports ${resolved.size} bytes, over media.maxBytes (${options.maxBytes})`, false);
+      throw new MediaError(
+        'too_large',
+        `platform reports ${resolved.size} bytes, over media.maxBytes (${options.maxBytes})`,
+        false,
+      );
     }
     return resolved;
   }

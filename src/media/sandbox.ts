@@ -59,7 +59,13 @@ export async function ensureFolder(root: string, folder: string): Promise<string
 export function diskFailure(error: unknown, doing: string): MediaError {
   if (error instanceof MediaError) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  return new MediaError('disk', `cannot ${doing} in the media folder (media.dir)${code ? ` (${code})` : ''}: ${(error as Error).message}`, false, undefined, { cause: error });
+  return new MediaError(
+    'disk',
+    `cannot ${doing} in the media folder (media.dir)${code ? ` (${code})` : ''}: ${(error as Error).message}`,
+    false,
+    undefined,
+    { cause: error },
+  );
 }
 
 /**
@@ -71,7 +77,9 @@ export async function writeProblem(dir: string, maxBytes: number): Promise<strin
   let existing = resolve(dir);
   for (;;) {
     // ENOTDIR: a file on the way up, which the walk then names.
-    const info = await stat(existing).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' || error.code === 'ENOTDIR' ? undefined : error));
+    const info = await stat(existing).catch((error: NodeJS.ErrnoException) =>
+      error.code === 'ENOENT' || error.code === 'ENOTDIR' ? undefined : error,
+    );
     if (info instanceof Error) return info.message;
     if (info && !info.isDirectory()) return `"${existing}" is not a folder (ENOTDIR)`;
     if (info) break;
@@ -83,8 +91,12 @@ export async function writeProblem(dir: string, maxBytes: number): Promise<strin
   } catch (error) {
     return `"${existing}" is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
   }
-  const room = await statfs(existing).then((fs) => fs.bavail * fs.bsize, () => undefined);
-  if (room !== undefined && room < maxBytes) return `${counted(room, 'byte')} free on its file system, less than one download of media.maxBytes (${maxBytes})`;
+  const room = await statfs(existing).then(
+    (fs) => fs.bavail * fs.bsize,
+    () => undefined,
+  );
+  if (room !== undefined && room < maxBytes)
+    return `${counted(room, 'byte')} free on its file system, less than one download of media.maxBytes (${maxBytes})`;
   return undefined;
 }
 
@@ -108,7 +120,11 @@ export async function sweepTemporaries(root: string): Promise<number> {
  * download and on every use (`touch`); atime is not trusted (relatime/noatime mounts).
  * Folders left empty go too.
  */
-export async function sweepStale(root: string, ttlMs: number, now: number): Promise<{ files: number; folders: number }> {
+export async function sweepStale(
+  root: string,
+  ttlMs: number,
+  now: number,
+): Promise<{ files: number; folders: number }> {
   let files = 0;
   let folders = 0;
   for (const folder of await entries(root)) {
@@ -123,7 +139,14 @@ export async function sweepStale(root: string, ttlMs: number, now: number): Prom
         files++;
       } else left++;
     }
-    if (left === 0 && (await rmdir(dir).then(() => true, () => false))) folders++;
+    if (
+      left === 0 &&
+      (await rmdir(dir).then(
+        () => true,
+        () => false,
+      ))
+    )
+      folders++;
   }
   return { files, folders };
 }

@@ -15,7 +15,13 @@ export interface StoredType {
  * Everything else that sniffing cannot confirm (HTML, SVG, XHTML, XML, JavaScript, or an image
  * type on bytes that are no image) is stored as opaque bytes.
  */
-const PASSIVE_TEXT = new Set(['text/plain', 'text/csv', 'text/tab-separated-values', 'text/markdown', 'application/json']);
+const PASSIVE_TEXT = new Set([
+  'text/plain',
+  'text/csv',
+  'text/tab-separated-values',
+  'text/markdown',
+  'application/json',
+]);
 
 /** Sniffable formats a browser or viewer may execute (file-type recognises XML, Flash, CHM). */
 const ACTIVE = /html|xml|script|flash|postscript/;
@@ -29,8 +35,10 @@ const OPAQUE: StoredType = { type: 'document', mime: 'application/octet-stream',
  */
 export async function storedType(head: Buffer, declared: string | undefined): Promise<StoredType> {
   const sniffed = head.length > 0 ? await fileTypeFromBuffer(head).catch(() => undefined) : undefined;
-  if (sniffed && !ACTIVE.test(sniffed.mime)) return { type: mediaTypeOf(sniffed.mime), mime: sniffed.mime, extension: sniffed.ext };
+  if (sniffed && !ACTIVE.test(sniffed.mime))
+    return { type: mediaTypeOf(sniffed.mime), mime: sniffed.mime, extension: sniffed.ext };
   const base = declared?.split(';')[0]?.trim().toLowerCase();
-  if (!sniffed && base && PASSIVE_TEXT.has(base)) return { type: 'document', mime: base, extension: mime.getExtension(base) ?? 'txt' };
+  if (!sniffed && base && PASSIVE_TEXT.has(base))
+    return { type: 'document', mime: base, extension: mime.getExtension(base) ?? 'txt' };
   return OPAQUE;
 }

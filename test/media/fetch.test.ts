@@ -19,10 +19,20 @@ describe('fetchToFile against local servers', () => {
   let trap: TestServer;
   let dir: string;
   const base = () => `http://127.0.0.1:${media.port}`;
-  const options = () => ({ maxBytes: MAX, timeoutMs: 10_000, retries: 3, minBackoffMs: 20, allowHosts: [`127.0.0.1:${media.port}`], allowPorts: [trap.port] });
+  const options = () => ({
+    maxBytes: MAX,
+    timeoutMs: 10_000,
+    retries: 3,
+    minBackoffMs: 20,
+    allowHosts: [`127.0.0.1:${media.port}`],
+    allowPorts: [trap.port],
+  });
   const target = (name: string) => join(dir, name);
   const failure = async (promise: Promise<unknown>) => {
-    const error = await promise.then(() => undefined, (e: unknown) => e);
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(MediaError);
     return error as MediaError;
   };
@@ -34,13 +44,25 @@ describe('fetchToFile against local servers', () => {
     media = await serve((req, res, n) => {
       const path = (req.url ?? '').split('?')[0];
       switch (path) {
-        case '/ok.png': res.setHeader('content-type', 'image/png'); res.end(PNG); break;
-        case '/big-declared': res.setHeader('content-length', String(MAX + 1)); res.write(Buffer.alloc(1024)); break;
+        case '/ok.png':
+          res.setHeader('content-type', 'image/png');
+          res.end(PNG);
+          break;
+        case '/big-declared':
+          res.setHeader('content-length', String(MAX + 1));
+          res.write(Buffer.alloc(1024));
+          break;
         case '/big-chunked': {
           // No Content-Length: chunked, and far over the cap.
           const chunk = Buffer.alloc(16 * 1024, 1);
           let sent = 0;
-          const pump = () => { while (sent < MAX * 4) { sent += chunk.length; if (!res.write(chunk)) return res.once('drain', pump); } res.end(); };
+          const pump = () => {
+            while (sent < MAX * 4) {
+              sent += chunk.length;
+              if (!res.write(chunk)) return res.once('drain', pump);
+            }
+            res.end();
+          };
           pump();
           break;
         }
@@ -51,30 +73,96 @@ describe('fetchToFile against local servers', () => {
           socket.end(Buffer.alloc(MAX * 3, 2));
           break;
         }
-        case '/flaky': if (n < 2) { res.statusCode = 503; res.end('busy'); } else { res.setHeader('content-type', 'image/png'); res.end(PNG); } break;
-        case '/rate': if (n < 2) { res.statusCode = 429; res.setHeader('retry-after', '1'); res.end(); } else res.end(PNG); break;
+        case '/flaky':
+          if (n < 2) {
+            res.statusCode = 503;
+            res.end('busy');
+          } else {
+            res.setHeader('content-type', 'image/png');
+            res.end(PNG);
+          }
+          break;
+        case '/rate':
+          if (n < 2) {
+            res.statusCode = 429;
+            res.setHeader('retry-after', '1');
+            res.end();
+          } else res.end(PNG);
+          break;
         // Two seconds after ManualClock's default start, as an HTTP date.
-        case '/rate-date': if (n < 2) { res.statusCode = 503; res.setHeader('retry-after', 'Tue, 01 Jan 2030 00:00:02 GMT'); res.end(); } else res.end(PNG); break;
-        case '/rate-long': res.statusCode = 429; res.setHeader('retry-after', '3600'); res.end(); break;
-        case '/missing': res.statusCode = 404; res.end('nope'); break;
-        case '/stall': res.setHeader('content-type', 'image/png'); res.flushHeaders(); res.write(PNG.subarray(0, 8)); break;
-        case '/r1': res.statusCode = 302; res.setHeader('location', '/r2'); res.end(); break;
-        case '/r2': res.statusCode = 301; res.setHeader('location', `${base()}/r3`); res.end(); break;
-        case '/r3': res.statusCode = 307; res.setHeader('location', '/ok.png'); res.end(); break;
-        case '/loop': res.statusCode = 302; res.setHeader('location', '/loop'); res.end(); break;
-        case '/to-trap': res.statusCode = 302; res.setHeader('location', `http://127.0.0.2:${trap.port}/x`); res.end(); break;
-        case '/auth': res.end(req.headers.authorization ?? 'none'); break;
-        case '/auth-redirect': res.statusCode = 302; res.setHeader('location', `http://localhost:${media.port}/auth`); res.end(); break;
-        default: res.statusCode = 404; res.end();
+        case '/rate-date':
+          if (n < 2) {
+            res.statusCode = 503;
+            res.setHeader('retry-after', 'Tue, 01 Jan 2030 00:00:02 GMT');
+            res.end();
+          } else res.end(PNG);
+          break;
+        case '/rate-long':
+          res.statusCode = 429;
+          res.setHeader('retry-after', '3600');
+          res.end();
+          break;
+        case '/missing':
+          res.statusCode = 404;
+          res.end('nope');
+          break;
+        case '/stall':
+          res.setHeader('content-type', 'image/png');
+          res.flushHeaders();
+          res.write(PNG.subarray(0, 8));
+          break;
+        case '/r1':
+          res.statusCode = 302;
+          res.setHeader('location', '/r2');
+          res.end();
+          break;
+        case '/r2':
+          res.statusCode = 301;
+          res.setHeader('location', `${base()}/r3`);
+          res.end();
+          break;
+        case '/r3':
+          res.statusCode = 307;
+          res.setHeader('location', '/ok.png');
+          res.end();
+          break;
+        case '/loop':
+          res.statusCode = 302;
+          res.setHeader('location', '/loop');
+          res.end();
+          break;
+        case '/to-trap':
+          res.statusCode = 302;
+          res.setHeader('location', `http://127.0.0.2:${trap.port}/x`);
+          res.end();
+          break;
+        case '/auth':
+          res.end(req.headers.authorization ?? 'none');
+          break;
+        case '/auth-redirect':
+          res.statusCode = 302;
+          res.setHeader('location', `http://localhost:${media.port}/auth`);
+          res.end();
+          break;
+        default:
+          res.statusCode = 404;
+          res.end();
       }
     });
   });
-  afterAll(async () => { await media.close(); await trap.close(); });
+  afterAll(async () => {
+    await media.close();
+    await trap.close();
+  });
 
   it('stores the bytes with their size and sha256, through a temporary name', async () => {
     const result = await fetchToFile(`${base()}/ok.png`, target('ok'), options());
     expect(readFileSync(target('ok'))).toEqual(PNG);
-    expect(result).toMatchObject({ bytes: PNG.length, sha256: createHash('sha256').update(PNG).digest('hex'), declaredType: 'image/png' });
+    expect(result).toMatchObject({
+      bytes: PNG.length,
+      sha256: createHash('sha256').update(PNG).digest('hex'),
+      declaredType: 'image/png',
+    });
     expect(existsSync(target('ok.part'))).toBe(false);
   });
 
@@ -117,9 +205,11 @@ describe('fetchToFile against local servers', () => {
     expect(media.hits.get('/rate-date')).toBe(2);
   });
 
-  it('gives up at once, with the server\'s answer, when Retry-After is past the budget', async () => {
+  it("gives up at once, with the server's answer, when Retry-After is past the budget", async () => {
     const clock = new ManualClock();
-    const error = await failure(fetchToFile(`${base()}/rate-long`, target('rate-long'), { ...options(), clock, timeoutMs: 10_000 }));
+    const error = await failure(
+      fetchToFile(`${base()}/rate-long`, target('rate-long'), { ...options(), clock, timeoutMs: 10_000 }),
+    );
     expect([error.kind, error.message]).toEqual(['http', 'HTTP 429']);
     expect(media.hits.get('/rate-long')).toBe(1);
   });
@@ -145,9 +235,17 @@ describe('fetchToFile against local servers', () => {
     const slots = new Slots(2);
     const sockets = countingConnections();
     const url = (path: string) => `http://127.0.0.1:${bodies.port}${path}`;
-    const limited = { ...options(), allowHosts: [`127.0.0.1:${bodies.port}`], retries: 0, connections: sockets.connections, acquire: (signal: AbortSignal) => slots.acquire('k', 2, signal) };
+    const limited = {
+      ...options(),
+      allowHosts: [`127.0.0.1:${bodies.port}`],
+      retries: 0,
+      connections: sockets.connections,
+      acquire: (signal: AbortSignal) => slots.acquire('k', 2, signal),
+    };
     const results = await Promise.all([
-      ...Array.from({ length: 8 }, (_, i) => failure(fetchToFile(url(`/endless-500?i=${i}`), target(`e500-${i}`), limited))),
+      ...Array.from({ length: 8 }, (_, i) =>
+        failure(fetchToFile(url(`/endless-500?i=${i}`), target(`e500-${i}`), limited)),
+      ),
       ...Array.from({ length: 4 }, (_, i) => fetchToFile(url(`/endless-302?i=${i}`), target(`e302-${i}`), limited)),
     ]);
     expect(results.slice(0, 8).map((e) => (e as MediaError).message)).toEqual(Array(8).fill('HTTP 500'));
@@ -166,14 +264,23 @@ describe('fetchToFile against local servers', () => {
 
   it('does not retry a full disk: one GET, a disk error naming ENOSPC, no file left', async () => {
     const before = media.hits.get('/ok.png') ?? 0;
-    const full = () => new Writable({
-      write(_chunk, _encoding, done) {
-        done(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' }));
-      },
-    });
+    const full = () =>
+      new Writable({
+        write(_chunk, _encoding, done) {
+          done(
+            Object.assign(new Error('ENOSPC: no space left on device, write'), {
+              code: 'ENOSPC',
+              errno: -28,
+              syscall: 'write',
+            }),
+          );
+        },
+      });
     const error = await failure(fetchToFile(`${base()}/ok.png`, target('full'), { ...options(), openFile: full }));
     expect([error.kind, error.retryable]).toEqual(['disk', false]);
-    expect(error.message).toBe('cannot write a download in the media folder (media.dir) (ENOSPC): ENOSPC: no space left on device, write');
+    expect(error.message).toBe(
+      'cannot write a download in the media folder (media.dir) (ENOSPC): ENOSPC: no space left on device, write',
+    );
     expect(media.hits.get('/ok.png')).toBe(before + 1);
     expect(existsSync(target('full'))).toBe(false);
   });
@@ -190,24 +297,44 @@ describe('fetchToFile against local servers', () => {
   it('follows up to three redirects, re-checking each hop', async () => {
     await fetchToFile(`${base()}/r1`, target('r'), options());
     expect(readFileSync(target('r'))).toEqual(PNG);
-    expect((await failure(fetchToFile(`${base()}/loop`, target('loop'), options()))).message).toMatch(/more than 3 redirects/);
+    expect((await failure(fetchToFile(`${base()}/loop`, target('loop'), options()))).message).toMatch(
+      /more than 3 redirects/,
+    );
     expect((await failure(fetchToFile(`${base()}/to-trap`, target('to-trap'), options()))).kind).toBe('blocked');
     expect(trap.total()).toBe(0);
   });
 
   it('drops platform credentials when a redirect leaves the origin', async () => {
-    await fetchToFile(`${base()}/auth`, target('auth1'), { ...options(), headers: { authorization: 'Bearer platform' } });
+    await fetchToFile(`${base()}/auth`, target('auth1'), {
+      ...options(),
+      headers: { authorization: 'Bearer platform' },
+    });
     expect(readFileSync(target('auth1'), 'utf8')).toBe('Bearer platform');
-    await fetchToFile(`${base()}/auth-redirect`, target('auth2'), { ...options(), allowHosts: [`127.0.0.1:${media.port}`, `localhost:${media.port}`], headers: { authorization: 'Bearer platform' } });
+    await fetchToFile(`${base()}/auth-redirect`, target('auth2'), {
+      ...options(),
+      allowHosts: [`127.0.0.1:${media.port}`, `localhost:${media.port}`],
+      headers: { authorization: 'Bearer platform' },
+    });
     expect(readFileSync(target('auth2'), 'utf8')).toBe('none');
   });
 
   it('refuses every blocked address form without connecting', async () => {
     const p = trap.port;
     const urls = [
-      `http://127.0.0.2:${p}/`, `http://[::1]:${p}/`, `http://[::ffff:127.0.0.2]:${p}/`, `http://2130706434:${p}/`,
-      `http://0x7f000002:${p}/`, `http://127.1:${p}/`, `http://localhost:${p}/`, `http://0177.0.0.1:${p}/`, `http://[::7f00:2]:${p}/`,
-      `http://0.0.0.0:${p}/`, `file:///etc/passwd`, `ftp://127.0.0.1:${p}/x`, `http://127.0.0.1:22/`, `http://user:pw@127.0.0.1:${p}/`,
+      `http://127.0.0.2:${p}/`,
+      `http://[::1]:${p}/`,
+      `http://[::ffff:127.0.0.2]:${p}/`,
+      `http://2130706434:${p}/`,
+      `http://0x7f000002:${p}/`,
+      `http://127.1:${p}/`,
+      `http://localhost:${p}/`,
+      `http://0177.0.0.1:${p}/`,
+      `http://[::7f00:2]:${p}/`,
+      `http://0.0.0.0:${p}/`,
+      `file:///etc/passwd`,
+      `ftp://127.0.0.1:${p}/x`,
+      `http://127.0.0.1:22/`,
+      `http://user:pw@127.0.0.1:${p}/`,
     ];
     for (const url of urls) {
       const error = await failure(fetchToFile(url, target('blocked'), options()));
@@ -223,7 +350,12 @@ describe('fetchToFile against local servers', () => {
       lookups++;
       callback(null, [{ address: '127.0.0.1', family: 4 }]);
     });
-    const error = await failure(fetchToFile(`http://media.example.test:${trap.port}/x`, target('rebind'), { ...options(), connections: mediaConnections({ lookup: rebinding }) }));
+    const error = await failure(
+      fetchToFile(`http://media.example.test:${trap.port}/x`, target('rebind'), {
+        ...options(),
+        connections: mediaConnections({ lookup: rebinding }),
+      }),
+    );
     expect(error.kind).toBe('blocked');
     expect(error.message).toMatch(/resolves to 127\.0\.0\.1 is a loopback address/);
     expect(lookups).toBe(1);
@@ -236,8 +368,25 @@ describe('refuseAddress', () => {
     expect(refuseAddress('8.8.8.8')).toBeUndefined();
     expect(refuseAddress('2606:4700::1111')).toBeUndefined();
     expect(refuseAddress('::ffff:8.8.8.8')).toBeUndefined();
-    for (const address of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', 'fc00::1', 'fe80::1', '224.0.0.1',
-      '::', '::1', '64:ff9b::7f00:1', '2002:7f00:1::', '2001:db8::1', '192.0.2.1', '255.255.255.255', '::ffff:10.0.0.1', '::a00:1']) {
+    for (const address of [
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      'fc00::1',
+      'fe80::1',
+      '224.0.0.1',
+      '::',
+      '::1',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::',
+      '2001:db8::1',
+      '192.0.2.1',
+      '255.255.255.255',
+      '::ffff:10.0.0.1',
+      '::a00:1',
+    ]) {
       expect([address, refuseAddress(address)]).not.toEqual([address, undefined]);
     }
   });

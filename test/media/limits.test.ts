@@ -10,14 +10,20 @@ import { countingConnections, endless, PNG, serve, type TestServer } from '../su
 
 /** Every file left under `dir`, relative paths. */
 function files(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
 }
 
 describe('media stage limits against local servers', () => {
   let host: TestServer;
   const held: ServerResponse[] = [];
   const url = (path: string) => `http://127.0.0.1:${host.port}${path}`;
-  const settings = (extra: Record<string, unknown> = {}) => ({ allowHosts: [`127.0.0.1:${host.port}`], retries: 0, ...extra });
+  const settings = (extra: Record<string, unknown> = {}) => ({
+    allowHosts: [`127.0.0.1:${host.port}`],
+    retries: 0,
+    ...extra,
+  });
 
   beforeAll(async () => {
     host = await serve((req, res, n) => {
@@ -28,21 +34,36 @@ describe('media stage limits against local servers', () => {
         res.writeHead(200, { 'content-type': 'image/png' });
         res.write(PNG.subarray(0, 8));
         held.push(res);
+      } else if (path === '/busy') {
+        if (n === 1) {
+          res.statusCode = 503;
+          res.setHeader('retry-after', '5');
+          res.end();
+        } else res.end(PNG);
+      } else {
+        res.statusCode = 404;
+        res.end();
       }
-      else if (path === '/busy') {
-        if (n === 1) { res.statusCode = 503; res.setHeader('retry-after', '5'); res.end(); } else res.end(PNG);
-      } else { res.statusCode = 404; res.end(); }
     });
   });
   afterAll(() => host.close());
-  const releaseHeld = () => { for (const res of held.splice(0)) res.destroy(); };
+  const releaseHeld = () => {
+    for (const res of held.splice(0)) res.destroy();
+  };
 
   it('keeps the connections of error bodies within media.concurrency, and cuts the bodies', async () => {
     const sent = { bytes: 0 };
     const errors = await serve((_req, res) => endless(res, 500, sent));
     const sockets = countingConnections();
-    const stage = stageFor(tempDir().path, systemClock, { allowHosts: [`127.0.0.1:${errors.port}`], retries: 0, concurrency: 2, perSenderConcurrency: 2 }, sockets.connections);
-    const parts = Array.from({ length: 10 }, (_, i) => partOf(`e${i}`, [{ url: `http://127.0.0.1:${errors.port}/e${i}` }]));
+    const stage = stageFor(
+      tempDir().path,
+      systemClock,
+      { allowHosts: [`127.0.0.1:${errors.port}`], retries: 0, concurrency: 2, perSenderConcurrency: 2 },
+      sockets.connections,
+    );
+    const parts = Array.from({ length: 10 }, (_, i) =>
+      partOf(`e${i}`, [{ url: `http://127.0.0.1:${errors.port}/e${i}` }]),
+    );
     const results = await stage.collect(parts);
     expect(results.flatMap((r) => r.errors.map((e) => e.reason))).toEqual(Array(10).fill('http: HTTP 500'));
     expect(sockets.peak()).toBe(2);
@@ -56,10 +77,13 @@ describe('media stage limits against local servers', () => {
     await stage.close();
   });
 
-  it('lets another sender\'s photo through while one sender\'s slow downloads fill their share', async () => {
+  it("lets another sender's photo through while one sender's slow downloads fill their share", async () => {
     const dir = tempDir().path;
     const stage = stageFor(dir, new ManualClock(), settings({ concurrency: 2, timeoutMs: 60_000 }));
-    const slowSender = partOf('slow', [1, 2, 3, 4].map((i) => ({ url: url(`/slow?i=${i}`) })));
+    const slowSender = partOf(
+      'slow',
+      [1, 2, 3, 4].map((i) => ({ url: url(`/slow?i=${i}`) })),
+    );
     const hits = host.hits.get('/slow') ?? 0;
     stage.begin(slowSender);
     await host.arrived('/slow', hits + 1);
@@ -84,7 +108,9 @@ describe('media stage limits against local servers', () => {
     clock.tick(10_000);
     const [slow, photo] = await stage.collect([first, queued]);
     expect(slow?.errors[0]?.reason).toMatch(/^timeout: /);
-    expect(photo?.errors[0]?.reason).toBe('timeout: no complete download within media.timeoutMs (10000 ms), queue time included');
+    expect(photo?.errors[0]?.reason).toBe(
+      'timeout: no complete download within media.timeoutMs (10000 ms), queue time included',
+    );
     expect(host.hits.get('/photo.png') ?? 0).toBe(hits.photo);
     expect(files(dir)).toEqual([]);
     await stage.close();
@@ -119,7 +145,9 @@ describe('media stage limits against local servers', () => {
     // The fake clock never moves: only the abort can end these downloads.
     await stage.close();
     await expect(stage.collect([part])).rejects.toMatchObject({ name: 'MediaError', kind: 'aborted' });
-    await expect(stage.collect([partOf('late', [{ url: url('/photo.png?late') }])])).rejects.toMatchObject({ kind: 'aborted' });
+    await expect(stage.collect([partOf('late', [{ url: url('/photo.png?late') }])])).rejects.toMatchObject({
+      kind: 'aborted',
+    });
     expect(files(dir)).toEqual([]);
     releaseHeld();
   });

@@ -15,32 +15,67 @@ describe('media on the real server', () => {
   beforeAll(async () => {
     host = await serve((req, res) => {
       const path = (req.url ?? '').split('?')[0];
-      if (path === '/a.png' || path === '/blocked.png') { res.setHeader('content-type', 'application/octet-stream'); res.end(PNG); }
-      else if (path === '/doc') { res.setHeader('content-type', 'text/plain'); res.end('plain words'); }
-      else if (path === '/held.png') held.push(res);
-      else { res.statusCode = 404; res.end(); }
+      if (path === '/a.png' || path === '/blocked.png') {
+        res.setHeader('content-type', 'application/octet-stream');
+        res.end(PNG);
+      } else if (path === '/doc') {
+        res.setHeader('content-type', 'text/plain');
+        res.end('plain words');
+      } else if (path === '/held.png') held.push(res);
+      else {
+        res.statusCode = 404;
+        res.end();
+      }
     });
   });
   afterAll(() => host.close());
   afterEach(async () => service?.stop());
 
-  const start = (media: Record<string, unknown> = {}, debounce: Record<string, unknown> = { windowMs: 100, maxWaitMs: 400 }, clock?: ManualClock) =>
-    startService({ debounce, media: { allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 20_000, retries: 1, ...media } }, clock ? { clock } : {});
+  const start = (
+    media: Record<string, unknown> = {},
+    debounce: Record<string, unknown> = { windowMs: 100, maxWaitMs: 400 },
+    clock?: ManualClock,
+  ) =>
+    startService(
+      { debounce, media: { allowHosts: [`127.0.0.1:${host.port}`], timeoutMs: 20_000, retries: 1, ...media } },
+      clock ? { clock } : {},
+    );
 
   it('downloads attachments into the session folder and lists them in the processed message', async () => {
     // Time moves only when the test says so: both posts land in one window however slow the machine.
     const clock = new ManualClock();
     service = await start({}, { windowMs: 100, maxWaitMs: 400 }, clock);
     const url = `http://127.0.0.1:${host.port}`;
-    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'look', mediaUrl: `${url}/a.png?name=evil.exe` })).status).toBe(200);
-    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: '../../etc/cli:ann', content: 'and this', media: [{ url: `${url}/doc` }, { url: `${url}/missing.png` }] })).status).toBe(200);
+    expect(
+      (
+        await postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: '../../etc/cli:ann',
+          content: 'look',
+          mediaUrl: `${url}/a.png?name=evil.exe`,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: '../../etc/cli:ann',
+          content: 'and this',
+          media: [{ url: `${url}/doc` }, { url: `${url}/missing.png` }],
+        })
+      ).status,
+    ).toBe(200);
     await clock.advance(100);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
     const message = frame?.data;
     expect(message.content).toBe('look and this');
     expect(message.media).toHaveLength(2);
     const [image, doc] = message.media;
-    expect(image).toMatchObject({ type: 'image', mime: 'image/png', bytes: PNG.length, sha256: createHash('sha256').update(PNG).digest('hex') });
+    expect(image).toMatchObject({
+      type: 'image',
+      mime: 'image/png',
+      bytes: PNG.length,
+      sha256: createHash('sha256').update(PNG).digest('hex'),
+    });
     expect(image.path).toMatch(/\.png$/);
     expect(doc).toMatchObject({ type: 'document', mime: 'text/plain', bytes: 11 });
     expect(doc.path).toMatch(/\.txt$/);
@@ -59,7 +94,11 @@ describe('media on the real server', () => {
     service = await start({}, { windowMs: 60_000, maxWaitMs: 60_000 });
     const frames = readEvents(`${service.url}/v1/events`, 1, {
       onOpen: async () => {
-        await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:slow', content: 'pic', mediaUrl: `http://127.0.0.1:${host.port}/held.png` });
+        await postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: 'cli:slow',
+          content: 'pic',
+          mediaUrl: `http://127.0.0.1:${host.port}/held.png`,
+        });
         // The download reached the media host with the window still open for another minute...
         await host.arrived('/held.png');
         for (const res of held.splice(0)) res.end(PNG);
@@ -76,8 +115,18 @@ describe('media on the real server', () => {
     const clock = new ManualClock();
     service = await start({}, { windowMs: 100, maxWaitMs: 400, media: 'first' }, clock);
     const url = `http://127.0.0.1:${host.port}`;
-    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/a.png` })).status).toBe(200);
-    expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/doc`, content: 'two' })).status).toBe(200);
+    expect(
+      (await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:f', mediaUrl: `${url}/a.png` })).status,
+    ).toBe(200);
+    expect(
+      (
+        await postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: 'cli:f',
+          mediaUrl: `${url}/doc`,
+          content: 'two',
+        })
+      ).status,
+    ).toBe(200);
     await clock.advance(100);
     const [frame] = await readEvents(`${service.url}/v1/events?after=0`, 1);
     expect(frame?.data.merged).toBe(2);
@@ -87,7 +136,12 @@ describe('media on the real server', () => {
   it('refuses a blocked URL as a media error and still delivers the message', async () => {
     service = await start({ allowHosts: [] });
     const frames = readEvents(`${service.url}/v1/events`, 1, {
-      onOpen: () => postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:b', content: 'see', mediaUrl: `http://127.0.0.1:${host.port}/blocked.png` }),
+      onOpen: () =>
+        postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: 'cli:b',
+          content: 'see',
+          mediaUrl: `http://127.0.0.1:${host.port}/blocked.png`,
+        }),
     });
     const [frame] = await frames;
     expect(frame?.data.content).toBe('see');
@@ -100,10 +154,16 @@ describe('media on the real server', () => {
     service = await start({ maxPerMessage: 1 });
     const url = `http://127.0.0.1:${host.port}`;
     const frames = readEvents(`${service.url}/v1/events`, 1, {
-      onOpen: () => postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:c', media: [{ url: `${url}/a.png` }, { url: `${url}/doc` }] }),
+      onOpen: () =>
+        postJson(`${service.url}/webhooks/generic`, {
+          sessionKey: 'cli:c',
+          media: [{ url: `${url}/a.png` }, { url: `${url}/doc` }],
+        }),
     });
     const [frame] = await frames;
     expect(frame?.data.media).toHaveLength(1);
-    expect(frame?.data.mediaErrors).toEqual([{ url: `${url}/doc`, reason: 'too many attachments: more than media.maxPerMessage (1)' }]);
+    expect(frame?.data.mediaErrors).toEqual([
+      { url: `${url}/doc`, reason: 'too many attachments: more than media.maxPerMessage (1)' },
+    ]);
   });
 });

@@ -12,18 +12,41 @@ let partIds = 0;
 /** A recorded message of `sender` carrying `media`, as the store hands it to the stage. */
 export function partOf(sender: string, media: MediaRef[]): BufferedPart {
   const event: InboundEvent = {
-    id: `m${++partIds}`, kind: 'message', channel: 'generic', adapter: 'generic', namespace: 'generic',
-    conversation: { type: 'private', id: sender }, sessionKey: `cli:${sender}`, sender: { id: sender },
-    segments: [], text: '', media, mentions: [], timestamp: 0, raw: undefined,
+    id: `m${++partIds}`,
+    kind: 'message',
+    channel: 'generic',
+    adapter: 'generic',
+    namespace: 'generic',
+    conversation: { type: 'private', id: sender },
+    sessionKey: `cli:${sender}`,
+    sender: { id: sender },
+    segments: [],
+    text: '',
+    media,
+    mentions: [],
+    timestamp: 0,
+    raw: undefined,
   };
   return { id: String(partIds), debounceKey: `generic|cli:${sender}|${sender}`, receivedAt: 0, event };
 }
 
 /** A media stage in `dir` with the given media settings (global `concurrency` included). */
-export function stageFor(dir: string, clock: Clock, media: Record<string, unknown>, connections?: MediaConnections): MediaStage {
+export function stageFor(
+  dir: string,
+  clock: Clock,
+  media: Record<string, unknown>,
+  connections?: MediaConnections,
+): MediaStage {
   const config = loadConfig({ env: {}, file: { media: { dir: 'media', ...media } } });
   return new MediaStage({
-    cwd: dir, channels: ['generic'], concurrency: config.media.concurrency, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
-    optionsFor: () => config.media, adapterFor: () => undefined, ...(connections ? { connections } : {}),
+    cwd: dir,
+    channels: ['generic'],
+    concurrency: config.media.concurrency,
+    clock,
+    logger: silent,
+    metrics: new Metrics({ defaultMetrics: false }),
+    optionsFor: () => config.media,
+    adapterFor: () => undefined,
+    ...(connections ? { connections } : {}),
   });
 }

@@ -8,7 +8,19 @@ import { tempDir } from '../support/helpers.js';
 describe('media sandbox', () => {
   it('keeps every hostile session key inside the media folder', async () => {
     const root = tempDir().path;
-    const keys = ['../../etc', '/etc/passwd', 'a\u0000b', '..\\..\\windows', 'x'.repeat(10_000), '.', '..', '', 'wa:+1 650/555', '%2e%2e%2f', '\u202e'];
+    const keys = [
+      '../../etc',
+      '/etc/passwd',
+      'a\u0000b',
+      '..\\..\\windows',
+      'x'.repeat(10_000),
+      '.',
+      '..',
+      '',
+      'wa:+1 650/555',
+      '%2e%2e%2f',
+      '\u202e',
+    ];
     const folders = new Set<string>();
     for (const key of keys) {
       const folder = sessionFolder(key);
@@ -22,13 +34,25 @@ describe('media sandbox', () => {
   });
 
   it('gives keys that differ only in lone surrogates different folders', () => {
-    const keys = ['wa:\uD800', 'wa:\uDC00', 'wa:\uFFFD', 'wa:\uDBFF', 'wa:\uD800\uD800', 'wa:\uDC00\uD800', 'wa:\uD83D\uDE00'];
+    const keys = [
+      'wa:\uD800',
+      'wa:\uDC00',
+      'wa:\uFFFD',
+      'wa:\uDBFF',
+      'wa:\uD800\uD800',
+      'wa:\uDC00\uD800',
+      'wa:\uD83D\uDE00',
+    ];
     expect(new Set(keys.map(sessionFolder)).size).toBe(keys.length);
   });
 
   it('keeps the folder name of a well-formed key (its UTF-8 hash)', () => {
-    expect(sessionFolder('qq:group:123')).toBe(`qq_group_123-${createHash('sha256').update('qq:group:123').digest('hex').slice(0, 10)}`);
-    expect(sessionFolder('wa:😀')).toBe(`wa___-${createHash('sha256').update('wa:😀', 'utf8').digest('hex').slice(0, 10)}`);
+    expect(sessionFolder('qq:group:123')).toBe(
+      `qq_group_123-${createHash('sha256').update('qq:group:123').digest('hex').slice(0, 10)}`,
+    );
+    expect(sessionFolder('wa:😀')).toBe(
+      `wa___-${createHash('sha256').update('wa:😀', 'utf8').digest('hex').slice(0, 10)}`,
+    );
   });
 
   it('refuses a path that would leave the root', () => {

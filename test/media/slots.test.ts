@@ -8,7 +8,11 @@ describe('Slots', () => {
     const slots = new Slots(2);
     const order: string[] = [];
     const held: Release[] = [];
-    const take = (key: string) => slots.acquire(key, 1, never).then((release) => { order.push(key); held.push(release); });
+    const take = (key: string) =>
+      slots.acquire(key, 1, never).then((release) => {
+        order.push(key);
+        held.push(release);
+      });
     const waits = [take('a'), take('a'), take('a'), take('b'), take('b'), take('c')];
     await Promise.resolve();
     expect([slots.active, slots.waiting]).toEqual([2, 4]);
@@ -22,7 +26,7 @@ describe('Slots', () => {
     expect([slots.active, slots.waiting]).toEqual([0, 0]);
   });
 
-  it('drops a waiter whose signal aborts, with the signal\'s reason', async () => {
+  it("drops a waiter whose signal aborts, with the signal's reason", async () => {
     const slots = new Slots(1);
     const first = await slots.acquire('a', 1, never);
     const controller = new AbortController();

@@ -16,10 +16,22 @@ describe('MediaStage sweeper', () => {
     const dir = tempDir().path;
     const config = loadConfig({ env: {}, file: { media: { dir: 'media', ttlMs: 1000 } } });
     let now = Date.UTC(2031, 0, 1);
-    const clock: Clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {}, setInterval: () => 0, clearInterval: () => {} };
+    const clock: Clock = {
+      now: () => now,
+      setTimeout: () => 0,
+      clearTimeout: () => {},
+      setInterval: () => 0,
+      clearInterval: () => {},
+    };
     const stage = new MediaStage({
-      cwd: dir, channels: ['generic'], concurrency: 1, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media, adapterFor: () => undefined,
+      cwd: dir,
+      channels: ['generic'],
+      concurrency: 1,
+      clock,
+      logger: silent,
+      metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media,
+      adapterFor: () => undefined,
     });
     mkdirSync(join(dir, 'media', 's'), { recursive: true });
     for (const name of ['used.png', 'unused.png']) {
@@ -44,8 +56,14 @@ describe('MediaStage sweeper on the injected clock', () => {
     const config = loadConfig({ env: {}, file: { media: { dir: 'media', ttlMs: 1000, sweepIntervalMs: 3_600_000 } } });
     const clock = new ManualClock(Date.UTC(2031, 0, 1));
     const stage = new MediaStage({
-      cwd: dir, channels: ['generic'], concurrency: 1, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media, adapterFor: () => undefined,
+      cwd: dir,
+      channels: ['generic'],
+      concurrency: 1,
+      clock,
+      logger: silent,
+      metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media,
+      adapterFor: () => undefined,
     });
     const file = join(dir, 'media', 's', 'old.png');
     mkdirSync(join(dir, 'media', 's'), { recursive: true });
@@ -67,22 +85,35 @@ describe('MediaStage on a media folder it cannot write', () => {
     const host = await serve((_req, res) => res.end(PNG));
     const dir = tempDir().path;
     writeFileSync(join(dir, 'not-a-folder'), 'x');
-    const config = loadConfig({ env: {}, file: { media: { dir: 'not-a-folder/media', allowHosts: [`127.0.0.1:${host.port}`] } } });
+    const config = loadConfig({
+      env: {},
+      file: { media: { dir: 'not-a-folder/media', allowHosts: [`127.0.0.1:${host.port}`] } },
+    });
     const { logger, lines: warnings } = recordingLogger('warn');
     const metrics = new Metrics({ defaultMetrics: false });
     const stage = new MediaStage({
-      cwd: dir, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics,
-      optionsFor: () => config.media, adapterFor: () => undefined,
+      cwd: dir,
+      channels: ['generic'],
+      concurrency: 1,
+      clock: new ManualClock(),
+      logger,
+      metrics,
+      optionsFor: () => config.media,
+      adapterFor: () => undefined,
     });
     try {
       await stage.start();
       const warning = warnings.find((line) => line.msg.startsWith('media folder'));
       expect(warning?.dir).toBe(join(dir, 'not-a-folder', 'media'));
-      expect(warning?.msg).toContain('(media.dir) cannot take downloads: "' + join(dir, 'not-a-folder') + '" is not a folder (ENOTDIR)');
+      expect(warning?.msg).toContain(
+        '(media.dir) cannot take downloads: "' + join(dir, 'not-a-folder') + '" is not a folder (ENOTDIR)',
+      );
       const [result] = await stage.collect([partOf('u1', [{ url: `http://127.0.0.1:${host.port}/a.png` }])]);
       expect(result?.media).toEqual([]);
       expect(result?.errors).toHaveLength(1);
-      expect(result?.errors[0]?.reason).toMatch(/^disk: cannot create the session folder in the media folder \(media\.dir\) \(ENOTDIR\)/);
+      expect(result?.errors[0]?.reason).toMatch(
+        /^disk: cannot create the session folder in the media folder \(media\.dir\) \(ENOTDIR\)/,
+      );
       expect(host.total()).toBe(0);
       expect(await metrics.scrape()).toMatch(/inbox_media_downloads_total\{channel="generic",result="disk"\} 1/);
     } finally {
@@ -95,8 +126,14 @@ describe('MediaStage on a media folder it cannot write', () => {
     const { logger, lines: warnings } = recordingLogger('warn');
     const config = loadConfig({ env: {}, file: { media: { dir: 'later/media' } } });
     const stage = new MediaStage({
-      cwd: tempDir().path, channels: ['generic'], concurrency: 1, clock: new ManualClock(), logger, metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media, adapterFor: () => undefined,
+      cwd: tempDir().path,
+      channels: ['generic'],
+      concurrency: 1,
+      clock: new ManualClock(),
+      logger,
+      metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media,
+      adapterFor: () => undefined,
     });
     await stage.start();
     await stage.close();
@@ -111,14 +148,27 @@ describe('MediaStage downloads that no flush here collects', () => {
       res.end(PNG);
     });
     const clock = new ManualClock();
-    const config = loadConfig({ env: {}, file: { media: { dir: 'media', allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } } });
+    const config = loadConfig({
+      env: {},
+      file: { media: { dir: 'media', allowHosts: [`127.0.0.1:${host.port}`], retries: 0 } },
+    });
     const stage = new MediaStage({
-      cwd: tempDir().path, channels: ['generic'], concurrency: 2, clock, logger: silent, metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media, adapterFor: () => undefined, keepSettledMs: 60_000,
+      cwd: tempDir().path,
+      channels: ['generic'],
+      concurrency: 2,
+      clock,
+      logger: silent,
+      metrics: new Metrics({ defaultMetrics: false }),
+      optionsFor: () => config.media,
+      adapterFor: () => undefined,
+      keepSettledMs: 60_000,
     });
     try {
       // Admitted here, flushed by another instance (several instances on Redis): never collected here.
-      const parts = [partOf('u1', [{ url: `http://127.0.0.1:${host.port}/a.png` }]), partOf('u2', [{ url: `http://127.0.0.1:${host.port}/b.png` }])];
+      const parts = [
+        partOf('u1', [{ url: `http://127.0.0.1:${host.port}/a.png` }]),
+        partOf('u2', [{ url: `http://127.0.0.1:${host.port}/b.png` }]),
+      ];
       for (const part of parts) stage.begin(part);
       expect(stage.tracked).toBe(2);
       await until(() => clock.pending().filter((ms) => ms === 60_000).length === 2);

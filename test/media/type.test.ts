@@ -7,7 +7,9 @@ import { PNG, serve, type TestServer } from '../support/servers.js';
 
 const HTML = Buffer.from('<!doctype html><html><body><script>fetch("/steal")</script></body></html>');
 const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
-const XML_SVG = Buffer.from('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+const XML_SVG = Buffer.from(
+  '<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+);
 const opaque = { type: 'document', mime: 'application/octet-stream', extension: 'bin' };
 
 describe('storedType', () => {
@@ -22,16 +24,35 @@ describe('storedType', () => {
   });
 
   it('stores active types as opaque bytes', async () => {
-    for (const declared of ['text/html', 'image/svg+xml', 'application/xhtml+xml', 'application/javascript', 'text/javascript', 'application/xml', 'text/xml']) {
-      expect([declared, await storedType(declared === 'image/svg+xml' ? SVG : HTML, declared)]).toEqual([declared, opaque]);
+    for (const declared of [
+      'text/html',
+      'image/svg+xml',
+      'application/xhtml+xml',
+      'application/javascript',
+      'text/javascript',
+      'application/xml',
+      'text/xml',
+    ]) {
+      expect([declared, await storedType(declared === 'image/svg+xml' ? SVG : HTML, declared)]).toEqual([
+        declared,
+        opaque,
+      ]);
     }
     // An SVG with an XML declaration sniffs as application/xml: still not stored as XML.
     expect(await storedType(XML_SVG, 'image/svg+xml')).toEqual(opaque);
   });
 
   it('keeps passive text with its own extension', async () => {
-    expect(await storedType(Buffer.from('plain words'), 'text/plain; charset=utf-8')).toEqual({ type: 'document', mime: 'text/plain', extension: 'txt' });
-    expect(await storedType(Buffer.from('a,b\n1,2'), 'text/csv')).toEqual({ type: 'document', mime: 'text/csv', extension: 'csv' });
+    expect(await storedType(Buffer.from('plain words'), 'text/plain; charset=utf-8')).toEqual({
+      type: 'document',
+      mime: 'text/plain',
+      extension: 'txt',
+    });
+    expect(await storedType(Buffer.from('a,b\n1,2'), 'text/csv')).toEqual({
+      type: 'document',
+      mime: 'text/csv',
+      extension: 'csv',
+    });
   });
 
   it('stores an unknown or missing type as opaque bytes', async () => {
@@ -45,10 +66,19 @@ describe('media types of downloaded files', () => {
   beforeAll(async () => {
     host = await serve((req, res) => {
       const path = (req.url ?? '').split('?')[0];
-      if (path === '/page.png') { res.setHeader('content-type', 'image/png'); res.end(HTML); }
-      else if (path === '/logo.svg') { res.setHeader('content-type', 'image/svg+xml'); res.end(SVG); }
-      else if (path === '/empty.png') { res.setHeader('content-type', 'image/png'); res.end(); }
-      else { res.setHeader('content-type', 'text/html'); res.end(PNG); }
+      if (path === '/page.png') {
+        res.setHeader('content-type', 'image/png');
+        res.end(HTML);
+      } else if (path === '/logo.svg') {
+        res.setHeader('content-type', 'image/svg+xml');
+        res.end(SVG);
+      } else if (path === '/empty.png') {
+        res.setHeader('content-type', 'image/png');
+        res.end();
+      } else {
+        res.setHeader('content-type', 'text/html');
+        res.end(PNG);
+      }
     });
   });
   afterAll(() => host.close());
@@ -56,12 +86,14 @@ describe('media types of downloaded files', () => {
   it('stores HTML declared as PNG, SVG with script and an empty "image" as .bin documents, and a real PNG as an image', async () => {
     const stage = stageFor(tempDir().path, systemClock, { allowHosts: [`127.0.0.1:${host.port}`], retries: 0 });
     const url = (path: string) => `http://127.0.0.1:${host.port}${path}`;
-    const [result] = await stage.collect([partOf('types', [
-      { url: url('/page.png'), mimeType: 'image/png', type: 'image' },
-      { url: url('/logo.svg'), type: 'image' },
-      { url: url('/empty.png'), mimeType: 'image/png', type: 'image' },
-      { url: url('/real') },
-    ])]);
+    const [result] = await stage.collect([
+      partOf('types', [
+        { url: url('/page.png'), mimeType: 'image/png', type: 'image' },
+        { url: url('/logo.svg'), type: 'image' },
+        { url: url('/empty.png'), mimeType: 'image/png', type: 'image' },
+        { url: url('/real') },
+      ]),
+    ]);
     expect(result?.errors).toEqual([]);
     expect(result?.media.map((m) => [m.type, m.mime, m.path.split('.').pop(), m.bytes])).toEqual([
       ['document', 'application/octet-stream', 'bin', HTML.length],
