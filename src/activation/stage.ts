@@ -66,13 +66,26 @@ export function createActivation(options: ActivationStageOptions) {
     const state = await options.store.conversation(batch.sessionKey, now);
     const type = first.conversation.type;
     const mode = modeOf(state, rules.activation, batch.sessionKey, type);
-    const addressedPart = batch.parts.find((part) => part.event.addressed === true)?.event;
+    const addressedPart = batch.parts.find(
+      (part) => part.event.addressed === true || mentionsOursNow(part.event),
+    )?.event;
     if (mode === 'never' || (mode === 'mention' && !addressedPart)) {
       return { addressed: false, reason: `not addressed: ${type} activation is ${mode}` };
     }
     // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
     const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
     return { addressed: true, trigger, ...contextOf(state, rules.context, now) };
+  }
+
+  /**
+   * A mention of a bot of ours that had not yet delivered anything when the message arrived (its
+   * own copy came a moment later): known at flush, so the batch is addressed after all.
+   */
+  function mentionsOursNow(event: InboundEvent): boolean {
+    if (event.addressed !== false || event.trigger !== undefined || event.mentions.length === 0) return false;
+    if (!event.mentions.some((id) => options.bots.isOwnBot(event.namespace, id))) return false;
+    event.trigger = 'mention';
+    return true;
   }
 
   /** Close a batch as its conversation's context (false: the lease was lost, another instance owns it). */
