@@ -34,16 +34,23 @@ export function addressRules(activation: ActivationOptions): AddressRules {
  * bots, a reply to a message one of them sent, a wake word it starts with, a pattern it
  * matches, a `/command`. Reads only the normalized event (what each adapter marked).
  */
-export async function triggerOf(
+export function triggerOf(
   event: InboundEvent,
   rules: AddressRules,
   bots: OurBots,
   sent: SentLookup,
-): Promise<Trigger | undefined> {
+): Trigger | undefined | Promise<Trigger | undefined> {
   if (event.kind !== 'message') return undefined;
   const ours = (id: string) => id === event.botId || bots.isOwnBot(event.namespace, id);
   if (event.mentions.some(ours)) return 'mention';
-  if (rules.replyToBot && (await repliesToBot(event, ours, sent))) return 'reply';
+  const replies = rules.replyToBot ? repliesToBot(event, ours, sent) : false;
+  // Only a quote named by its id alone asks the store; every other message is decided here and now.
+  if (replies instanceof Promise) return replies.then((yes) => (yes ? 'reply' : contentTrigger(event, rules)));
+  return replies ? 'reply' : contentTrigger(event, rules);
+}
+
+/** What the text says: a wake word, a pattern, a command. */
+function contentTrigger(event: InboundEvent, rules: AddressRules): Trigger | undefined {
   const text = afterMentions(event.text);
   if (rules.wakeWords.length > 0 && startsWithWord(text.toLowerCase(), rules.wakeWords)) return 'wake';
   if (rules.patterns.some((pattern) => pattern.test(event.text))) return 'pattern';
@@ -52,13 +59,18 @@ export async function triggerOf(
 }
 
 /** A reply to our bot: as the platform says, by the quoted author's id, else by the messages our bots sent. */
-async function repliesToBot(event: InboundEvent, ours: (id: string) => boolean, sent: SentLookup): Promise<boolean> {
+function repliesToBot(
+  event: InboundEvent,
+  ours: (id: string) => boolean,
+  sent: SentLookup,
+): boolean | Promise<boolean> {
   const fields = event.fields;
   const quoted = fields?.reply_to;
   if (!quoted) return false;
+  // The platform's word first ("true": this bot wrote it; "false": a person did), then the author's id.
   if (fields.reply_to_bot !== undefined) return fields.reply_to_bot === 'true';
   if (fields.reply_to_sender) return ours(fields.reply_to_sender);
-  return (await sent(event.namespace, quoted)) === true;
+  return sent(event.namespace, quoted).then((known) => known === true);
 }
 
 /**

@@ -52,7 +52,8 @@ export function createActivation(options: ActivationStageOptions) {
   async function mark(events: readonly InboundEvent[]): Promise<void> {
     for (const event of events) {
       if (event.kind !== 'message') continue;
-      const trigger = await triggerOf(event, rulesOf(event.channel), options.bots, options.sent);
+      const found = triggerOf(event, rulesOf(event.channel), options.bots, options.sent);
+      const trigger = found instanceof Promise ? await found : found;
       event.addressed = trigger !== undefined;
       if (trigger) event.trigger = trigger;
     }
