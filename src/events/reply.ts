@@ -27,6 +27,10 @@ export interface Quote {
   messageId: string;
   senderId?: string;
   text?: string;
+  /** The quoted text (the same as `text`), under the name the context entries use. */
+  content?: string;
+  /** Whether its author is one of our bots, when the platform says (the adapter's `reply_to_bot` field). */
+  fromBot?: boolean;
 }
 
 /** What an adapter makes of a ReplyTarget. */
