@@ -27,9 +27,9 @@ export interface Quote {
   messageId: string;
   senderId?: string;
   text?: string;
-  /** The quoted text (the same as `text`), under the name the context entries use. */
+  /** The quoted text: from the payload where the platform includes it, else from the messages the store holds. */
   content?: string;
-  /** Whether its author is one of our bots, when the platform says (the adapter's `reply_to_bot` field). */
+  /** Whether one of our bots wrote the quoted message, when known. */
   fromBot?: boolean;
 }
 

@@ -215,8 +215,8 @@ export function discordAdapter(
  * on a forward (reference type 1, discord.com/developers/docs/resources/message#message-reference-types),
  * and its author and text from `referenced_message`, which replies carry (null once the message
  * was deleted). `reply_to_bot` is `"true"` when the author is this bot's user (READY's
- * `user.id`), `"false"` when it is another user, or a person (`author.bot` absent or false) while
- * the bot's id is not known yet.
+ * `user.id`), `"false"` when `author.bot` is absent or false (a person); another bot's message
+ * leaves it to the author's id.
  */
 function repliedIn(read: PayloadReader, d: Json, botUserId: string | undefined, fields: Record<string, string>): void {
   const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
@@ -229,8 +229,10 @@ function repliedIn(read: PayloadReader, d: Json, botUserId: string | undefined, 
   const authorId = author && read.optText(own(author, 'id'), 'd.referenced_message.author.id');
   if (author && authorId) {
     fields.reply_to_sender = authorId;
-    if (botUserId !== undefined) fields.reply_to_bot = String(authorId === botUserId);
-    else if (own(author, 'bot') !== true) fields.reply_to_bot = 'false';
+    if (authorId === botUserId) fields.reply_to_bot = 'true';
+    // A webhook's message has no bot flag either, and it is no person's.
+    else if (own(author, 'bot') !== true && own(quoted ?? {}, 'webhook_id') === undefined)
+      fields.reply_to_bot = 'false';
   }
   const text = quoted && read.optText(own(quoted, 'content'), 'd.referenced_message.content');
   if (text) fields.reply_to_text = text.slice(0, QUOTE_TEXT_MAX);

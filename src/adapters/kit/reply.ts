@@ -9,9 +9,9 @@ export function idValue(id: string): string | number {
 
 /**
  * The quote an adapter noted in its fields (`reply_to`, `reply_to_sender`, `reply_to_text`,
- * `reply_to_bot`), if any. `reply_to_bot` is `"true"` or `"false"` when the platform says
- * whether the quoted message's author is the bot (each adapter says which bot), absent when
- * it does not say.
+ * `reply_to_bot`), if any. `reply_to_bot` is `"true"` when the platform says the receiving bot
+ * wrote the quoted message, `"false"` when it says a person did, and absent otherwise (another
+ * bot, or the platform does not say): the author's id then tells whether it is one of ours.
  */
 export function quoteOf(ids: Readonly<Record<string, string>>, key = 'reply_to'): Quote | undefined {
   const messageId = ids[key];

@@ -235,8 +235,8 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
  * A reply in a thread answers the thread's parent (`thread_ts`). Slack's message events name
  * the parent's author (`parent_user_id`, docs.slack.dev "Message threading") but not whether a
  * bot wrote it (the parent's `bot_id` is not in the event): `reply_to_bot` is `"true"` when the
- * author is this bot's user, `"false"` when it is another user, unknown when the event does
- * not say. The parent's text is not in the event either.
+ * author is this bot's user, else left to the author's id. The parent's text is not in the
+ * event either.
  */
 function threadParentIn(
   read: PayloadReader,
@@ -249,7 +249,7 @@ function threadParentIn(
   const parentUser = read.optText(own(event, 'parent_user_id'), 'event.parent_user_id');
   if (!parentUser) return;
   fields.reply_to_sender = parentUser;
-  if (ourBot) fields.reply_to_bot = String(parentUser === ourBot);
+  if (parentUser === ourBot) fields.reply_to_bot = 'true';
 }
 
 /**

@@ -349,9 +349,9 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
 /**
  * The message a Telegram message answers (`reply_to_message`), into `fields`. In a forum every
  * message of a topic replies to the topic's creation message: that is no quote.
- * `reply_to_bot` says whether its author is this bot: `"true"` when `from.id` is the bot's id
- * (the token's prefix, core.telegram.org/bots/api#authorizing-your-bot), `"false"` when
- * `from.is_bot` is false or, with the token known, another bot wrote it; unknown otherwise.
+ * `reply_to_bot` is `"true"` when `from.id` is this bot's id (the token's prefix,
+ * core.telegram.org/bots/api#authorizing-your-bot), `"false"` when `from.is_bot` says a person
+ * wrote it; another bot's message leaves it to the author's id.
  */
 function quotedIn(
   read: PayloadReader,
@@ -368,9 +368,8 @@ function quotedIn(
   const from = read.optObject(own(quoted, 'from'), `${at}.reply_to_message.from`);
   const sender = from && read.optText(own(from, 'id'), `${at}.reply_to_message.from.id`);
   if (sender) fields.reply_to_sender = sender;
-  const isBot = from && own(from, 'is_bot');
   if (sender !== undefined && sender === botId) fields.reply_to_bot = 'true';
-  else if (isBot === false || (isBot === true && botId !== undefined)) fields.reply_to_bot = 'false';
+  else if (from && own(from, 'is_bot') === false) fields.reply_to_bot = 'false';
   const text =
     read.optText(own(quoted, 'text'), `${at}.reply_to_message.text`) ??
     read.optText(own(quoted, 'caption'), `${at}.reply_to_message.caption`);

@@ -41,15 +41,21 @@ describe('Discord: what a message says about mentions of the bot and replies to 
     expect(discord.replyTo!(target).quote).toMatchObject({ messageId: '1180000000000000004', fromBot: true });
   });
 
-  it('marks a reply to a person "false", and to another bot "false" only once the bot knows its own id', () => {
+  it('marks a reply to a person "false", before READY too, and leaves one to another bot or a webhook to its author', () => {
     const toPerson = fixture('discord', 'reply-to-bot.json');
     toPerson.d.referenced_message.author = { id: '1150000000000000002', username: 'bo', bot: false };
     expect(normalizedBody(identified(), toPerson).events[0]!.fields!.reply_to_bot).toBe('false');
     expect(normalizedBody(channelOf('discord'), toPerson).events[0]!.fields!.reply_to_bot).toBe('false');
     const toOtherBot = fixture('discord', 'reply-to-bot.json');
     toOtherBot.d.referenced_message.author = { id: '1140000000000000009', username: 'other', bot: true };
-    expect(normalizedBody(identified(), toOtherBot).events[0]!.fields!.reply_to_bot).toBe('false');
-    expect(normalizedBody(channelOf('discord'), toOtherBot).events[0]!.fields!.reply_to_bot).toBeUndefined();
+    const toWebhook = fixture('discord', 'reply-to-bot.json');
+    toWebhook.d.referenced_message.author = { id: '1190000000000000001', username: 'alerts' };
+    toWebhook.d.referenced_message.webhook_id = '1190000000000000001';
+    for (const body of [toOtherBot, toWebhook]) {
+      const fields = normalizedBody(identified(), body).events[0]!.fields!;
+      expect(fields.reply_to_sender).toBe(body.d.referenced_message.author.id);
+      expect(fields.reply_to_bot).toBeUndefined();
+    }
   });
 
   it('keeps the id of a reply whose quoted message was deleted (referenced_message null), and takes a forward as no reply', () => {

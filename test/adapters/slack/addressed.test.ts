@@ -29,13 +29,12 @@ describe('Slack: what a message says about mentions of the bot and replies to it
     expect(slack.replyTo!(target).quote).toEqual({ messageId: '1700000050.000200', senderId: 'UBOT', fromBot: true });
   });
 
-  it('marks a thread reply under a person\'s message "false", and says nothing when the event names no parent author', () => {
-    const underPerson = fixture('slack', 'thread-reply-to-bot.json');
-    underPerson.event.parent_user_id = 'U2';
-    expect(normalizedBody(channelOf('slack'), underPerson).events[0]!.fields).toMatchObject({
-      reply_to_sender: 'U2',
-      reply_to_bot: 'false',
-    });
+  it("leaves a thread reply under another user's message to that author's id (Slack does not say whether a bot wrote it)", () => {
+    const underOther = fixture('slack', 'thread-reply-to-bot.json');
+    underOther.event.parent_user_id = 'U2';
+    const named = normalizedBody(channelOf('slack'), underOther).events[0]!.fields!;
+    expect(named.reply_to_sender).toBe('U2');
+    expect(named.reply_to_bot).toBeUndefined();
     const unnamed = fixture('slack', 'thread-reply-to-bot.json');
     delete unnamed.event.parent_user_id;
     const fields = normalizedBody(channelOf('slack'), unnamed).events[0]!.fields!;

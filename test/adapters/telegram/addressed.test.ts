@@ -43,11 +43,13 @@ describe('Telegram: what a message says about mentions of the bot and replies to
     expect(event!.fields).toMatchObject({ reply_to: '88', reply_to_sender: '333', reply_to_bot: 'false' });
   });
 
-  it('marks a reply to another bot "false", and leaves it unknown when the channel has no token to say who it is', () => {
+  it("leaves a reply to another bot to its author's id, token or not (it may be another of our bots)", () => {
     const other = fixture('telegram', 'reply-to-bot.json');
     other.message.reply_to_message.from = { id: 777, is_bot: true, first_name: 'Other' };
-    expect(normalizedBody(bot(), other).events[0]!.fields!.reply_to_bot).toBe('false');
-    const tokenless = channelOf('telegram', { botToken: undefined, secretToken: 's' });
-    expect(normalizedBody(tokenless, other).events[0]!.fields!.reply_to_bot).toBeUndefined();
+    for (const adapter of [bot(), channelOf('telegram', { botToken: undefined, secretToken: 's' })]) {
+      const fields = normalizedBody(adapter, other).events[0]!.fields!;
+      expect(fields.reply_to_sender).toBe('777');
+      expect(fields.reply_to_bot).toBeUndefined();
+    }
   });
 });
