@@ -228,6 +228,8 @@ export function dingtalkAdapter(
         const mentioned = read.optText(own(user, 'staffId'), `atUsers[${i}].staffId`) || dingtalkId;
         if (mentioned && dingtalkId !== chatbotUserId && !mentions.includes(mentioned)) mentions.push(mentioned);
       });
+      // The robot callback carries no quoted message (no field of it in the Stream SDKs'
+      // ChatbotMessage): no DingTalk message here is a reply.
       const fields: Record<string, string> = { msg_id: msgId, msgtype, conversation_id: conversationId };
       for (const [key, name] of [
         ['senderId', 'sender_id'],

@@ -6,10 +6,10 @@ import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { discordGateway } from './gateway.js';
 import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
-import { own, PayloadReader } from '../kit/shape.js';
+import { own, PayloadReader, type Json } from '../kit/shape.js';
 import { shapeError, type Adapter, type Normalized } from '../kit/types.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
-import { quoteOf } from '../kit/reply.js';
+import { QUOTE_TEXT_MAX, quoteOf } from '../kit/reply.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -185,9 +185,7 @@ export function discordAdapter(
         .trim();
       const fields: Record<string, string> = { message_id: id, channel_id: channelId };
       if (guildId) fields.guild_id = guildId;
-      const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
-      const replied = reference && read.optText(own(reference, 'message_id'), 'd.message_reference.message_id');
-      if (replied) fields.reply_to = replied;
+      repliedIn(read, d, botUserId, fields);
       const stamp = read.optText(own(d, 'timestamp'), 'd.timestamp');
       const at = stamp ? Date.parse(stamp) : Number.NaN;
       return {
@@ -210,6 +208,34 @@ export function discordAdapter(
       };
     },
   };
+}
+
+/**
+ * The message a Discord message replies to, into `fields`: `message_reference.message_id`, except
+ * on a forward (reference type 1, discord.com/developers/docs/resources/message#message-reference-types),
+ * and its author and text from `referenced_message`, which replies carry (null once the message
+ * was deleted). `reply_to_bot` is `"true"` when the author is this bot's user (READY's
+ * `user.id`), `"false"` when `author.bot` is absent or false (a person); another bot's message
+ * leaves it to the author's id.
+ */
+function repliedIn(read: PayloadReader, d: Json, botUserId: string | undefined, fields: Record<string, string>): void {
+  const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
+  if (!reference || own(reference, 'type') === 1) return;
+  const replied = read.optText(own(reference, 'message_id'), 'd.message_reference.message_id');
+  if (!replied) return;
+  fields.reply_to = replied;
+  const quoted = read.optObject(own(d, 'referenced_message'), 'd.referenced_message');
+  const author = quoted && read.optObject(own(quoted, 'author'), 'd.referenced_message.author');
+  const authorId = author && read.optText(own(author, 'id'), 'd.referenced_message.author.id');
+  if (author && authorId) {
+    fields.reply_to_sender = authorId;
+    if (authorId === botUserId) fields.reply_to_bot = 'true';
+    // A webhook's message has no bot flag either, and it is no person's.
+    else if (own(author, 'bot') !== true && own(quoted ?? {}, 'webhook_id') === undefined)
+      fields.reply_to_bot = 'false';
+  }
+  const text = quoted && read.optText(own(quoted, 'content'), 'd.referenced_message.content');
+  if (text) fields.reply_to_text = text.slice(0, QUOTE_TEXT_MAX);
 }
 
 /** `POST /channels/{channel_id}/messages {content, message_reference: {message_id}}`; `message_reference` is the quote. */

@@ -268,12 +268,19 @@ export function feishuAdapter(
       const messageType = read.text(own(message, 'message_type'), 'event.message.message_type');
       const content = feishuContent(read, message, messageType, messageId, parseContent);
       const botId = appId ?? read.optText(own(header, 'app_id'), 'header.app_id');
+      // Mentions name open_ids; the bot's own (botOpenId) becomes its id here, the app id.
       const mentions = content.mentions.map((id) => (botOpenId && botId && id === botOpenId ? botId : id));
       const fields: Record<string, string> = { message_id: messageId, chat_id: chatId, message_type: messageType };
       const root = read.optText(own(message, 'root_id'), 'event.message.root_id');
       if (root) fields.root_id = root;
+      // A reply names the message it answers (`parent_id`); im.message.receive_v1 says nothing of
+      // that message's author or text (open.feishu.cn im-v1/message/intro, events/receive): reading them
+      // takes a GET of the message, so reply_to_sender and reply_to_bot stay unknown here.
       const parent = read.optText(own(message, 'parent_id'), 'event.message.parent_id');
-      if (parent) fields.parent_id = parent;
+      if (parent) {
+        fields.parent_id = parent;
+        fields.reply_to = parent;
+      }
       const created = own(message, 'create_time') ?? own(header, 'create_time');
       return {
         events: [

@@ -156,17 +156,7 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
               ...(fileName ? { fileName } : {}),
             });
         }
-        const mention = read.optObject(own(message, 'mention'), `${at}.message.mention`) ?? {};
-        const mentions = read
-          .optArray(own(mention, 'mentionees'), `${at}.message.mention.mentionees`)
-          .map(
-            (m, k) =>
-              read.optText(
-                own(read.object(m, `${at}.message.mention.mentionees[${k}]`), 'userId'),
-                `${at}.message.mention.mentionees[${k}].userId`,
-              ) ?? '',
-          )
-          .filter(Boolean);
+        const mentions = mentionsOf(read, message, `${at}.message`, botId);
         const webhookEventId = read.optText(own(item, 'webhookEventId'), `${at}.webhookEventId`) || undefined;
         const replyToken = read.optText(own(item, 'replyToken'), `${at}.replyToken`);
         // LINE stamps events in milliseconds.
@@ -215,7 +205,25 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
   };
 }
 
-/** A message's quote handles: the quoted message (`quotedMessageId`) and its own `quoteToken`. */
+/**
+ * Who a text message mentions (`mention.mentionees[]`, developers.line.biz/en/reference/messaging-api/#wh-text):
+ * users by `userId` (sent only with the user's consent), and this bot as `isSelf: true`, which
+ * becomes the bot's id (the webhook's `destination`). An `all` mention names no one.
+ */
+function mentionsOf(read: PayloadReader, message: Json, at: string, botId: string | undefined): string[] {
+  const mention = read.optObject(own(message, 'mention'), `${at}.mention`) ?? {};
+  return read.optArray(own(mention, 'mentionees'), `${at}.mention.mentionees`).flatMap((item, k) => {
+    const mentionee = read.object(item, `${at}.mention.mentionees[${k}]`);
+    if (own(mentionee, 'isSelf') === true && botId) return [botId];
+    const userId = read.optText(own(mentionee, 'userId'), `${at}.mention.mentionees[${k}].userId`);
+    return userId ? [userId] : [];
+  });
+}
+
+/**
+ * A message's quote handles: the quoted message (`quotedMessageId`) and its own `quoteToken`.
+ * LINE names no author of the quoted message: reply_to_sender and reply_to_bot stay unknown.
+ */
 function quoteFields(read: PayloadReader, message: Json, at: string): Record<string, string> {
   const quoted = read.optText(own(message, 'quotedMessageId'), `${at}.quotedMessageId`);
   const token = read.optText(own(message, 'quoteToken'), `${at}.quoteToken`);

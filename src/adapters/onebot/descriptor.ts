@@ -161,6 +161,14 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
   const botIds = options.botIds;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'onebot', namespace, idPrefix: 'ob', idLength: 12 });
   const fail = (problem: string) => shapeError(channel, 'a OneBot v11 event', problem);
+  /** The message a `message_sent` event reports, with the id a later reply segment quotes. */
+  const sentBy = (event: Json): Pick<Normalized, 'sent'> => {
+    const messageId = str(event.message_id);
+    if (!messageId) return {};
+    const botId = str(event.self_id);
+    const content = contentOf(segmentsOf(event.message ?? event.raw_message));
+    return { sent: [{ namespace, messageId, ...(botId ? { botId } : {}), ...(content ? { content } : {}) }] };
+  };
 
   return {
     name: 'onebot',
@@ -230,9 +238,11 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       const event = read.object(body, 'the body', 'one OneBot event object {post_type, ...}');
       checkSelfId(channel, str(event.self_id), headerOf(delivery, 'x-self-id')?.trim());
       const postType = read.text(own(event, 'post_type'), 'post_type');
-      // message_sent is the bot's own message; meta events are heartbeats and lifecycle.
-      if (postType === 'message_sent' || postType === 'meta_event')
-        return { events: [], ignored: 1, reply: { status: 204 } };
+      // meta events are heartbeats and lifecycle.
+      if (postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
+      // message_sent is the bot's own message: no event, but remembered, so that a reply quoting
+      // it (the reply segment gives only its id) is known to answer our bot.
+      if (postType === 'message_sent') return { events: [], ignored: 1, reply: { status: 204 }, ...sentBy(event) };
       const botId = str(event.self_id) ?? headerOf(delivery, 'x-self-id');
       const userId = str(event.user_id);
       const groupId = str(event.group_id);
@@ -273,6 +283,8 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
           segments,
           text: contentOf(segments),
           media: mediaOf(segments),
+          // An `at` names an account by its QQ number, the id space of self_id (our botId);
+          // `qq=all` (@all members) addresses everyone, not the bot.
           mentions: segments
             .filter((s) => s.type === 'at' && s.data.qq && s.data.qq !== 'all')
             .map((s) => s.data.qq as string),
@@ -341,7 +353,12 @@ function checkSelfId(channel: AdapterChannel, named: string | undefined, sender:
   );
 }
 
-/** A message's ids as this bot sees them: its message_id, and the id in its reply segment. */
+/**
+ * A message's ids as this bot sees them: its message_id, and the id in its reply segment. The
+ * OneBot v11 reply segment carries only the quoted id (github.com/botuniverse/onebot-11
+ * message/segment.md#回复): its author and text are not in the event, so `reply_to_sender`
+ * and `reply_to_bot` stay unknown here (a `message_sent` the bot reported tells who wrote it).
+ */
 function messageFields(messageId: string | undefined, segments: readonly Segment[]): Record<string, string> {
   const fields: Record<string, string> = {};
   if (messageId) fields.message_id = messageId;

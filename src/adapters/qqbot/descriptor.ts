@@ -216,6 +216,8 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     const fields: Record<string, string> = { message_id: id, event_type: type as string };
     const eventId = read.optText(own(payload, 'id'), 'id');
     if (eventId) fields.event_id = eventId;
+    // A quote names only the quoted message's id (message_reference.message_id): its author,
+    // a bot or not, is not in the event.
     const reference = read.optObject(own(d, 'message_reference'), 'd.message_reference');
     const quoted = reference && read.optText(own(reference, 'message_id'), 'd.message_reference.message_id');
     if (quoted) fields.reply_to = quoted;
@@ -223,6 +225,8 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
     let sessionKey: string | undefined;
     let sender: Party;
     let text = raw;
+    // GROUP_AT_MESSAGE_CREATE and AT_MESSAGE_CREATE come only for a message that @s the bot
+    // (bot.q.qq.com/wiki, send-receive/event.md): it is addressed to the bot by its type, so its id comes first.
     const mentions = scene.mentioned ? [appId] : [];
     if (!scene.guild) {
       const openidKey = scene.type === 'group' ? 'member_openid' : 'user_openid';

@@ -9,7 +9,8 @@ import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { slackSocket } from './socket.js';
 import { slackText } from './text.js';
-import { kindOf, own, PayloadReader } from '../kit/shape.js';
+import { quoteOf } from '../kit/reply.js';
+import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
 import {
   checkFreshness,
   checkSignature,
@@ -192,6 +193,12 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         ];
       });
       const threadTs = read.optText(own(event, 'thread_ts'), 'event.thread_ts');
+      const fields: Record<string, string> = {
+        ts,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        team: read.optText(own(payload, 'team_id'), 'team_id') ?? '',
+      };
+      if (threadTs && threadTs !== ts) threadParentIn(read, event, threadTs, ourBot, fields);
       const inbound = buildEvent({
         id: read.optText(own(payload, 'event_id'), 'event_id') || `${channelId}:${ts}`,
         kind: 'message',
@@ -206,11 +213,7 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         text,
         media,
         mentions,
-        fields: {
-          ts,
-          ...(threadTs ? { thread_ts: threadTs } : {}),
-          team: read.optText(own(payload, 'team_id'), 'team_id') ?? '',
-        },
+        fields,
         // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
         timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
         raw: payload,
@@ -229,6 +232,27 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
 }
 
 /**
+ * A reply in a thread answers the thread's parent (`thread_ts`). Slack's message events name
+ * the parent's author (`parent_user_id`, docs.slack.dev "Message threading") but not whether a
+ * bot wrote it (the parent's `bot_id` is not in the event): `reply_to_bot` is `"true"` when the
+ * author is this bot's user, else left to the author's id. The parent's text is not in the
+ * event either.
+ */
+function threadParentIn(
+  read: PayloadReader,
+  event: Json,
+  threadTs: string,
+  ourBot: string | undefined,
+  fields: Record<string, string>,
+): void {
+  fields.reply_to = threadTs;
+  const parentUser = read.optText(own(event, 'parent_user_id'), 'event.parent_user_id');
+  if (!parentUser) return;
+  fields.reply_to_sender = parentUser;
+  if (parentUser === ourBot) fields.reply_to_bot = 'true';
+}
+
+/**
  * `chat.postMessage({...params, text})`: in the message's thread (its parent's when it is a
  * reply, else under the message itself). A message in a thread quotes the thread's parent.
  */
@@ -238,6 +262,6 @@ export function slackReply({ ids, conversation }: ReplyTarget): ReplyParts {
   return {
     params: { channel: conversation.id, ...(thread ? { thread_ts: thread } : {}) },
     ...(ids.ts ? { messageId: ids.ts } : {}),
-    ...(inThread ? { quote: { messageId: ids.thread_ts as string } } : {}),
+    ...(inThread ? { quote: quoteOf(ids) ?? { messageId: ids.thread_ts as string } } : {}),
   };
 }

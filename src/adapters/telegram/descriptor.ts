@@ -290,7 +290,7 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
           ? read.optText(own(message, 'message_thread_id'), `${at}.message_thread_id`)
           : undefined;
       if (threadId) fields.message_thread_id = threadId;
-      if (!callback) quotedIn(read, message, at, fields);
+      if (!callback) quotedIn(read, message, at, fields, botToken ? botId : undefined);
       const [stamp, stampAt] =
         edited && own(message, 'edit_date') !== undefined
           ? [own(message, 'edit_date'), `${at}.edit_date`]
@@ -349,8 +349,17 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
 /**
  * The message a Telegram message answers (`reply_to_message`), into `fields`. In a forum every
  * message of a topic replies to the topic's creation message: that is no quote.
+ * `reply_to_bot` is `"true"` when `from.id` is this bot's id (the token's prefix,
+ * core.telegram.org/bots/api#authorizing-your-bot), `"false"` when `from.is_bot` says a person
+ * wrote it; another bot's message leaves it to the author's id.
  */
-function quotedIn(read: PayloadReader, message: Json, at: string, fields: Record<string, string>): void {
+function quotedIn(
+  read: PayloadReader,
+  message: Json,
+  at: string,
+  fields: Record<string, string>,
+  botId: string | undefined,
+): void {
   const quoted = read.optObject(own(message, 'reply_to_message'), `${at}.reply_to_message`);
   if (!quoted || own(quoted, 'forum_topic_created') !== undefined) return;
   const id = read.optText(own(quoted, 'message_id'), `${at}.reply_to_message.message_id`);
@@ -359,6 +368,8 @@ function quotedIn(read: PayloadReader, message: Json, at: string, fields: Record
   const from = read.optObject(own(quoted, 'from'), `${at}.reply_to_message.from`);
   const sender = from && read.optText(own(from, 'id'), `${at}.reply_to_message.from.id`);
   if (sender) fields.reply_to_sender = sender;
+  if (sender !== undefined && sender === botId) fields.reply_to_bot = 'true';
+  else if (from && own(from, 'is_bot') === false) fields.reply_to_bot = 'false';
   const text =
     read.optText(own(quoted, 'text'), `${at}.reply_to_message.text`) ??
     read.optText(own(quoted, 'caption'), `${at}.reply_to_message.caption`);

@@ -137,6 +137,8 @@ export function wxEvents(xml: Json, source: WxSource, now: number): { events: In
       ],
     };
   }
+  // The message XML names no mentions and quotes no message (Receiving_standard_messages;
+  // WeCom 90239): an @ of a WeCom app in a group chat is only text, and nothing is a reply.
   const msgId = read.text(own(xml, 'MsgId'), 'MsgId');
   fields.msg_id = msgId;
   const content = contentOf(read, xml, type, fields, source.fail);

@@ -68,7 +68,7 @@ describe('reply handles, one per platform, from realistic deliveries', () => {
     expect(handleOf('telegram', inTopic).reply).toEqual({
       params: { chat_id: -100123, message_thread_id: 5, reply_parameters: { message_id: 77 } },
       messageId: '77',
-      quote: { messageId: '70', senderId: '333', text: 'ORD-123 is late' },
+      quote: { messageId: '70', senderId: '333', text: 'ORD-123 is late', content: 'ORD-123 is late', fromBot: false },
     });
     // In a forum, a message that replies to nothing still "replies" to its topic's creation: no quote.
     const plainInTopic = fixture('telegram', 'group.json');
