@@ -26,7 +26,7 @@ export interface KeptMessage {
 
 /** A conversation as the store holds it. */
 export interface ConversationState {
-  /** Modes set at run time for this session (`PUT /v1/conversations/<sessionKey>/activation`). */
+  /** Modes set at run time for this conversation (`PUT /v1/conversations/<sessionKey>/activation`). */
   activation?: { group?: 'always' | 'mention' | 'never'; private?: 'always' | 'mention' | 'never' };
   /** Kept messages since the session's last output, oldest first. */
   context: KeptMessage[];

@@ -26,6 +26,9 @@ export type {
   BufferLeases,
   DebounceBuffers,
   Turns,
+  Conversations,
+  ActivationModes,
+  ContextKeep,
   OutboxReader,
   Outbox,
   PushQueue,
@@ -58,4 +61,6 @@ export type {
 } from '../core/ports/index.js';
 export { turnBufferKey } from '../core/ports/index.js';
 export { arrive, release, turnRule } from './store/turns.js';
+export { contextMessage } from './store/conversations.js';
+export type { ContextMessage, ConversationState, KeptMessage } from '../events/context.js';
 export type { BufferedPart, CorrelationRecord, Delivery, EventKind, InboundEvent } from '../events/inbound.js';

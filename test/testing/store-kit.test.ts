@@ -21,6 +21,11 @@ class WrappedStore implements Store {
   turnOf: Store['turnOf'] = (sessionKey, now) => this.#inner.turnOf(sessionKey, now);
   openTurns: Store['openTurns'] = (now, limit) => this.#inner.openTurns(now, limit);
   openTurnCount: Store['openTurnCount'] = (now) => this.#inner.openTurnCount(now);
+  conversation: Store['conversation'] = (sessionKey, now) => this.#inner.conversation(sessionKey, now);
+  keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
+    this.#inner.keepContext(batch, messages, now, keep);
+  setActivation: Store['setActivation'] = (sessionKey, override, now) =>
+    this.#inner.setActivation(sessionKey, override, now);
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.#inner.outboxAfter(seq, limit);
   lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
   tail: Store['tail'] = (listener) => this.#inner.tail(listener);

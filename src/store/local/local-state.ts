@@ -5,11 +5,13 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
+import type { ContextMessage, ConversationState } from '../../events/context.js';
 import type {
+  ActivationModes,
   AdmitItem,
   AdmitVerdict,
-  BufferRule,
   ClaimSpec,
+  ContextKeep,
   LeasedBatch,
   PushLease,
   PushOutcome,
@@ -17,47 +19,7 @@ import type {
 import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { turnStep, withLink } from '../rules/turn.js';
 import { TurnTable, type TurnState } from './turns.js';
-
-/**
- * Where a store owned by one process keeps its rows: plain maps (memory) or tables (SQLite).
- * LocalState calls a row method before it changes its own indexes wherever the row can be
- * refused (a duplicate outbox id), so a refused write leaves the indexes as they were.
- */
-export interface Rows {
-  claimTaken(claim: ClaimSpec, now: number): void;
-  groupSaved(group: CorrelationRecord): void;
-  groupsDropped(groups: readonly CorrelationRecord[]): void;
-  /** Store a part's body; returns its id (unique per store, growing). */
-  partAdded(part: Omit<BufferedPart, 'id'>, unit: string | undefined, closes: boolean, rule: BufferRule): string;
-  /** Bodies of parts restored from the rows (those admitted by this state carry their own). */
-  partBodies(ids: readonly string[]): BufferedPart[];
-  partsDeleted(ids: readonly string[]): void;
-  bufferSaved(buffer: OpenBuffer): void;
-  bufferDropped(debounceKey: string): void;
-  /** Append to the outbox with the next seq; throws when the id is already there. Returns a record of the caller's own. */
-  outboxAppended(draft: OutboxDraft, now: number): OutboxRecord;
-  /**
-   * A record to change (state, attempts, times; never its body): memory hands out its own
-   * object, saved again by `recordSaved`; its `body` may not be the text (see `handOut`).
-   */
-  record(seq: number): OutboxRecord | undefined;
-  /** A copy of a record from `record` or `deadRecords`, whole, for a caller outside the store. */
-  handOut(record: OutboxRecord): OutboxRecord;
-  recordSaved(record: OutboxRecord): void;
-  /** Dead records, oldest first: the one with `id`, or up to `limit`. */
-  deadRecords(id: string | undefined, limit: number): OutboxRecord[];
-  /** The session of the outbox record `id` (undefined: no such record). */
-  outputSession(id: string): string | undefined;
-  /** Parts moved to a held buffer: its key, each part's `closes`, and maxHeld as the buffer's count. */
-  partsHeld(ids: readonly string[], debounceKey: string, closes: readonly boolean[], maxHeld: number): void;
-  /** A session's turn changed; `held` is the rule of its held buffer, when it has one. */
-  turnSaved(
-    sessionKey: string,
-    turn: TurnState,
-    held: { mode: string; maxMs: number; maxHeld: number } | undefined,
-  ): void;
-  turnDropped(sessionKey: string): void;
-}
+import type { Rows } from './rows.js';
 
 export interface LocalStateOptions {
   maxCorrelationGroups: number;
@@ -193,12 +155,35 @@ export class LocalState {
     const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
     if (!buffer) return undefined;
     const record = this.rows.outboxAppended(draft, now);
+    this.close(buffer, batch, now);
+    if (draft.contextUpTo !== undefined) this.rows.contextCleared(batch.sessionKey, draft.contextUpTo);
+    if (record.state === 'pending') this.pushes.enqueue(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
+    return record;
+  }
+
+  /** A leased batch leaves its buffer (a commit, or kept as context): the buffer re-arms from later parts. */
+  private close(buffer: OpenBuffer, batch: LeasedBatch, now: number): void {
     const partIds = batch.parts.map((part) => part.id);
     this.rows.partsDeleted(partIds);
     if (this.buffers.commit(buffer, partIds, now)) this.rows.bufferSaved(buffer);
     else this.rows.bufferDropped(buffer.debounceKey);
-    if (record.state === 'pending') this.pushes.enqueue(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
-    return record;
+  }
+
+  /** Close a leased batch as context (see `Conversations.keepContext`): false for a stale fence. */
+  keepContext(batch: LeasedBatch, messages: readonly ContextMessage[], now: number, keep: ContextKeep): boolean {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return false;
+    this.close(buffer, batch, now);
+    this.rows.contextKept(batch.sessionKey, messages, now, keep);
+    return true;
+  }
+
+  conversation(sessionKey: string, now: number): ConversationState {
+    return this.rows.conversation(sessionKey, now);
+  }
+
+  setActivation(sessionKey: string, override: ActivationModes | undefined): void {
+    this.rows.activationSaved(sessionKey, override);
   }
 
   /** `commit` under the session's turn (see `DebounceBuffers.commitTurn` and rules/turn.ts). */
@@ -246,6 +231,8 @@ export class LocalState {
       );
       this.rows.bufferSaved(held);
       this.rows.turnSaved(session, by, { mode: meta.mode, maxMs: meta.maxMs, maxHeld: heldRule.maxMessages });
+      // Held or emitted alike, the context the batch read goes (`OutboxDraft.contextUpTo`).
+      if (draft.contextUpTo !== undefined) this.rows.contextCleared(session, draft.contextUpTo);
       return { held: true, by: meta.by, until: meta.until, count: held.parts.length };
     }
     const record = this.commit(

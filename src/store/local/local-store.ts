@@ -1,10 +1,13 @@
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { fenceHolds, leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
+import type { ContextMessage, ConversationState } from '../../events/context.js';
 import type {
+  ActivationModes,
   AdmitItem,
   AdmitVerdict,
   ClaimStats,
+  ContextKeep,
   LeasedBatch,
   OutboxDraft,
   OutboxLife,
@@ -106,6 +109,36 @@ export abstract class LocalStore implements Store {
   ): Promise<TurnCommit | undefined> {
     this.use(now);
     return this.write(() => this.committingTurn(batch, draft, now, rule), 'commit');
+  }
+
+  async conversation(sessionKey: string, now: number): Promise<ConversationState> {
+    this.use(now);
+    return this.state.conversation(sessionKey, now);
+  }
+
+  /** The change keeping a batch as context makes (SQLite also remembers the lease it ended). */
+  protected keepingContext(
+    batch: LeasedBatch,
+    messages: readonly ContextMessage[],
+    now: number,
+    keep: ContextKeep,
+  ): boolean {
+    return this.state.keepContext(batch, messages, now, keep);
+  }
+
+  async keepContext(
+    batch: LeasedBatch,
+    messages: readonly ContextMessage[],
+    now: number,
+    keep: ContextKeep,
+  ): Promise<boolean> {
+    this.use(now);
+    return this.write(() => this.keepingContext(batch, messages, now, keep));
+  }
+
+  async setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void> {
+    this.use(now);
+    return this.write(() => this.state.setActivation(sessionKey, override));
   }
 
   async turnDone(outputId: string, now: number): Promise<TurnDone> {

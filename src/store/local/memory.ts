@@ -2,7 +2,9 @@ import { nanoid } from 'nanoid';
 import { outboxRecord, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
-import { LocalState, MAX_CORRELATION_GROUPS, type Rows } from './local-state.js';
+import { LocalState, MAX_CORRELATION_GROUPS } from './local-state.js';
+import type { Rows } from './rows.js';
+import { ConversationTable } from './conversations.js';
 import { committedRecord, LocalStore, type WriteKind } from './local-store.js';
 import type { LeasedBatch, OutboxLife, StoreOptions } from '../../core/ports/index.js';
 
@@ -55,8 +57,8 @@ function handOut(record: OutboxRecord): OutboxRecord {
   return copy;
 }
 
-/** The rows of the memory store: the outbox and part numbers (bodies stay with their buffers), in this process only. */
-class MemoryRows implements Rows {
+/** The rows of the memory store: the outbox, part numbers (bodies stay with their buffers) and conversations, in this process only. */
+class MemoryRows extends ConversationTable implements Rows {
   /** Outbox in seq order (a record by seq is a binary search); `byId` indexes the same records. */
   outbox: Kept[] = [];
   readonly byId = new Map<string, Kept>();

@@ -155,6 +155,8 @@ export class RedisBuffers {
     const { tailer, identity, commits, replicas, redis } = this.parts;
     await tailer.ready;
     const mark = identity.mark();
+    // The record is the draft without contextUpTo: the script clears the context up to it.
+    const { contextUpTo, ...stored } = draft;
     const reply = await commits.commit([
       batch.debounceKey,
       batch.sessionKey,
@@ -165,8 +167,9 @@ export class RedisBuffers {
       draft.sessionKey,
       Math.floor(draft.createdAt),
       draft.state,
-      JSON.stringify(draft),
+      JSON.stringify(stored),
       unlessHeld ? 'turns' : '',
+      contextUpTo === undefined ? '' : String(contextUpTo),
     ]);
     if (!reply || reply === 'held') return reply ?? undefined;
     const [seq, at] = reply;

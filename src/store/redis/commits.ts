@@ -14,6 +14,7 @@ export type CommitArgs = [
   state: string,
   draft: string,
   unlessHeld: '' | 'turns',
+  contextUpTo: string,
 ];
 
 /** At most this many commits in one script call. */

@@ -11,6 +11,7 @@ import {
   type ScriptedRedis,
 } from './connections.js';
 import { RedisBuffers } from './buffers.js';
+import { RedisConversations } from './conversations.js';
 import { CommitBatcher } from './commits.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
@@ -88,6 +89,7 @@ export class RedisStore implements Store {
   private readonly recorded: (id: string) => Promise<OutboxRecord | undefined>;
   private readonly push: RedisPushQueue;
   private readonly outbox: RedisOutbox;
+  private readonly conversations: RedisConversations;
 
   private constructor(
     private readonly url: string,
@@ -111,6 +113,7 @@ export class RedisStore implements Store {
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
+    this.conversations = new RedisConversations(this.background, this.prefix);
     this.outbox = new RedisOutbox(
       this.background,
       this.prefix,
@@ -220,6 +223,13 @@ export class RedisStore implements Store {
     const [due, life, past, all] = replies.map(([, reply]) => reply);
     return Number(due) + (life === after.life ? (past as unknown[]).length : Number(all));
   }
+
+  // --- conversations: context between outputs, activation overrides (conversations.ts) ------
+  conversation: Store['conversation'] = (sessionKey, now) => this.conversations.conversation(sessionKey, now);
+  keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
+    this.conversations.keepContext(batch, messages, now, keep);
+  setActivation: Store['setActivation'] = (sessionKey, override) =>
+    this.conversations.setActivation(sessionKey, override);
 
   // --- outbox: what event streams read (outbox.ts) ---------------------------------------
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.outbox.outboxAfter(seq, limit);

@@ -273,3 +273,13 @@ export function trailFindReply(value: unknown): Array<[id: string, json: string]
   for (let i = 0; i + 1 < flat.length; i += 2) found.push([flat[i]!, flat[i + 1]!]);
   return found;
 }
+
+/** conversation.lua: the activation override's JSON (null when none), the dropped count, then the kept entries oldest first. */
+export function conversationReply(value: unknown): [activation: string | null, dropped: number, entries: string[]] {
+  const [activation, dropped, ...entries] = array(value, 'reply', 'conversation');
+  return [
+    activation === null ? null : text(activation, 'reply[0]', 'conversation'),
+    numeric(dropped, 'reply[1]', 'conversation'),
+    entries.map((entry, i) => text(entry, `reply[${i + 2}]`, 'conversation')),
+  ];
+}

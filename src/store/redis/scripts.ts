@@ -21,6 +21,8 @@ const FILES = {
   aiCommit: 'commit',
   aiCommitMany: 'commit-many',
   aiCommitTurn: 'commit-turn',
+  aiKeepContext: 'keep-context',
+  aiConversation: 'conversation',
   aiTurnDone: 'turn-done',
   aiTurns: 'turns',
   aiRelease: 'release',

@@ -301,6 +301,14 @@ export class ShardedRedisStore implements Store {
     return (await Promise.all(this.shards.map((shard) => shard.openTurnCount(now)))).reduce((sum, n) => sum + n, 0);
   }
 
+  // --- conversations: on the session's shard, as its commits are ---------------------------------
+
+  conversation: Store['conversation'] = (sessionKey, now) => this.shardFor(sessionKey).conversation(sessionKey, now);
+  keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
+    this.shardFor(batch.sessionKey).keepContext(batch, messages, now, keep);
+  setActivation: Store['setActivation'] = (sessionKey, override, now) =>
+    this.shardFor(sessionKey).setActivation(sessionKey, override, now);
+
   // --- the outbox, the push queue, leases, shared values, the trail, the bus: global -------------
 
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.global.outboxAfter(seq, limit);

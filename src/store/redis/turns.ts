@@ -63,7 +63,7 @@ export class RedisTurns {
     rule: TurnRule,
   ): Promise<TurnCommit | undefined> {
     await this.ready();
-    const { body, ...head } = draft;
+    const { body, contextUpTo, ...head } = draft;
     const reply = commitTurnReply(
       await this.client.aiCommitTurn(
         this.prefix,
@@ -82,6 +82,7 @@ export class RedisTurns {
         rule.mode,
         rule.maxMs,
         rule.maxHeld,
+        contextUpTo === undefined ? '' : String(contextUpTo),
       ),
     );
     if (!reply) return undefined;

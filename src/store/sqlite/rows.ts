@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
 import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
-import type { Rows } from '../local/local-state.js';
+import type { Rows } from '../local/rows.js';
+import { SqliteConversations } from './conversations.js';
 import type { BufferRule, ClaimSpec } from '../../core/ports/index.js';
 
 export const schema = `
@@ -104,7 +105,7 @@ const TURN_ROWS_BEFORE_COMPACT = 10_000;
 const PART_IDS_PER_MARK = 65_536;
 
 /** The rows of the SQLite store; every method runs inside the store's current transaction. */
-export class SqliteRows implements Rows {
+export class SqliteRows extends SqliteConversations implements Rows {
   private readonly statements;
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
@@ -117,6 +118,7 @@ export class SqliteRows implements Rows {
   private partMark: number;
 
   constructor(private readonly db: Database.Database) {
+    super(db);
     this.statements = {
       logClaim: db.prepare('INSERT INTO claim_log (key, space, ttl_ms, max_keys, expires_at) VALUES (?, ?, ?, ?, ?)'),
       purgeExpiredClaims: db.prepare('DELETE FROM claim_log WHERE space = ? AND expires_at <= ?'),
@@ -215,6 +217,7 @@ export class SqliteRows implements Rows {
       if (cut) this.statements.purgeSpace.run(space, cut[0], cut[1]);
     }
     this.statements.purgeGroups.run(now);
+    this.purgeConversations(now);
     if (this.turnsLogged >= this.turnsCompactAt) this.compactTurns();
   }
 

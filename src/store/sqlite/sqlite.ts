@@ -3,7 +3,8 @@ import { nanoid } from 'nanoid';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../core/errors.js';
-import type { OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../core/ports/index.js';
+import type { ContextKeep, OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../core/ports/index.js';
+import type { ContextMessage } from '../../events/context.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
 import { Checkpointer, MAX_WAL_FRAMES, walLimitBytes } from './checkpoint.js';
@@ -244,6 +245,18 @@ export class SqliteStore extends LocalStore {
     const done = super.committingTurn(batch, draft, now, rule);
     if (done && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
     return done;
+  }
+
+  protected override keepingContext(
+    batch: LeasedBatch,
+    messages: readonly ContextMessage[],
+    now: number,
+    keep: ContextKeep,
+  ): boolean {
+    const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
+    const kept = super.keepingContext(batch, messages, now, keep);
+    if (kept && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
+    return kept;
   }
 
   /** Shared values live in the file: a poller's cursor and a platform token survive a restart. */

@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { describeAdmit } from './admit.js';
 import { describeBuffers } from './buffers.js';
 import { describeCloseCases } from './close-cases.js';
+import { describeConversationRestart, describeConversations } from './conversations.js';
 import { describeCorrelation } from './correlation.js';
 import { describeDeadlines } from './deadlines.js';
 import { storeHarness, type ContractOptions, type OpenStore, type ReopenStore } from './harness.js';
@@ -36,9 +37,11 @@ export function describeStoreContract(
     describeLeases(h);
     describeOperations(h);
     describeTurns(h);
+    describeConversations(h);
     if (reopen) {
       describeRestart(h);
       describeTurnRestart(h);
+      describeConversationRestart(h);
     }
   });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { useRedis } from '../../support/redis.js';
+import { contextMessage } from '../../../src/testing/index.js';
 import { closingItem, doneDraft } from './fixtures.js';
 
 /* Commits asked for together go to Redis as one script call, each under its own fence. */
@@ -36,6 +37,36 @@ describe('Redis store commits', () => {
     // the owner that took c over commits it
     expect((await store.commit(taken!, doneDraft('c'), 10_001))?.id).toBe('c');
     expect(stale.fence).not.toBe(taken!.fence);
+    await store.close();
+  });
+
+  it("clears each commit's own session's context up to its contextUpTo, in the batched call", async () => {
+    const store = await RedisStore.open(redis.url, {
+      keyPrefix: 'commits-ctx',
+      commandTimeoutMs: 3000,
+      clock: 'caller',
+    });
+    const keep = { maxMessages: 5, ttlMs: 60_000 };
+    await store.admit(['a', 'b', 'c'].map(closingItem), 0);
+    for (const batch of await store.claimDue(1, 5000, 10))
+      expect(await store.keepContext(batch, [contextMessage(`${batch.sessionKey}1`)], 1, keep)).toBe(true);
+    const upTo = async (session: string) => (await store.conversation(session, 2)).context.at(-1)!.seq;
+    const [a, b] = [await upTo('a'), await upTo('b')];
+    await store.admit(['a', 'b', 'c'].map(closingItem), 3);
+    const batches = await store.claimDue(4, 5000, 10);
+    await redis.admin.config('RESETSTAT');
+    const contextUpTo: Record<string, number | undefined> = { a, b: b - 1, c: undefined };
+    const records = await Promise.all(
+      batches.map((batch) =>
+        store.commit(batch, { ...doneDraft(`${batch.sessionKey}-2`), contextUpTo: contextUpTo[batch.sessionKey] }, 5),
+      ),
+    );
+    expect(await scriptCalls()).toBe(1);
+    expect(records.every((record) => record !== undefined && !('contextUpTo' in record))).toBe(true);
+    // a's context went with its output; b's output read none of it (up to before it); c's carried none
+    expect((await store.conversation('a', 6)).context).toEqual([]);
+    expect((await store.conversation('b', 6)).context.map((entry) => entry.message.messageId)).toEqual(['b1']);
+    expect((await store.conversation('c', 6)).context.map((entry) => entry.message.messageId)).toEqual(['c1']);
     await store.close();
   });
 });

@@ -4,6 +4,7 @@ import {
   claimDueReply,
   commitReply,
   commitTurnReply,
+  conversationReply,
   entriesReply,
   ReplyShapeError,
   trimReply,
@@ -38,6 +39,12 @@ describe('the decoders of script replies', () => {
       link: { field: 'followsUp', id: 'o1' },
     });
     expect(entriesReply([['3-0', ['i', 'o3'], null]])).toEqual([['3-0', ['i', 'o3'], null]]);
+    expect(conversationReply([null, 0])).toEqual([null, 0, []]);
+    expect(conversationReply(['{"group":"mention"}', 2, '7 100\n{}'])).toEqual([
+      '{"group":"mention"}',
+      2,
+      ['7 100\n{}'],
+    ]);
     expect(trimReply([2, '(5-0'])).toEqual([2, '(5-0']);
     expect(turnDoneReply(['unknown'])).toEqual({ result: 'unknown' });
     expect(turnDoneReply(['closed', 's', 1])).toEqual({ result: 'closed', sessionKey: 's', held: 1 });

@@ -1,5 +1,5 @@
 -- Several commits in one call (the batches one claim took usually finish together): each as
--- commit.lua, in order, each under its own fence. ARGV: count, then commit.lua's eleven arguments
+-- commit.lua, in order, each under its own fence. ARGV: count, then commit.lua's twelve arguments
 -- for each. Returns one answer per batch: {seq, now}, false for a stale fence, or 'held'.
 -- @include prelude
 -- @include close
@@ -8,7 +8,7 @@
 -- @include commit-one
 local out = {}
 for n = 0, tonumber(ARGV[1]) - 1 do
-  local a = 1 + n * 11
-  out[n + 1] = commitOne(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), nowOf(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
+  local a = 1 + n * 12
+  out[n + 1] = commitOne(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), nowOf(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], ARGV[a + 12])
 end
 return out

@@ -1,6 +1,7 @@
 -- Move a leased batch to the outbox under its session's turn, or hold it (rules/turn.lua).
 -- ARGV: debounceKey, sessionKey, fence, part count, now, record id, record sessionKey,
--- createdAt, state, draft JSON without its body, body, record type, mode, maxMs, maxHeld.
+-- createdAt, state, draft JSON without its body, body, record type, mode, maxMs, maxHeld, the last
+-- context seq the output carries ('' none: held or emitted, the context up to it goes).
 -- Returns {'held', by, until, held count}, {'emitted', seq, now, link field, link id}, or
 -- false for a stale fence.
 -- @include prelude
@@ -10,9 +11,10 @@
 -- @include rearm
 -- @include held
 -- @include append
+-- @include context
 local dk, session, fence, k, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), nowOf(ARGV[5])
 local id, recordSession, createdAt, state, head, body, kind = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-local mode, maxMs, maxHeld = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])
+local mode, maxMs, maxHeld, upTo = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), ARGV[16]
 local meta = redis.call('HMGET', P .. 'bm:' .. dk, 'fence', 'held', 'maxMs')
 if meta[1] ~= fence then return false end
 local hk = '~turn:' .. session
@@ -52,12 +54,14 @@ if hold == 1 then
   rearm(dk)
   local count = rearmHeld(hk, untilAt, by)
   if redis.call('ZSCORE', P .. 'turns', session) == false then redis.call('ZADD', P .. 'turns', untilAt, session) end
+  clearContext(session, upTo)
   return { 'held', by, untilAt, count }
 end
 redis.call('LTRIM', buf, k, -1)
 local draft = string.sub(head, 1, -2) .. ',"body":' .. cjson.encode(withLink(body, field, linkId)) .. '}'
 local seq = appendRecord(id, recordSession, createdAt, state, draft, now)
 releaseSession(session, fence)
+clearContext(session, upTo)
 if fromHeld then redis.call('HDEL', P .. 'bm:' .. dk, 'fence', 'leaseUntil', 'claim') else rearm(dk) end
 if opens == 1 then
   local ms = maxMs

@@ -24,6 +24,9 @@
 --   turn:<session> HASH id / at / until PX
 --   (agent turns) and turns ZSET session -> until; a session's held messages are the buffer
 --   `~turn:<session>` (include/held.lua).
+--   ctx:<session> ZSET seq -> kept message and cm:<session> HASH dropped / until, both PX (a
+--   session's context, include/context.lua), cseq INCR (context seqs), activation HASH session ->
+--   override JSON (no expiry).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()
