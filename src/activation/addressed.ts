@@ -8,8 +8,12 @@ export interface OurBots {
   isOwnBot(namespace: string, id: string): boolean;
 }
 
-/** Whether the message a part quotes was sent by one of our bots, when only its id is known (undefined: unknown). */
-export type SentLookup = (namespace: string, messageId: string) => Promise<boolean | undefined>;
+/** Whether the message a part quotes (by the id its receiving bot gives it) was sent by one of our bots (undefined: unknown). */
+export type SentLookup = (
+  namespace: string,
+  botId: string | undefined,
+  messageId: string,
+) => Promise<boolean | undefined>;
 
 /** The compiled activation rules of a channel: what in one message addresses our bots. */
 export interface AddressRules {
@@ -70,7 +74,7 @@ function repliesToBot(
   // The platform's word first ("true": this bot wrote it; "false": a person did), then the author's id.
   if (fields.reply_to_bot !== undefined) return fields.reply_to_bot === 'true';
   if (fields.reply_to_sender) return ours(fields.reply_to_sender);
-  return sent(event.namespace, quoted).then((known) => known === true);
+  return sent(event.namespace, event.botId, quoted).then((known) => known === true);
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { ActivationMode, ActivationOptions, ContextOptions } from '../config/activation.js';
 import type { Clock } from '../core/clock.js';
 import type { Conversations, LeasedBatch } from '../core/ports/index.js';
-import type { Addressed, ContextMessage, ConversationState } from '../events/context.js';
+import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
+import type { SentMessages } from './sent.js';
 import type { InboundEvent } from '../events/inbound.js';
 import { addressRules, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
 
@@ -18,8 +19,8 @@ export interface ActivationStageOptions {
   /** Each channel's activation and context settings. */
   rulesOf(channel: string): ActivationRules;
   bots: OurBots;
-  /** Whether a quoted id is a message one of our bots sent. */
-  sent: SentLookup;
+  /** The messages our bots sent: remembered as reported and as echoed to our other bots, looked up by a quote's id. */
+  sent: Pick<SentMessages, 'remember' | 'rememberEcho' | 'has'>;
 }
 
 /** A batch kept as context, and why. */
@@ -48,11 +49,21 @@ export function createActivation(options: ActivationStageOptions) {
     return rules;
   };
 
-  /** Mark each message: `addressed` and `trigger` as its own content says, before `intake.use` steps see it. */
+  const sentLookup: SentLookup = (namespace, botId, messageId) => options.sent.has(namespace, botId, messageId);
+
+  /**
+   * Mark each message: `addressed` and `trigger` as its own content says, before `intake.use`
+   * steps see it. A message one of our bots wrote, as another of ours received it, is remembered
+   * instead (the loop guard drops it), so a reply to it is known.
+   */
   async function mark(events: readonly InboundEvent[]): Promise<void> {
     for (const event of events) {
       if (event.kind !== 'message') continue;
-      const found = triggerOf(event, rulesOf(event.channel), options.bots, options.sent);
+      if (options.bots.isOwnBot(event.namespace, event.sender.id)) {
+        await options.sent.rememberEcho(event);
+        continue;
+      }
+      const found = triggerOf(event, rulesOf(event.channel), options.bots, sentLookup);
       const trigger = found instanceof Promise ? await found : found;
       event.addressed = trigger !== undefined;
       if (trigger) event.trigger = trigger;
@@ -98,7 +109,7 @@ export function createActivation(options: ActivationStageOptions) {
     return options.store.keepContext(batch, messages, options.clock.now(), keep);
   }
 
-  return { mark, decide, keep };
+  return { mark, decide, keep, remember: (messages: readonly SentMessage[]) => options.sent.remember(messages) };
 }
 
 export type Activation = ReturnType<typeof createActivation>;

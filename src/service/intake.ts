@@ -18,7 +18,7 @@ import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
 import { accessTest } from '../access/access.js';
 import { createActivation } from '../activation/stage.js';
-import type { SentMessage } from '../events/context.js';
+import { SentMessages } from '../activation/sent.js';
 import { InboundChain } from '../ingest/chain.js';
 import type { CreateIntakeOptions, Intake } from './intake-api.js';
 import { KEEP_SETTLED_MS, MediaStage } from '../media/index.js';
@@ -135,22 +135,13 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Activation (contract §12): which batches reach the agent; the others are kept as context.
   // The messages our bots sent are remembered as long as context is, so a reply to one addresses them.
-  const sentKey = (namespace: string, messageId: string) => `sent:${namespace}:${messageId}`;
   const activation = createActivation({
     clock,
     store,
     rulesOf: (channel) => channels.require(channel).config,
     bots,
-    sent: async (namespace, messageId) =>
-      (await store.sharedGet(sentKey(namespace, messageId), clock.now())) === undefined ? undefined : true,
+    sent: new SentMessages(store, clock, config.context.maxAgeMs),
   });
-  const sent = (messages: readonly SentMessage[]) => {
-    for (const message of messages) {
-      void store
-        .sharedPut(sentKey(message.namespace, message.messageId), '1', config.context.maxAgeMs, clock.now())
-        .catch((error: unknown) => logger.warn({ err: error }, 'a message our bot sent could not be remembered'));
-    }
-  };
 
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
@@ -234,7 +225,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     media,
     scheduler,
     activation,
-    sent,
     output,
     turns,
     outlet,

@@ -20,7 +20,7 @@ import type { AgentPush } from '../push/agent-push.js';
 import type { Retention } from '../retention/retention.js';
 import type { AgentTurns } from '../turns/turns.js';
 import type { Activation } from '../activation/stage.js';
-import type { Addressed, SentMessage } from '../events/context.js';
+import type { Addressed } from '../events/context.js';
 
 /** The stages a message meets, built by `createIntake`; the pipeline only runs them, in order. */
 export interface PipelineStages {
@@ -49,10 +49,11 @@ export interface PipelineStages {
   handlers: Handlers;
   media: MediaStage;
   scheduler: { due(deadline: number): void };
-  /** Activation (contract §12): mark each message as it arrives, decide each batch as it flushes, keep the rest as context. */
-  activation: Pick<Activation, 'mark' | 'decide' | 'keep'>;
-  /** Remember the messages our bots report they sent, so a reply to one addresses them. */
-  sent(messages: readonly SentMessage[]): void;
+  /**
+   * Activation (contract §12): remember what our bots report they sent, mark each message as it
+   * arrives, decide each batch as it flushes, keep the rest as context.
+   */
+  activation: Pick<Activation, 'remember' | 'mark' | 'decide' | 'keep'>;
   /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
   output(batch: LeasedBatch, reach: Addressed): Promise<Emitted | Held | undefined>;
   /** Agent turns (docs/turns.md): a batch held for its session's turn, or released when it ended. */
@@ -95,7 +96,7 @@ export function createPipeline(stages: PipelineStages) {
           reason: `${normalized.ignored} receipt(s) or meta event(s)`,
         });
       }
-      if (normalized.sent) stages.sent(normalized.sent);
+      if (normalized.sent) await stages.activation.remember(normalized.sent);
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):

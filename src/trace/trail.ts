@@ -26,7 +26,6 @@ const VERDICTS: ReadonlyArray<Verdict | undefined> = [
   'ignored',
   'looped',
   'rejected',
-  // Added later: appended, so the codes of trails already stored keep their meaning.
   'context',
   'denied',
   'over_budget',
@@ -66,8 +65,8 @@ export class Trail {
   private readonly at: Float64Array;
   private readonly seq: Float64Array;
   private readonly attempts: Float64Array;
-  /** kind | verdict << 2 | state << 5 */
-  private readonly codes: Uint8Array;
+  /** kind | verdict << 2 | state << 6 */
+  private readonly codes: Uint16Array;
   private readonly channel: string[];
   private readonly instance: Array<string | undefined>;
   private readonly bot: Array<string | undefined>;
@@ -94,7 +93,7 @@ export class Trail {
     this.at = new Float64Array(capacity);
     this.seq = new Float64Array(capacity);
     this.attempts = new Float64Array(capacity);
-    this.codes = new Uint8Array(capacity);
+    this.codes = new Uint16Array(capacity);
     const column = <T>(): T[] => new Array<T>(capacity).fill(undefined as T);
     this.channel = column();
     this.instance = column();
@@ -146,7 +145,7 @@ export class Trail {
     this.seq[slot] = entry.seq ?? NaN;
     this.attempts[slot] = entry.attempts ?? NaN;
     this.codes[slot] =
-      codeOf(KINDS, entry.kind) | (codeOf(VERDICTS, entry.verdict) << 2) | (codeOf(STATES, entry.state) << 5);
+      codeOf(KINDS, entry.kind) | (codeOf(VERDICTS, entry.verdict) << 2) | (codeOf(STATES, entry.state) << 6);
     this.channel[slot] = entry.channel;
     this.instance[slot] = entry.instance ?? this.instanceName;
     this.bot[slot] = entry.bot;
@@ -262,7 +261,7 @@ export class Trail {
   }
 
   private verdictOf(slot: number): number {
-    return ((this.codes[slot] as number) >> 2) & 7;
+    return ((this.codes[slot] as number) >> 2) & 15;
   }
 
   private names(slot: number, wanted: string): boolean {
@@ -288,12 +287,12 @@ export class Trail {
       sessionKey: this.sessionKey[slot],
       sender: this.sender[slot],
       preview: this.preview[slot],
-      verdict: VERDICTS[(code >> 2) & 7],
+      verdict: VERDICTS[(code >> 2) & 15],
       reason: this.reason[slot],
       messageIds: this.messageIds[slot],
       fuzzyKey: this.fuzzyKey[slot],
       seq: Number.isNaN(this.seq[slot]) ? undefined : this.seq[slot],
-      state: STATES[code >> 5],
+      state: STATES[code >> 6],
       attempts: Number.isNaN(this.attempts[slot]) ? undefined : this.attempts[slot],
       lastError: this.lastError[slot],
     };

@@ -29,8 +29,9 @@ const rules = addressRules({
 });
 /** Our bots: 100 (the receiving one) and 200, in namespace qq. */
 const bots = { isOwnBot: (namespace: string, id: string) => namespace === 'qq' && (id === '100' || id === '200') };
-const sentIds = new Set(['qq:777']);
-const sent = async (namespace: string, id: string) => (sentIds.has(`${namespace}:${id}`) ? true : undefined);
+const sentIds = new Set(['qq:100:777']);
+const sent = async (namespace: string, botId: string | undefined, id: string) =>
+  sentIds.has(`${namespace}:${botId}:${id}`) ? true : undefined;
 const trigger = (event: InboundEvent, with_ = rules) => triggerOf(event, with_, bots, sent);
 
 describe('what addresses one message to our bots', () => {

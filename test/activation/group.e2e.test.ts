@@ -19,21 +19,28 @@ const B = 20002;
 type Segment = { type: string; data: Record<string, string> };
 const text = (value: string): Segment => ({ type: 'text', data: { text: value } });
 const at = (qq: number): Segment => ({ type: 'at', data: { qq: String(qq) } });
+const json = { 'content-type': 'application/json' };
 const reply = (id: number): Segment => ({ type: 'reply', data: { id: String(id) } });
 
-/** One bot's copy of a group message: the bot's own message id (each bot numbers messages its own way). */
+/**
+ * One bot's copy of a group message: the bot's own message id (each bot numbers messages its own
+ * way, B at A's number + 50,000), and so the id its reply segment quotes too.
+ */
 function groupMessage(selfId: number, id: number, user: number, message: Segment[], time: number) {
+  const own = (n: number) => (selfId === A ? n : n + 50_000);
   return {
     time,
     self_id: selfId,
     post_type: 'message',
     message_type: 'group',
     sub_type: 'normal',
-    message_id: selfId === A ? id : id + 50_000,
+    message_id: own(id),
     group_id: GROUP,
     user_id: user,
     sender: { user_id: user, nickname: `member ${user}` },
-    message,
+    message: message.map((segment) =>
+      segment.type === 'reply' ? { type: 'reply', data: { id: String(own(Number(segment.data.id))) } } : segment,
+    ),
   };
 }
 
@@ -79,13 +86,19 @@ describe('a busy group in mention mode', () => {
   /** Past the debounce window: the batch flushes, as context or as an output. */
   async function settle(id: number) {
     await clock.advance(150);
-    await until(async () => {
-      const trace = (await (await fetch(`${service.url}/v1/trace/${id}`)).json()) as {
+    const trace = async () =>
+      (await (await fetch(`${service.url}/v1/trace/${id}`)).json()) as {
         arrivals: Array<{ verdict: string }>;
         outputs: unknown[];
       };
-      return trace.outputs.length > 0 || trace.arrivals.some((arrival) => arrival.verdict === 'context');
-    }, 10_000);
+    await until(
+      async () => {
+        const { outputs, arrivals } = await trace();
+        return outputs.length > 0 || arrivals.some((arrival) => arrival.verdict === 'context');
+      },
+      10_000,
+      trace,
+    );
   }
 
   const outputs = async () =>
@@ -119,7 +132,12 @@ describe('a busy group in mention mode', () => {
     await settle(5);
     await say(6, 5, [text('Bot, tell us a joke')]);
     await settle(6);
-    // A reply to the message bot A reported sending (message_sent), by its id.
+    // Bot A answers: A reports it sent message 900 (message_sent); B receives it as a group
+    // message from A (50900 by B's numbering), which the loop guard drops. A reply to it quotes
+    // 900 in A's copy and 50900 in B's: either copy is known to reply to our bot.
+    const b = JSON.stringify(groupMessage(B, 900, A, [text('a joke')], 1_718_000_007));
+    const signature = `sha1=${createHmac('sha1', SECRET).update(b).digest('hex')}`;
+    expect((await postJson(`${service.url}/webhooks/qq-http`, b, { 'x-signature': signature })).status).toBe(204);
     socket.send(
       JSON.stringify({
         time: 1_718_000_007,
@@ -179,6 +197,7 @@ describe('a busy group in mention mode', () => {
     const key = encodeURIComponent(`qq:group:${GROUP}`);
     const put = await fetch(`${service.url}/v1/conversations/${key}/activation`, {
       method: 'PUT',
+      headers: json,
       body: JSON.stringify({ group: 'always' }),
     });
     expect(put.status).toBe(200);
@@ -186,7 +205,9 @@ describe('a busy group in mention mode', () => {
     await settle(10);
     expect((await outputs()).map((output) => output.trigger)).toEqual(['always']);
 
-    expect((await fetch(`${service.url}/v1/conversations/${key}/activation`, { method: 'DELETE' })).status).toBe(200);
+    expect(
+      (await fetch(`${service.url}/v1/conversations/${key}/activation`, { method: 'DELETE', headers: json })).status,
+    ).toBe(200);
     await say(11, 2, [text('more chatter')]);
     await settle(11);
     expect(await outputs()).toHaveLength(1);
@@ -195,11 +216,15 @@ describe('a busy group in mention mode', () => {
 
     const bad = await fetch(`${service.url}/v1/conversations/${key}/activation`, {
       method: 'PUT',
+      headers: json,
       body: JSON.stringify({ group: 'sometimes' }),
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('bad_mode');
-    const long = await fetch(`${service.url}/v1/conversations/${'k'.repeat(513)}/activation`, { method: 'DELETE' });
+    const long = await fetch(`${service.url}/v1/conversations/${'k'.repeat(513)}/activation`, {
+      method: 'DELETE',
+      headers: json,
+    });
     expect(((await long.json()) as { error: { code: string } }).error.code).toBe('bad_session_key');
   });
 });

@@ -67,6 +67,28 @@ describe('Trail', () => {
     expect(trail.last).toBe(6);
   });
 
+  it('keeps every verdict and delivery state apart, the ones for context, access and budgets too', () => {
+    const trail = new Trail();
+    const verdicts = [
+      'accepted',
+      'duplicate',
+      'fuzzy_duplicate',
+      'correlated',
+      'ignored',
+      'looped',
+      'rejected',
+      'context',
+      'denied',
+      'over_budget',
+    ] as const;
+    const states = ['none', 'pending', 'delivered', 'dead'] as const;
+    for (const [i, value] of verdicts.entries())
+      trail.publish({ ...verdict(`v${i}`, i), verdict: value, state: states[i % 4] });
+    expect(trail.after(0, 100).map((entry) => [entry.verdict, entry.state])).toEqual(
+      verdicts.map((value, i) => [value, states[i % 4]]),
+    );
+  });
+
   it('forgets the oldest entries past its capacity, keeping order and numbers', () => {
     const trail = new Trail({ capacity: 3 });
     for (let i = 1; i <= 7; i++) trail.publish(verdict(`m${i}`, i));
