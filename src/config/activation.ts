@@ -34,6 +34,7 @@ export const sessionKeyText = z
   .string()
   .min(1, 'a session key, not empty')
   .max(512, 'a session key of at most 512 characters')
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   .regex(/^[^\u0000-\u001f\u007f]+$/, 'a session key without control characters');
 
 /** A run-time or configured override of one conversation's modes. */
