@@ -53,7 +53,7 @@ const pattern = z
     try {
       new RegExp(source, 'i');
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: `is not a valid regular expression: ${(error as Error).message}` });
+      ctx.addIssue({ message: `is not a valid regular expression: ${(error as Error).message}`, code: 'custom' });
     }
   });
 
