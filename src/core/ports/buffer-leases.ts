@@ -7,8 +7,9 @@ import type { BufferedPart } from '../../events/inbound.js';
  */
 export interface BufferLeases {
   /**
-   * Take up to `limit` buffers whose deadline is at or before `now`, oldest deadline first,
-   * at most one per session (`sessionKey`) in flight: a session whose earlier buffer is still
+   * Take up to `limit` buffers whose deadline is at or before `now`, oldest deadline first
+   * (a store sharded by session takes from its shards in turn, each oldest first, so no shard's
+   * sessions wait behind another shard's backlog), at most one per session (`sessionKey`) in flight: a session whose earlier buffer is still
    * leased waits. Each gets a fresh fencing token and a lease until `now + leaseMs`; a buffer
    * whose lease ran out (its owner died) is due again and is taken over the same way.
    * `now = Infinity` takes every buffer (shutdown of a store no one else shares).
