@@ -16,20 +16,14 @@ import { storedType } from './type.js';
 
 export interface MediaStageOptions {
   cwd: string;
-  /** Configured channel ids (their media folders are swept). */
-  channels: readonly string[];
+  /** The configured channels: their ids (their media folders are swept), settings and resolvers. */
+  channels: MediaChannels;
   /** Global cap on downloads running at once (connections open). */
   concurrency: number;
   /** Deadlines, retry waits, Retry-After dates, the sweeper's notion of "unused". */
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
-  /** Media options of a channel (global values overridden by the channel's). */
-  optionsFor(channel: string): MediaOptions;
-  /** The adapter of a channel, for platform media resolvers (exchange a platform media id for a URL). */
-  adapterFor(
-    channel: string,
-  ): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
   /** Where download connections come from (the address guard lives there). @default made by the stage, closed by `close()` */
   connections?: MediaConnections;
   /**
@@ -38,6 +32,15 @@ export interface MediaStageOptions {
    * later downloads again). @default 5 minutes
    */
   keepSettledMs?: number;
+}
+
+/** What the stage reads of the configured channels. */
+export interface MediaChannels {
+  ids(): string[];
+  /** Media options of a channel (global values overridden by the channel's). */
+  mediaOf(channel: string): MediaOptions;
+  /** The adapter of a channel, for platform media resolvers (exchange a platform media id for a URL). */
+  adapterOf(channel: string): { resolveMedia?(ref: MediaRef, signal: AbortSignal): Promise<ResolvedMedia> } | undefined;
 }
 
 /** How long a finished download waits for its flush unless told otherwise. */
@@ -101,8 +104,8 @@ export class MediaStage {
   /** Every media folder in use, with the options that govern it. */
   private dirs(): Map<string, MediaOptions> {
     const dirs = new Map<string, MediaOptions>();
-    for (const channel of this.options.channels) {
-      const options = this.options.optionsFor(channel);
+    for (const channel of this.options.channels.ids()) {
+      const options = this.options.channels.mediaOf(channel);
       dirs.set(resolve(this.options.cwd, options.dir), options);
     }
     return dirs;
@@ -211,7 +214,7 @@ export class MediaStage {
 
   private async fetchPart(part: BufferedPart): Promise<PartMedia> {
     const { channel } = part.event;
-    const options = this.options.optionsFor(channel);
+    const options = this.options.channels.mediaOf(channel);
     const refs = part.event.media;
     const result: PartMedia = { media: [], errors: [] };
     const outcomes = await Promise.all(
@@ -321,7 +324,7 @@ export class MediaStage {
     signal: AbortSignal,
   ): Promise<{ url: string; headers?: Record<string, string>; mimeType?: string }> {
     if (ref.url) return { url: ref.url };
-    const resolver = this.options.adapterFor(channel)?.resolveMedia;
+    const resolver = this.options.channels.adapterOf(channel)?.resolveMedia;
     if (!ref.ref || !resolver)
       throw new MediaError('bad_url', 'attachment has neither a URL nor a resolvable reference', false);
     // A resolver that ignores its signal still cannot outlive the deadline or hold up close().

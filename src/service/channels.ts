@@ -1,7 +1,7 @@
 import type { AdapterContext } from '../adapters/kit/access-token.js';
 import { createAdapter, type Adapter } from '../adapters/index.js';
 import type { BufferRule, TurnRule } from '../core/ports/index.js';
-import type { ChannelConfig, Config, DebounceOptions } from '../config/schema.js';
+import type { ChannelConfig, Config, DebounceOptions, MediaOptions } from '../config/schema.js';
 import { RequestError } from '../core/errors.js';
 import { isJsonType } from '../http/body.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
@@ -65,6 +65,16 @@ export class Channels {
 
   ids(): string[] {
     return [...this.byId.keys()];
+  }
+
+  /** A channel's media settings (the global ones for an id no longer configured). */
+  mediaOf(id: string): MediaOptions {
+    return this.byId.get(id)?.config.media ?? this.config.media;
+  }
+
+  /** A channel's adapter, if configured. */
+  adapterOf(id: string): Adapter | undefined {
+    return this.byId.get(id)?.adapter;
   }
 
   values(): IterableIterator<Channel> {

@@ -114,13 +114,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const debounceRules = channels.debounceRules();
   const media = new MediaStage({
     cwd,
-    channels: channels.ids(),
+    channels,
     concurrency: config.media.concurrency,
     clock,
     logger,
     metrics,
-    optionsFor: (channel) => channels.get(channel)?.config.media ?? config.media,
-    adapterFor: (channel) => channels.get(channel)?.adapter,
     // A finished download waits for its flush: past the longest wait a buffer can have, a lease
     // taken over from a dead instance (30 s) and a margin.
     // A batch held for an agent's turn keeps its downloads up to that turn's maxMs.

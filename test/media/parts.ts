@@ -40,13 +40,11 @@ export function stageFor(
   const config = loadConfig({ env: {}, file: { media: { dir: 'media', ...media } } });
   return new MediaStage({
     cwd: dir,
-    channels: ['generic'],
+    channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
     concurrency: config.media.concurrency,
     clock,
     logger: silent,
     metrics: new Metrics({ defaultMetrics: false }),
-    optionsFor: () => config.media,
-    adapterFor: () => undefined,
     ...(connections ? { connections } : {}),
   });
 }

@@ -25,13 +25,11 @@ describe('MediaStage sweeper', () => {
     };
     const stage = new MediaStage({
       cwd: dir,
-      channels: ['generic'],
+      channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
       concurrency: 1,
       clock,
       logger: silent,
       metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media,
-      adapterFor: () => undefined,
     });
     mkdirSync(join(dir, 'media', 's'), { recursive: true });
     for (const name of ['used.png', 'unused.png']) {
@@ -57,13 +55,11 @@ describe('MediaStage sweeper on the injected clock', () => {
     const clock = new ManualClock(Date.UTC(2031, 0, 1));
     const stage = new MediaStage({
       cwd: dir,
-      channels: ['generic'],
+      channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
       concurrency: 1,
       clock,
       logger: silent,
       metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media,
-      adapterFor: () => undefined,
     });
     const file = join(dir, 'media', 's', 'old.png');
     mkdirSync(join(dir, 'media', 's'), { recursive: true });
@@ -93,13 +89,11 @@ describe('MediaStage on a media folder it cannot write', () => {
     const metrics = new Metrics({ defaultMetrics: false });
     const stage = new MediaStage({
       cwd: dir,
-      channels: ['generic'],
+      channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
       concurrency: 1,
       clock: new ManualClock(),
       logger,
       metrics,
-      optionsFor: () => config.media,
-      adapterFor: () => undefined,
     });
     try {
       await stage.start();
@@ -127,13 +121,11 @@ describe('MediaStage on a media folder it cannot write', () => {
     const config = loadConfig({ env: {}, file: { media: { dir: 'later/media' } } });
     const stage = new MediaStage({
       cwd: tempDir().path,
-      channels: ['generic'],
+      channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
       concurrency: 1,
       clock: new ManualClock(),
       logger,
       metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media,
-      adapterFor: () => undefined,
     });
     await stage.start();
     await stage.close();
@@ -154,13 +146,11 @@ describe('MediaStage downloads that no flush here collects', () => {
     });
     const stage = new MediaStage({
       cwd: tempDir().path,
-      channels: ['generic'],
+      channels: { ids: () => ['generic'], mediaOf: () => config.media, adapterOf: () => undefined },
       concurrency: 2,
       clock,
       logger: silent,
       metrics: new Metrics({ defaultMetrics: false }),
-      optionsFor: () => config.media,
-      adapterFor: () => undefined,
       keepSettledMs: 60_000,
     });
     try {
