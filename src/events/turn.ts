@@ -43,3 +43,13 @@ export function turnBufferKey(sessionKey: string): string {
 export function isTurnBuffer(debounceKey: string): boolean {
   return debounceKey.startsWith('~turn:');
 }
+
+/** A session's buffer of batches deferred by one budget (contract §12): merged until the budget allows. */
+export function budgetBufferKey(sessionKey: string, budgetKey: string): string {
+  return `~budget:${sessionKey}\u0000${budgetKey}`;
+}
+
+/** Whether a debounce key is a session's buffer of batches deferred by a budget. */
+export function isBudgetBuffer(debounceKey: string): boolean {
+  return debounceKey.startsWith('~budget:');
+}

@@ -1,4 +1,5 @@
 import type { AdmissionStore } from './admission-store.js';
+import type { Budgets } from './budgets.js';
 import type { Conversations } from './conversations.js';
 import type { DebounceBuffers } from './debounce-buffers.js';
 import type { Leases } from './leases.js';
@@ -27,6 +28,7 @@ export type { BufferLeases, FlushReason, LeasedBatch } from './buffer-leases.js'
 export type { DebounceBuffers, TurnCommit } from './debounce-buffers.js';
 export type { Turns } from './turns.js';
 export type { ActivationModes, ContextKeep, Conversations } from './conversations.js';
+export type { BudgetAnswer, BudgetSpend, Budgets } from './budgets.js';
 export type { OutboxLife, OutboxReader, TailEvents } from './outbox-reader.js';
 export type { Outbox } from './outbox.js';
 export type { PushLease, PushOutcome, PushQueue } from './push-queue.js';
@@ -41,7 +43,7 @@ export { outboxRecord } from './outbox-record.js';
 export type { InstanceBus, InstanceCounters, RelayAnswer, RelayedAction } from './bus.js';
 export type { TrailLog, TrailLogOptions } from '../../events/trace.js';
 export type { TurnDone, TurnLink, TurnMode, TurnRule, TurnView } from '../../events/turn.js';
-export { isTurnBuffer, turnBufferKey } from '../../events/turn.js';
+export { budgetBufferKey, isBudgetBuffer, isTurnBuffer, turnBufferKey } from '../../events/turn.js';
 
 /**
  * The store behind every stage: correlation groups, dedup claims, debounce buffers, the
@@ -59,6 +61,7 @@ export interface Store
     DebounceBuffers,
     Turns,
     Conversations,
+    Budgets,
     Outbox,
     PushQueue,
     Leases,
