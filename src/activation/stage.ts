@@ -1,6 +1,7 @@
-import type { ActivationMode, ActivationOptions, ContextOptions } from '../config/activation.js';
+import type { ActivationMode, ActivationOptions, Budget, ContextOptions } from '../config/activation.js';
 import type { Clock } from '../core/clock.js';
-import type { Conversations, LeasedBatch } from '../core/ports/index.js';
+import type { Budgets, BufferLeases, Conversations, LeasedBatch } from '../core/ports/index.js';
+import { spendBudgets, type BudgetVerdict } from './budgets.js';
 import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
 import type { SentMessages } from './sent.js';
 import type { InboundEvent } from '../events/inbound.js';
@@ -10,12 +11,15 @@ import { addressRules, triggerOf, type AddressRules, type OurBots, type SentLook
 export interface ActivationRules {
   activation: ActivationOptions;
   context: ContextOptions;
+  budgets: readonly Budget[];
 }
 
 export interface ActivationStageOptions {
   clock: Clock;
   /** A session's override and kept context (one read per batch), and the close of a batch as context. */
-  store: Pick<Conversations, 'conversation' | 'keepContext'>;
+  store: Pick<Conversations, 'conversation' | 'keepContext'> &
+    Pick<Budgets, 'spendBudgets' | 'deferBatch'> &
+    Pick<BufferLeases, 'release'>;
   /** Each channel's activation and context settings. */
   rulesOf(channel: string): ActivationRules;
   bots: OurBots;
@@ -109,7 +113,33 @@ export function createActivation(options: ActivationStageOptions) {
     return options.store.keepContext(batch, messages, options.clock.now(), keep);
   }
 
-  return { mark, decide, keep, remember: (messages: readonly SentMessage[]) => options.sent.remember(messages) };
+  /** Spend from the batch's budgets (none configured: nothing asked of the store). */
+  function budget(batch: LeasedBatch): Promise<BudgetVerdict> {
+    const { budgets } = options.rulesOf(batch.parts[0]!.event.channel);
+    return spendBudgets(budgets, batch, options.clock.now(), (spends, now) => options.store.spendBudgets(spends, now));
+  }
+
+  /**
+   * Hold a batch over a `merge` budget in its session's buffer of that budget (false: the lease
+   * was lost). A batch of that buffer still over budget (another instance spent the room first)
+   * is put back as it is, due again when the window allows.
+   */
+  async function defer(batch: LeasedBatch, verdict: Extract<BudgetVerdict, { action: 'merge' }>): Promise<boolean> {
+    if (batch.debounceKey === verdict.deferKey) {
+      await options.store.release(batch, verdict.dueAt);
+      return true;
+    }
+    return options.store.deferBatch(batch, verdict.deferKey, verdict.dueAt, options.clock.now());
+  }
+
+  return {
+    mark,
+    decide,
+    keep,
+    budget,
+    defer,
+    remember: (messages: readonly SentMessage[]) => options.sent.remember(messages),
+  };
 }
 
 export type Activation = ReturnType<typeof createActivation>;

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { ConfigError } from '../core/errors.js';
 
 /*
- * Which messages reach the agent: activation, context and access. Each key is set
+ * Which messages reach the agent: activation, context, access and budgets. Each key is set
  * globally or inside a channel object (the channel wins); the defaults emit everything.
  */
 
-/** The defaults of activation, context and access: everything reaches the agent. */
+/** The defaults of activation, context, access and budgets: everything reaches the agent. */
 export const reachDefaults = {
   activation: {
     group: 'always',
@@ -21,6 +21,7 @@ export const reachDefaults = {
   // characters is a few pages of chat, a small share of any model's context window.
   context: { maxMessages: 50, maxAgeMs: 3_600_000, maxChars: 8_000 },
   access: { lists: {} as Record<string, string[]>, allow: [] as string[], deny: [] as string[] },
+  budgets: [] as Budget[],
 } as const;
 
 export const activationModes = ['always', 'mention', 'never'] as const;
@@ -102,18 +103,33 @@ export const accessSchema = z
   .strict();
 export type AccessOptions = z.infer<typeof accessSchema>;
 
+export const budgetSchema = z
+  .object({
+    per: z.enum(['sender', 'conversation', 'channel'], { error: 'must be "sender", "conversation" or "channel"' }),
+    /** Emitted batches per window; at least 1 (to emit nothing, use activation "never"). */
+    limit: z.number().int().min(1, 'at least 1 (activation "never" emits nothing)'),
+    windowMs: z.number().int().min(1),
+    /** `merge`: held and merged into the next allowed output; `drop`: kept as context only. */
+    action: z.enum(['merge', 'drop'], { error: 'must be "merge" or "drop"' }),
+  })
+  .strict();
+export type Budget = z.infer<typeof budgetSchema>;
+export const budgetsSchema = z.array(budgetSchema).max(20, 'at most 20 budgets');
+
 /** The global keys, whole. */
 export const reachShape = {
   activation: activationSchema,
   context: contextSchema,
   access: accessSchema,
+  budgets: budgetsSchema,
 };
 
-/** A channel's keys: each part optional, over the global ones. */
+/** A channel's keys: each part optional, over the global ones (a channel's `budgets` replace them). */
 export const channelReachShape = {
   activation: activationSchema.partial().optional(),
   context: contextSchema.partial().optional(),
   access: accessSchema.partial().optional(),
+  budgets: budgetsSchema.optional(),
 };
 
 /** What a channel runs with: its own keys over the global ones. */
@@ -121,6 +137,7 @@ export interface ChannelReach {
   activation: ActivationOptions;
   context: ContextOptions;
   access: AccessOptions;
+  budgets: readonly Budget[];
 }
 
 type Partial2<T> = { [K in keyof T]?: Partial<T[K]> | undefined };
@@ -156,5 +173,6 @@ export function channelReach(global: ChannelReach, own: Partial2<ChannelReach>, 
     activation,
     context: { ...global.context, ...own.context } as ContextOptions,
     access,
+    budgets: (own.budgets as Budget[] | undefined) ?? global.budgets,
   };
 }

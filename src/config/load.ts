@@ -278,8 +278,21 @@ export function loadConfigWith(options: LoadOptions): Config {
     if (seen.has(channel.id)) throw new ConfigError(`channels[${index}].id: channel id "${channel.id}" is used twice`);
     seen.add(channel.id);
     // What is left after the common fields is the adapter's parsed settings.
-    const { id, adapter, verify, namespace, dedup, debounce, media, turns, activation, context, access, ...rest } =
-      channel;
+    const {
+      id,
+      adapter,
+      verify,
+      namespace,
+      dedup,
+      debounce,
+      media,
+      turns,
+      activation,
+      context,
+      access,
+      budgets,
+      ...rest
+    } = channel;
     return Object.freeze({
       id,
       adapter,
@@ -301,7 +314,7 @@ export function loadConfigWith(options: LoadOptions): Config {
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       turns: Object.freeze({ ...raw.turns, ...turns }),
-      ...channelReach(raw, { activation, context, access }, `channels[${index}].`),
+      ...channelReach(raw, { activation, context, access, budgets }, `channels[${index}].`),
       settings: Object.freeze(rest),
     });
   });

@@ -53,7 +53,7 @@ export interface PipelineStages {
    * Activation (contract §12): remember what our bots report they sent, mark each message as it
    * arrives, decide each batch as it flushes, keep the rest as context.
    */
-  activation: Pick<Activation, 'remember' | 'mark' | 'decide' | 'keep'>;
+  activation: Pick<Activation, 'remember' | 'mark' | 'decide' | 'keep' | 'budget' | 'defer'>;
   /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
   output(batch: LeasedBatch, reach: Addressed): Promise<Emitted | Held | undefined>;
   /** Agent turns (docs/turns.md): a batch held for its session's turn, or released when it ended. */
@@ -132,7 +132,11 @@ export function createPipeline(stages: PipelineStages) {
     // 7. Activation: a batch its conversation's mode does not let through (a group in `mention`
     //    mode, and nothing in it addressed to our bots) becomes that conversation's context.
     const reach = await stages.activation.decide(batch);
-    if (!reach.addressed) return keep(batch, reach.reason);
+    if (!reach.addressed) return keep(batch, 'context', reach.reason);
+    //    Budgets: a batch over a `drop` budget is kept as context too; over a `merge` one, it
+    //    waits in its session's buffer of that budget, merged with what follows, until allowed.
+    const budget = await stages.activation.budget(batch);
+    if (budget.over) return budget.action === 'drop' ? keep(batch, 'over_budget', budget.reason) : defer(batch, budget);
     // 8. Build and commit: merge the parts, wait for their media, move them to the outbox with
     //    the context they carry (or, while the session's agent turn is open, hold them for its
     //    end: docs/turns.md).
@@ -143,23 +147,34 @@ export function createPipeline(stages: PipelineStages) {
     publish(emitted);
   }
 
-  async function keep(batch: LeasedBatch, reason: string): Promise<void> {
+  async function keep(batch: LeasedBatch, verdict: 'context' | 'over_budget', reason: string): Promise<void> {
+    if (!(await stages.activation.keep(batch))) return lost(batch);
+    notEmitted(batch, verdict, reason);
+  }
+
+  async function defer(batch: LeasedBatch, budget: Parameters<PipelineStages['activation']['defer']>[1]) {
+    if (!(await stages.activation.defer(batch, budget))) return lost(batch);
+    notEmitted(batch, 'over_budget', budget.reason);
+  }
+
+  function lost(batch: LeasedBatch): void {
+    stages.logger.warn(
+      { sessionKey: batch.sessionKey, fence: batch.fence },
+      'flush lease lost; another instance owns this batch',
+    );
+  }
+
+  /** A batch that did not reach the agent: counted and trailed with why. */
+  function notEmitted(batch: LeasedBatch, verdict: 'context' | 'over_budget', reason: string): void {
     const first = batch.parts[0]!.event;
-    if (!(await stages.activation.keep(batch))) {
-      stages.logger.warn(
-        { sessionKey: batch.sessionKey, fence: batch.fence },
-        'context lease lost; another instance owns this batch',
-      );
-      return;
-    }
-    stages.metrics.message(first.channel, first.adapter, 'context', batch.parts.length);
+    stages.metrics.message(first.channel, first.adapter, verdict, batch.parts.length);
     stages.record({
       at: stages.clock.now(),
       channel: first.channel,
       kind: 'verdict',
       id: first.id,
       sessionKey: batch.sessionKey,
-      verdict: 'context',
+      verdict,
       reason,
       messageIds: batch.parts.map((part) => part.event.platformId ?? part.event.id),
     });

@@ -5,13 +5,14 @@ import { tempDir } from '../support/helpers.js';
 const load = (file: Record<string, unknown>) =>
   loadConfig({ env: {}, cwd: tempDir().path, file: { channels: [{ id: 'g', adapter: 'generic' }], ...file } });
 
-describe('activation, context and access settings', () => {
+describe('activation, context, access and budgets settings', () => {
   it('default to emitting everything, on every channel', () => {
     const [channel] = load({}).channels;
     expect(channel).toMatchObject({
       activation: { group: 'always', private: 'always', wakeWords: [], patterns: [], replyToBot: true, commands: true },
       context: { maxMessages: 50, maxAgeMs: 3_600_000, maxChars: 8_000 },
       access: { lists: {}, allow: [], deny: [] },
+      budgets: [],
     });
   });
 
@@ -19,6 +20,7 @@ describe('activation, context and access settings', () => {
     const config = load({
       activation: { group: 'mention', wakeWords: ['bot'], conversations: { 'qq:group:1': { group: 'always' } } },
       access: { lists: { staff: ['qq:1'] }, deny: ['@staff'] },
+      budgets: [{ per: 'sender', limit: 2, windowMs: 60_000, action: 'merge' }],
       channels: [
         { id: 'a', adapter: 'generic' },
         {
@@ -26,11 +28,13 @@ describe('activation, context and access settings', () => {
           adapter: 'generic',
           activation: { private: 'never', conversations: { 'qq:group:2': { group: 'never' } } },
           access: { lists: { vip: ['qq:2'] }, allow: ['@vip', '@staff'] },
+          budgets: [],
         },
       ],
     });
     const [a, b] = config.channels;
     expect(a!.activation).toMatchObject({ group: 'mention', private: 'always', wakeWords: ['bot'] });
+    expect(a!.budgets).toHaveLength(1);
     expect(b!.activation).toMatchObject({ group: 'mention', private: 'never' });
     expect(b!.activation.conversations).toEqual({
       'qq:group:1': { group: 'always' },
@@ -41,6 +45,7 @@ describe('activation, context and access settings', () => {
       allow: ['@vip', '@staff'],
       deny: ['@staff'],
     });
+    expect(b!.budgets).toEqual([]);
   });
 
   it.each([
@@ -51,6 +56,8 @@ describe('activation, context and access settings', () => {
       { activation: { conversations: { 'qq:1': {} } } },
       /activation\.conversations\.qq:1: must set "group" or "private"/,
     ],
+    [{ budgets: [{ per: 'sender', limit: 0, windowMs: 1000, action: 'merge' }] }, /budgets\[0\]\.limit: at least 1/],
+    [{ budgets: [{ per: 'room', limit: 1, windowMs: 1000, action: 'merge' }] }, /budgets\[0\]\.per: must be "sender"/],
     [
       { access: { deny: ['@missing'] } },
       /access\.deny\[0\]: "@missing" names no list of access\.lists \(none is defined\)/,
