@@ -29,6 +29,9 @@ export type {
   Conversations,
   ActivationModes,
   ContextKeep,
+  Budgets,
+  BudgetAnswer,
+  BudgetSpend,
   OutboxReader,
   Outbox,
   PushQueue,
@@ -59,7 +62,7 @@ export type {
   TurnRule,
   TurnView,
 } from '../core/ports/index.js';
-export { turnBufferKey } from '../core/ports/index.js';
+export { budgetBufferKey, turnBufferKey } from '../core/ports/index.js';
 export { arrive, release, turnRule } from './store/turns.js';
 export { contextMessage } from './store/conversations.js';
 export type { ContextMessage, ConversationState, KeptMessage } from '../events/context.js';

@@ -26,6 +26,9 @@ class WrappedStore implements Store {
     this.#inner.keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>
     this.#inner.setActivation(sessionKey, override, now);
+  spendBudgets: Store['spendBudgets'] = (budgets, now) => this.#inner.spendBudgets(budgets, now);
+  deferBatch: Store['deferBatch'] = (batch, deferKey, dueAt, now) =>
+    this.#inner.deferBatch(batch, deferKey, dueAt, now);
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.#inner.outboxAfter(seq, limit);
   lastSeq: Store['lastSeq'] = () => this.#inner.lastSeq();
   tail: Store['tail'] = (listener) => this.#inner.tail(listener);

@@ -34,4 +34,5 @@ export interface LeasedBatch {
   reason: FlushReason;
 }
 
-export type FlushReason = 'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover' | 'turn' | 'max_held';
+export type FlushReason =
+  'window' | 'count' | 'max_wait' | 'command' | 'shutdown' | 'takeover' | 'turn' | 'max_held' | 'budget';

@@ -48,6 +48,8 @@ export interface OpenBuffer {
   taken?: Due;
   /** A session's held buffer (agent turns): due when `held.until` passes, or at `rule.maxMessages` (maxHeld) parts. */
   held?: HeldMeta;
+  /** A session's buffer of batches deferred by a budget (see `Budgets.deferBatch`): due then, all its parts one batch. */
+  deferred?: number;
 }
 
 /** A lease or a retry time on a buffer, carried over a rebuild (see `Buffers.holds`). */
@@ -129,6 +131,7 @@ export class Buffers {
 
   /** How many leading parts make the next batch (the store rule, `batchOf`). */
   batchSize(buffer: OpenBuffer): { size: number; closed?: 'command' | 'count' } {
+    if (buffer.deferred !== undefined) return { size: buffer.parts.length };
     return batchOf(buffer.parts, buffer.rule.maxMessages);
   }
 
@@ -138,6 +141,7 @@ export class Buffers {
    * ahead of its session's buffers that closed later).
    */
   deadlineOf(buffer: OpenBuffer, now: number): { deadline: number; reason: FlushReason } {
+    if (buffer.deferred !== undefined) return { deadline: buffer.deferred, reason: 'budget' };
     if (buffer.held) return heldDeadline(buffer.parts, buffer.rule.maxMessages, buffer.held.until);
     const { size, closed } = this.batchSize(buffer);
     if (closed) return { deadline: Math.min(now, (buffer.parts[size - 1] as PartMeta).receivedAt), reason: closed };
@@ -167,8 +171,8 @@ export class Buffers {
       this.heap.pop();
       const buffer = this.open.get(due.key) as OpenBuffer;
       const session = buffer.sessionKey;
-      // Held messages wait for their turn in a durable store: the next start releases them when due.
-      if (shutdown && this.keepHeld && buffer.held && !buffer.lease) {
+      // Held or deferred messages wait for their turn or budget in a durable store: the next start releases them when due.
+      if (shutdown && this.keepHeld && (buffer.held || buffer.deferred !== undefined) && !buffer.lease) {
         waiting.push(due);
         continue;
       }

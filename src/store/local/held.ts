@@ -10,14 +10,17 @@ export type { HeldMeta };
  */
 export class TurnBuffers extends Buffers {
   /**
-   * Move a leased batch's parts to the held buffer `to` (opened with `rule` and `held` when
-   * new), ending the lease of `from` as a commit does. `closesLast` marks the batch's end (a
-   * followup queue's batches stay apart). Returns the held buffer.
+   * Move a leased batch's parts to the buffer `to` (opened with `rule` when new), ending the
+   * lease of `from` as a commit does: a session's held buffer (`held`, agent turns), or its
+   * buffer of batches a budget deferred (`deferred`: due then, or later when it already waits
+   * longer). `closesLast` marks the batch's end (a followup queue's batches stay apart). A
+   * deferred batch taken again from its own buffer goes back in front of what joined it since.
+   * Returns the buffer the parts joined.
    */
   holdParts(
     from: OpenBuffer,
     partIds: readonly string[],
-    to: { debounceKey: string; rule: BufferRule; held: HeldMeta },
+    to: { debounceKey: string; rule: BufferRule; held?: HeldMeta; deferred?: number },
     closesLast: boolean,
     now: number,
   ): OpenBuffer {
@@ -33,14 +36,16 @@ export class TurnBuffers extends Buffers {
         rule: to.rule,
         parts: moved,
         deadline: now,
-        reason: 'turn',
+        reason: to.held ? 'turn' : 'budget',
         lease: undefined,
         stamp: 0,
         taken: undefined,
-        held: to.held,
       };
+      if (to.held) held.held = to.held;
       this.open.set(to.debounceKey, held);
-    } else held.parts.push(...moved);
+    } else if (from.debounceKey === to.debounceKey) held.parts.unshift(...moved);
+    else held.parts.push(...moved);
+    if (to.deferred !== undefined) held.deferred = Math.max(held.deferred ?? -Infinity, to.deferred);
     this.rearm(held, now);
     return held;
   }

@@ -9,6 +9,8 @@ import type { ContextMessage, ConversationState } from '../../events/context.js'
 import type {
   ActivationModes,
   AdmitItem,
+  BudgetAnswer,
+  BudgetSpend,
   AdmitVerdict,
   ClaimSpec,
   ContextKeep,
@@ -20,6 +22,7 @@ import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type Turn
 import { turnStep, withLink } from '../rules/turn.js';
 import { TurnTable, type TurnState } from './turns.js';
 import type { Rows } from './rows.js';
+import { spendBudgets } from './budgets.js';
 
 export interface LocalStateOptions {
   maxCorrelationGroups: number;
@@ -175,6 +178,23 @@ export class LocalState {
     if (!buffer) return false;
     this.close(buffer, batch, now);
     this.rows.contextKept(batch.sessionKey, messages, now, keep);
+    return true;
+  }
+
+  spendBudgets(budgets: readonly BudgetSpend[], now: number): BudgetAnswer {
+    return spendBudgets(this.rows, budgets, now);
+  }
+
+  /** Move a leased batch to its session's buffer `deferKey` of deferred batches (see `Budgets.deferBatch`). */
+  deferBatch(batch: LeasedBatch, deferKey: string, dueAt: number, now: number): boolean {
+    const buffer = this.buffers.leased(batch.debounceKey, batch.fence);
+    if (!buffer) return false;
+    const partIds = batch.parts.map((part) => part.id);
+    const to = { debounceKey: deferKey, rule: buffer.rule, deferred: dueAt };
+    const deferred = this.buffers.holdParts(buffer, partIds, to, false, now);
+    if (!this.buffers.get(batch.debounceKey)) this.rows.bufferDropped(batch.debounceKey);
+    this.rows.partsDeferred(partIds, deferKey, deferred.deferred as number);
+    this.rows.bufferSaved(deferred);
     return true;
   }
 

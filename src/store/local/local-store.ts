@@ -6,6 +6,8 @@ import type {
   ActivationModes,
   AdmitItem,
   AdmitVerdict,
+  BudgetAnswer,
+  BudgetSpend,
   ClaimStats,
   ContextKeep,
   LeasedBatch,
@@ -134,6 +136,21 @@ export abstract class LocalStore implements Store {
   ): Promise<boolean> {
     this.use(now);
     return this.write(() => this.keepingContext(batch, messages, now, keep));
+  }
+
+  async spendBudgets(budgets: readonly BudgetSpend[], now: number): Promise<BudgetAnswer> {
+    this.use(now);
+    return this.write(() => this.state.spendBudgets(budgets, now));
+  }
+
+  /** The change deferring a batch makes (SQLite also remembers the lease it ended). */
+  protected deferring(batch: LeasedBatch, deferKey: string, dueAt: number, now: number): boolean {
+    return this.state.deferBatch(batch, deferKey, dueAt, now);
+  }
+
+  async deferBatch(batch: LeasedBatch, deferKey: string, dueAt: number, now: number): Promise<boolean> {
+    this.use(now);
+    return this.write(() => this.deferring(batch, deferKey, dueAt, now));
   }
 
   async setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void> {

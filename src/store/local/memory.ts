@@ -4,7 +4,7 @@ import type { BufferedPart } from '../../events/inbound.js';
 import { ByteArena, own, textOf } from './byte-arena.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from './local-state.js';
 import type { Rows } from './rows.js';
-import { ConversationTable } from './conversations.js';
+import { MemoryBudgets } from './budgets.js';
 import { committedRecord, LocalStore, type WriteKind } from './local-store.js';
 import type { LeasedBatch, OutboxLife, StoreOptions } from '../../core/ports/index.js';
 
@@ -58,7 +58,7 @@ function handOut(record: OutboxRecord): OutboxRecord {
 }
 
 /** The rows of the memory store: the outbox, part numbers (bodies stay with their buffers) and conversations, in this process only. */
-class MemoryRows extends ConversationTable implements Rows {
+class MemoryRows extends MemoryBudgets implements Rows {
   /** Outbox in seq order (a record by seq is a binary search); `byId` indexes the same records. */
   outbox: Kept[] = [];
   readonly byId = new Map<string, Kept>();

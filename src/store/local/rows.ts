@@ -1,6 +1,7 @@
 import type { BufferedPart, CorrelationRecord } from '../../events/inbound.js';
 import type { BufferRule, ClaimSpec, OutboxDraft, OutboxRecord } from '../../core/ports/index.js';
 import type { OpenBuffer } from './buffers.js';
+import type { BudgetRows } from './budgets.js';
 import type { ConversationRows } from './conversations.js';
 import type { TurnState } from './turns.js';
 
@@ -9,7 +10,7 @@ import type { TurnState } from './turns.js';
  * LocalState calls a row method before it changes its own indexes wherever the row can be
  * refused (a duplicate outbox id), so a refused write leaves the indexes as they were.
  */
-export interface Rows extends ConversationRows {
+export interface Rows extends ConversationRows, BudgetRows {
   claimTaken(claim: ClaimSpec, now: number): void;
   groupSaved(group: CorrelationRecord): void;
   groupsDropped(groups: readonly CorrelationRecord[]): void;

@@ -11,6 +11,7 @@ import {
   type ScriptedRedis,
 } from './connections.js';
 import { RedisBuffers } from './buffers.js';
+import { RedisBudgets } from './budgets.js';
 import { RedisConversations } from './conversations.js';
 import { CommitBatcher } from './commits.js';
 import { ReplicaWaits } from './replicas.js';
@@ -90,6 +91,7 @@ export class RedisStore implements Store {
   private readonly push: RedisPushQueue;
   private readonly outbox: RedisOutbox;
   private readonly conversations: RedisConversations;
+  private readonly budgets: RedisBudgets;
 
   private constructor(
     private readonly url: string,
@@ -114,6 +116,7 @@ export class RedisStore implements Store {
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
     this.conversations = new RedisConversations(this.background, this.prefix);
+    this.budgets = new RedisBudgets(this.background, this.prefix, this.callerClock);
     this.outbox = new RedisOutbox(
       this.background,
       this.prefix,
@@ -230,6 +233,11 @@ export class RedisStore implements Store {
     this.conversations.keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override) =>
     this.conversations.setActivation(sessionKey, override);
+
+  // --- budgets: spends per window, deferred batches (budgets.ts) -------------------------------
+  spendBudgets: Store['spendBudgets'] = (budgets, now) => this.budgets.spendBudgets(budgets, now);
+  deferBatch: Store['deferBatch'] = (batch, deferKey, dueAt, now) =>
+    this.budgets.deferBatch(batch, deferKey, dueAt, now);
 
   // --- outbox: what event streams read (outbox.ts) ---------------------------------------
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.outbox.outboxAfter(seq, limit);

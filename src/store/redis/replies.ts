@@ -118,6 +118,7 @@ const REASONS: ReadonlySet<string> = new Set<FlushReason>([
   'takeover',
   'turn',
   'max_held',
+  'budget',
 ]);
 
 const isReason = (value: unknown): value is FlushReason => typeof value === 'string' && REASONS.has(value);
@@ -282,4 +283,16 @@ export function conversationReply(value: unknown): [activation: string | null, d
     numeric(dropped, 'reply[1]', 'conversation'),
     entries.map((entry, i) => text(entry, `reply[${i + 2}]`, 'conversation')),
   ];
+}
+
+/** spend-budgets.lua: empty when spent, else each budget without room and when it has room again. */
+export function spendReply(value: unknown): Array<{ key: string; retryAt: number }> {
+  const flat = array(value, 'reply', 'spend-budgets');
+  const out: Array<{ key: string; retryAt: number }> = [];
+  for (let i = 0; i < flat.length; i += 2)
+    out.push({
+      key: text(flat[i], `reply[${i}]`, 'spend-budgets'),
+      retryAt: numeric(flat[i + 1], `reply[${i + 1}]`, 'spend-budgets'),
+    });
+  return out;
 }

@@ -23,6 +23,8 @@ const FILES = {
   aiCommitTurn: 'commit-turn',
   aiKeepContext: 'keep-context',
   aiConversation: 'conversation',
+  aiSpendBudgets: 'spend-budgets',
+  aiDefer: 'defer',
   aiTurnDone: 'turn-done',
   aiTurns: 'turns',
   aiRelease: 'release',

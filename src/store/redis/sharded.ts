@@ -309,6 +309,11 @@ export class ShardedRedisStore implements Store {
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>
     this.shardFor(sessionKey).setActivation(sessionKey, override, now);
 
+  // --- budgets: a budget may count several sessions (a channel's), so global; a deferral on the session's shard
+  spendBudgets: Store['spendBudgets'] = (budgets, now) => this.global.spendBudgets(budgets, now);
+  deferBatch: Store['deferBatch'] = (batch, deferKey, dueAt, now) =>
+    this.shardFor(batch.sessionKey).deferBatch(batch, deferKey, dueAt, now);
+
   // --- the outbox, the push queue, leases, shared values, the trail, the bus: global -------------
 
   outboxAfter: Store['outboxAfter'] = (seq, limit) => this.global.outboxAfter(seq, limit);

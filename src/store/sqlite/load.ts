@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { BufferedPart, EventKind } from '../../events/inbound.js';
-import { turnBufferKey } from '../../core/ports/index.js';
+import { isBudgetBuffer, turnBufferKey } from '../../core/ports/index.js';
 import type { OpenBuffer } from '../local/buffers.js';
 import { LocalState } from '../local/local-state.js';
 import type { SqliteRows } from './rows.js';
@@ -255,10 +255,20 @@ function* loadSteps(
         maxMs: heldMaxMs ?? 0,
       };
   }
+  // Buffers of deferred batches: due when their budget allows (see `OpenBuffer.deferred`).
+  for (const [debounceKey, dueAt] of db
+    .prepare('SELECT debounce_key, due_at FROM budget_buffers')
+    .raw()
+    .iterate() as Iterable<[string, number]>) {
+    const deferred = buffers.get(debounceKey);
+    if (deferred) deferred.deferred = dueAt;
+  }
   for (const buffer of buffers.values()) {
     // A held buffer without its turn's row (none is written apart from it): due at once.
     if (buffer.debounceKey.startsWith('~turn:') && !buffer.held)
       buffer.held = { by: '', until: now, mode: 'collect', maxMs: 0 };
+    // So is a buffer of deferred batches without its due time: still one batch.
+    if (isBudgetBuffer(buffer.debounceKey) && buffer.deferred === undefined) buffer.deferred = now;
     const { deadline, reason } = state.buffers.deadlineOf(buffer, now);
     buffer.deadline = deadline;
     buffer.reason = reason;

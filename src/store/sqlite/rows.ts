@@ -1,8 +1,14 @@
 import type Database from 'better-sqlite3';
-import { outboxRecord, type DeliveryState, type OutboxDraft, type OutboxRecord } from '../../core/ports/index.js';
+import {
+  isBudgetBuffer,
+  outboxRecord,
+  type DeliveryState,
+  type OutboxDraft,
+  type OutboxRecord,
+} from '../../core/ports/index.js';
 import { type BufferedPart, type CorrelationRecord } from '../../events/inbound.js';
 import type { Rows } from '../local/rows.js';
-import { SqliteConversations } from './conversations.js';
+import { SqliteBudgets } from './budgets.js';
 import type { BufferRule, ClaimSpec } from '../../core/ports/index.js';
 
 export const schema = `
@@ -105,7 +111,7 @@ const TURN_ROWS_BEFORE_COMPACT = 10_000;
 const PART_IDS_PER_MARK = 65_536;
 
 /** The rows of the SQLite store; every method runs inside the store's current transaction. */
-export class SqliteRows extends SqliteConversations implements Rows {
+export class SqliteRows extends SqliteBudgets implements Rows {
   private readonly statements;
   /** space -> its cap, for the purge of claim rows evicted from memory. */
   readonly spaces = new Map<string, number>();
@@ -218,6 +224,7 @@ export class SqliteRows extends SqliteConversations implements Rows {
     }
     this.statements.purgeGroups.run(now);
     this.purgeConversations(now);
+    this.purgeBudgets(now);
     if (this.turnsLogged >= this.turnsCompactAt) this.compactTurns();
   }
 
@@ -285,9 +292,11 @@ export class SqliteRows extends SqliteConversations implements Rows {
     for (const id of ids) this.statements.deletePart.run(Number(id));
   }
 
-  /** Buffers are not rows: each part carries its buffer's session and rule (see the schema). */
+  /** Buffers are not rows: each part carries its buffer's session and rule (see the schema), a deferred one its due time. */
   bufferSaved(): void {}
-  bufferDropped(): void {}
+  bufferDropped(debounceKey: string): void {
+    if (isBudgetBuffer(debounceKey)) this.deferredDropped(debounceKey);
+  }
 
   outboxAppended(draft: OutboxDraft, now: number): OutboxRecord {
     const { id, type, sessionKey, channel, createdAt, body, state } = draft;

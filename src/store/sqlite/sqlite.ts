@@ -259,6 +259,13 @@ export class SqliteStore extends LocalStore {
     return kept;
   }
 
+  protected override deferring(batch: LeasedBatch, deferKey: string, dueAt: number, now: number): boolean {
+    const lease = this.state.buffers.leased(batch.debounceKey, batch.fence)?.lease;
+    const deferred = super.deferring(batch, deferKey, dueAt, now);
+    if (deferred && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
+    return deferred;
+  }
+
   /** Shared values live in the file: a poller's cursor and a platform token survive a restart. */
   override async sharedGet(name: string, now: number): Promise<string | undefined> {
     this.use(now);

@@ -1,5 +1,6 @@
 import { describe } from 'vitest';
 import { describeAdmit } from './admit.js';
+import { describeBudgetRestart, describeBudgets } from './budgets.js';
 import { describeBuffers } from './buffers.js';
 import { describeCloseCases } from './close-cases.js';
 import { describeConversationRestart, describeConversations } from './conversations.js';
@@ -38,10 +39,12 @@ export function describeStoreContract(
     describeOperations(h);
     describeTurns(h);
     describeConversations(h);
+    describeBudgets(h);
     if (reopen) {
       describeRestart(h);
       describeTurnRestart(h);
       describeConversationRestart(h);
+      describeBudgetRestart(h);
     }
   });
 }

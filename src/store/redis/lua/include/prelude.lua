@@ -27,6 +27,9 @@
 --   ctx:<session> ZSET seq -> kept message and cm:<session> HASH dropped / until, both PX (a
 --   session's context, include/context.lua), cseq INCR (context seqs), activation HASH session ->
 --   override JSON (no expiry).
+--   bud:<budget> ZSET `<at>-<n>` -> at PX (a budget's spends in its window) and budseq INCR
+--   (spend-budgets.lua); a session's deferred batches are the buffer `~budget:<session>\0<budget>`
+--   whose meta says when it is due (`deferred`, defer.lua).
 local P = KEYS[1]
 local function int(n) return string.format('%d', n) end
 local function redisNow()
