@@ -1,6 +1,6 @@
 import type { ActivationMode, ActivationOptions, Budget, ContextOptions } from '../config/activation.js';
 import type { Clock } from '../core/clock.js';
-import type { Budgets, BufferLeases, Conversations, LeasedBatch } from '../core/ports/index.js';
+import type { Budgets, Conversations, LeasedBatch } from '../core/ports/index.js';
 import { spendBudgets, type BudgetVerdict } from './budgets.js';
 import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
 import type { SentMessages } from './sent.js';
@@ -17,9 +17,7 @@ export interface ActivationRules {
 export interface ActivationStageOptions {
   clock: Clock;
   /** A session's override and kept context (one read per batch), and the close of a batch as context. */
-  store: Pick<Conversations, 'conversation' | 'keepContext'> &
-    Pick<Budgets, 'spendBudgets' | 'deferBatch'> &
-    Pick<BufferLeases, 'release'>;
+  store: Pick<Conversations, 'conversation' | 'keepContext'> & Pick<Budgets, 'spendBudgets' | 'deferBatch'>;
   /** Each channel's activation and context settings. */
   rulesOf(channel: string): ActivationRules;
   bots: OurBots;
@@ -122,13 +120,9 @@ export function createActivation(options: ActivationStageOptions) {
   /**
    * Hold a batch over a `merge` budget in its session's buffer of that budget (false: the lease
    * was lost). A batch of that buffer still over budget (another instance spent the room first)
-   * is put back as it is, due again when the window allows.
+   * goes back into it, ahead of what joined meanwhile, due again when the window allows.
    */
-  async function defer(batch: LeasedBatch, verdict: Extract<BudgetVerdict, { action: 'merge' }>): Promise<boolean> {
-    if (batch.debounceKey === verdict.deferKey) {
-      await options.store.release(batch, verdict.dueAt);
-      return true;
-    }
+  function defer(batch: LeasedBatch, verdict: Extract<BudgetVerdict, { action: 'merge' }>): Promise<boolean> {
     return options.store.deferBatch(batch, verdict.deferKey, verdict.dueAt, options.clock.now());
   }
 
