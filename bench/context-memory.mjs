@@ -27,6 +27,11 @@ const config = loadConfig({
 });
 const intake = await createIntake({ config, logger: pino({ level: 'silent' }), cwd: dir });
 let n = 0;
+/** Every batch flushed: past the flush grid's step (a deadline of now is armed on it), then settled. */
+const flushed = async () => {
+  await new Promise((r) => setTimeout(r, 60));
+  await flushed();
+};
 const deliver = (group, member) =>
   intake.ingest('generic', {
     headers: { 'content-type': 'application/json' },
@@ -43,23 +48,43 @@ const deliver = (group, member) =>
     ),
   });
 const settled = async () => {
-  await intake.settle();
+  await flushed();
   global.gc();
   await new Promise((r) => setTimeout(r, 200));
   global.gc();
   return process.memoryUsage();
 };
 
-for (let i = 0; i < 2000; i++) await deliver(-1 - (i % 20), i);
+for (let i = 0; i < 2000; i++) {
+  await deliver(-1 - (i % 20), i);
+  if (i % 1000 === 999) await flushed();
+}
 const before = await settled();
-for (let m = 0; m < M; m++) for (let g = 0; g < G; g++) await deliver(g, m);
+for (let m = 0; m < M; m++) {
+  for (let g = 0; g < G; g++) await deliver(g, m);
+  await flushed();
+}
 const after = await settled();
 const kept = (await intake.store.conversation('cli:group:0', Date.now())).context.length;
 const per = (field) => Math.round((after[field] - before[field]) / G);
-console.log(kind, `${G} conversations x ${M} messages, ${kept} kept each:`, 'heap/conversation', per('heapUsed'), 'B, rss/conversation', per('rss'), 'B');
+console.log(
+  kind,
+  `${G} conversations x ${M} messages, ${kept} kept each:`,
+  'heap/conversation',
+  per('heapUsed'),
+  'B, rss/conversation',
+  per('rss'),
+  'B',
+);
 
-for (let i = 0; i < L; i++) await deliver('long', i % 500);
+for (let i = 0; i < L; i++) {
+  await deliver('long', i % 500);
+  if (i % 1000 === 999) await flushed();
+}
 const long = await settled();
 const held = await intake.store.conversation('cli:group:long', Date.now());
-console.log(kind, `one conversation of ${L} messages: ${held.context.length} kept, ${held.dropped} dropped; heap +${Math.round((long.heapUsed - after.heapUsed) / 1024)} KiB`);
+console.log(
+  kind,
+  `one conversation of ${L} messages: ${held.context.length} kept, ${held.dropped} dropped; heap +${Math.round((long.heapUsed - after.heapUsed) / 1024)} KiB`,
+);
 await intake.close();
