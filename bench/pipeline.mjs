@@ -12,7 +12,8 @@
 // debounce window (so every message is a batch of its own), 2% starting with the wake word. In
 // `mention` mode the other 98% are kept as context (one store step closing the buffer, in place
 // of the outbox commit) and each output carries up to context.maxMessages of them.
-// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect)
+// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect;
+// BENCH_ACTIVATION=1: activation always vs mention, at a rate every setup keeps up with, e.g. 2000)
 import { fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
