@@ -7,7 +7,13 @@
 // CPU is read from /proc: the main thread alone, and all threads (GC helpers included).
 // BENCH_COMPARE=<folder with the dist/ of another build> adds its memory and SQLite rows, run in
 // the same rounds (see bench/servers.mjs).
-// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect)
+// BENCH_ACTIVATION=1: activation (contract §12) `mention` against `always`, each store: group
+// messages of four busy conversations, every sender a member who speaks again only after the
+// debounce window (so every message is a batch of its own), 2% starting with the wake word. In
+// `mention` mode the other 98% are kept as context (one store step closing the buffer, in place
+// of the outbox commit) and each output carries up to context.maxMessages of them.
+// Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect;
+// BENCH_ACTIVATION=1: activation always vs mention, at a rate every setup keeps up with, e.g. 2000)
 import { fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +38,20 @@ if (process.env.BENCH_TURNS) {
     ['sqlite store, turns collect', { store: 'sqlite', turns: { mode: 'collect' } }],
   );
 }
+// BENCH_ACTIVATION=1: activation.group "always" (the default) against "mention", same messages and wake word.
+const activation = Boolean(process.env.BENCH_ACTIVATION);
+const always = { group: 'always', wakeWords: ['bot'] };
+const mention = { group: 'mention', wakeWords: ['bot'] };
+if (activation) {
+  setups.splice(
+    0,
+    setups.length,
+    ['memory store, activation always', { store: 'memory', activation: always }],
+    ['memory store, activation mention', { store: 'memory', activation: mention }],
+    ['sqlite store, activation always', { store: 'sqlite', activation: always }],
+    ['sqlite store, activation mention', { store: 'sqlite', activation: mention }],
+  );
+}
 const compare = process.env.BENCH_COMPARE;
 if (compare && process.argv[2] !== '--child') {
   const dist = resolve(compare, 'dist');
@@ -39,9 +59,11 @@ if (compare && process.argv[2] !== '--child') {
   const name = existsSync(join(compare, 'COMMIT'))
     ? readFileSync(join(compare, 'COMMIT'), 'utf8').trim()
     : 'compared build';
+  const compared = activation ? { activation: mention } : {};
+  const suffix = activation ? ', activation mention' : '';
   setups.push(
-    [`${name}, memory store`, { store: 'memory', dist }],
-    [`${name}, sqlite store`, { store: 'sqlite', dist }],
+    [`${name}, memory store${suffix}`, { store: 'memory', dist, ...compared }],
+    [`${name}, sqlite store${suffix}`, { store: 'sqlite', dist, ...compared }],
   );
 }
 
@@ -59,8 +81,11 @@ async function parent() {
       results.get(name).push(await run({ ...setup, rate, seconds }));
     }
   }
+  const shape = activation
+    ? 'group messages of 4 conversations, 2% addressed by a wake word'
+    : 'each message a new session';
   console.log(
-    `\npipeline without HTTP, steady ${rate}/s for ${seconds}s, each message a new session, median of ${rounds} rounds (node ${process.version})`,
+    `\npipeline without HTTP, steady ${rate}/s for ${seconds}s, ${shape}, median of ${rounds} rounds (node ${process.version})`,
   );
   console.log('| setup | main thread µs/msg | all threads µs/msg | each round (main) |\n|---|---:|---:|---|');
   for (const [name] of setups) {
@@ -68,6 +93,17 @@ async function parent() {
     console.log(
       `| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`,
     );
+  }
+  if (activation) {
+    // Each round's mention over the same round's always (rounds are adjacent in time), then the median.
+    for (const store of ['memory', 'sqlite']) {
+      const base = results.get(`${store} store, activation always`);
+      const ratios = results.get(`${store} store, activation mention`).map((x, i) => x.main / base[i].main);
+      const outputs = results.get(`${store} store, activation mention`).map((x) => x.emitted / x.count);
+      console.log(
+        `${store}: mention ÷ always, main thread ${median(ratios).toFixed(2)}x (${ratios.map((x) => x.toFixed(2)).join(', ')}); outputs per message in mention ${median(outputs).toFixed(3)}`,
+      );
+    }
   }
 }
 
@@ -85,6 +121,7 @@ async function child({
   store,
   debounce,
   turns,
+  activation,
   floor,
   rate,
   seconds,
@@ -101,6 +138,7 @@ async function child({
       logLevel: 'silent',
       ...(debounce ? { debounce } : {}),
       ...(turns ? { turns } : {}),
+      ...(activation ? { activation } : {}),
     },
     env: {},
     logger: pino({ level: 'silent' }),
@@ -128,23 +166,44 @@ async function child({
       // Catch up to the rate, but never more than 30 ms of messages in one tick.
       const due = Math.min(Math.floor(elapsed * rate) - sent, rate * 0.03);
       for (let i = 0; i < due; i++, sent++) {
-        const body = Buffer.from(
-          JSON.stringify({
-            id: `p-${sent}`,
-            sessionKey: `bench:user-${sent}`,
-            sender: { id: `u${sent}`, name: 'Bench' },
-            content: `帮我查一下订单 ORD-${sent} 的状态`,
-            timestamp: 1710234567,
-          }),
-        );
+        const body = Buffer.from(JSON.stringify(activation ? groupMessage(sent) : message(sent)));
         void ingest({ headers: {}, body, query, now: Date.now() });
       }
     }, 10);
   });
   const count = sent - mark.sent;
   const cpu = process.cpuUsage(mark.cpu);
-  const result = { main: ((mainTicks() - mark.main) * 10_000) / count, all: (cpu.user + cpu.system) / count };
+  const result = { main: ((mainTicks() - mark.main) * 10_000) / count, all: (cpu.user + cpu.system) / count, count };
+  // Outputs of the whole run (warm-up included) per message sent, to show what mode ran.
+  if (activation) result.emitted = ((await intake.store.outboxAfter(0, sent + 1)).length * count) / sent;
   await intake.close();
   rmSync(dir, { recursive: true, force: true });
   process.send(result, () => process.exit(0));
+}
+
+/** A direct message: its own session. */
+function message(n) {
+  return {
+    id: `p-${n}`,
+    sessionKey: `bench:user-${n}`,
+    sender: { id: `u${n}`, name: 'Bench' },
+    content: `帮我查一下订单 ORD-${n} 的状态`,
+    timestamp: 1710234567,
+  };
+}
+
+/**
+ * A message in one of four busy groups. 20,000 members take turns, so a member speaks again
+ * 20,000 messages later, past the debounce window at these rates: every batch is one message.
+ */
+function groupMessage(n) {
+  const group = n % 4;
+  return {
+    id: `g-${n}`,
+    sessionKey: `bench:group-${group}`,
+    conversation: { type: 'group', id: `group-${group}` },
+    sender: { id: `m${n % 20_000}`, name: 'Member' },
+    content: n % 50 === 0 ? `bot 帮我查一下订单 ORD-${n} 的状态` : `订单 ORD-${n} 今天发货了吗`,
+    timestamp: 1710234567,
+  };
 }

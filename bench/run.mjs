@@ -12,6 +12,8 @@ const runs = [
   [node, ['bench/wx-xml.mjs', '50000', '7']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
   [node, ['bench/turns.mjs', '4000', '4', '2']],
+  [node, ['bench/pipeline.mjs', '2000', '4', '2'], { BENCH_ACTIVATION: '1' }],
+  [node, ['bench/activation.mjs', '1000']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],
   [node, ['bench/ingest-cost.mjs', '500', process.env.BENCH_SECONDS ?? '5', '3']],
   [node, ['bench/latency.mjs', '4', '2', '10']],
@@ -22,7 +24,7 @@ const runs = [
   [node, ['bench/sockets.mjs', process.env.BENCH_SECONDS ?? '3', '3']],
   [node, ['bench/redis.mjs', process.env.BENCH_SECONDS ?? '4', '3', '800', '50']],
 ];
-for (const [cmd, args] of runs) {
-  const result = spawnSync(cmd, args, { stdio: 'inherit' });
+for (const [cmd, args, env] of runs) {
+  const result = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }

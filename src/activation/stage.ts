@@ -1,6 +1,6 @@
 import type { ActivationMode, ActivationOptions, Budget, ContextOptions } from '../config/activation.js';
 import type { Clock } from '../core/clock.js';
-import type { Budgets, Conversations, LeasedBatch } from '../core/ports/index.js';
+import type { Budgets, ConversationRead, Conversations, LeasedBatch } from '../core/ports/index.js';
 import { spendBudgets, type BudgetVerdict } from './budgets.js';
 import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
 import type { SentMessages } from './sent.js';
@@ -34,6 +34,8 @@ export interface NotAddressed {
 export type Decision = Addressed | NotAddressed;
 
 const ALWAYS: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };
+/** A read of a conversation's override alone. */
+const OVERRIDE_ONLY: ConversationRead = { context: false };
 
 /**
  * Activation: which batches reach the agent (contract §12). Each message is marked as it
@@ -77,15 +79,22 @@ export function createActivation(options: ActivationStageOptions) {
     if (first.kind !== 'message') return ALWAYS;
     const now = options.clock.now();
     const rules = options.rulesOf(first.channel);
-    const state = await options.store.conversation(batch.sessionKey, now);
     const type = first.conversation.type;
-    const mode = modeOf(state, rules.activation, batch.sessionKey, type);
+    const configured = configuredMode(rules.activation, batch.sessionKey, type);
     const addressedPart = batch.parts.find(
       (part) => part.event.addressed === true || mentionsOursNow(part.event),
     )?.event;
+    // Only an output carries the context. A batch that is kept unless an override lets it through
+    // (nothing in it addressed, a configured mode other than `always`: most of a busy group in
+    // `mention` mode) reads the override alone, not the up to context.maxMessages kept entries.
+    const kept = !addressedPart && configured !== 'always';
+    let state = await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
+    const mode = state.activation?.[type] ?? configured;
     if (mode === 'never' || (mode === 'mention' && !addressedPart)) {
       return { addressed: false, reason: `not addressed: ${type} activation is ${mode}` };
     }
+    // Set to `always` at run time: the batch goes out after all, with its context.
+    if (kept) state = await options.store.conversation(batch.sessionKey, now);
     // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
     const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
     return { addressed: true, trigger, ...contextOf(state, rules.context, now) };
@@ -138,14 +147,12 @@ export function createActivation(options: ActivationStageOptions) {
 
 export type Activation = ReturnType<typeof createActivation>;
 
-/** A session's mode: set at run time, else configured for the conversation, else the channel's for its type. */
-function modeOf(
-  state: ConversationState,
-  activation: ActivationOptions,
-  sessionKey: string,
-  type: 'group' | 'private',
-): ActivationMode {
-  return state.activation?.[type] ?? activation.conversations[sessionKey]?.[type] ?? activation[type];
+/**
+ * A session's mode as configured: for the conversation, else the channel's for its type. One set
+ * at run time (the store's override) comes before it.
+ */
+function configuredMode(activation: ActivationOptions, sessionKey: string, type: 'group' | 'private'): ActivationMode {
+  return activation.conversations[sessionKey]?.[type] ?? activation[type];
 }
 
 /** The context an output carries: kept messages not too old, the newest within `maxChars`, oldest first. */

@@ -17,8 +17,13 @@ export interface ContextKeep {
  * entries up to it (and reset its dropped count) in the same step as the outbox append.
  */
 export interface Conversations {
-  /** A session's override and its kept context, oldest first, with the count trimmed since its last output. */
-  conversation(sessionKey: string, now: number): Promise<ConversationState>;
+  /**
+   * A session's override and its kept context, oldest first, with the count trimmed since its
+   * last output. With `read.context` false the caller needs the override alone (a batch that
+   * will not be emitted): a store may then leave the context out (empty, dropped 0) and save
+   * reading it.
+   */
+  conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState>;
   /**
    * Close a leased batch as context, in one step: remove its parts as `commit` does (release the
    * session, re-arm the buffer from later parts), append `messages` to the session's context
@@ -33,6 +38,12 @@ export interface Conversations {
   ): Promise<boolean>;
   /** Set (or with `undefined`, remove) a session's activation override. */
   setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void>;
+}
+
+/** What a read of a conversation needs. */
+export interface ConversationRead {
+  /** The kept context: false when only the override is needed. @default true */
+  context?: boolean;
 }
 
 /** A conversation's own activation modes, as `PUT /v1/conversations/<sessionKey>/activation` sets them. */

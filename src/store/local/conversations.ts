@@ -12,7 +12,8 @@ export interface ConversationRows {
   contextKept(sessionKey: string, messages: readonly ContextMessage[], now: number, keep: ContextKeep): void;
   /** An output carried the session's context up to `upTo`: those entries go, and the dropped count with them. */
   contextCleared(sessionKey: string, upTo: number): void;
-  conversation(sessionKey: string, now: number): ConversationState;
+  /** The override, and (`withContext`) the kept context: leaving it out skips copying up to maxMessages entries. */
+  conversation(sessionKey: string, now: number, withContext: boolean): ConversationState;
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void;
 }
 
@@ -63,8 +64,8 @@ export class ConversationTable implements ConversationRows {
     if (kept.entries.length === 0) this.conversations.delete(sessionKey);
   }
 
-  conversation(sessionKey: string, now: number): ConversationState {
-    const kept = this.conversations.get(sessionKey);
+  conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
+    const kept = withContext ? this.conversations.get(sessionKey) : undefined;
     const activation = this.activations.get(sessionKey);
     const state: ConversationState =
       kept && kept.until > now

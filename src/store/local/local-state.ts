@@ -198,8 +198,8 @@ export class LocalState {
     return true;
   }
 
-  conversation(sessionKey: string, now: number): ConversationState {
-    return this.rows.conversation(sessionKey, now);
+  conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
+    return this.rows.conversation(sessionKey, now, withContext);
   }
 
   setActivation(sessionKey: string, override: ActivationModes | undefined): void {

@@ -10,6 +10,7 @@ import type {
   BudgetSpend,
   ClaimStats,
   ContextKeep,
+  ConversationRead,
   LeasedBatch,
   OutboxDraft,
   OutboxLife,
@@ -113,9 +114,9 @@ export abstract class LocalStore implements Store {
     return this.write(() => this.committingTurn(batch, draft, now, rule), 'commit');
   }
 
-  async conversation(sessionKey: string, now: number): Promise<ConversationState> {
+  async conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState> {
     this.use(now);
-    return this.state.conversation(sessionKey, now);
+    return this.state.conversation(sessionKey, now, read?.context !== false);
   }
 
   /** The change keeping a batch as context makes (SQLite also remembers the lease it ended). */

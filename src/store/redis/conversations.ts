@@ -1,4 +1,10 @@
-import type { ActivationModes, ContextKeep, Conversations, LeasedBatch } from '../../core/ports/index.js';
+import type {
+  ActivationModes,
+  ContextKeep,
+  ConversationRead,
+  Conversations,
+  LeasedBatch,
+} from '../../core/ports/index.js';
 import type { ContextMessage, ConversationState, KeptMessage } from '../../events/context.js';
 import { clock } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
@@ -16,7 +22,14 @@ export class RedisConversations implements Conversations {
     private readonly prefix: string,
   ) {}
 
-  async conversation(sessionKey: string, now: number): Promise<ConversationState> {
+  async conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState> {
+    if (read?.context === false) {
+      // The override alone: one HGET, none of the session's entries over the wire.
+      const modes = await this.redis.hget(`${this.prefix}activation`, sessionKey);
+      return modes === null
+        ? { context: [], dropped: 0 }
+        : { context: [], dropped: 0, activation: JSON.parse(modes) as ActivationModes };
+    }
     const [activation, dropped, entries] = conversationReply(
       await this.redis.aiConversation(this.prefix, sessionKey, clock(now)),
     );

@@ -228,7 +228,8 @@ export class RedisStore implements Store {
   }
 
   // --- conversations: context between outputs, activation overrides (conversations.ts) ------
-  conversation: Store['conversation'] = (sessionKey, now) => this.conversations.conversation(sessionKey, now);
+  conversation: Store['conversation'] = (sessionKey, now, read) =>
+    this.conversations.conversation(sessionKey, now, read);
   keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
     this.conversations.keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override) =>

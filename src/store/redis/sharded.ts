@@ -303,7 +303,8 @@ export class ShardedRedisStore implements Store {
 
   // --- conversations: on the session's shard, as its commits are ---------------------------------
 
-  conversation: Store['conversation'] = (sessionKey, now) => this.shardFor(sessionKey).conversation(sessionKey, now);
+  conversation: Store['conversation'] = (sessionKey, now, read) =>
+    this.shardFor(sessionKey).conversation(sessionKey, now, read);
   keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
     this.shardFor(batch.sessionKey).keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>

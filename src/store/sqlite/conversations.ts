@@ -77,8 +77,11 @@ export class SqliteConversations implements ConversationRows {
     this.sql.dropEmpty.run(sessionKey, sessionKey);
   }
 
-  conversation(sessionKey: string, now: number): ConversationState {
-    const head = this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined;
+  conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
+    // Without the context, neither its head nor its rows (a JSON.parse each) are read.
+    const head = withContext
+      ? (this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined)
+      : undefined;
     const state: ConversationState =
       head && head.until > now
         ? {

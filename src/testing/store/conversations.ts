@@ -186,6 +186,17 @@ export function describeConversations(h: StoreHarness): void {
       expect(await store.conversation('s', 5)).not.toHaveProperty('activation');
       expect(await ids(store, 's', 5)).toEqual(['a']);
     });
+
+    it('gives the override when asked for it alone, leaving the context out or not', async () => {
+      const store = await h.fresh();
+      await kept(store, 'a', 0);
+      await store.setActivation('s', { group: 'never' }, 1);
+      const state = await store.conversation('s', 2, { context: false });
+      expect(state.activation).toEqual({ group: 'never' });
+      // Only the override was asked for: a store may skip reading the context, or give it anyway.
+      expect([[], ['a']]).toContainEqual(state.context.map((entry) => entry.message.messageId));
+      expect(await store.conversation('t', 2, { context: false })).not.toHaveProperty('activation');
+    });
   });
 }
 
