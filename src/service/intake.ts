@@ -10,6 +10,7 @@ import { FlushScheduler } from '../debounce/scheduler.js';
 import { Outlet } from '../emit/outlet.js';
 import { createOutput } from '../emit/stage.js';
 import type { TraceEntry } from '../events/trace.js';
+import type { InboundEvent } from '../events/inbound.js';
 import { Gate } from './gate.js';
 import { Handlers } from '../handlers/routes.js';
 import { createApp } from '../http/app.js';
@@ -99,10 +100,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // Access (contract §12): each channel's allow and deny lists, expanded once.
   const access = new Map(channels.ids().map((id) => [id, accessTest(channels.require(id).config.access)]));
   // Admission: one store step per delivery, as the admission policy plans each event.
+  const denied = (event: InboundEvent) => access.get(event.channel)?.(event);
   const admit = createAdmit({
     store,
     bots,
-    denied: (event) => access.get(event.channel)?.(event),
+    denied,
     metrics,
     plan: admissionPlanner(config, channels, bots, correlations),
     trail: record,
@@ -218,6 +220,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     channels,
     gate,
     limits: config.server,
+    denied,
     chain,
     admit,
     correlations,

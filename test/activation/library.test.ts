@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { createIntake } from '../../src/index.js';
+import type { InboundEvent } from '../../src/events/inbound.js';
+import type { ProcessedMessage } from '../../src/events/output.js';
+import { loadConfig } from '../../src/service/configure.js';
+import { tempDir } from '../support/helpers.js';
+import { silent } from '../support/logger.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+/** A library intake (memory store, manual clock) whose private chats are in `mention` mode, wake word "bot". */
+async function mentionIntake(file: Record<string, unknown> = {}) {
+  const dir = tempDir();
+  const clock = new ManualClock();
+  const config = loadConfig({
+    env: {},
+    cwd: dir.path,
+    file: {
+      store: 'memory',
+      logLevel: 'silent',
+      media: { dir: 'media' },
+      debounce: { windowMs: 1000 },
+      activation: { private: 'mention', wakeWords: ['bot'] },
+      ...file,
+    },
+  });
+  const intake = await createIntake({ config, logger: silent, cwd: dir.path, clock });
+  const outputs: ProcessedMessage[] = [];
+  intake.on('chat.processedMessage', (output) => {
+    outputs.push(output as ProcessedMessage);
+  });
+  const send = (body: Record<string, unknown>) =>
+    intake.ingest('generic', {
+      headers: { 'content-type': 'application/json' },
+      query: new URLSearchParams(),
+      now: clock.now(),
+      body: Buffer.from(JSON.stringify(body)),
+    });
+  const done = async () => {
+    await intake.close();
+    dir.remove();
+  };
+  return { intake, clock, outputs, send, done };
+}
+
+describe('activation through the library (intake.use)', () => {
+  it('shows each step whether a message addresses the bots, and lets a step address one itself', async () => {
+    const { intake, clock, outputs, send, done } = await mentionIntake();
+    const seen: Array<[string, boolean | undefined]> = [];
+    intake.use(async (event: InboundEvent, next) => {
+      seen.push([event.text, event.addressed]);
+      if (event.text.includes('urgent')) event.addressed = true;
+      await next();
+    });
+    await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'just chatting' });
+    await clock.advance(2000);
+    await send({ id: 'm2', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot, what time is it' });
+    await clock.advance(2000);
+    await send({ id: 'm3', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'urgent: the site is down' });
+    await clock.advance(2000);
+    expect(seen).toEqual([
+      ['just chatting', false],
+      ['bot, what time is it', true],
+      ['urgent: the site is down', false],
+    ]);
+    expect(outputs.map((output) => [output.content, output.trigger, output.context.map((m) => m.content)])).toEqual([
+      ['bot, what time is it', 'wake', ['just chatting']],
+      ['urgent: the site is down', 'pattern', []],
+    ]);
+    await done();
+  });
+
+  it('lets a step take back what addressed a message: it is kept as context', async () => {
+    const { intake, clock, outputs, send, done } = await mentionIntake();
+    intake.use(async (event: InboundEvent, next) => {
+      if (event.text.includes('bottle')) event.addressed = false;
+      await next();
+    });
+    await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: '/bottle of wine' });
+    await clock.advance(2000);
+    expect(outputs).toEqual([]);
+    await send({ id: 'm2', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: and you?' });
+    await clock.advance(2000);
+    expect(outputs.map((output) => output.context.map((m) => m.content))).toEqual([['/bottle of wine']]);
+    await done();
+  });
+});
+
+describe('access through the library', () => {
+  it('never shows a denied sender or conversation to an intake.use step: acknowledged, trailed denied, kept nowhere', async () => {
+    const { intake, clock, outputs, send, done } = await mentionIntake({
+      activation: { private: 'always' },
+      access: { deny: ['generic:spammer', 'cli:banned'] },
+    });
+    const seen: string[] = [];
+    intake.use(async (event: InboundEvent, next) => {
+      seen.push(event.text);
+      await next();
+    });
+    const answers = [
+      await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'spammer' }, content: 'buy followers' }),
+      await send({ id: 'm2', sessionKey: 'cli:banned', sender: { id: 'u1' }, content: 'in a banned room' }),
+      await send({ id: 'm3', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'hello' }),
+    ];
+    expect(answers.map((answer) => answer.body)).toEqual([
+      { accepted: 0, duplicates: 0, events: [{ id: 'm1', verdict: 'ignored' }] },
+      { accepted: 0, duplicates: 0, events: [{ id: 'm2', verdict: 'ignored' }] },
+      { accepted: 1, duplicates: 0, events: [{ id: 'm3', verdict: 'accepted' }] },
+    ]);
+    await clock.advance(2000);
+    expect(seen).toEqual(['hello']);
+    expect(outputs.map((output) => [output.content, output.context])).toEqual([['hello', []]]);
+    expect(await intake.metrics.scrape()).toMatch(/action="denied"\} 2/);
+    await done();
+  });
+});
