@@ -113,3 +113,25 @@ describe('access through the library', () => {
     await done();
   });
 });
+
+describe('context and agent turns', () => {
+  it('carries the chatter before a batch held for an open turn in the output that batch becomes at its release', async () => {
+    const { intake, clock, outputs, send, done } = await mentionIntake({ turns: { mode: 'collect' } });
+    await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: first question' });
+    await clock.advance(2000);
+    expect(outputs.map((output) => output.content)).toEqual(['bot: first question']);
+    // While the agent answers, the room talks, then asks again: that batch is held for the turn.
+    await send({ id: 'm2', sessionKey: 'cli:a', sender: { id: 'u2' }, content: 'it is down for me too' });
+    await clock.advance(2000);
+    await send({ id: 'm3', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: second question' });
+    await clock.advance(2000);
+    expect(outputs).toHaveLength(1);
+    await intake.turnDone(outputs[0]!.id);
+    await clock.advance(2000);
+    expect(outputs.map((output) => [output.content, output.context.map((m) => m.content)])).toEqual([
+      ['bot: first question', []],
+      ['bot: second question', ['it is down for me too']],
+    ]);
+    await done();
+  });
+});

@@ -135,7 +135,7 @@ export function describeConversations(h: StoreHarness): void {
       expect(await ids(store, 's', 1200)).toEqual(['a']);
     });
 
-    it('clears the context with a turn commit, emitted or held', async () => {
+    it('clears the context with an emitted turn commit; a held one leaves it for the output it becomes at release', async () => {
       const store = await h.fresh();
       const rule = turnRule('collect');
       await kept(store, 'a', 0);
@@ -148,12 +148,12 @@ export function describeConversations(h: StoreHarness): void {
       await kept(store, 'c', 20);
       seq = (await store.conversation('s', 21)).context[0]?.seq as number;
       await kept(store, 'e', 25);
-      // the turn b opened is open: this batch is held, and the context it read goes all the same
+      // the turn b opened is open: this batch is held, not emitted, and the context stays
       const second = await take(store, 'd', 30);
       expect(await store.commitTurn(second, { ...draft('o-d'), contextUpTo: seq }, 30, rule)).toMatchObject({
         held: true,
       });
-      expect(await ids(store, 's', 31)).toEqual(['e']);
+      expect(await ids(store, 's', 31)).toEqual(['c', 'e']);
     });
 
     it('forgets the context ttlMs after its last append', async () => {
