@@ -220,7 +220,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     channels,
     gate,
     limits: config.server,
-    denied,
+    // A message of one of our bots is no one's to deny: admission drops it as looped, and
+    // activation remembers it first (a reply to it addresses the bots).
+    denied: (event) =>
+      event.kind === 'message' && bots.isOwnBot(event.namespace, event.sender.id) ? undefined : denied(event),
     chain,
     admit,
     correlations,

@@ -135,3 +135,44 @@ describe('context and agent turns', () => {
     await done();
   });
 });
+
+describe('access and our own bots', () => {
+  it('still remembers a message of one of our bots that another received when allow names people only, so a reply to it is addressed', async () => {
+    const { intake, clock, outputs, done } = await mentionIntake({
+      activation: { group: 'mention' },
+      access: { allow: ['qq:1'] },
+      channels: [{ id: 'qq', adapter: 'onebot', namespace: 'qq', verify: false }],
+    });
+    const deliver = (selfId: number, id: number, user: number, message: unknown[]) =>
+      intake.ingest('qq', {
+        headers: { 'content-type': 'application/json' },
+        query: new URLSearchParams(),
+        now: clock.now(),
+        body: Buffer.from(
+          JSON.stringify({
+            time: 1_718_000_000 + id,
+            self_id: selfId,
+            post_type: 'message',
+            message_type: 'group',
+            sub_type: 'normal',
+            message_id: id,
+            group_id: 555,
+            user_id: user,
+            sender: { user_id: user },
+            message,
+          }),
+        ),
+      });
+    // Bot 20002 is ours (it delivers); bot 10001 receives what 20002 says in the group as message 7.
+    await deliver(20002, 500, 1, [{ type: 'text', data: { text: 'hi' } }]);
+    await deliver(10001, 7, 20002, [{ type: 'text', data: { text: 'the answer is 42' } }]);
+    await clock.advance(2000);
+    await deliver(10001, 8, 1, [
+      { type: 'reply', data: { id: '7' } },
+      { type: 'text', data: { text: 'why 42?' } },
+    ]);
+    await clock.advance(2000);
+    expect(outputs.map((output) => [output.content, output.trigger])).toEqual([['why 42?', 'reply']]);
+    await done();
+  });
+});
