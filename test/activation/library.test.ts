@@ -134,6 +134,26 @@ describe('context and agent turns', () => {
     ]);
     await done();
   });
+  it('keeps a held batch as context when its conversation was set to never before its release, and the next output carries it', async () => {
+    const { intake, clock, outputs, send, done } = await mentionIntake({ turns: { mode: 'collect' } });
+    await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: first question' });
+    await clock.advance(2000);
+    await send({ id: 'm2', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: second question' });
+    await clock.advance(2000);
+    await intake.store.setActivation('cli:a', { private: 'never' }, clock.now());
+    await intake.turnDone(outputs[0]!.id);
+    await clock.advance(2000);
+    expect(outputs).toHaveLength(1);
+    await intake.store.setActivation('cli:a', undefined, clock.now());
+    await send({ id: 'm3', sessionKey: 'cli:a', sender: { id: 'u1' }, content: 'bot: third question' });
+    await clock.advance(2000);
+    expect(outputs.map((output) => [output.content, output.context.map((m) => m.content)])).toEqual([
+      ['bot: first question', []],
+      ['bot: third question', ['bot: second question']],
+    ]);
+    expect(await intake.store.openBuffers()).toBe(0);
+    await done();
+  });
 });
 
 describe('access and our own bots', () => {
