@@ -250,6 +250,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     pipeline,
     instance,
     ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}),
+    // What our bots send through actions: a reply to it addresses them (contract §12).
+    sent: (messages) => activation.remember(messages),
   });
   const ops = operations({
     config,
