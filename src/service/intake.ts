@@ -250,8 +250,12 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     pipeline,
     instance,
     ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}),
-    // What our bots send through actions: a reply to it addresses them (contract §12).
-    sent: (messages) => activation.remember(messages),
+    // What our bots send through actions: a reply to it addresses them (contract §12). The send
+    // happened: a store that cannot note it costs that, not the caller's answer (a retried send posts twice).
+    sent: (messages) =>
+      activation
+        .remember(messages)
+        .catch((error: unknown) => logger.warn({ err: error }, 'a message our bot sent could not be remembered')),
   });
   const ops = operations({
     config,
