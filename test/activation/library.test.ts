@@ -86,15 +86,19 @@ describe('activation through the library (intake.use)', () => {
 });
 
 describe('access through the library', () => {
-  it('never shows a denied sender or conversation to an intake.use step: acknowledged, trailed denied, kept nowhere', async () => {
+  it('never shows a denied sender or conversation to an intake.use step or a handler: acknowledged, counted denied, kept nowhere', async () => {
     const { intake, clock, outputs, send, done } = await mentionIntake({
       activation: { private: 'always' },
       access: { deny: ['generic:spammer', 'cli:banned'] },
     });
     const seen: string[] = [];
+    const handled: string[] = [];
     intake.use(async (event: InboundEvent, next) => {
       seen.push(event.text);
       await next();
+    });
+    intake.handle('!message', (event) => {
+      handled.push(event.text);
     });
     const answers = [
       await send({ id: 'm1', sessionKey: 'cli:a', sender: { id: 'spammer' }, content: 'buy followers' }),
@@ -108,6 +112,7 @@ describe('access through the library', () => {
     ]);
     await clock.advance(2000);
     expect(seen).toEqual(['hello']);
+    expect(handled).toEqual(['hello']);
     expect(outputs.map((output) => [output.content, output.context])).toEqual([['hello', []]]);
     expect(await intake.metrics.scrape()).toMatch(/action="denied"\} 2/);
     await done();
