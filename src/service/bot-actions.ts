@@ -5,6 +5,7 @@ import { IntakeError, isIntakeError, RequestError } from '../core/errors.js';
 import type { RelayAnswer, RelayedAction, Store } from '../core/ports/index.js';
 import { httpAction } from '../connections/http-action.js';
 import type { Links } from '../connections/links.js';
+import type { SentMessage } from '../events/context.js';
 
 export interface ActionParts {
   channels: Channels;
@@ -16,6 +17,8 @@ export interface ActionParts {
   clock: Clock;
   /** HTTP client of `apiUrl` actions. @default undici's global dispatcher */
   dispatcher?: Dispatcher;
+  /** Remember the messages our bots sent through an action (activation's `remember`): a reply to one addresses them. */
+  sent?(messages: readonly SentMessage[]): Promise<void>;
 }
 
 /** Where a bot action goes, and the answers this instance gives to actions relayed to it. */
@@ -43,13 +46,27 @@ export function botActions(parts: ActionParts): BotActions {
     return ids.length ? ids.join(', ') : 'none';
   };
 
+  /** What a send answered: the message the bot sent, remembered before the caller has the answer (and can be replied to). */
+  async function remembered(channelId: string, action: string, answer: unknown, botId: string | undefined) {
+    const { adapter } = channels.require(channelId);
+    const messageId = parts.sent && adapter.sentByAction?.(action, answer);
+    if (messageId) await parts.sent?.([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
+    return answer;
+  }
+
   return {
     async action(channelId, action, params, botId) {
       const { adapter } = channels.require(channelId);
       const timeoutMs = adapter.actionTimeoutMs ?? 10_000;
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) {
-        return httpAction(adapter.actionApi, channelId, action, params, timeoutMs, parts.dispatcher);
+        const answer = await httpAction(adapter.actionApi, channelId, action, params, timeoutMs, parts.dispatcher);
+        return remembered(
+          channelId,
+          action,
+          answer,
+          botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined),
+        );
       }
       // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).
       if (!adapter.socketTransport || adapter.actionTimeoutMs === undefined) {
@@ -60,8 +77,10 @@ export function botActions(parts: ActionParts): BotActions {
           context,
         );
       }
+      // The bot `local` picks: the one asked for, else the one connected longest.
+      const picked = botId ?? links.actionBots(channelId)[0];
       const here = await local(channelId, action, params, botId);
-      if (here !== undefined) return here;
+      if (here !== undefined) return remembered(channelId, action, here, picked);
       const elsewhere = bus
         ? (await bus.sharedConnections(clock.now())).filter(
             (view) =>
@@ -103,7 +122,7 @@ export function botActions(parts: ActionParts): BotActions {
           context,
         );
       }
-      if (answer.ok) return answer.body;
+      if (answer.ok) return remembered(channelId, action, answer.body, holder.botId);
       throw new IntakeError(answer.code, answer.status, answer.message, context);
     },
 

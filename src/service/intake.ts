@@ -10,6 +10,7 @@ import { FlushScheduler } from '../debounce/scheduler.js';
 import { Outlet } from '../emit/outlet.js';
 import { createOutput } from '../emit/stage.js';
 import type { TraceEntry } from '../events/trace.js';
+import type { InboundEvent } from '../events/inbound.js';
 import { Gate } from './gate.js';
 import { Handlers } from '../handlers/routes.js';
 import { createApp } from '../http/app.js';
@@ -99,10 +100,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // Access (contract §12): each channel's allow and deny lists, expanded once.
   const access = new Map(channels.ids().map((id) => [id, accessTest(channels.require(id).config.access)]));
   // Admission: one store step per delivery, as the admission policy plans each event.
+  const denied = (event: InboundEvent) => access.get(event.channel)?.(event);
   const admit = createAdmit({
     store,
     bots,
-    denied: (event) => access.get(event.channel)?.(event),
+    denied,
     metrics,
     plan: admissionPlanner(config, channels, bots, correlations),
     trail: record,
@@ -216,6 +218,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     channels,
     gate,
     limits: config.server,
+    // A message of one of our bots is no one's to deny: admission drops it as looped, and
+    // activation remembers it first (a reply to it addresses the bots).
+    denied: (event) =>
+      event.kind === 'message' && bots.isOwnBot(event.namespace, event.sender.id) ? undefined : denied(event),
     chain,
     admit,
     correlations,
@@ -242,6 +248,12 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     pipeline,
     instance,
     ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}),
+    // What our bots send through actions: a reply to it addresses them (contract §12). The send
+    // happened: a store that cannot note it costs that, not the caller's answer (a retried send posts twice).
+    sent: (messages) =>
+      activation
+        .remember(messages)
+        .catch((error: unknown) => logger.warn({ err: error }, 'a message our bot sent could not be remembered')),
   });
   const ops = operations({
     config,

@@ -35,6 +35,8 @@ export interface PipelineStages {
   gate: Gate;
   /** `server.maxDepth` and `server.maxKeys`: a body past them is refused before it is parsed. */
   limits: { maxDepth: number; maxKeys: number };
+  /** Access (contract §12): why an event's sender or conversation is denied, or undefined. */
+  denied(event: InboundEvent): string | undefined;
   /** The user's inbound chain (`intake.use`). */
   chain: Pick<InboundChain, 'screen'>;
   /** One store step for a delivery's events: correlation, claims, buffers. */
@@ -100,9 +102,11 @@ export function createPipeline(stages: PipelineStages) {
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):
-        //    filter, enrich, tag or address before dedup and buffering.
-        await stages.activation.mark(normalized.events);
-        const dropped = await stages.chain.screen(channelId, normalized.events);
+        //    filter, enrich, tag or address before dedup and buffering. A denied sender or
+        //    conversation meets neither: admission trails it as denied and keeps it nowhere.
+        const open = normalized.events.filter((event) => stages.denied(event) === undefined);
+        await stages.activation.mark(open);
+        const dropped = await stages.chain.screen(channelId, open);
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);

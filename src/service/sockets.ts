@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { botActions } from './bot-actions.js';
+import { botActions, type ActionParts } from './bot-actions.js';
 import type { Channels } from './channels.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/schema.js';
@@ -51,6 +51,8 @@ export interface ConnectionParts {
   /** HTTP client of `apiUrl` actions. @default undici's global dispatcher */
   dispatcher?: Dispatcher;
   random?: () => number;
+  /** The messages our bots sent through actions, remembered (activation). */
+  sent?: ActionParts['sent'];
 }
 
 /** The bot connections of one instance as the rest of the service uses them. */
@@ -212,7 +214,15 @@ export function botConnections(parts: ConnectionParts): BotConnections {
   }
   const pinger = clock.setInterval(() => links.ping(), parts.pingMs ?? PING_MS);
 
-  const actions = botActions({ channels, links, bus, instance, clock, dispatcher: parts.dispatcher });
+  const actions = botActions({
+    channels,
+    links,
+    bus,
+    instance,
+    clock,
+    ...(parts.dispatcher ? { dispatcher: parts.dispatcher } : {}),
+    ...(parts.sent ? { sent: parts.sent } : {}),
+  });
 
   return {
     instance,

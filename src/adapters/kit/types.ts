@@ -78,6 +78,8 @@ export interface Adapter {
   readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
+  /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */
+  sentByAction?(action: string, answer: unknown): string | undefined;
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }

@@ -180,6 +180,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     severalBots: options.transport !== 'ws',
 
     actionTimeoutMs: options.actionTimeoutMs,
+    sentByAction,
     ...(options.transport === 'ws-reverse'
       ? {
           socketTransport: 'ws-reverse',
@@ -379,4 +380,15 @@ export function oneBotReply({ ids, conversation }: ReplyTarget): ReplyParts {
   if (ids.message_id) params.message_id = idValue(ids.message_id);
   const quote = quoteOf(ids);
   return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
+}
+
+/**
+ * OneBot v11's send actions answer `{"status":"ok","data":{"message_id":…}}`: the id the sending
+ * bot gives the message, which a reply segment to it quotes (github.com/botuniverse/onebot-11,
+ * api/public.md).
+ */
+function sentByAction(action: string, answer: unknown): string | undefined {
+  if (!/^send_(?:group_|private_)?msg$/.test(action) || typeof answer !== 'object' || answer === null) return undefined;
+  const { status, data } = answer as { status?: unknown; data?: { message_id?: unknown } | null };
+  return status === 'ok' ? str(data?.message_id) : undefined;
 }

@@ -14,7 +14,8 @@ export interface ContextKeep {
  *
  * An emitted output clears the context it carried in its own commit: `OutboxDraft.contextUpTo`
  * names the last context entry it read, and `commit` / `commitTurn` remove the session's
- * entries up to it (and reset its dropped count) in the same step as the outbox append.
+ * entries up to it (and reset its dropped count) in the same step as the outbox append. A
+ * batch `commitTurn` holds is not emitted: the context stays for the output it becomes.
  */
 export interface Conversations {
   /**

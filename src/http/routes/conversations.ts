@@ -14,10 +14,10 @@ export function conversationRoutes(
 ): void {
   const { config } = ports;
   router.get('/v1/conversations/:sessionKey', requireToken, async (ctx) => {
-    ctx.body = await ports.conversations.view(sessionKeyOf(ctx.params.sessionKey));
+    ctx.body = await ports.conversations.view(sessionKeyOf(ctx));
   });
   router.put('/v1/conversations/:sessionKey/activation', requireToken, async (ctx) => {
-    const sessionKey = sessionKeyOf(ctx.params.sessionKey);
+    const sessionKey = sessionKeyOf(ctx);
     const raw = await readRawBody(ctx.req, config.server.bodyLimitBytes);
     const modes = overrideOf(
       raw.length === 0 ? undefined : parseJson(raw, config.server.maxDepth, config.server.maxKeys),
@@ -26,15 +26,24 @@ export function conversationRoutes(
     ctx.body = { sessionKey, activation: modes };
   });
   router.delete('/v1/conversations/:sessionKey/activation', requireToken, async (ctx) => {
-    const sessionKey = sessionKeyOf(ctx.params.sessionKey);
+    const sessionKey = sessionKeyOf(ctx);
     await ports.conversations.setActivation(sessionKey, undefined);
     ctx.body = { sessionKey, activation: null };
   });
 }
 
 /** A session key as outputs carry it (URL-encoded in the path): 1-512 characters, no control characters. */
-function sessionKeyOf(value: string | undefined): string {
-  const key = value ?? '';
+function sessionKeyOf(ctx: Koa.Context): string {
+  const key = ctx.params.sessionKey ?? '';
+  // The router keeps a segment it cannot decode (`%ED%A0%80`, `%FF`: not UTF-8) as its raw text,
+  // which would set an override under a key no conversation has.
+  if (!decodes(/\/v1\/conversations\/([^/]*)/.exec(ctx.path)?.[1] ?? '')) {
+    throw new RequestError(
+      'bad_session_key',
+      400,
+      'A session key is UTF-8 text, URL-encoded in the path; got bytes that are not',
+    );
+  }
   // eslint-disable-next-line no-control-regex
   if (key.length === 0 || key.length > 512 || /[\u0000-\u001f\u007f]/.test(key)) {
     throw new RequestError(
@@ -44,6 +53,15 @@ function sessionKeyOf(value: string | undefined): string {
     );
   }
   return key;
+}
+
+function decodes(segment: string): boolean {
+  try {
+    decodeURIComponent(segment);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `{"group"?: mode, "private"?: mode}`, at least one, nothing else. */

@@ -251,8 +251,7 @@ export class LocalState {
       );
       this.rows.bufferSaved(held);
       this.rows.turnSaved(session, by, { mode: meta.mode, maxMs: meta.maxMs, maxHeld: heldRule.maxMessages });
-      // Held or emitted alike, the context the batch read goes (`OutboxDraft.contextUpTo`).
-      if (draft.contextUpTo !== undefined) this.rows.contextCleared(session, draft.contextUpTo);
+      // Held, the draft is not emitted: the context stays for the output the batch becomes at its release.
       return { held: true, by: meta.by, until: meta.until, count: held.parts.length };
     }
     const record = this.commit(

@@ -40,6 +40,9 @@ export type WriteKind = 'admit' | 'commit' | 'other';
  * `LocalState` behind it, and a backend says only how a change is written (`write`), what a
  * call checks first (`use`) and how its outbox is read and trimmed.
  */
+/** Shared values held before the memory store first forgets expired ones. */
+const SWEEP_VALUES_FROM = 64;
+
 export abstract class LocalStore implements Store {
   abstract readonly kind: string;
   abstract readonly durable: boolean;
@@ -52,8 +55,10 @@ export abstract class LocalStore implements Store {
   private readonly listeners = new Set<(record: OutboxRecord) => void>();
   /** Named leases: this process is the whole deployment, so they live in memory (a restart ends them). */
   private readonly leases = new Map<string, LeaseRow>();
-  /** Shared values (access tokens): this process's, like the leases. */
+  /** Shared values (access tokens, the messages our bots sent): this process's, like the leases. */
   private readonly values = new Map<string, { value: string; until: number }>();
+  /** The size at which `sharedPut` next forgets expired values: twice what the last sweep kept, so the work is constant per put. */
+  private sweepValuesAt = SWEEP_VALUES_FROM;
 
   /** Run one change of `state` and answer once it is as durable as this store makes anything. */
   protected abstract write<T>(run: () => T, kind?: WriteKind): Promise<T>;
@@ -273,6 +278,10 @@ export abstract class LocalStore implements Store {
 
   async sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void> {
     this.values.set(name, { value, until: now + ttlMs });
+    // A value per message our bots sent, most never read again: expired ones go as new ones come.
+    if (this.values.size < this.sweepValuesAt) return;
+    for (const [key, kept] of this.values) if (kept.until <= now) this.values.delete(key);
+    this.sweepValuesAt = Math.max(SWEEP_VALUES_FROM, 2 * this.values.size);
   }
 
   claimStats(): ClaimStats {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ContextKeep, LeasedBatch, Store } from '../../core/ports/index.js';
+import { turnBufferKey, type ContextKeep, type LeasedBatch, type Store } from '../../core/ports/index.js';
 import type { ContextMessage } from '../../events/context.js';
 import { draft, item } from './fixtures.js';
 import { type StoreHarness } from './harness.js';
-import { turnRule } from './turns.js';
+import { arrive, turnRule } from './turns.js';
 
 /** A context message whose id and text are `id`, from sender `u` unless told. */
 export function contextMessage(id: string, sender = 'u'): ContextMessage {
@@ -135,7 +135,7 @@ export function describeConversations(h: StoreHarness): void {
       expect(await ids(store, 's', 1200)).toEqual(['a']);
     });
 
-    it('clears the context with a turn commit, emitted or held', async () => {
+    it('clears the context with an emitted turn commit; a held one leaves it for the output it becomes at release', async () => {
       const store = await h.fresh();
       const rule = turnRule('collect');
       await kept(store, 'a', 0);
@@ -148,12 +148,31 @@ export function describeConversations(h: StoreHarness): void {
       await kept(store, 'c', 20);
       seq = (await store.conversation('s', 21)).context[0]?.seq as number;
       await kept(store, 'e', 25);
-      // the turn b opened is open: this batch is held, and the context it read goes all the same
+      // the turn b opened is open: this batch is held, not emitted, and the context stays
       const second = await take(store, 'd', 30);
       expect(await store.commitTurn(second, { ...draft('o-d'), contextUpTo: seq }, 30, rule)).toMatchObject({
         held: true,
       });
-      expect(await ids(store, 's', 31)).toEqual(['e']);
+      expect(await ids(store, 's', 31)).toEqual(['c', 'e']);
+    });
+
+    it('keeps a released held batch as context (its conversation now takes none): the held buffer and the turn are done with', async () => {
+      const store = await h.fresh();
+      const rule = turnRule('collect');
+      expect(await arrive(store, 'a', 0, rule)).toMatchObject({ held: false });
+      expect(await arrive(store, 'b', 10, rule)).toMatchObject({ held: true });
+      expect(await arrive(store, 'c', 20, rule)).toMatchObject({ held: true });
+      expect(await store.turnDone('o-a', 30)).toMatchObject({ result: 'closed', held: 2 });
+      const released = (await store.claimDue(30, 1000, 10)).find((b) => b.debounceKey === turnBufferKey('s'));
+      expect(released?.parts.map((part) => part.event.text)).toEqual(['b', 'c']);
+      const messages = ['b', 'c'].map((id) => contextMessage(id));
+      expect(await store.keepContext(released as LeasedBatch, messages, 40, keep())).toBe(true);
+      expect(await ids(store, 's', 41)).toEqual(['b', 'c']);
+      expect(await store.openBuffers()).toBe(0);
+      expect(await store.claimDue(100_000, 1000, 10)).toEqual([]);
+      // the next batch of the session is emitted, opening a turn of its own
+      expect(await arrive(store, 'd', 50, rule)).toMatchObject({ held: false, record: { id: 'o-d' } });
+      expect(await store.turnOf('s', 51)).toMatchObject({ open: true, outputId: 'o-d', held: 0 });
     });
 
     it('forgets the context ttlMs after its last append', async () => {

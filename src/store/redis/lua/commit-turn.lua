@@ -1,7 +1,8 @@
 -- Move a leased batch to the outbox under its session's turn, or hold it (rules/turn.lua).
 -- ARGV: debounceKey, sessionKey, fence, part count, now, record id, record sessionKey,
 -- createdAt, state, draft JSON without its body, body, record type, mode, maxMs, maxHeld, the last
--- context seq the output carries ('' none: held or emitted, the context up to it goes).
+-- context seq the output carries ('' none: emitted, the context up to it goes; held, it stays for
+-- the output the held batch becomes at its release).
 -- Returns {'held', by, until, held count}, {'emitted', seq, now, link field, link id}, or
 -- false for a stale fence.
 -- @include prelude
@@ -54,7 +55,6 @@ if hold == 1 then
   rearm(dk)
   local count = rearmHeld(hk, untilAt, by)
   if redis.call('ZSCORE', P .. 'turns', session) == false then redis.call('ZADD', P .. 'turns', untilAt, session) end
-  clearContext(session, upTo)
   return { 'held', by, untilAt, count }
 end
 redis.call('LTRIM', buf, k, -1)

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/local/memory.js';
+
+describe('shared values on the memory store', () => {
+  it('forgets expired values as new ones are written: a value per message our bots sent stays bounded', async () => {
+    const store = new MemoryStore();
+    // A busy bot's sent messages, each remembered for a minute, over a day.
+    let now = 0;
+    for (let i = 0; i < 20_000; i++) {
+      now += 5_000;
+      await store.sharedPut(`sent:qq:10001:${i}`, '1', 60_000, now);
+    }
+    expect(store['values'].size).toBeLessThanOrEqual(2 * 12 + 64);
+    expect(await store.sharedGet('sent:qq:10001:19999', now)).toBe('1');
+    expect(await store.sharedGet('sent:qq:10001:19988', now)).toBe('1');
+    expect(await store.sharedGet('sent:qq:10001:19987', now)).toBeUndefined();
+    await store.close();
+  });
+
+  it('keeps a long-lived value among many short ones', async () => {
+    const store = new MemoryStore();
+    await store.sharedPut('token:tg', 'abc', 7_200_000, 0);
+    for (let i = 0; i < 1_000; i++) await store.sharedPut(`sent:qq:1:${i}`, '1', 1_000, i * 100);
+    expect(await store.sharedGet('token:tg', 100_000)).toBe('abc');
+    await store.close();
+  });
+});
