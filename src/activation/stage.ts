@@ -172,8 +172,15 @@ export function contextOf(
     chars += entry.message.content.length;
     from -= 1;
   }
+  const context = kept.slice(from).map((entry) => entry.message);
+  // The newest message alone longer than maxChars: its start, cut to fit, rather than nothing.
+  const newest = kept[kept.length - 1]!;
+  if (context.length === 0 && newest.at >= since && limits.maxChars > 0) {
+    context.push({ ...newest.message, content: `${newest.message.content.slice(0, limits.maxChars - 1)}…` });
+    from = kept.length - 1;
+  }
   return {
-    context: kept.slice(from).map((entry) => entry.message),
+    context,
     contextDropped: state.dropped + from,
     contextUpTo: kept[kept.length - 1]!.seq,
     kept,

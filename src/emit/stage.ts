@@ -139,7 +139,7 @@ export function createOutput(options: OutputStageOptions) {
       );
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
       const replies = replyFields(parts, groups, replyBot, options.replyTo);
-      if (replies.quote) replies.quote = quoteFromStore(replies.quote, reach.kept, first.namespace, known);
+      if (replies.quote) replies.quote = quoteFromStore(replies.quote, parts, reach.kept, first.namespace, known);
       const message = buildProcessedMessage(
         batchOutputId(batch.debounceKey, parts),
         parts,
@@ -192,6 +192,7 @@ const noMedia: PartMedia[] = [];
  */
 function quoteFromStore(
   quote: Quote,
+  parts: readonly BufferedPart[],
   kept: readonly KeptMessage[],
   namespace: string,
   bots: { isOwnBot(namespace: string, id: string): boolean },
@@ -200,7 +201,13 @@ function quoteFromStore(
     quote.content === undefined ? kept.find((entry) => entry.message.messageId === quote.messageId) : undefined;
   const senderId = quote.senderId ?? found?.message.sender.id;
   const content = quote.content ?? found?.message.content;
-  const fromBot = quote.fromBot ?? (senderId === undefined ? undefined : bots.isOwnBot(namespace, senderId));
+  // A part addressed as a reply to this very message was found to answer one of our bots (by the
+  // messages they sent, when the payload names no author).
+  const repliesToUs = parts.some(
+    (part) => part.event.trigger === 'reply' && part.event.fields?.reply_to === quote.messageId,
+  );
+  const fromBot =
+    quote.fromBot ?? (repliesToUs ? true : senderId === undefined ? undefined : bots.isOwnBot(namespace, senderId));
   if (senderId === quote.senderId && content === quote.content && fromBot === quote.fromBot) return quote;
   return {
     ...quote,

@@ -30,6 +30,13 @@ describe('the context an output carries', () => {
     expect(out.contextUpTo).toBe(4);
   });
 
+  it('cuts the newest message to fit when it alone is longer than maxChars, leaving the older ones out', () => {
+    const state = { context: [kept(1, 1_000, 'short'), kept(2, 2_000, 'x'.repeat(25))], dropped: 0 };
+    const out = contextOf(state, limits, 3_000);
+    expect(out.context.map((m) => m.content)).toEqual([`${'x'.repeat(9)}…`]);
+    expect(out).toMatchObject({ contextDropped: 1, contextUpTo: 2 });
+  });
+
   it('is empty, clearing nothing, when nothing is kept', () => {
     expect(contextOf({ context: [], dropped: 2 }, limits, 0)).toEqual({ context: [], contextDropped: 2, kept: [] });
   });

@@ -164,6 +164,8 @@ describe('a busy group in mention mode', () => {
     ]);
     expect(out[1]!.context.map((message) => message.content)).toEqual(['lol']);
     expect(out[2]!.context).toEqual([]);
+    // Its quote names a message only by id: the bots' memory of what they sent says whose it is.
+    expect(out[2]!.quote).toMatchObject({ fromBot: true });
     // The denied sender appears nowhere: not as output, not as context.
     expect(JSON.stringify(out)).not.toContain('cheap followers');
     const stats = Object.values(service.intake.metrics.channelStats()) as Array<Record<string, number>>;
