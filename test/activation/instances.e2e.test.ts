@@ -15,12 +15,13 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
 });
 
-async function instance(store: string, prefix: string): Promise<Running> {
+async function instance(store: string, prefix: string, extra: Record<string, unknown> = {}): Promise<Running> {
   const service = await startService({
     store,
     redis: { keyPrefix: prefix, commandTimeoutMs: 3000 },
     debounce: REAL_TIME_WINDOW,
     activation: { group: 'mention', wakeWords: ['bot'] },
+    ...extra,
   });
   services.push(service);
   return service;
@@ -67,5 +68,23 @@ describe.each(stores.forms)('activation on several instances on %s', (_name, sto
     await say(b, 'm4', 'u1', 'just chatting');
     await until(async () => (await outbox(a)).length === 2);
     expect((await outbox(a))[1]).toMatchObject({ trigger: 'always', content: 'just chatting', context: [] });
+  });
+
+  it('spends one budget for the deployment: a sender over it on either instance is held, merged, and let through once', async () => {
+    const prefix = `bud${process.pid}${Math.floor(Math.random() * 1e6)}`;
+    const budgets = [{ per: 'sender', limit: 1, windowMs: 2000, action: 'merge' }];
+    const [a, b] = await Promise.all([instance(store(), prefix, { budgets }), instance(store(), prefix, { budgets })]);
+    await say(a, 'b1', 'u1', 'bot one');
+    await until(async () => (await outbox(b)).length === 1);
+    await say(b, 'b2', 'u1', 'bot two');
+    await say(a, 'b3', 'u1', 'bot three');
+    // Over the budget on both instances: held together until the window lets one more through.
+    await until(async () => (await outbox(a)).length === 2, 10_000);
+    const out = await outbox(b);
+    expect(out.map((output) => output.content)).toEqual(['bot one', expect.stringContaining('bot two')]);
+    expect(out[1]!.content).toContain('bot three');
+    // Held because instance A's output spent the sender's budget: the trail says so.
+    const trace = (await (await fetch(`${b.url}/v1/trace/b2`)).json()) as { arrivals: Array<{ verdict: string }> };
+    expect(trace.arrivals.map((arrival) => arrival.verdict)).toContain('over_budget');
   });
 });
