@@ -30,7 +30,7 @@ let n = 0;
 /** Every batch flushed: past the flush grid's step (a deadline of now is armed on it), then settled. */
 const flushed = async () => {
   await new Promise((r) => setTimeout(r, 60));
-  await flushed();
+  await intake.settle();
 };
 const deliver = (group, member) =>
   intake.ingest('generic', {
