@@ -1,4 +1,4 @@
-import { createCipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { AESCipher } from '@larksuiteoapi/node-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localContext } from '../../../src/adapters/kit/access-token.js';
@@ -30,12 +30,30 @@ const delivery = (body: Buffer | string, headers: Record<string, string> = {}): 
 });
 
 /** `{"encrypt"}` as Feishu makes it: AES-256-CBC with key SHA-256(encryptKey), a random IV in front. */
-function encrypted(plain: string, encryptKey = KEY): string {
-  const iv = randomBytes(16);
+function encrypted(plain: string, encryptKey = KEY, iv = randomBytes(16)): string {
   const cipher = createCipheriv('aes-256-cbc', createHash('sha256').update(encryptKey).digest(), iv);
   return JSON.stringify({
     encrypt: Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final()]).toString('base64'),
   });
+}
+
+/**
+ * A body encrypted with another key, under an IV for which decrypting it with KEY gives no valid
+ * PKCS#7 padding: a random IV gives valid-looking padding about once in 256 tries (then the
+ * plaintext is garbage and the answer a 400), and the case would fail that often.
+ */
+function badPadding(): string {
+  const ours = createHash('sha256').update(KEY).digest();
+  for (let i = 0; ; i++) {
+    const iv = Buffer.alloc(16);
+    iv.writeUInt32BE(i);
+    const body = encrypted('{"schema":"2.0"}', 'another-key', iv);
+    const bytes = Buffer.from((JSON.parse(body) as { encrypt: string }).encrypt, 'base64');
+    const decipher = createDecipheriv('aes-256-cbc', ours, bytes.subarray(0, 16)).setAutoPadding(false);
+    const plain = Buffer.concat([decipher.update(bytes.subarray(16)), decipher.final()]);
+    const pad = plain[plain.length - 1]!;
+    if (pad === 0 || pad > 16 || !plain.subarray(plain.length - pad).every((byte) => byte === pad)) return body;
+  }
 }
 
 /** A delivery signed as Feishu signs it (X-Lark-Signature over timestamp, nonce, key and the raw body). */
@@ -114,7 +132,7 @@ describe('Feishu adapter: crypto and signatures', () => {
       ['no nonce', delivery(body, { 'x-lark-request-timestamp': '1', 'x-lark-signature': 'ab' })],
       ['unsigned event', delivery(body)],
       ['truncated ciphertext', signed(truncated)],
-      ['encrypted with another key', signed(encrypted('{"schema":"2.0"}', 'another-key'))],
+      ['encrypted with another key', signed(badPadding())],
       ['plain event', signed(fixtureBytes('feishu', 'text-p2p.json').toString())],
     ];
     for (const [what, bad] of cases) {
