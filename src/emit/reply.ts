@@ -1,5 +1,6 @@
 import type { BotRef, BufferedPart, CorrelationRecord, Delivery } from '../events/inbound.js';
 import type { MessagePart, Quote, ReplyHandle, ReplyParts, ReplyTarget } from '../events/reply.js';
+import { forwardedOf } from './forwarded.js';
 
 /** The reply handle of one bot's copy, by the adapter of the bot's channel (undefined: no such channel). */
 export type ReplyTo = (channel: string, target: ReplyTarget) => ReplyParts | undefined;
@@ -73,9 +74,12 @@ export function replyFields(
       }
     }
     const messageId = event.platformId ?? event.id;
-    out[i] = seen?.quote
+    const made: MessagePart = seen?.quote
       ? { messageId, timestamp: event.timestamp, senderId: event.sender.id, quote: seen.quote, bots }
       : { messageId, timestamp: event.timestamp, senderId: event.sender.id, bots };
+    const forwarded = forwardedOf(event);
+    if (forwarded) made.forwarded = forwarded;
+    out[i] = made;
   }
   const fields: ReplyFields = { parts: out };
   if (reply) fields.reply = reply;

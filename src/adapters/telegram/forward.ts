@@ -3,7 +3,7 @@ import { own, type Json, type PayloadReader } from '../kit/shape.js';
 /**
  * A forwarded message's origin, into `fields`: `forwarded: "true"`, and where Telegram tells
  * them the original author (`forward_sender_id`, `forward_sender_name`) and when the original
- * was sent (`forward_at`, ms). Bot API 7.0 gives `forward_origin` (MessageOrigin: `user` with
+ * was sent (`forward_date`, seconds, as every timestamp here). Bot API 7.0 gives `forward_origin` (MessageOrigin: `user` with
  * `sender_user`, `hidden_user` with `sender_user_name`, `chat` with `sender_chat`, `channel`
  * with `chat`; each with `date`, core.telegram.org/bots/api#messageorigin); older payloads give
  * `forward_from`, `forward_from_chat`, `forward_sender_name` and `forward_date`.
@@ -35,5 +35,5 @@ export function forwardedIn(
   if (id) fields.forward_sender_id = id;
   const name = (party && nameOf(read, party, `${where}.${key}`)) ?? hiddenName;
   if (name) fields.forward_sender_name = name;
-  if (typeof date === 'number' && Number.isFinite(date)) fields.forward_at = String(date * 1000);
+  if (typeof date === 'number' && Number.isSafeInteger(date)) fields.forward_date = String(date);
 }

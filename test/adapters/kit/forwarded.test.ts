@@ -29,7 +29,7 @@ describe('forwarded messages are marked in fields, their text kept', () => {
       forwarded: 'true',
       forward_sender_id: '222',
       forward_sender_name: 'Bo Li',
-      forward_at: String(1_717_990_000_000),
+      forward_date: '1717990000',
     });
   });
 
@@ -38,7 +38,7 @@ describe('forwarded messages are marked in fields, their text kept', () => {
     expect(event!.fields).toMatchObject({
       forwarded: 'true',
       forward_sender_name: 'Someone Private',
-      forward_at: String(1_717_980_000_000),
+      forward_date: '1717980000',
     });
     expect(event!.fields!.forward_sender_id).toBeUndefined();
   });
