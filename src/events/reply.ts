@@ -61,6 +61,18 @@ export interface ForwardedMessage {
   media: Array<{ type: MediaType; ref: string }>;
 }
 
+/** A node of a merged forward as the platform's answer gives it: a message, and a merged forward nested in it. */
+export interface ForwardNode extends ForwardedMessage {
+  /** A merged forward inside this node: its nodes where the answer inlines them, else its id to read. */
+  nested?: { id?: string; nodes?: ForwardNode[] };
+}
+
+/** A merged forward that could not be read (whole or in part): its id and why. */
+export interface ForwardFailure {
+  id: string;
+  reason: string;
+}
+
 /** One merged part of a message: its time, what it quotes, and every bot's own id of it. */
 export interface MessagePart {
   /** Its entry of `messageIds`. */

@@ -3,6 +3,7 @@ import { hmac } from '../../core/signing.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { contentOf, mediaOf, messageFields, segmentsOf, str } from './message.js';
+import { forwardNodes } from './forward.js';
 import { optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader } from '../kit/shape.js';
 import { RequestError, SignatureError } from '../../core/errors.js';
@@ -114,6 +115,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
 
     actionTimeoutMs: options.actionTimeoutMs,
     sentByAction,
+    forwardNodes,
     ...(options.transport === 'ws-reverse'
       ? {
           socketTransport: 'ws-reverse',
