@@ -287,6 +287,7 @@ export function loadConfigWith(options: LoadOptions): Config {
       debounce,
       media,
       turns,
+      forwards,
       activation,
       context,
       access,
@@ -314,6 +315,7 @@ export function loadConfigWith(options: LoadOptions): Config {
       debounce: Object.freeze({ ...raw.debounce, ...debounce }),
       media: Object.freeze({ ...raw.media, ...media }),
       turns: Object.freeze({ ...raw.turns, ...turns }),
+      forwards: Object.freeze({ ...raw.forwards, ...forwards }),
       ...channelReach(raw, { activation, context, access, budgets }, `channels[${index}].`),
       settings: Object.freeze(rest),
     });

@@ -54,6 +54,7 @@ export const defaults = {
   trace: { retentionMs: 3_600_000, maxEntries: 20_000, shared: true },
   redis: { commandTimeoutMs: 1_000, waitReplicas: 0, keyPrefix: 'ai', shards: 3 },
   turns: { mode: 'off', maxMs: 120_000, maxHeld: 20 },
+  forwards: { maxNodes: 100, maxDepth: 3, maxChars: 20_000, timeoutMs: 10_000 },
   // 36 attempts, 0.5 s doubling to an hour (jittered up to 2x below the cap): the last one lands
   // about a day after the first (23-24 h), so an agent that is down for a redeploy or a night
   // still gets its messages; Svix retries for ~27 h, Stripe for 3 days.
@@ -123,6 +124,20 @@ export const turnsSchema = z
   })
   .strict();
 
+/** Reading a OneBot merged forward (get_forward_msg) while its window is open: how much, how deep, how long. */
+export const forwardsSchema = z
+  .object({
+    /** Messages kept of one merged forward, nested ones included. */
+    maxNodes: z.number().int().min(1).max(1000),
+    /** Merged forwards nested in one another that are read (1: the outer one only). */
+    maxDepth: z.number().int().min(1).max(10),
+    /** Characters of text kept of one merged forward, nested ones included. */
+    maxChars: z.number().int().min(1).max(1_000_000),
+    /** From admission: past this the forward is left unread, a `forwardErrors` entry. */
+    timeoutMs: positive,
+  })
+  .strict();
+
 const hostEntry = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, 'a host or host:port');
 
 export const mediaSchema = z
@@ -156,6 +171,7 @@ export const channelFields = {
   debounce: debounceSchema.omit({ maxOpenBuffers: true }).partial().optional(),
   media: mediaSchema.partial().optional(),
   turns: turnsSchema.partial().optional(),
+  forwards: forwardsSchema.partial().optional(),
   ...channelReachShape,
 };
 
@@ -283,6 +299,7 @@ const configShape = {
   debounce: debounceSchema,
   media: mediaSchema,
   turns: turnsSchema,
+  forwards: forwardsSchema,
   correlation: z
     .object({
       crossAdapter: z.boolean(),
@@ -352,6 +369,7 @@ export type DedupOptions = z.infer<typeof dedupSchema>;
 export type DebounceOptions = z.infer<typeof debounceSchema>;
 export type MediaOptions = z.infer<typeof mediaSchema>;
 export type TurnsOptions = z.infer<typeof turnsSchema>;
+export type ForwardsOptions = z.infer<typeof forwardsSchema>;
 
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
 export interface ChannelConfig extends ChannelReach {
@@ -364,6 +382,7 @@ export interface ChannelConfig extends ChannelReach {
   debounce: DebounceOptions;
   media: MediaOptions;
   turns: TurnsOptions;
+  forwards: ForwardsOptions;
   /**
    * Adapter-specific settings (secrets, tokens, base URLs), parsed by the adapter's strict
    * schema: only its declared keys, so a plain object is safe here.

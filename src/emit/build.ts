@@ -1,7 +1,7 @@
 import type { Addressed } from '../events/context.js';
 import type { BotRef, BufferedPart, InboundEvent, PartMedia } from '../events/inbound.js';
 import type { ProcessedEvent, ProcessedMessage } from '../events/output.js';
-import { OUTPUT_SCHEMA_VERSION } from '../events/reply.js';
+import { OUTPUT_SCHEMA_VERSION, type ForwardFailure } from '../events/reply.js';
 import { joinFragments } from './join.js';
 import type { ReplyFields } from './reply.js';
 
@@ -15,6 +15,7 @@ export interface BotFields {
 /**
  * Merge a batch into the processed message, without `seq` (the outbox assigns it).
  * `mediaMode: 'first'` keeps only the first attachment of the batch, as a channel may ask (`debounce.media`).
+ * `forwardErrors`: merged forwards that could not be read whole; listed only when there are some.
  */
 export function buildProcessedMessage(
   id: string,
@@ -24,6 +25,7 @@ export function buildProcessedMessage(
   bots: BotFields,
   replies: ReplyFields,
   reach: Addressed,
+  forwardErrors: ForwardFailure[] = [],
 ): Omit<ProcessedMessage, 'seq'> {
   const first = (parts[0] as BufferedPart).event;
   const last = (parts[parts.length - 1] as BufferedPart).event;
@@ -49,6 +51,7 @@ export function buildProcessedMessage(
     bots: bots.bots,
     mentionedBots: bots.mentionedBots,
     mediaErrors: media.flatMap((entry) => entry.errors),
+    ...(forwardErrors.length > 0 ? { forwardErrors } : {}),
     trigger: reach.trigger,
     context: reach.context,
     contextDropped: reach.contextDropped,

@@ -1,5 +1,6 @@
 import type { BotRef, BufferedPart, CorrelationRecord, Delivery } from '../events/inbound.js';
-import type { MessagePart, Quote, ReplyHandle, ReplyParts, ReplyTarget } from '../events/reply.js';
+import type { ForwardedMessage, MessagePart, Quote, ReplyHandle, ReplyParts, ReplyTarget } from '../events/reply.js';
+import { forwardedOf } from './forwarded.js';
 
 /** The reply handle of one bot's copy, by the adapter of the bot's channel (undefined: no such channel). */
 export type ReplyTo = (channel: string, target: ReplyTarget) => ReplyParts | undefined;
@@ -16,12 +17,14 @@ export interface ReplyFields {
  * copies are its correlation group's deliveries (each bot with its own ids: OneBot message ids
  * differ per bot), or its own delivery alone. Every handle comes from the copy the bot itself
  * received; a mentioned bot that received none gets the conversation's handle without a message id.
+ * `forwards`: what was read of each part's merged forward, when it names one.
  */
 export function replyFields(
   parts: readonly BufferedPart[],
   groups: ReadonlyArray<CorrelationRecord | undefined>,
   replyBot: BotRef,
   replyTo: ReplyTo,
+  forwards: ReadonlyArray<{ forwarded: ForwardedMessage[] } | undefined> = [],
 ): ReplyFields {
   // Loops and plain literals, no object spreads: this runs for every output (bench/pipeline.mjs).
   let quote: Quote | undefined;
@@ -73,9 +76,12 @@ export function replyFields(
       }
     }
     const messageId = event.platformId ?? event.id;
-    out[i] = seen?.quote
+    const made: MessagePart = seen?.quote
       ? { messageId, timestamp: event.timestamp, senderId: event.sender.id, quote: seen.quote, bots }
       : { messageId, timestamp: event.timestamp, senderId: event.sender.id, bots };
+    const forwarded = forwardedOf(event, forwards[i]?.forwarded);
+    if (forwarded) made.forwarded = forwarded;
+    out[i] = made;
   }
   const fields: ReplyFields = { parts: out };
   if (reply) fields.reply = reply;

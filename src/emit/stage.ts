@@ -22,6 +22,7 @@ import type {
 import type { LeasedBatch } from '../core/ports/index.js';
 import { buildProcessedEvent, buildProcessedMessage } from './build.js';
 import { batchOutputId } from './output-id.js';
+import type { PartForwards } from './forward-reader.js';
 import { replyFields, type ReplyTo } from './reply.js';
 
 export interface OutputStageOptions {
@@ -41,6 +42,8 @@ export interface OutputStageOptions {
     collect(parts: readonly BufferedPart[]): Promise<PartMedia[]>;
     keep(parts: readonly BufferedPart[], media: readonly PartMedia[]): void;
   };
+  /** The merged forwards of a batch, read while its window was open: waited for at most until their deadline. @default none read */
+  forwards?: { collect(parts: readonly BufferedPart[]): Promise<Array<PartForwards | undefined>> };
   /** The bots this runtime knows: those an event mentions; those a group read at flush names are learned. */
   bots: {
     mentionedBots(event: InboundEvent): BotRef[];
@@ -120,13 +123,15 @@ export function createOutput(options: OutputStageOptions) {
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
       const withMedia = parts.some((part) => part.event.media.length > 0);
       const correlated = parts.some((part) => part.correlationKey !== undefined);
-      const [collected, groups] =
-        withMedia || correlated
+      const withForwards = parts.some((part) => part.event.fields?.forward_id !== undefined);
+      const [collected, groups, forwards] =
+        withMedia || correlated || withForwards
           ? await Promise.all([
               withMedia ? downloads.collect(parts) : noMedia,
               correlated ? Promise.all(parts.map((part) => groupOf(part.correlationKey, now))) : noGroups,
+              withForwards && options.forwards ? options.forwards.collect(parts) : noForwards,
             ])
-          : [noMedia, noGroups];
+          : [noMedia, noGroups, noForwards];
       media = collected;
       const lastBots = options.botsOf(groups[parts.length - 1], last);
       const lastMentioned = known.mentionedBots(last);
@@ -138,7 +143,7 @@ export function createOutput(options: OutputStageOptions) {
         parts.length === 1 ? lastMentioned : parts.flatMap((part) => known.mentionedBots(part.event)),
       );
       const replyBot = options.pickReplyBot(lastMentioned, lastBots, last);
-      const replies = replyFields(parts, groups, replyBot, options.replyTo);
+      const replies = replyFields(parts, groups, replyBot, options.replyTo, forwards);
       if (replies.quote) replies.quote = quoteFromStore(replies.quote, parts, reach.kept, first.namespace, known);
       const message = buildProcessedMessage(
         batchOutputId(batch.debounceKey, parts),
@@ -148,6 +153,7 @@ export function createOutput(options: OutputStageOptions) {
         { replyBot, bots, mentionedBots },
         replies,
         reach,
+        forwards.flatMap((read) => read?.errors ?? []),
       );
       built = message;
       messageIds = message.messageIds;
@@ -217,6 +223,7 @@ function quoteFromStore(
   };
 }
 const noGroups: Array<CorrelationRecord | undefined> = [];
+const noForwards: Array<PartForwards | undefined> = [];
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
   if (bots.length <= 1) return bots;

@@ -1,6 +1,6 @@
 import type { ContextMessage } from './context.js';
 import type { BotRef, ConversationType, MediaFailure, MediaItem, Party, Trigger } from './inbound.js';
-import type { MessagePart, Quote, ReplyHandle } from './reply.js';
+import type { ForwardFailure, MessagePart, Quote, ReplyHandle } from './reply.js';
 
 /** Where an output stands with the agent push: none (not pushed), pending, delivered, dead. */
 export type DeliveryState = 'none' | 'pending' | 'delivered' | 'dead';
@@ -32,6 +32,8 @@ export interface ProcessedMessage {
   bots: BotRef[];
   mentionedBots: BotRef[];
   mediaErrors: MediaFailure[];
+  /** Merged forwards that could not be read, or only in part (failed, timed out, past a `forwards` bound); present only when there are some. */
+  forwardErrors?: ForwardFailure[];
   /** What addressed the batch to the agent (contract §12). */
   trigger: Trigger;
   /** The conversation's messages that did not reach the agent since its previous output, oldest first. */

@@ -3,7 +3,7 @@
  * handle of `replyBot`, the message being replied to, and each bot's own message ids. The
  * platform values are named as the platform's reply API names them (docs/output.md).
  */
-import type { BotRef, ConversationType, Party } from './inbound.js';
+import type { BotRef, ConversationType, MediaType, Party } from './inbound.js';
 
 /** The version of the output shape (`docs/schema/output-v1.schema.json`); grows on a breaking change only. */
 export const OUTPUT_SCHEMA_VERSION = 1;
@@ -50,6 +50,29 @@ export interface ReplyHandle extends BotRef {
   expiresAt?: number;
 }
 
+/**
+ * One message a forward carries: its original author (`id` empty where the platform hides it),
+ * its text, when it was first sent, and its attachments by the platform's handle or URL.
+ */
+export interface ForwardedMessage {
+  sender: Party;
+  content: string;
+  timestamp: number;
+  media: Array<{ type: MediaType; ref: string }>;
+}
+
+/** A node of a merged forward as the platform's answer gives it: a message, and a merged forward nested in it. */
+export interface ForwardNode extends ForwardedMessage {
+  /** A merged forward inside this node: its nodes where the answer inlines them, else its id to read. */
+  nested?: { id?: string; nodes?: ForwardNode[] };
+}
+
+/** A merged forward that could not be read (whole or in part): its id and why. */
+export interface ForwardFailure {
+  id: string;
+  reason: string;
+}
+
 /** One merged part of a message: its time, what it quotes, and every bot's own id of it. */
 export interface MessagePart {
   /** Its entry of `messageIds`. */
@@ -57,6 +80,8 @@ export interface MessagePart {
   timestamp: number;
   senderId: string;
   quote?: Quote;
+  /** Present when the part is a forward: the messages it carries, as far as they are known (empty when the platform gives only a handle). */
+  forwarded?: ForwardedMessage[];
   /** Every bot that received this part, first arrival first, with its own platform message id. */
   bots: Array<BotRef & { messageId?: string }>;
 }

@@ -9,6 +9,7 @@ import { flushGridMs } from '../debounce/grid.js';
 import { FlushScheduler } from '../debounce/scheduler.js';
 import { Outlet } from '../emit/outlet.js';
 import { createOutput } from '../emit/stage.js';
+import { ForwardReader } from '../emit/forward-reader.js';
 import type { TraceEntry } from '../events/trace.js';
 import type { InboundEvent } from '../events/inbound.js';
 import { Gate } from './gate.js';
@@ -143,6 +144,18 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     sent: new SentMessages(store, clock, config.context.maxAgeMs),
   });
 
+  // Merged forwards (OneBot): read through the bot that delivered them, as the actions route
+  // sends an action (a socket here, another instance's, or apiUrl), while the window is open.
+  const forwards = new ForwardReader({
+    clock,
+    limitsOf: (channel) => channels.require(channel).config.forwards,
+    read: async (channel, botId, id) => {
+      const { adapter } = channels.require(channel);
+      if (!adapter.forwardNodes) throw new Error(`channel "${channel}" cannot read merged forwards`);
+      return adapter.forwardNodes(await sockets.action(channel, 'get_forward_msg', { id }, botId));
+    },
+  });
+
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock,
@@ -151,6 +164,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     store,
     rules: channels,
     media,
+    forwards,
     bots,
     soloRecord,
     botsOf,
@@ -227,6 +241,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     correlations,
     handlers,
     media,
+    forwards,
     scheduler,
     activation,
     output,

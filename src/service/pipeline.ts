@@ -14,6 +14,7 @@ import { parseJson } from '../http/body.js';
 import type { Admitted } from '../ingest/admit.js';
 import type { InboundChain } from '../ingest/chain.js';
 import type { MediaStage } from '../media/index.js';
+import type { ForwardReader } from '../emit/forward-reader.js';
 import type { Metrics } from '../metrics/index.js';
 import type { LeasedBatch } from '../core/ports/index.js';
 import type { AgentPush } from '../push/agent-push.js';
@@ -50,6 +51,8 @@ export interface PipelineStages {
   correlations: Pick<Correlations, 'admitted'>;
   handlers: Handlers;
   media: MediaStage;
+  /** Merged forwards, read while the window is open (emit/forward-reader.ts). */
+  forwards: Pick<ForwardReader, 'begin'>;
   scheduler: { due(deadline: number): void };
   /**
    * Activation (contract §12): remember what our bots report they sent, mark each message as it
@@ -114,12 +117,13 @@ export function createPipeline(stages: PipelineStages) {
           stages.admit(normalized.events, delivery.now, deliveryId, dropped),
         );
 
-        // 5. After admission (the answer does not wait): handlers, downloads, the deadline.
+        // 5. After admission (the answer does not wait): handlers, downloads, merged forwards, the deadline.
         stages.correlations.admitted(admitted.groups, admitted.repeats.length);
         for (const event of admitted.repeats) stages.handlers.dispatch(event, true);
         for (const { part, deadline } of admitted.accepted) {
           stages.handlers.dispatch(part.event, false);
           if (part.event.media.length > 0) stages.media.begin(part);
+          if (part.event.fields?.forward_id !== undefined) stages.forwards.begin(part);
           stages.scheduler.due(deadline);
         }
       }

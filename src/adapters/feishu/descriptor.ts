@@ -271,6 +271,9 @@ export function feishuAdapter(
       // Mentions name open_ids; the bot's own (botOpenId) becomes its id here, the app id.
       const mentions = content.mentions.map((id) => (botOpenId && botId && id === botOpenId ? botId : id));
       const fields: Record<string, string> = { message_id: messageId, chat_id: chatId, message_type: messageType };
+      // A merged forward's children are other messages (open.feishu.cn im-v1/message/events/message_content#merge_forward),
+      // read with a GET of each: here it is marked, its text the placeholder.
+      if (messageType === 'merge_forward') fields.forwarded = 'true';
       const root = read.optText(own(message, 'root_id'), 'event.message.root_id');
       if (root) fields.root_id = root;
       // A reply names the message it answers (`parent_id`); im.message.receive_v1 says nothing of

@@ -5,7 +5,7 @@ import { safeEqual } from '../../core/signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../../events/inbound.js';
 import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../../events/connection.js';
 import type { PlatformReply, RawDelivery } from '../../events/transport.js';
-import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
+import type { ForwardNode, ReplyParts, ReplyTarget } from '../../events/reply.js';
 
 export type { PlatformReply, RawDelivery } from '../../events/transport.js';
 
@@ -80,6 +80,8 @@ export interface Adapter {
   readonly actionTimeoutMs?: number;
   /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */
   sentByAction?(action: string, answer: unknown): string | undefined;
+  /** The nodes of a merged forward in the answer to `get_forward_msg` (OneBot); throws when the answer is a refusal. */
+  forwardNodes?(answer: unknown): ForwardNode[];
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }

@@ -1,10 +1,9 @@
-import { md5InName } from '../../core/digest.js';
 import { z } from 'zod';
-import type { MediaRef, MediaType, Segment } from '../../events/inbound.js';
 import { hmac } from '../../core/signing.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
-import { parseCqString, segmentOf } from './cq.js';
+import { contentOf, mediaOf, messageFields, segmentsOf, str } from './message.js';
+import { forwardNodes } from './forward.js';
 import { optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader } from '../kit/shape.js';
 import { RequestError, SignatureError } from '../../core/errors.js';
@@ -15,71 +14,6 @@ import { acceptOneBotSocket, loginIdOf, oneBotFrame } from './socket.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from '../kit/types.js';
 
 type Json = Record<string, unknown>;
-
-const str = (value: unknown): string | undefined =>
-  typeof value === 'string'
-    ? value
-    : (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint'
-      ? String(value)
-      : undefined;
-
-function segmentsOf(message: unknown): Segment[] {
-  if (typeof message === 'string') return parseCqString(message);
-  if (!Array.isArray(message)) return [];
-  const segments: Segment[] = [];
-  for (const item of message) {
-    if (typeof item !== 'object' || item === null) continue;
-    const { type, data } = item as { type?: unknown; data?: unknown };
-    if (typeof type !== 'string') continue;
-    const fields: Record<string, string> = {};
-    if (typeof data === 'object' && data !== null) {
-      for (const [key, value] of Object.entries(data)) {
-        const text = str(value) ?? (typeof value === 'object' && value !== null ? JSON.stringify(value) : undefined);
-        if (text !== undefined) fields[key] = text;
-      }
-    }
-    segments.push(segmentOf(type, fields));
-  }
-  return segments;
-}
-
-const mediaTypes: Partial<Record<Segment['type'], MediaType>> = {
-  image: 'image',
-  flash: 'image',
-  record: 'audio',
-  video: 'video',
-  file: 'document',
-};
-
-/** Attachments of image/flash/record/video/file segments that carry a downloadable URL. */
-function mediaOf(segments: readonly Segment[]): MediaRef[] {
-  const media: MediaRef[] = [];
-  for (const segment of segments) {
-    const type = mediaTypes[segment.type];
-    if (!type) continue;
-    const { url, file } = segment.data;
-    const href = url && /^https?:/i.test(url) ? url : file && /^https?:/i.test(file) ? file : undefined;
-    if (!href) continue;
-    const hash = segment.data.md5 ?? segment.data.sha1 ?? md5InName(file);
-    media.push({
-      url: href,
-      type,
-      ...(hash ? { hash } : {}),
-      ...(file && !/^https?:/i.test(file) ? { fileName: file } : {}),
-    });
-  }
-  return media;
-}
-
-/** Plain text of a message: text segments, adjacent ones joined, whitespace trimmed. */
-function contentOf(segments: readonly Segment[]): string {
-  return segments
-    .filter((s) => s.type === 'text')
-    .map((s) => s.data.text ?? '')
-    .join('')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -181,6 +115,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
 
     actionTimeoutMs: options.actionTimeoutMs,
     sentByAction,
+    forwardNodes,
     ...(options.transport === 'ws-reverse'
       ? {
           socketTransport: 'ws-reverse',
@@ -352,20 +287,6 @@ function checkSelfId(channel: AdapterChannel, named: string | undefined, sender:
     `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (X-Self-ID): a bot reports only its own account's events; nothing was recorded. Check which account the bot framework connects as`,
     { channel: channel.id, stage: 'adapter' },
   );
-}
-
-/**
- * A message's ids as this bot sees them: its message_id, and the id in its reply segment. The
- * OneBot v11 reply segment carries only the quoted id (github.com/botuniverse/onebot-11
- * message/segment.md#回复): its author and text are not in the event, so `reply_to_sender`
- * and `reply_to_bot` stay unknown here (a `message_sent` the bot reported tells who wrote it).
- */
-function messageFields(messageId: string | undefined, segments: readonly Segment[]): Record<string, string> {
-  const fields: Record<string, string> = {};
-  if (messageId) fields.message_id = messageId;
-  const quoted = segments.find((segment) => segment.type === 'reply')?.data.id;
-  if (quoted) fields.reply_to = quoted;
-  return fields;
 }
 
 /**

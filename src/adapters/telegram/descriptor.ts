@@ -6,6 +6,7 @@ import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { platformJson } from '../kit/platform-api.js';
 import { idValue, QUOTE_TEXT_MAX, quoteOf } from '../kit/reply.js';
+import { forwardedIn } from './forward.js';
 import { telegramPoll } from './poll.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
@@ -291,6 +292,7 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
           : undefined;
       if (threadId) fields.message_thread_id = threadId;
       if (!callback) quotedIn(read, message, at, fields, botToken ? botId : undefined);
+      if (!callback) forwardedIn(read, message, at, fields, nameOf);
       const [stamp, stampAt] =
         edited && own(message, 'edit_date') !== undefined
           ? [own(message, 'edit_date'), `${at}.edit_date`]

@@ -189,10 +189,16 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
     const context = read.optObject(own(message, 'context'), `${at}.context`);
     const quoted = context && read.optText(own(context, 'id'), `${at}.context.id`);
     const quotedFrom = context && read.optText(own(context, 'from'), `${at}.context.from`);
+    // A forward says only that it is one (`context.forwarded`, or `frequently_forwarded` past
+    // five hops), never whose it was (developers.facebook.com/docs/whatsapp/cloud-api/webhooks/components).
+    const frequently = context !== undefined && own(context, 'frequently_forwarded') === true;
+    const forwarded = frequently || (context !== undefined && own(context, 'forwarded') === true);
     const fields = {
       message_id: id,
       ...(quoted ? { reply_to: quoted } : {}),
       ...(quotedFrom ? { reply_to_sender: quotedFrom } : {}),
+      ...(forwarded ? { forwarded: 'true' } : {}),
+      ...(frequently ? { frequently_forwarded: 'true' } : {}),
     };
     return buildEvent({
       platformId: id,

@@ -1,0 +1,131 @@
+import type { Clock } from '../core/clock.js';
+import type { ForwardsOptions } from '../config/schema.js';
+import type { BufferedPart } from '../events/inbound.js';
+import type { ForwardedMessage, ForwardFailure, ForwardNode } from '../events/reply.js';
+
+export interface ForwardReaderOptions {
+  clock: Clock;
+  /** The nodes of a merged forward, read through the bot that delivered it (`get_forward_msg`, as `POST /v1/channels/<id>/actions/...` sends it). */
+  read(channel: string, botId: string | undefined, id: string): Promise<ForwardNode[]>;
+  /** A channel's `forwards` settings (its own over the global ones). */
+  limitsOf(channel: string): ForwardsOptions;
+  /**
+   * How long a read forward waits for its batch's flush to collect it (the flush may run on
+   * another instance and read it again). @default 5 minutes
+   */
+  keepSettledMs?: number;
+}
+
+/** What was read of one part's merged forward. */
+export interface PartForwards {
+  forwarded: ForwardedMessage[];
+  errors: ForwardFailure[];
+}
+
+const KEEP_SETTLED_MS = 5 * 60_000;
+
+/**
+ * Merged forwards (a part whose `fields.forward_id` names one) read while the debounce window
+ * is open: begun at admission, like downloads, and collected at flush. Each read has one
+ * deadline (`forwards.timeoutMs`) from its start, nested reads included; what is read by then
+ * is kept and the rest becomes a `forwardErrors` entry, so a bot that never answers delays its
+ * output by that much at most. Bounded by `maxNodes`, `maxDepth` and `maxChars`.
+ */
+export class ForwardReader {
+  private readonly pending = new Map<string, Promise<PartForwards>>();
+
+  constructor(private readonly options: ForwardReaderOptions) {}
+
+  /** Begin reading a recorded part's merged forward. */
+  begin(part: BufferedPart): void {
+    if (part.event.fields?.forward_id === undefined || this.pending.has(part.id)) return;
+    const reading = this.readPart(part);
+    this.pending.set(part.id, reading);
+    const forget = () =>
+      this.options.clock.setTimeout(() => {
+        if (this.pending.get(part.id) === reading) this.pending.delete(part.id);
+      }, this.options.keepSettledMs ?? KEEP_SETTLED_MS);
+    void reading.then(forget);
+  }
+
+  /** What each part's merged forward holds (undefined: the part names none), starting any read not yet begun. */
+  async collect(parts: readonly BufferedPart[]): Promise<Array<PartForwards | undefined>> {
+    for (const part of parts) this.begin(part);
+    const results = await Promise.all(parts.map((part) => this.pending.get(part.id)));
+    for (const part of parts) this.pending.delete(part.id);
+    return results;
+  }
+
+  private readPart(part: BufferedPart): Promise<PartForwards> {
+    const { event } = part;
+    const id = event.fields?.forward_id as string;
+    const limits = this.options.limitsOf(event.channel);
+    const out: PartForwards = { forwarded: [], errors: [] };
+    let chars = 0;
+    let done = false;
+    const read = (of: string) => this.options.read(event.channel, event.botId, of);
+
+    const walk = async (nodes: readonly ForwardNode[], depth: number, of: string): Promise<void> => {
+      for (const node of nodes) {
+        if (done) return;
+        if (out.forwarded.length >= limits.maxNodes) {
+          out.errors.push({ id: of, reason: `too_large: more than ${limits.maxNodes} messages (forwards.maxNodes)` });
+          done = true;
+          return;
+        }
+        let content = node.content;
+        if (chars + content.length > limits.maxChars) {
+          content = content.slice(0, limits.maxChars - chars);
+          out.errors.push({ id: of, reason: `too_large: more than ${limits.maxChars} characters (forwards.maxChars)` });
+          done = true;
+        }
+        chars += content.length;
+        out.forwarded.push({ sender: node.sender, content, timestamp: node.timestamp, media: node.media });
+        const nested = node.nested;
+        if (done || !nested) continue;
+        const nestedId = nested.id ?? of;
+        if (depth >= limits.maxDepth) {
+          out.errors.push({ id: nestedId, reason: `too_deep: nested past ${limits.maxDepth} (forwards.maxDepth)` });
+          continue;
+        }
+        try {
+          await walk(nested.nodes ?? (nested.id ? await read(nested.id) : []), depth + 1, nestedId);
+        } catch (error) {
+          if (!done) out.errors.push({ id: nestedId, reason: reasonOf(error) });
+        }
+      }
+    };
+
+    const whole = (async () => {
+      try {
+        await walk(await read(id), 1, id);
+      } catch (error) {
+        if (!done) out.errors.push({ id, reason: reasonOf(error) });
+      }
+    })();
+    return new Promise<PartForwards>((resolve) => {
+      const timer = this.options.clock.setTimeout(() => {
+        if (done) return;
+        done = true;
+        out.errors.push({ id, reason: `timeout: not read within ${limits.timeoutMs} ms (forwards.timeoutMs)` });
+        resolve(settled(out));
+      }, limits.timeoutMs);
+      void whole.then(() => {
+        this.options.clock.clearTimeout(timer);
+        done = true;
+        resolve(settled(out));
+      });
+    });
+  }
+}
+
+/** A copy taken when the read settles: a walk still running past its deadline adds nothing to it. */
+function settled(out: PartForwards): PartForwards {
+  return { forwarded: [...out.forwarded], errors: [...out.errors] };
+}
+
+function reasonOf(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  return (typeof code === 'string' ? `${code}: ${text}` : text).slice(0, 500);
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { ForwardReader } from '../../src/emit/forward-reader.js';
+import type { BufferedPart } from '../../src/events/inbound.js';
+import type { ForwardNode } from '../../src/events/reply.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+const limits = { maxNodes: 100, maxDepth: 3, maxChars: 20_000, timeoutMs: 1000 };
+const text = (content: string, nested?: ForwardNode['nested']): ForwardNode => ({
+  sender: { id: '1' },
+  content,
+  timestamp: 10,
+  media: [],
+  ...(nested ? { nested } : {}),
+});
+const part = (id: string, forwardId?: string): BufferedPart =>
+  ({
+    id,
+    debounceKey: 'k',
+    receivedAt: 0,
+    event: { channel: 'qq', botId: '10001', fields: forwardId ? { forwarded: 'true', forward_id: forwardId } : {} },
+  }) as unknown as BufferedPart;
+
+function reader(forwards: Record<string, ForwardNode[]>, overrides: Partial<typeof limits> = {}) {
+  const asked: string[] = [];
+  const stage = new ForwardReader({
+    clock: new ManualClock(),
+    limitsOf: () => ({ ...limits, ...overrides }),
+    read: async (_channel, _botId, id) => {
+      asked.push(id);
+      const nodes = forwards[id];
+      if (!nodes) throw Object.assign(new Error('get_forward_msg answered retcode 1404'), { code: 'refused' });
+      return nodes;
+    },
+  });
+  return { stage, asked };
+}
+
+describe('reading merged forwards', () => {
+  it('reads each part that names a forward once, begun at admission and collected at flush', async () => {
+    const { stage, asked } = reader({ f: [text('a'), text('b')] });
+    stage.begin(part('1', 'f'));
+    stage.begin(part('1', 'f'));
+    const [none, read] = await stage.collect([part('0'), part('1', 'f')]);
+    expect(none).toBeUndefined();
+    expect(read).toEqual({ forwarded: [text('a'), text('b')], errors: [] });
+    expect(asked).toEqual(['f']);
+  });
+
+  it('stops at forwards.maxNodes messages, nested ones counted, and says so', async () => {
+    const { stage } = reader({ f: [text('a', { id: 'g' }), text('b')], g: [text('c'), text('d')] }, { maxNodes: 3 });
+    const [read] = await stage.collect([part('1', 'f')]);
+    expect(read!.forwarded.map((node) => node.content)).toEqual(['a', 'c', 'd']);
+    expect(read!.errors).toEqual([{ id: 'f', reason: 'too_large: more than 3 messages (forwards.maxNodes)' }]);
+  });
+
+  it('cuts the text at forwards.maxChars, and keeps nodes a nested forward gives inline without reading it', async () => {
+    const { stage, asked } = reader({ f: [text('abcd', { nodes: [text('efgh')] }), text('ij')] }, { maxChars: 6 });
+    const [read] = await stage.collect([part('1', 'f')]);
+    expect(read!.forwarded.map((node) => node.content)).toEqual(['abcd', 'ef']);
+    expect(read!.errors).toEqual([{ id: 'f', reason: 'too_large: more than 6 characters (forwards.maxChars)' }]);
+    expect(asked).toEqual(['f']);
+  });
+
+  it('lists a forward the bot refuses, whole or nested, with the reason, keeping what was read', async () => {
+    const { stage } = reader({ f: [text('a', { id: 'gone' }), text('b')] });
+    const [read, missing] = await stage.collect([part('1', 'f'), part('2', 'nope')]);
+    expect(read!.forwarded.map((node) => node.content)).toEqual(['a', 'b']);
+    expect(read!.errors).toEqual([{ id: 'gone', reason: 'refused: get_forward_msg answered retcode 1404' }]);
+    expect(missing).toEqual({
+      forwarded: [],
+      errors: [{ id: 'nope', reason: 'refused: get_forward_msg answered retcode 1404' }],
+    });
+  });
+});
