@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { admissionPlanner } from './admission.js';
+import { admissionPlanner, typingHold } from './admission.js';
 import { Channels } from './channels.js';
 import { systemClock, withIntervals } from '../core/clock.js';
 import { configOf } from './configure.js';
@@ -228,6 +228,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     handlers,
     media,
     scheduler,
+    typing: typingHold(channels, store),
     activation,
     output,
     turns,
