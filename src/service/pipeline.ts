@@ -107,6 +107,7 @@ export function createPipeline(stages: PipelineStages) {
         const deadline = await stages.typing(channelId, signal, delivery.now);
         if (deadline === undefined) continue;
         stages.scheduler.due(deadline);
+        stages.metrics.message(channelId, adapter.name, 'typing');
         stages.logger.debug({ channel: channelId, sessionKey: signal.sessionKey, deadline }, 'typing holds a buffer');
       }
       let admitted: Admitted | undefined;

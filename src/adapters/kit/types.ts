@@ -19,8 +19,8 @@ export interface Normalized {
   sent?: SentMessage[];
   /**
    * Senders the platform says are typing (Discord `TYPING_START`, NapCat `input_status`): each
-   * holds the open buffer of that sender in that session a little longer (contract §13). The
-   * delivery is counted in `ignored` as well: it carries no event.
+   * holds the open buffer of that sender in that session a little longer (contract §13). Not
+   * counted in `ignored`: signals come every few seconds, and each ignored delivery is trailed.
    */
   typing?: TypingSignal[];
 }

@@ -7,7 +7,8 @@ import type { Normalized } from '../kit/types.js';
  * types (`event_type` 1, "对方正在输入...") or speaks a voice message (0) in a private chat
  * (NapNeko/NapCatQQ `OB11InputStatusEvent`, emitted from the kernel's `onInputStatusPush`; the
  * states are those of its `set_input_status` action). Not an event: a typing signal that holds
- * the open buffer of that friend (contract §13), counted as ignored. Undefined for any other body.
+ * the open buffer of that friend (contract §13); another state is ignored. Undefined for any
+ * other body.
  */
 export function inputStatusOf(event: Readonly<Record<string, unknown>>, namespace: string): Normalized | undefined {
   if (event.post_type !== 'notice' || event.notice_type !== 'notify' || event.sub_type !== 'input_status')
@@ -16,11 +17,11 @@ export function inputStatusOf(event: Readonly<Record<string, unknown>>, namespac
   // Another state (one a later QQ adds, or the end of typing) holds nothing.
   const state = Number(event.event_type);
   const typing = userId !== undefined && (state === 0 || state === 1);
+  if (!typing) return { events: [], ignored: 1, reply: { status: 204 } };
   return {
     events: [],
-    ignored: 1,
     reply: { status: 204 },
-    typing: typing ? [{ sessionKey: sessionKeyOf(namespace, { type: 'private', id: userId }), senderId: userId }] : [],
+    typing: [{ sessionKey: sessionKeyOf(namespace, { type: 'private', id: userId }), senderId: userId }],
   };
 }
 
