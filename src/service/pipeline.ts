@@ -104,7 +104,12 @@ export function createPipeline(stages: PipelineStages) {
       if (normalized.sent) await stages.activation.remember(normalized.sent);
       //    A sender typing holds their open buffer (contract §13): frequent, so logged, not trailed.
       for (const signal of normalized.typing ?? []) {
-        const deadline = await stages.typing(channelId, signal, delivery.now);
+        // Best effort: a store that fails here fails the next admit too; the signal alone is not worth a retry.
+        const deadline = await stages.typing(channelId, signal, delivery.now).catch((error: unknown) => {
+          stages.metrics.storeError('typing');
+          stages.logger.warn({ channel: channelId, err: error }, 'typing hold failed; the buffer keeps its deadline');
+          return undefined;
+        });
         if (deadline === undefined) continue;
         stages.scheduler.due(deadline);
         stages.metrics.message(channelId, adapter.name, 'typing');

@@ -4,6 +4,8 @@ import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { fixture } from '../../fixtures/index.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { ManualClock } from '../../support/manual-clock.js';
+import type { Store } from '../../../src/core/ports/index.js';
+import { MemoryStore } from '../../../src/store/local/memory.js';
 
 const SECRET = 'secret-a';
 
@@ -11,14 +13,14 @@ describe('NapCat typing on the real server (SQLite store)', () => {
   let service: Running;
   afterEach(async () => service?.stop());
 
-  const start = async () => {
+  const start = async (store?: Store) => {
     const clock = new ManualClock();
     service = await startService(
       {
         debounce: { windowMs: 1500, maxWaitMs: 7500 },
         channels: [{ id: 'qq-a', adapter: 'onebot', secret: SECRET, namespace: 'qq' }],
       },
-      { clock },
+      { clock, ...(store ? { store } : {}) },
     );
     const outputs: Output[] = [];
     service.intake.on('chat.processedMessage', (output) => {
@@ -54,5 +56,19 @@ describe('NapCat typing on the real server (SQLite store)', () => {
       ['qq:12345678', 'my order has not arrived'],
     ]);
     expect(service.intake.metrics.channelStats()['qq-a']).toMatchObject({ typing: 1 });
+  });
+
+  it('answers a signal the store fails to hold as any other, counts the store error, and keeps the window', async () => {
+    const store = new MemoryStore();
+    store.holdForTyping = () => Promise.reject(new Error('store away'));
+    const { clock, outputs, deliver, say } = await start(store);
+    await say(12, 'my order');
+    await clock.advance(1000);
+    await deliver(fixture('onebot', 'notice-input-status.json'));
+    await until(async () => {
+      await clock.advance(100);
+      return outputs.length === 1;
+    });
+    expect(await service.intake.metrics.scrape()).toMatch(/inbox_store_errors_total\{op="typing"\} 1/);
   });
 });
