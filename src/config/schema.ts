@@ -1,12 +1,6 @@
 import { z } from 'zod';
 import { channelReachShape, reachDefaults, reachShape, type ChannelReach } from './activation.js';
 
-/**
- * `debounce.typingMs` when unset: optional in the schema, like `flushWords`, so the resolved
- * `debounce` of a configuration without it reads as it did before typing signals existed.
- */
-export const defaultTypingMs = 3_000;
-
 /** The defaults of every setting (docs/configuration.md), in one place. */
 export const defaults = {
   server: {
@@ -115,11 +109,7 @@ export const debounceSchema = z
       })
       .max(100, 'at most 100 words')
       .optional(),
-    /**
-     * How long a typing signal from the sender of an open buffer (Discord `TYPING_START`, NapCat
-     * `input_status`) holds it past the signal, never past `maxWaitMs` from its first part; 0
-     * turns typing off (contract §13). @default 3000
-     */
+    /** A typing signal holds its sender's open buffer this long past it, within maxWaitMs; 0: off. @default 3000 (admission.ts) */
     typingMs: ms.optional(),
     /** Open buffers (every channel's; on Redis every instance's) past which deliveries get 503 + Retry-After. Global only. */
     maxOpenBuffers: positive,

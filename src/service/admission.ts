@@ -1,5 +1,5 @@
 import type { Channels } from './channels.js';
-import { defaultTypingMs, type Config } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import type { Bots } from '../correlate/bots.js';
 import type { Correlations } from '../correlate/correlations.js';
 import { flushWordTest, isCommand } from '../debounce/command.js';
@@ -8,6 +8,12 @@ import type { InboundEvent } from '../events/inbound.js';
 import type { Plan } from '../ingest/admit.js';
 import type { AdmitItem, BufferRule, DebounceBuffers } from '../core/ports/index.js';
 import type { TypingSignal } from '../adapters/kit/types.js';
+
+/**
+ * `debounce.typingMs` when unset (contract §13). Optional in the schema, like `flushWords`, so
+ * the resolved `debounce` of a configuration without it reads as it did before typing signals.
+ */
+export const defaultTypingMs = 3_000;
 
 /** A signed delivery's id is remembered at least as long as its signature could be replayed. */
 const SIGNATURE_TOLERANCE_MS = 5 * 60_000;

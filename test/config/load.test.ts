@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { closest, editDistance } from '../../src/config/issues.js';
-import { defaultTypingMs } from '../../src/config/schema.js';
+import { defaultTypingMs } from '../../src/service/admission.js';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
