@@ -43,6 +43,7 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_DEBOUNCE_MEDIA', 'debounce.media', 'string'],
   ['INTAKE_DEBOUNCE_FLUSH_COMMANDS', 'debounce.flushCommands', 'bool'],
   ['INTAKE_DEBOUNCE_FLUSH_WORDS', 'debounce.flushWords', 'list'],
+  ['INTAKE_DEBOUNCE_TYPING_MS', 'debounce.typingMs', 'int'],
   ['INTAKE_DEBOUNCE_MAX_OPEN_BUFFERS', 'debounce.maxOpenBuffers', 'int'],
   ['INTAKE_MEDIA_DIR', 'media.dir', 'string'],
   ['INTAKE_MEDIA_MAX_BYTES', 'media.maxBytes', 'int'],

@@ -110,6 +110,8 @@ export const debounceSchema = z
       })
       .max(100, 'at most 100 words')
       .optional(),
+    /** A typing signal holds its sender's open buffer this long past it, within maxWaitMs; 0: off. @default 3000 (admission.ts) */
+    typingMs: ms.optional(),
     /** Open buffers (every channel's; on Redis every instance's) past which deliveries get 503 + Retry-After. Global only. */
     maxOpenBuffers: positive,
   })

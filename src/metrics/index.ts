@@ -14,7 +14,8 @@ export type MessageAction =
   | 'held'
   | 'context'
   | 'denied'
-  | 'over_budget';
+  | 'over_budget'
+  | 'typing';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 

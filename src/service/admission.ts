@@ -6,7 +6,14 @@ import { flushWordTest, isCommand } from '../debounce/command.js';
 import { claimKey, dedupPlan } from '../dedup/claims.js';
 import type { InboundEvent } from '../events/inbound.js';
 import type { Plan } from '../ingest/admit.js';
-import type { AdmitItem, BufferRule } from '../core/ports/index.js';
+import type { AdmitItem, BufferRule, DebounceBuffers } from '../core/ports/index.js';
+import type { TypingSignal } from '../adapters/kit/types.js';
+
+/**
+ * `debounce.typingMs` when unset (contract §13). Optional in the schema, like `flushWords`, so
+ * the resolved `debounce` of a configuration without it reads as it did before typing signals.
+ */
+export const defaultTypingMs = 3_000;
 
 /** A signed delivery's id is remembered at least as long as its signature could be replayed. */
 const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
@@ -60,7 +67,7 @@ export function admissionPlanner(
         // Joined, not concatenated: `+` makes a rope of two strings that the buffer's map then
         // flattens into a third, all three kept while the message waits.
         debounceKey: message
-          ? [event.sessionKey, event.sender.id].join('\u0000')
+          ? messageDebounceKey(event.sessionKey, event.sender.id)
           : ['\u0001', event.channel, '\u0000', event.id].join(''),
         receivedAt: now,
         // The buffered copy drops `raw` and `segments` (read only by the correlation step,
@@ -83,5 +90,24 @@ export function admissionPlanner(
       ...(event.fields?.media_group_id === undefined ? {} : { unit: `album:${event.fields.media_group_id}` }),
     };
     return { item, kinds };
+  };
+}
+
+/** The buffer of a sender's messages in a session: one per sender, so two people talking at once are two outputs. */
+export function messageDebounceKey(sessionKey: string, senderId: string): string {
+  return [sessionKey, senderId].join('\u0000');
+}
+
+/**
+ * Typing (contract §13): a typing signal holds the open buffer of its sender for the channel's
+ * `debounce.typingMs` past `now`. Resolves the buffer's new deadline, or undefined when nothing
+ * moved (typing off, no such buffer, a store without the step).
+ */
+export function typingHold(channels: Channels, store: Pick<DebounceBuffers, 'holdForTyping'>) {
+  return async function typing(channelId: string, signal: TypingSignal, now: number): Promise<number | undefined> {
+    const holdMs = channels.debounceOf(channelId).typingMs ?? defaultTypingMs;
+    if (holdMs === 0 || !store.holdForTyping) return undefined;
+    const debounceKey = messageDebounceKey(signal.sessionKey, signal.senderId);
+    return store.holdForTyping(debounceKey, signal.sessionKey, now + holdMs, now);
   };
 }

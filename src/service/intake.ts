@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { admissionPlanner } from './admission.js';
+import { admissionPlanner, typingHold } from './admission.js';
 import { Channels } from './channels.js';
 import { systemClock, withIntervals } from '../core/clock.js';
 import { configOf } from './configure.js';
@@ -243,6 +243,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     media,
     forwards,
     scheduler,
+    typing: typingHold(channels, store),
     activation,
     output,
     turns,

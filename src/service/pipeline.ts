@@ -22,6 +22,7 @@ import type { Retention } from '../retention/retention.js';
 import type { AgentTurns } from '../turns/turns.js';
 import type { Activation } from '../activation/stage.js';
 import type { Addressed } from '../events/context.js';
+import type { TypingSignal } from '../adapters/kit/types.js';
 
 /** The stages a message meets, built by `createIntake`; the pipeline only runs them, in order. */
 export interface PipelineStages {
@@ -54,6 +55,8 @@ export interface PipelineStages {
   /** Merged forwards, read while the window is open (emit/forward-reader.ts). */
   forwards: Pick<ForwardReader, 'begin'>;
   scheduler: { due(deadline: number): void };
+  /** Typing (contract §13): hold a typing sender's open buffer; its new deadline, or undefined (admission.ts). */
+  typing(channelId: string, signal: TypingSignal, now: number): Promise<number | undefined>;
   /**
    * Activation (contract §12): remember what our bots report they sent, mark each message as it
    * arrives, decide each batch as it flushes, keep the rest as context.
@@ -102,6 +105,19 @@ export function createPipeline(stages: PipelineStages) {
         });
       }
       if (normalized.sent) await stages.activation.remember(normalized.sent);
+      //    A sender typing holds their open buffer (contract §13): frequent, so logged, not trailed.
+      for (const signal of normalized.typing ?? []) {
+        // Best effort: a store that fails here fails the next admit too; the signal alone is not worth a retry.
+        const deadline = await stages.typing(channelId, signal, delivery.now).catch((error: unknown) => {
+          stages.metrics.storeError('typing');
+          stages.logger.warn({ channel: channelId, err: error }, 'typing hold failed; the buffer keeps its deadline');
+          return undefined;
+        });
+        if (deadline === undefined) continue;
+        stages.scheduler.due(deadline);
+        stages.metrics.message(channelId, adapter.name, 'typing');
+        stages.logger.debug({ channel: channelId, sessionKey: signal.sessionKey, deadline }, 'typing holds a buffer');
+      }
       let admitted: Admitted | undefined;
       if (normalized.events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { adapters, createAdapter } from '../../src/adapters/index.js';
 import { closest, editDistance } from '../../src/config/issues.js';
+import { defaultTypingMs } from '../../src/service/admission.js';
 import { loadConfig } from '../../src/service/configure.js';
 import { createIntake } from '../../src/service/intake.js';
 import { adapterFixtures } from '../fixtures/adapters.js';
@@ -100,6 +101,21 @@ describe('loadConfig', () => {
         .redis.shards,
     ).toBe(6);
     expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } })).toThrow(/unknownKey/);
+  });
+
+  it('reads debounce.typingMs from the environment, globally and per channel, and refuses a negative one', () => {
+    expect(loadConfig({ env: {}, cwd: tempDir().path }).debounce.typingMs).toBeUndefined();
+    expect(defaultTypingMs).toBe(3000);
+    const config = loadConfig({
+      env: { INTAKE_DEBOUNCE_TYPING_MS: '0' },
+      file: { channels: [{ id: 'g', adapter: 'generic', debounce: { typingMs: 2000 } }] },
+      cwd: tempDir().path,
+    });
+    expect(config.debounce.typingMs).toBe(0);
+    expect(config.channels[0]!.debounce).toMatchObject({ typingMs: 2000, windowMs: 1500 });
+    expect(() => loadConfig({ env: { INTAKE_DEBOUNCE_TYPING_MS: '-1' }, cwd: tempDir().path })).toThrow(
+      /debounce\.typingMs/,
+    );
   });
 
   it('fails on a ${NAME} that the environment does not set', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SignatureError } from '../../core/errors.js';
-import type { MediaRef } from '../../events/inbound.js';
+import { sessionKeyOf, type MediaRef } from '../../events/inbound.js';
 import type { AdapterContext } from '../kit/access-token.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { discordGateway } from './gateway.js';
@@ -14,8 +14,12 @@ import { QUOTE_TEXT_MAX, quoteOf } from '../kit/reply.js';
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
 
-/** GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT (privileged: turn it on in the Developer Portal). */
-export const DEFAULT_INTENTS = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15);
+/**
+ * GUILDS | GUILD_MESSAGES | GUILD_MESSAGE_TYPING | DIRECT_MESSAGES | DIRECT_MESSAGE_TYPING |
+ * MESSAGE_CONTENT (privileged: turn it on in the Developer Portal). The typing intents bring
+ * TYPING_START (discord.com/developers/docs/events/gateway#list-of-intents), a typing signal.
+ */
+export const DEFAULT_INTENTS = (1 << 0) | (1 << 9) | (1 << 11) | (1 << 12) | (1 << 14) | (1 << 15);
 const MESSAGE_CONTENT = 1 << 15;
 
 const settings = z
@@ -139,6 +143,7 @@ export function discordAdapter(
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const dispatch = read.object(body, 'the frame', 'a Gateway dispatch {op: 0, t, s, d}');
+      if (own(dispatch, 't') === 'TYPING_START') return typingStart(read, own(dispatch, 'd'), namespace);
       if (own(dispatch, 't') !== 'MESSAGE_CREATE') return { events: [], ignored: 1 };
       const d = read.object(own(dispatch, 'd'), 'd', 'a message object {id, channel_id, author, content, ...}');
       const id = read.text(own(d, 'id'), 'd.id');
@@ -208,6 +213,20 @@ export function discordAdapter(
       };
     },
   };
+}
+
+/**
+ * TYPING_START `{channel_id, guild_id?, user_id, timestamp}`: a user typing in a guild channel or
+ * a DM (discord.com/developers/docs/events/gateway-events#typing-start). No event: a typing signal
+ * for the session their next message will have (contract §13).
+ */
+function typingStart(read: PayloadReader, data: unknown, namespace: string): Normalized {
+  const d = read.object(data, 'd', 'a typing start {channel_id, user_id, timestamp}');
+  const channelId = read.text(own(d, 'channel_id'), 'd.channel_id');
+  const guildId = read.optText(own(d, 'guild_id'), 'd.guild_id');
+  const senderId = read.text(own(d, 'user_id'), 'd.user_id');
+  const sessionKey = sessionKeyOf(namespace, { type: guildId ? 'group' : 'private', id: channelId });
+  return { events: [], typing: [{ sessionKey, senderId }] };
 }
 
 /**

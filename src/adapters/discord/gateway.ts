@@ -252,6 +252,8 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
         // A message is recorded before the cursor moves past it; other dispatches move it now.
         if (message.t === 'MESSAGE_CREATE') return { kind: 'envelope', body: raw, recorded: () => advance(seq) };
         advance(seq);
+        // A typing signal holds its sender's open buffer (contract §13): never replayed for its own sake.
+        if (message.t === 'TYPING_START') return { kind: 'envelope', body: raw };
         return { kind: 'meta', heartbeat: false };
       },
 

@@ -17,6 +17,18 @@ export interface Normalized {
   ignored?: number;
   /** Messages our bot reports it sent (OneBot `message_sent`): remembered so a reply to one addresses the bots. */
   sent?: SentMessage[];
+  /**
+   * Senders the platform says are typing (Discord `TYPING_START`, NapCat `input_status`): each
+   * holds the open buffer of that sender in that session a little longer (contract §13). Not
+   * counted in `ignored`: signals come every few seconds, and each ignored delivery is trailed.
+   */
+  typing?: TypingSignal[];
+}
+
+/** A sender typing in a session, as the events of that sender would name both. */
+export interface TypingSignal {
+  sessionKey: string;
+  senderId: string;
 }
 
 /**

@@ -11,6 +11,7 @@ import type { RawDelivery } from '../../events/transport.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 import { idValue, quoteOf } from '../kit/reply.js';
 import { acceptOneBotSocket, loginIdOf, oneBotFrame } from './socket.js';
+import { inputStatusOf } from './typing.js';
 import { checkSignature, headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from '../kit/types.js';
 
 type Json = Record<string, unknown>;
@@ -179,6 +180,8 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
       // message_sent is the bot's own message: no event, but remembered, so that a reply quoting
       // it (the reply segment gives only its id) is known to answer our bot.
       if (postType === 'message_sent') return { events: [], ignored: 1, reply: { status: 204 }, ...sentBy(event) };
+      const typing = inputStatusOf(event, namespace);
+      if (typing) return typing;
       const botId = str(event.self_id) ?? headerOf(delivery, 'x-self-id');
       const userId = str(event.user_id);
       const groupId = str(event.group_id);

@@ -22,6 +22,16 @@ export interface DebounceBuffers extends BufferLeases {
    * `rule.mode` off it is `commit` unless the session has held messages (they go first).
    */
   commitTurn(batch: LeasedBatch, draft: OutboxDraft, now: number, rule: TurnRule): Promise<TurnCommit | undefined>;
+  /**
+   * The sender of an open buffer is typing (contract §13): when the buffer `debounceKey` of
+   * `sessionKey` is open, not leased and closes by its window, move its deadline to
+   * `min(untilAt, first part + maxWaitMs of its rule)` if that is later than its deadline now.
+   * Resolves the new deadline, or `undefined` when nothing moved (absent, leased, retrying, held,
+   * deferred, closed by a command or the count, or already due later). A later part re-arms the
+   * buffer from its parts as ever. `sessionKey` names the shard of a sharded store. Optional, so a
+   * store written before it still fits: without it, typing signals move no deadline.
+   */
+  holdForTyping?(debounceKey: string, sessionKey: string, untilAt: number, now: number): Promise<number | undefined>;
 }
 
 /** What `commitTurn` did: emitted the record (with its link to the turn), or held the batch. */

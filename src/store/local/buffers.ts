@@ -151,6 +151,23 @@ export class Buffers {
   }
 
   /**
+   * Hold an open buffer for its typing sender (see `DebounceBuffers.holdForTyping`): its deadline
+   * moves to `untilAt`, never past `maxWaitMs` after its first part, never earlier. The new
+   * deadline, or undefined when nothing moved.
+   */
+  holdForTyping(debounceKey: string, untilAt: number): number | undefined {
+    const buffer = this.open.get(debounceKey);
+    if (!buffer || buffer.lease || buffer.retrying || buffer.held || buffer.deferred !== undefined) return undefined;
+    if (buffer.reason !== 'window') return undefined;
+    const deadline = Math.min(untilAt, (buffer.parts[0] as PartMeta).receivedAt + buffer.rule.maxWaitMs);
+    if (deadline <= buffer.deadline) return undefined;
+    buffer.deadline = deadline;
+    buffer.reason = deadline === untilAt ? 'window' : 'max_wait';
+    this.schedule(buffer, deadline);
+    return deadline;
+  }
+
+  /**
    * Lease up to `limit` due buffers, oldest due time first, skipping sessions that have another
    * buffer leased. `now = Infinity` (shutdown) takes every buffer not leased, but for a
    * session's order (see inside).

@@ -189,6 +189,18 @@ export abstract class LocalStore implements Store {
     return this.write(() => this.state.release(batch, retryAt));
   }
 
+  async holdForTyping(
+    debounceKey: string,
+    _sessionKey: string,
+    untilAt: number,
+    now: number,
+  ): Promise<number | undefined> {
+    this.use(now);
+    // Deadlines are never written: a restart re-arms each buffer from its parts (SQLite),
+    // so a hold of a few seconds ends with the process, as the window it extends would.
+    return this.state.buffers.holdForTyping(debounceKey, untilAt);
+  }
+
   async nextDeadline(): Promise<number | undefined> {
     return this.state.buffers.nextDue();
   }

@@ -141,6 +141,14 @@ export class RedisBuffers {
     );
   }
 
+  /** `untilAt - now` after the script's now: the server's clock unless the store runs on its caller's. */
+  async holdForTyping(debounceKey: string, untilAt: number, now: number): Promise<number | undefined> {
+    const holdMs = Math.max(0, Math.floor(untilAt - now));
+    return numberOrUndefined(
+      await this.parts.redis.aiHoldTyping(this.parts.prefix, debounceKey, holdMs, this.serverOr(now)),
+    );
+  }
+
   async nextDeadline(): Promise<number | undefined> {
     return numberOrUndefined(await this.parts.redis.aiEarliest(this.parts.prefix, 'due', 'bm:', 'fence'));
   }

@@ -198,6 +198,8 @@ export class RedisStore implements Store {
   commitTurn: Store['commitTurn'] = (batch, draft, now, rule) => this.buffers.commitTurn(batch, draft, now, rule);
   release: Store['release'] = (batch, retryAt) => this.buffers.release(batch, retryAt);
   nextDeadline: Store['nextDeadline'] = () => this.buffers.nextDeadline();
+  holdForTyping = (debounceKey: string, _sessionKey: string, untilAt: number, now: number) =>
+    this.buffers.holdForTyping(debounceKey, untilAt, now);
 
   /** `sessionKey`: the output's, when the caller looked it up (a shard's outbox no longer holds it). */
   turnDone = (outputId: string, now: number, sessionKey?: string): ReturnType<Store['turnDone']> =>

@@ -28,6 +28,7 @@ const FILES = {
   aiTurnDone: 'turn-done',
   aiTurns: 'turns',
   aiRelease: 'release',
+  aiHoldTyping: 'hold-typing',
   aiEarliest: 'earliest',
   aiRead: 'read',
   aiTrim: 'trim',

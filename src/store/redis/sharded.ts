@@ -212,6 +212,8 @@ export class ShardedRedisStore implements Store {
   renewLease: Store['renewLease'] = (batch, now, leaseMs) =>
     this.shardFor(batch.sessionKey).renewLease(batch, now, leaseMs);
   release: Store['release'] = (batch, retryAt) => this.shardFor(batch.sessionKey).release(batch, retryAt);
+  holdForTyping = (debounceKey: string, sessionKey: string, untilAt: number, now: number) =>
+    this.shardFor(sessionKey).holdForTyping(debounceKey, sessionKey, untilAt, now);
 
   /** The earliest of the shards that answer (a shard passed over, or failing, is looked at by the shared store's polling). */
   async nextDeadline(): Promise<number | undefined> {

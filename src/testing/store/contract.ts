@@ -13,6 +13,7 @@ import { describeOutbox } from './outbox.js';
 import { describePushQueue } from './push.js';
 import { describeRestart } from './restart.js';
 import { describeTurnRestart, describeTurns } from './turns.js';
+import { describeTyping } from './typing.js';
 
 /**
  * The meaning every Store keeps, whatever holds its state, as vitest suites (call it at the top
@@ -40,6 +41,7 @@ export function describeStoreContract(
     describeTurns(h);
     describeConversations(h);
     describeBudgets(h);
+    describeTyping(h);
     if (reopen) {
       describeRestart(h);
       describeTurnRestart(h);

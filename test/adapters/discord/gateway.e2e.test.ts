@@ -72,7 +72,7 @@ describe('Discord over the Gateway (adapter "discord")', () => {
     await until(() => gateway.identifies() === 1 && gateway.open() === 1);
     expect(gateway.received.find((f) => f.op === 2)?.d).toMatchObject({
       token: BOT_TOKEN,
-      intents: (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15),
+      intents: (1 << 0) | (1 << 9) | (1 << 11) | (1 << 12) | (1 << 14) | (1 << 15),
     });
     expect(gateway.state.paths[0]).toBe('/?v=10&encoding=json');
     await until(async () => (await intake.connections()).some((c) => c.botId === BOT_USER && c.state === 'open'));
