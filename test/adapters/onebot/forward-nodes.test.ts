@@ -70,4 +70,58 @@ describe('the nodes of a get_forward_msg answer', () => {
     );
     expect(() => forwardNodes({ status: 'ok', retcode: 0, data: {} })).toThrow(/without data\.messages/);
   });
+
+  it('reads an answer nested 2,000 forwards deep inline down to 10 levels, the most forwards.maxDepth allows', () => {
+    let content: unknown[] = [{ sender: { user_id: 1 }, time: 1, message: [{ type: 'text', data: { text: 'leaf' } }] }];
+    for (let level = 0; level < 2000; level++) {
+      const message = [
+        { type: 'text', data: { text: `level ${level}` } },
+        { type: 'forward', data: { id: 'same', content } },
+      ];
+      content = [{ sender: { user_id: 1 }, time: 1, message }];
+    }
+    let node = forwardNodes({ status: 'ok', retcode: 0, data: { messages: content } })[0];
+    let depth = 0;
+    while (node) {
+      depth++;
+      expect(node.content).toBe(`level ${2000 - depth} [forwarded messages]`);
+      expect(node.nested?.id).toBe('same');
+      node = node.nested?.nodes?.[0];
+    }
+    expect(depth).toBe(10);
+  });
+
+  it('reads at most 1,001 nodes of an answer of 100,000, one past the most forwards.maxNodes allows', () => {
+    const messages = Array.from({ length: 100_000 }, (_, i) => ({ type: 'node', data: { user_id: i, content: 'x' } }));
+    expect(forwardNodes({ status: 'ok', retcode: 0, data: { messages } })).toHaveLength(1001);
+  });
+
+  it('counts nested nodes among the 1,001', () => {
+    const inner = Array.from({ length: 900 }, () => ({ sender: { user_id: 2 }, message: 'in' }));
+    const messages = Array.from({ length: 300 }, () => ({
+      sender: { user_id: 1 },
+      message: [{ type: 'forward', data: { id: 'n', content: inner } }],
+    }));
+    const nodes = forwardNodes({ status: 'ok', retcode: 0, data: { messages } });
+    expect(nodes).toHaveLength(2);
+    expect(nodes[0]!.nested?.nodes).toHaveLength(900);
+    expect(nodes[1]!.nested?.nodes).toHaveLength(99);
+  });
+
+  it('reads fields of the wrong type and __proto__ keys as absent, never as the prototype', () => {
+    const answer = JSON.parse(
+      '{"status":"ok","retcode":0,"data":{"messages":[{"__proto__":{"polluted":1},"sender":{"user_id":{"x":1},' +
+        '"nickname":["n"],"__proto__":{"card":"C"}},"time":"soon","message":[{"type":"text","data":{"text":{"a":1},' +
+        '"__proto__":{"text":"T"}}},{"type":{"t":1},"data":{}},{"type":"forward","data":{"id":7,"content":"no"}}]}]}}',
+    ) as unknown;
+    const [node] = forwardNodes(answer);
+    expect(node).toEqual({
+      sender: { id: '' },
+      content: '{"a":1} [forwarded messages]',
+      timestamp: 0,
+      media: [],
+      nested: { id: '7' },
+    });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
 });
