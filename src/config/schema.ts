@@ -133,7 +133,7 @@ export const forwardsSchema = z
     maxNodes: z.number().int().min(1).max(1000),
     /** Merged forwards nested in one another that are read (1: the outer one only). */
     maxDepth: z.number().int().min(1).max(10),
-    /** Characters of text kept of one merged forward, nested ones included. */
+    /** Characters of text kept of one merged forward, nested ones included (senders' names and media references too). */
     maxChars: z.number().int().min(1).max(1_000_000),
     /** From admission: past this the forward is left unread, a `forwardErrors` entry. */
     timeoutMs: positive,

@@ -73,14 +73,34 @@ export class ForwardReader {
           done = true;
           return;
         }
+        const tooLarge = () => {
+          if (!done)
+            out.errors.push({
+              id: of,
+              reason: `too_large: more than ${limits.maxChars} characters (forwards.maxChars)`,
+            });
+          done = true;
+        };
+        // The sender's name and the media references are text of the output too: a bot may
+        // relay a name or a list of images of any length, so they count toward maxChars.
+        chars += node.sender.name?.length ?? 0;
+        if (chars > limits.maxChars) return tooLarge();
         let content = node.content;
         if (chars + content.length > limits.maxChars) {
           content = content.slice(0, limits.maxChars - chars);
-          out.errors.push({ id: of, reason: `too_large: more than ${limits.maxChars} characters (forwards.maxChars)` });
-          done = true;
+          tooLarge();
         }
         chars += content.length;
-        out.forwarded.push({ sender: node.sender, content, timestamp: node.timestamp, media: node.media });
+        const media: ForwardedMessage['media'] = [];
+        for (const item of node.media) {
+          if (done || chars + item.ref.length > limits.maxChars) {
+            tooLarge();
+            break;
+          }
+          chars += item.ref.length;
+          media.push(item);
+        }
+        out.forwarded.push({ sender: node.sender, content, timestamp: node.timestamp, media });
         const nested = node.nested;
         if (done || !nested) continue;
         const nestedId = nested.id ?? of;

@@ -71,4 +71,17 @@ describe('reading merged forwards', () => {
       errors: [{ id: 'nope', reason: 'refused: get_forward_msg answered retcode 1404' }],
     });
   });
+
+  it('counts senders’ names and media references toward forwards.maxChars, so neither carries an answer past it', async () => {
+    const named: ForwardNode = { ...text('a'), sender: { id: '2', name: 'n'.repeat(30_000) } };
+    const image = { type: 'image' as const, ref: `https://192.0.2.1/${'i'.repeat(90)}` };
+    const pictures: ForwardNode = { ...text('b'), media: Array.from({ length: 10_000 }, () => image) };
+    const { stage } = reader({ f: [text('x'), named], g: [text('y'), pictures] });
+    const [byName, byMedia] = await stage.collect([part('1', 'f'), part('2', 'g')]);
+    expect(byName!.forwarded.map((node) => node.content)).toEqual(['x']);
+    expect(byName!.errors).toEqual([{ id: 'f', reason: 'too_large: more than 20000 characters (forwards.maxChars)' }]);
+    expect(byMedia!.forwarded.map((node) => node.content)).toEqual(['y', 'b']);
+    expect(byMedia!.forwarded[1]!.media.length).toBeLessThan(200);
+    expect(byMedia!.errors).toEqual([{ id: 'g', reason: 'too_large: more than 20000 characters (forwards.maxChars)' }]);
+  });
 });
