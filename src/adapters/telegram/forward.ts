@@ -1,5 +1,12 @@
 import { own, type Json, type PayloadReader } from '../kit/shape.js';
 
+/** The field of a MessageOrigin that holds its party, by its type (`hidden_user` holds only a name). */
+const partyKeys = new Map([
+  ['user', 'sender_user'],
+  ['chat', 'sender_chat'],
+  ['channel', 'chat'],
+]);
+
 /**
  * A forwarded message's origin, into `fields`: `forwarded: "true"`, and where Telegram tells
  * them the original author (`forward_sender_id`, `forward_sender_name`) and when the original
@@ -17,10 +24,9 @@ export function forwardedIn(
 ): void {
   const origin = read.optObject(own(message, 'forward_origin'), `${at}.forward_origin`);
   const where = origin ? `${at}.forward_origin` : at;
+  // A Map, not an object literal: a type such as "constructor" must not find an inherited member.
   const key = origin
-    ? ({ user: 'sender_user', chat: 'sender_chat', channel: 'chat' } as Record<string, string>)[
-        String(own(origin, 'type'))
-      ]
+    ? partyKeys.get(String(own(origin, 'type')))
     : ['forward_from', 'forward_from_chat'].find((name) => own(message, name) !== undefined);
   const source = origin ?? message;
   const party = key === undefined ? undefined : read.optObject(own(source, key), `${where}.${key}`);

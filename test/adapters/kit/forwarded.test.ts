@@ -50,6 +50,41 @@ describe('forwarded messages are marked in fields, their text kept', () => {
     expect(event!.fields).toMatchObject({ forwarded: 'true', forward_sender_id: '-1001', forward_sender_name: 'News' });
   });
 
+  it('Telegram: a forward_origin of an unknown or inherited type, or without its party or date, is a forward with no author', () => {
+    for (const [origin, date] of [
+      [{ type: 'constructor', date: 10 }, '10'],
+      [{ type: '__proto__', date: 10 }, '10'],
+      [{ type: 'toString' }, undefined],
+      [{ type: 'user', date: 'yesterday' }, undefined],
+      [{ type: 'future_kind', date: 1.5, sender_user: { id: 5 } }, undefined],
+      [{}, undefined],
+    ] as const) {
+      const body = fixture('telegram', 'text.json');
+      body.message.forward_origin = origin;
+      const [event] = eventsOf('telegram', body);
+      expect(event!.fields!.forwarded).toBe('true');
+      expect(event!.fields!.forward_sender_id).toBeUndefined();
+      expect(event!.fields!.forward_sender_name).toBeUndefined();
+      expect(event!.fields!.forward_date).toBe(date);
+    }
+  });
+
+  it('Telegram: a forward_origin hidden_user names the sender without an id, and a negative date is kept for the output to ignore', () => {
+    const body = fixture('telegram', 'text.json');
+    body.message.forward_origin = { type: 'hidden_user', sender_user_name: 'Anon', date: -5 };
+    const [event] = eventsOf('telegram', body);
+    expect(event!.fields).toMatchObject({ forwarded: 'true', forward_sender_name: 'Anon' });
+    expect(event!.fields!.forward_sender_id).toBeUndefined();
+  });
+
+  it('WhatsApp: a status receipt marked forwarded is a receipt, never a message', () => {
+    const body = fixture('whatsapp', 'forwarded.json');
+    const value = body.entry[0].changes[0].value;
+    value.statuses = [{ id: 'wamid.S', status: 'read', recipient_id: '16505551234', context: { forwarded: true } }];
+    delete value.messages;
+    expect(eventsOf('whatsapp', body)).toEqual([]);
+  });
+
   it('Telegram: a message that is no forward says nothing of forwards', () => {
     const [event] = eventsOf('telegram', fixture('telegram', 'text.json'));
     expect(event!.fields!.forwarded).toBeUndefined();
