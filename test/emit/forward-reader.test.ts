@@ -84,4 +84,35 @@ describe('reading merged forwards', () => {
     expect(byMedia!.forwarded[1]!.media.length).toBeLessThan(200);
     expect(byMedia!.errors).toEqual([{ id: 'g', reason: 'too_large: more than 20000 characters (forwards.maxChars)' }]);
   });
+
+  it('reads a forward that forwards itself no deeper than forwards.maxDepth, and no more often than it has messages', async () => {
+    const self = Array.from({ length: 100 }, (_, i) => text(`m${i}`, { id: 'f' }));
+    const { stage, asked } = reader({ f: self });
+    const [read] = await stage.collect([part('1', 'f')]);
+    expect(read!.forwarded.map((node) => node.content).slice(0, 4)).toEqual(['m0', 'm0', 'm0', 'm1']);
+    expect(read!.forwarded).toHaveLength(100);
+    expect(asked.length).toBeLessThanOrEqual(100);
+    expect(new Set(read!.errors.map((error) => error.reason.split(':')[0]))).toEqual(
+      new Set(['too_deep', 'too_large']),
+    );
+  });
+
+  it('settles at forwards.timeoutMs whatever the bot does after, and what it answers later is not added', async () => {
+    const clock = new ManualClock();
+    let answer: (nodes: ForwardNode[]) => void = () => {};
+    const stage = new ForwardReader({
+      clock,
+      limitsOf: () => limits,
+      read: () => new Promise<ForwardNode[]>((resolve) => (answer = resolve)),
+    });
+    const reading = stage.collect([part('1', 'f')]);
+    await clock.advance(1000);
+    const [read] = await reading;
+    answer([text('late')]);
+    await clock.advance(1);
+    expect(read).toEqual({
+      forwarded: [],
+      errors: [{ id: 'f', reason: 'timeout: not read within 1000 ms (forwards.timeoutMs)' }],
+    });
+  });
 });
