@@ -14,6 +14,12 @@ export interface ForwardReaderOptions {
    * another instance and read it again). @default 5 minutes
    */
   keepSettledMs?: number;
+  /**
+   * Reads kept for a flush at most, the oldest let go first (its flush, if it comes here, reads
+   * it again). Batches kept as context or flushed on another instance never collect theirs, and
+   * any group member can send forwards. @default 1000
+   */
+  maxKept?: number;
 }
 
 /** What was read of one part's merged forward. */
@@ -23,6 +29,7 @@ export interface PartForwards {
 }
 
 const KEEP_SETTLED_MS = 5 * 60_000;
+const MAX_KEPT = 1000;
 
 /**
  * Merged forwards (a part whose `fields.forward_id` names one) read while the debounce window
@@ -38,22 +45,32 @@ export class ForwardReader {
 
   /** Begin reading a recorded part's merged forward. */
   begin(part: BufferedPart): void {
-    if (part.event.fields?.forward_id === undefined || this.pending.has(part.id)) return;
+    void this.reading(part);
+  }
+
+  /** What each part's merged forward holds (undefined: the part names none), starting any read not yet begun. */
+  async collect(parts: readonly BufferedPart[]): Promise<Array<PartForwards | undefined>> {
+    // The reads themselves, not looked up after: a batch's own reads may let go of one another (maxKept).
+    const results = await Promise.all(parts.map((part) => this.reading(part)));
+    for (const part of parts) this.pending.delete(part.id);
+    return results;
+  }
+
+  /** A part's read, begun now unless it was; undefined when the part names no merged forward. */
+  private reading(part: BufferedPart): Promise<PartForwards> | undefined {
+    if (part.event.fields?.forward_id === undefined) return undefined;
+    const begun = this.pending.get(part.id);
+    if (begun) return begun;
     const reading = this.readPart(part);
     this.pending.set(part.id, reading);
+    // A Map iterates in insertion order: its first key is the oldest read.
+    if (this.pending.size > (this.options.maxKept ?? MAX_KEPT)) this.pending.delete(this.pending.keys().next().value!);
     const forget = () =>
       this.options.clock.setTimeout(() => {
         if (this.pending.get(part.id) === reading) this.pending.delete(part.id);
       }, this.options.keepSettledMs ?? KEEP_SETTLED_MS);
     void reading.then(forget);
-  }
-
-  /** What each part's merged forward holds (undefined: the part names none), starting any read not yet begun. */
-  async collect(parts: readonly BufferedPart[]): Promise<Array<PartForwards | undefined>> {
-    for (const part of parts) this.begin(part);
-    const results = await Promise.all(parts.map((part) => this.pending.get(part.id)));
-    for (const part of parts) this.pending.delete(part.id);
-    return results;
+    return reading;
   }
 
   private readPart(part: BufferedPart): Promise<PartForwards> {

@@ -115,4 +115,22 @@ describe('reading merged forwards', () => {
       errors: [{ id: 'f', reason: 'timeout: not read within 1000 ms (forwards.timeoutMs)' }],
     });
   });
+
+  it('keeps at most maxKept reads no flush has collected, the oldest let go first and read again if its flush comes', async () => {
+    const asked: string[] = [];
+    const clock = new ManualClock();
+    const stage = new ForwardReader({
+      clock,
+      limitsOf: () => limits,
+      maxKept: 2,
+      read: async (_channel, _botId, id) => (asked.push(id), [text(id)]),
+    });
+    // Parts of batches kept as context, or flushed on another instance, are never collected here.
+    for (const id of ['a', 'b', 'c']) stage.begin(part(id, `f${id}`));
+    const [read] = await stage.collect([part('a', 'fa')]);
+    expect(read!.forwarded.map((node) => node.content)).toEqual(['fa']);
+    expect(asked).toEqual(['fa', 'fb', 'fc', 'fa']);
+    const batch = await stage.collect(['x', 'y', 'z'].map((id) => part(id, `f${id}`)));
+    expect(batch.map((one) => one!.forwarded[0]!.content)).toEqual(['fx', 'fy', 'fz']);
+  });
 });
