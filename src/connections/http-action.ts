@@ -1,13 +1,19 @@
 import { request, type Dispatcher } from 'undici';
 import { IntakeError } from '../core/errors.js';
 
+/** How long an action may take, and how many bytes its answer may have (as a socket frame may). */
+export interface ActionLimits {
+  timeoutMs: number;
+  maxBytes: number;
+}
+
 /** An action on a OneBot HTTP API: `POST <apiUrl>/<action>` with the params as JSON; the bot's JSON answer. */
 export async function httpAction(
   api: { url: string; headers: Readonly<Record<string, string>> },
   channel: string,
   action: string,
   params: Record<string, unknown>,
-  timeoutMs: number,
+  { timeoutMs, maxBytes }: ActionLimits,
   dispatcher?: Dispatcher,
 ): Promise<unknown> {
   const context = { channel, stage: 'connections' };
@@ -39,7 +45,23 @@ export async function httpAction(
       context,
     );
   }
-  const text = await response.body.text();
+  // Read up to the limit, then stop: a bot answering without end must not fill this process.
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) {
+      response.body.destroy();
+      throw new IntakeError(
+        'bot_api_error',
+        502,
+        `The bot's API on channel "${channel}" answered "${action}" with more than ${maxBytes} bytes (server.bodyLimitBytes)`,
+        context,
+      );
+    }
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
   if (response.statusCode === 401 || response.statusCode === 403) {
     throw new IntakeError(
       'bot_api_refused',

@@ -17,6 +17,8 @@ export interface ActionParts {
   clock: Clock;
   /** HTTP client of `apiUrl` actions. @default undici's global dispatcher */
   dispatcher?: Dispatcher;
+  /** The most bytes an `apiUrl` answer may have, as a bot's socket frame may (`server.bodyLimitBytes`). */
+  maxAnswerBytes: number;
   /** Remember the messages our bots sent through an action (activation's `remember`): a reply to one addresses them. */
   sent?(messages: readonly SentMessage[]): Promise<void>;
 }
@@ -60,7 +62,8 @@ export function botActions(parts: ActionParts): BotActions {
       const timeoutMs = adapter.actionTimeoutMs ?? 10_000;
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) {
-        const answer = await httpAction(adapter.actionApi, channelId, action, params, timeoutMs, parts.dispatcher);
+        const limits = { timeoutMs, maxBytes: parts.maxAnswerBytes };
+        const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
         return remembered(
           channelId,
           action,

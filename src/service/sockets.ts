@@ -220,6 +220,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     bus,
     instance,
     clock,
+    maxAnswerBytes: parts.maxPayload,
     ...(parts.dispatcher ? { dispatcher: parts.dispatcher } : {}),
     ...(parts.sent ? { sent: parts.sent } : {}),
   });
