@@ -45,7 +45,7 @@ export function triggerOf(
   sent: SentLookup,
 ): Trigger | undefined | Promise<Trigger | undefined> {
   if (event.kind !== 'message') return undefined;
-  const ours = (id: string) => id === event.botId || bots.isOwnBot(event.namespace, id);
+  const ours = ourBot(event, bots);
   if (event.mentions.some(ours)) return 'mention';
   const replies = rules.replyToBot ? repliesToBot(event, ours, sent) : false;
   // Only a quote named by its id alone asks the store; every other message is decided here and now.
@@ -60,6 +60,11 @@ function contentTrigger(event: InboundEvent, rules: AddressRules): Trigger | und
   if (rules.patterns.some((pattern) => pattern.test(event.text))) return 'pattern';
   if (rules.commands && /^\/\S/.test(text)) return 'command';
   return undefined;
+}
+
+/** Whether an account id, in the namespace of `event`, is one of our bots (the receiving one always is). */
+export function ourBot(event: InboundEvent, bots: OurBots): (id: string) => boolean {
+  return (id) => id === event.botId || bots.isOwnBot(event.namespace, id);
 }
 
 /** A reply to our bot: as the platform says, by the quoted author's id, else by the messages our bots sent. */

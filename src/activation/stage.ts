@@ -5,7 +5,7 @@ import { spendBudgets, type BudgetVerdict } from './budgets.js';
 import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
 import type { SentMessages } from './sent.js';
 import type { InboundEvent } from '../events/inbound.js';
-import { addressRules, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
+import { addressRules, ourBot, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
 
 /** What activation reads of a channel's settings. */
 export interface ActivationRules {
@@ -106,7 +106,7 @@ export function createActivation(options: ActivationStageOptions) {
    */
   function mentionsOursNow(event: InboundEvent): boolean {
     if (event.addressed !== false || event.trigger !== undefined || event.mentions.length === 0) return false;
-    if (!event.mentions.some((id) => options.bots.isOwnBot(event.namespace, id))) return false;
+    if (!event.mentions.some(ourBot(event, options.bots))) return false;
     event.trigger = 'mention';
     return true;
   }

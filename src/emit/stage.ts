@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import {
   ownBot,
@@ -27,7 +26,6 @@ import { replyFields, type ReplyTo } from './reply.js';
 
 export interface OutputStageOptions {
   clock: Clock;
-  logger: Logger;
   /**
    * The store: the correlation group of a buffered event, read at flush time; and the commit
    * of a leased batch to the outbox under the session's turn (undefined: the lease was lost).
@@ -170,7 +168,7 @@ export function createOutput(options: OutputStageOptions) {
     };
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
-    if (!done) return lost(batch);
+    if (!done) return undefined;
     if (done.held) {
       if (media !== noMedia) downloads.keep(parts, media);
       return { held: { by: done.by, until: done.until, count: done.count }, batch };
@@ -179,14 +177,6 @@ export function createOutput(options: OutputStageOptions) {
     (built as Record<string, unknown>)[done.link.field] = done.link.id;
     return { record: done.record, output: built, batch, link: done.link };
   };
-
-  function lost(batch: LeasedBatch): undefined {
-    options.logger.warn(
-      { sessionKey: batch.sessionKey, fence: batch.fence },
-      'flush lease lost; another instance owns this batch',
-    );
-    return undefined;
-  }
 }
 
 const always: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };

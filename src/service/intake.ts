@@ -159,7 +159,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock,
-    logger,
     pushes: config.agent.url !== undefined,
     store,
     rules: channels,

@@ -165,7 +165,7 @@ export function createPipeline(stages: PipelineStages) {
     //    the context they carry (or, while the session's agent turn is open, hold them for its
     //    end: docs/turns.md).
     const emitted = await stages.output(batch, reach);
-    if (!emitted) return;
+    if (!emitted) return lost(batch);
     if ('held' in emitted) return stages.turns.held(emitted.held, emitted.batch);
     // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
     publish(emitted);
@@ -181,6 +181,7 @@ export function createPipeline(stages: PipelineStages) {
     notEmitted(batch, 'over_budget', budget.reason);
   }
 
+  /** Kept, deferred or committed, a batch whose lease another instance took meanwhile changes nothing here. */
   function lost(batch: LeasedBatch): void {
     stages.logger.warn(
       { sessionKey: batch.sessionKey, fence: batch.fence },

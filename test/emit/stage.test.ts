@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { createOutput } from '../../src/emit/stage.js';
 import type { InboundEvent } from '../../src/events/inbound.js';
 import type { LeasedBatch, OutboxDraft } from '../../src/core/ports/index.js';
-import { silent } from '../support/logger.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const event = (id: string): InboundEvent => ({
@@ -33,7 +32,6 @@ const batch = (ids: string[], receivedAt = 5000, fence = 1): LeasedBatch => ({
 function stage(clock: ManualClock, drafts: OutboxDraft[]) {
   return createOutput({
     clock,
-    logger: silent,
     pushes: true,
     store: {
       commitTurn: async (leased, draft) => {
