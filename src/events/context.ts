@@ -32,6 +32,31 @@ export interface ConversationState {
   context: KeptMessage[];
   /** Messages trimmed past `context.maxMessages` since the session's last output. */
   dropped: number;
+  /** Recalls and edits of the session's messages (contract §13), oldest first: present when there are some. */
+  revisions?: Revision[];
+  /** A human answering in the session (contract §13), while its record lasts: active until `until`. */
+  takeover?: Takeover;
+}
+
+/**
+ * A recall or an edit of one message of a session (contract §13), as the store keeps it: the
+ * flush applies it to a batch that holds the message, the store to the kept context at once.
+ */
+export interface Revision {
+  kind: 'recall' | 'edit';
+  /** The message's id, as the platform names it (a part's `platformId`, a context entry's `messageId`). */
+  messageId: string;
+  /** When it was recorded (ms). */
+  at: number;
+  /** An edit's new text. */
+  content?: string;
+}
+
+/** A human taking over a session (contract §13): its batches become context until `until` (ms). */
+export interface Takeover {
+  /** When it started (ms): its end names it, so a later takeover is never ended by an earlier one's timer. */
+  since: number;
+  until: number;
 }
 
 /** A message one of our bots sent, as a platform reports it (OneBot `message_sent`, an action's answer). */

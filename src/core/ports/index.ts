@@ -27,7 +27,16 @@ export type {
 export type { BufferLeases, FlushReason, LeasedBatch } from './buffer-leases.js';
 export type { DebounceBuffers, TurnCommit } from './debounce-buffers.js';
 export type { Turns } from './turns.js';
-export type { ActivationModes, ContextKeep, ConversationRead, Conversations } from './conversations.js';
+export type {
+  ActivationModes,
+  ContextKeep,
+  ConversationRead,
+  Conversations,
+  Revised,
+  RevisionKeep,
+  TakeoverChange,
+  TakeoverHold,
+} from './conversations.js';
 export type { BudgetAnswer, BudgetSpend, Budgets } from './budgets.js';
 export type { OutboxLife, OutboxReader, TailEvents } from './outbox-reader.js';
 export type { Outbox } from './outbox.js';

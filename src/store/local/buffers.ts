@@ -276,6 +276,16 @@ export class Buffers {
   }
 
   /**
+   * End a buffer's flush lease at `now` under a fence no flush holds (a recall or an edit of a
+   * message it holds): its flush commits nothing, and the claim that finds it takes it over.
+   */
+  breakLease(buffer: OpenBuffer, fence: number, now: number): void {
+    if (!buffer.lease) return;
+    buffer.lease = { fence, until: Math.min(buffer.lease.until, now) };
+    if (this.inFlight.has(buffer)) this.leaseFloor = Math.min(this.leaseFloor, buffer.lease.until);
+  }
+
+  /**
    * The holds on buffers now: their leases, and the retry times of buffers whose flush failed
    * (a rebuild of the indexes carries both over; the rows keep neither).
    */

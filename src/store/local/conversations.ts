@@ -1,5 +1,6 @@
-import type { ActivationModes, ContextKeep } from '../../core/ports/index.js';
-import type { ContextMessage, ConversationState, KeptMessage } from '../../events/context.js';
+import type { ActivationModes, ContextKeep, RevisionKeep, TakeoverChange, TakeoverHold } from '../../core/ports/index.js';
+import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
+import { heldTakeover, keptRevisions, revisedContext } from '../rules/revise.js';
 
 /**
  * Where a store owned by one process keeps its conversations (§12 of the contract): the rows
@@ -15,6 +16,17 @@ export interface ConversationRows {
   /** The override, and (`withContext`) the kept context: leaving it out skips copying up to maxMessages entries. */
   conversation(sessionKey: string, now: number, withContext: boolean): ConversationState;
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void;
+  /** Keep a revision and apply it to the kept context (see `Conversations.revise`): what it did there. */
+  revisionKept(
+    sessionKey: string,
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): { recorded: boolean; context: boolean };
+  /** Start or extend a takeover (see `Conversations.holdTakeover`). */
+  takeoverHeld(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange;
+  /** End a takeover (see `Conversations.endTakeover`). */
+  takeoverEnded(sessionKey: string, now: number, since?: number): Takeover | undefined;
 }
 
 interface Conversation {
@@ -29,6 +41,9 @@ export class ConversationTable implements ConversationRows {
   /** By last append, oldest first (an append moves its conversation to the end): the sweep reads from the front. */
   private readonly conversations = new Map<string, Conversation>();
   private readonly activations = new Map<string, ActivationModes>();
+  /** By last revision, oldest first (a revision moves its session to the end): the sweep reads from the front. */
+  private readonly revisions = new Map<string, { list: Revision[]; ttlMs: number }>();
+  private readonly takeovers = new Map<string, Takeover>();
   /** Store-wide: every append takes the next one, never reset. */
   private contextSeq = 0;
 
@@ -79,7 +94,58 @@ export class ConversationTable implements ConversationRows {
           }
         : { context: [], dropped: 0 };
     if (activation) state.activation = { ...activation };
+    const revisions = this.revisions.get(sessionKey);
+    const live = revisions && keptRevisions(revisions.list, now, revisions.ttlMs);
+    if (live && live.length > 0) state.revisions = live.map((revision) => ({ ...revision }));
+    const takeover = this.takeovers.get(sessionKey);
+    if (takeover) state.takeover = { ...takeover };
     return state;
+  }
+
+  revisionKept(
+    sessionKey: string,
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): { recorded: boolean; context: boolean } {
+    const kept = this.revisions.get(sessionKey);
+    const list = kept ? keptRevisions(kept.list, now, kept.ttlMs) : [];
+    if (list.some((r) => r.kind === 'recall' && r.messageId === revision.messageId)) {
+      return { recorded: false, context: false };
+    }
+    const next = list.filter((r) => r.messageId !== revision.messageId);
+    next.push({ ...revision });
+    this.revisions.delete(sessionKey);
+    this.revisions.set(sessionKey, { list: next.slice(-Math.max(1, keep.maxRevisions)), ttlMs: keep.ttlMs });
+    this.sweepRevisions(now);
+    const conversation = this.conversations.get(sessionKey);
+    if (!conversation || conversation.until <= now) return { recorded: true, context: false };
+    const entries = revisedContext(conversation.entries, revision);
+    if (entries === undefined) return { recorded: true, context: false };
+    conversation.entries = entries;
+    return { recorded: true, context: true };
+  }
+
+  /** Forget sessions whose newest revision has run out, least recently revised first. */
+  private sweepRevisions(now: number): void {
+    for (const [sessionKey, kept] of this.revisions) {
+      const newest = kept.list[kept.list.length - 1];
+      if (newest && newest.at + kept.ttlMs > now) return;
+      this.revisions.delete(sessionKey);
+    }
+  }
+
+  takeoverHeld(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
+    const change = heldTakeover(this.takeovers.get(sessionKey), at, hold, now);
+    this.takeovers.set(sessionKey, { ...change.takeover });
+    return change;
+  }
+
+  takeoverEnded(sessionKey: string, now: number, since?: number): Takeover | undefined {
+    const takeover = this.takeovers.get(sessionKey);
+    if (!takeover || (since !== undefined && (takeover.since !== since || takeover.until > now))) return undefined;
+    this.takeovers.delete(sessionKey);
+    return takeover;
   }
 
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void {

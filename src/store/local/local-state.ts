@@ -5,7 +5,8 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { ContextMessage, ConversationState } from '../../events/context.js';
+import type { ContextMessage, ConversationState, Revision, Takeover } from '../../events/context.js';
+import { revise } from './revisions.js';
 import type {
   ActivationModes,
   AdmitItem,
@@ -17,6 +18,9 @@ import type {
   LeasedBatch,
   PushLease,
   PushOutcome,
+  RevisionKeep,
+  TakeoverChange,
+  TakeoverHold,
 } from '../../core/ports/index.js';
 import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { turnStep, withLink } from '../rules/turn.js';
@@ -204,6 +208,19 @@ export class LocalState {
 
   setActivation(sessionKey: string, override: ActivationModes | undefined): void {
     this.rows.activationSaved(sessionKey, override);
+  }
+
+  /** A recall or an edit (see `Conversations.revise`). */
+  revise(sessionKey: string, debounceKeys: readonly string[], revision: Revision, now: number, keep: RevisionKeep) {
+    return revise(this.rows, this.buffers, this.nextToken, sessionKey, debounceKeys, revision, now, keep);
+  }
+
+  holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
+    return this.rows.takeoverHeld(sessionKey, at, hold, now);
+  }
+
+  endTakeover(sessionKey: string, now: number, since?: number): Takeover | undefined {
+    return this.rows.takeoverEnded(sessionKey, now, since);
   }
 
   /** `commit` under the session's turn (see `DebounceBuffers.commitTurn` and rules/turn.ts). */

@@ -1,7 +1,7 @@
 import type { CorrelationRecord } from '../../events/inbound.js';
 import { fenceHolds, leaseAfter, type LeaseRow } from '../rules/lease.js';
 import type { LocalState } from './local-state.js';
-import type { ContextMessage, ConversationState } from '../../events/context.js';
+import type { ContextMessage, ConversationState, Revision, Takeover } from '../../events/context.js';
 import type {
   ActivationModes,
   AdmitItem,
@@ -17,7 +17,11 @@ import type {
   OutboxRecord,
   PushLease,
   PushOutcome,
+  Revised,
+  RevisionKeep,
   Store,
+  TakeoverChange,
+  TakeoverHold,
   TurnCommit,
   TurnDone,
   TurnRule,
@@ -162,6 +166,27 @@ export abstract class LocalStore implements Store {
   async setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void> {
     this.use(now);
     return this.write(() => this.state.setActivation(sessionKey, override));
+  }
+
+  async revise(
+    sessionKey: string,
+    debounceKeys: readonly string[],
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): Promise<Revised> {
+    this.use(now);
+    return this.write(() => this.state.revise(sessionKey, debounceKeys, revision, now, keep));
+  }
+
+  async holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): Promise<TakeoverChange> {
+    this.use(now);
+    return this.write(() => this.state.holdTakeover(sessionKey, at, hold, now));
+  }
+
+  async endTakeover(sessionKey: string, now: number, since?: number): Promise<Takeover | undefined> {
+    this.use(now);
+    return this.write(() => this.state.endTakeover(sessionKey, now, since));
   }
 
   async turnDone(outputId: string, now: number): Promise<TurnDone> {

@@ -12,6 +12,7 @@ import { describeOperations } from './operations.js';
 import { describeOutbox } from './outbox.js';
 import { describePushQueue } from './push.js';
 import { describeRestart } from './restart.js';
+import { describeRevisionRestart, describeRevisions, describeTakeovers } from './revisions.js';
 import { describeTurnRestart, describeTurns } from './turns.js';
 import { describeTyping } from './typing.js';
 
@@ -42,11 +43,14 @@ export function describeStoreContract(
     describeConversations(h);
     describeBudgets(h);
     describeTyping(h);
+    describeRevisions(h);
+    describeTakeovers(h);
     if (reopen) {
       describeRestart(h);
       describeTurnRestart(h);
       describeConversationRestart(h);
       describeBudgetRestart(h);
+      describeRevisionRestart(h);
     }
   });
 }
