@@ -66,6 +66,10 @@ export interface SentMessage {
   messageId: string;
   botId?: string;
   content?: string;
+  /** The session it was sent in, when the platform says: a message not sent through us there is a human answering (contract §13). */
+  sessionKey?: string;
+  /** The platform says a person sent it from the bot's own account (WhatsApp `smb_message_echoes`). */
+  byHuman?: boolean;
 }
 
 /** Why a batch reaches the agent, and the conversation since the session's last output. */

@@ -96,8 +96,24 @@ export interface InboundEvent {
   trigger?: Trigger;
   /** Fields of notices and requests that identify them (group_id, user_id, operator_id, flag...). */
   fields?: Record<string, string>;
+  /**
+   * This event takes back or rewrites an earlier message of its session (contract §13): a
+   * recall or deletion notice, or an edited message. Applied where that message is (its buffer,
+   * its turn's held batch, the context, or an output already emitted); when the message is not
+   * known, the event goes on as it is (a `chat.notice`, or a new message).
+   */
+  revises?: RevisionRef;
   /** The platform's own object for this event, untouched. */
   raw: unknown;
+}
+
+/** The message a recall or an edit is about. */
+export interface RevisionRef {
+  kind: 'recall' | 'edit';
+  /** The id the message had as its own event's `platformId`. */
+  messageId: string;
+  /** Who sent that message, when the platform says (it names the buffer it may wait in). */
+  senderId?: string;
 }
 
 /** A bot account, by the channel it is connected through. */
