@@ -2,9 +2,16 @@ import type { ActivationMode, ActivationOptions, Budget, ContextOptions } from '
 import type { Clock } from '../core/clock.js';
 import type { Budgets, ConversationRead, Conversations, LeasedBatch } from '../core/ports/index.js';
 import { spendBudgets, type BudgetVerdict } from './budgets.js';
-import type { Addressed, ContextMessage, ConversationState, SentMessage } from '../events/context.js';
+import type {
+  Addressed,
+  ContextMessage,
+  ConversationState,
+  Revision,
+  SentMessage,
+  Takeover,
+} from '../events/context.js';
 import type { SentMessages } from './sent.js';
-import type { InboundEvent } from '../events/inbound.js';
+import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import { addressRules, ourBot, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
 
 /** What activation reads of a channel's settings. */
@@ -23,17 +30,32 @@ export interface ActivationStageOptions {
   bots: OurBots;
   /** The messages our bots sent: remembered as reported and as echoed to our other bots, looked up by a quote's id. */
   sent: Pick<SentMessages, 'remember' | 'rememberEcho' | 'has'>;
+  /** A batch's parts as its session's recalls and edits leave them (contract §13). @default as they are */
+  revised?(parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined): BatchContent;
 }
+
+/** What of a batch is left to emit or keep once its session's recalls and edits apply. */
+export interface BatchContent {
+  /** `batch.parts` when nothing applies; never emitted: `recalled`. */
+  parts: readonly BufferedPart[];
+  recalled: readonly BufferedPart[];
+}
+
+/** A decision with the batch's content, and a takeover found run out (the pipeline ends it). */
+export type FlushDecision = Decision & BatchContent & { takeoverDue?: Takeover };
 
 /** A batch kept as context, and why. */
 export interface NotAddressed {
   addressed: false;
   reason: string;
+  /** Why, for the trail: not addressed (`context`), every message recalled, a human answering. @default 'context' */
+  verdict?: 'context' | 'retracted' | 'human_active';
 }
 
 export type Decision = Addressed | NotAddressed;
 
 const ALWAYS: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };
+const none: readonly BufferedPart[] = Object.freeze([]);
 /** A read of a conversation's override alone. */
 const OVERRIDE_ONLY: ConversationRead = { context: false };
 
@@ -74,30 +96,41 @@ export function createActivation(options: ActivationStageOptions) {
     }
   }
 
-  async function decide(batch: LeasedBatch): Promise<Decision> {
+  async function decide(batch: LeasedBatch): Promise<FlushDecision> {
     const first = batch.parts[0]!.event;
-    if (first.kind !== 'message') return ALWAYS;
+    if (first.kind !== 'message') return { ...ALWAYS, parts: batch.parts, recalled: none };
     const now = options.clock.now();
     const rules = options.rulesOf(first.channel);
     const type = first.conversation.type;
     const configured = configuredMode(rules.activation, batch.sessionKey, type);
-    const addressedPart = batch.parts.find(
-      (part) => part.event.addressed === true || mentionsOursNow(part.event),
-    )?.event;
+    const addressedIn = (parts: readonly BufferedPart[]) =>
+      parts.find((part) => part.event.addressed === true || mentionsOursNow(part.event))?.event;
     // Only an output carries the context. A batch that is kept unless an override lets it through
     // (nothing in it addressed, a configured mode other than `always`: most of a busy group in
     // `mention` mode) reads the override alone, not the up to context.maxMessages kept entries.
-    const kept = !addressedPart && configured !== 'always';
+    const kept = !addressedIn(batch.parts) && configured !== 'always';
     let state = await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
+    // Second thoughts (contract §13): what was recalled or edited while the batch waited.
+    const content = options.revised?.(batch.parts, state.revisions) ?? { parts: batch.parts, recalled: none };
+    const { takeover } = state;
+    const seen = takeover && takeover.until <= now ? { ...content, takeoverDue: takeover } : content;
+    if (content.parts.length === 0) {
+      return { addressed: false, reason: 'every message of it was recalled', verdict: 'retracted', ...seen };
+    }
+    if (takeover && takeover.until > now) {
+      const reason = `a human is answering in this session until ${new Date(takeover.until).toISOString()}`;
+      return { addressed: false, reason, verdict: 'human_active', ...seen };
+    }
+    const addressedPart = content.parts === batch.parts ? addressedIn(batch.parts) : addressedIn(content.parts);
     const mode = state.activation?.[type] ?? configured;
     if (mode === 'never' || (mode === 'mention' && !addressedPart)) {
-      return { addressed: false, reason: `not addressed: ${type} activation is ${mode}` };
+      return { addressed: false, reason: `not addressed: ${type} activation is ${mode}`, ...seen };
     }
     // Set to `always` at run time: the batch goes out after all, with its context.
     if (kept) state = await options.store.conversation(batch.sessionKey, now);
     // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
     const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
-    return { addressed: true, trigger, ...contextOf(state, rules.context, now) };
+    return { addressed: true, trigger, ...contextOf(state, rules.context, now), ...seen };
   }
 
   /**
@@ -112,10 +145,10 @@ export function createActivation(options: ActivationStageOptions) {
   }
 
   /** Close a batch as its conversation's context (false: the lease was lost, another instance owns it). */
-  function keep(batch: LeasedBatch): Promise<boolean> {
+  function keep(batch: LeasedBatch, parts: readonly BufferedPart[] = batch.parts): Promise<boolean> {
     const first = batch.parts[0]!.event;
     const { context } = options.rulesOf(first.channel);
-    const messages = batch.parts.map((part) => contextMessage(part.event));
+    const messages = parts.map((part) => contextMessage(part.event));
     const keep = { maxMessages: context.maxMessages, ttlMs: context.maxAgeMs };
     return options.store.keepContext(batch, messages, options.clock.now(), keep);
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { channelReachShape, reachDefaults, reachShape, type ChannelReach } from './activation.js';
+import { secondThoughtDefaults, secondThoughtShape } from './second-thoughts.js';
 
 /** The defaults of every setting (docs/configuration.md), in one place. */
 export const defaults = {
@@ -67,6 +68,7 @@ export const defaults = {
     maxBackoffMs: 3_600_000,
   },
   ...reachDefaults,
+  ...secondThoughtDefaults,
 } as const;
 
 /**
@@ -342,6 +344,7 @@ const configShape = {
     .strict(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   ...reachShape,
+  ...secondThoughtShape,
 };
 
 /** A channel entry as parsed: the common fields, `adapter`, and that adapter's parsed settings. */

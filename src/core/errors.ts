@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'bad_action',
   'bad_session_key',
   'bad_mode',
+  'bad_hold',
   'bad_media_path',
   'bad_handshake',
   'bad_role',

@@ -8,6 +8,7 @@ import {
   type PartMedia,
 } from '../events/inbound.js';
 import { type Output } from '../events/output.js';
+import { isSecondThought, secondThoughtOutput } from '../events/second-thought.js';
 import type { Addressed, KeptMessage } from '../events/context.js';
 import type { Quote } from '../events/reply.js';
 import type {
@@ -32,7 +33,7 @@ export interface OutputStageOptions {
    * With `turns` off too: a session's held messages (held before a restart that turned turns
    * off) go out first, and the store commits plainly when it has none.
    */
-  store: Pick<AdmissionStore, 'correlation'> & Pick<DebounceBuffers, 'commitTurn'>;
+  store: Pick<AdmissionStore, 'correlation'> & Pick<DebounceBuffers, 'commitTurn' | 'commit'>;
   /** Each channel's settings: its `turns`, its `debounce.media`, its adapter's namespace. */
   rules: OutputRules;
   /** The downloads of a batch: waited for, and kept for a held batch's release (they are not fetched twice). */
@@ -98,14 +99,36 @@ export function createOutput(options: OutputStageOptions) {
     return group;
   }
 
+  function draftOf(built: Omit<Output, 'seq'>, now: number, messageIds: string[]): OutboxDraft {
+    return {
+      id: built.id,
+      type: built.type,
+      sessionKey: built.sessionKey,
+      channel: built.channel,
+      createdAt: now,
+      body: JSON.stringify(built),
+      state: options.pushes ? 'pending' : 'none',
+      messageIds,
+    };
+  }
+
   /** `reach`: why the batch reaches the agent and the context it carries (notices: always, none). */
-  return async function output(batch: LeasedBatch, reach: Addressed = always): Promise<Emitted | Held | undefined> {
-    const parts = batch.parts;
+  return async function output(
+    batch: LeasedBatch,
+    reach: Addressed = always,
+    parts: readonly BufferedPart[] = batch.parts,
+  ): Promise<Emitted | Held | undefined> {
     const first = parts[0]!.event;
     const now = clock.now();
     let built: Omit<Output, 'seq'>;
     let messageIds: string[];
     let media: PartMedia[] = noMedia;
+    if (isSecondThought(first)) {
+      // A retraction, an edit or a takeover: told at once, never held by a turn nor opening one.
+      const told = secondThoughtOutput(batchOutputId(batch.debounceKey, parts), first);
+      const record = await store.commit(batch, draftOf(told, now, [first.platformId ?? first.id]), now);
+      return record && { record, output: told, batch };
+    }
     if (first.kind !== 'message') {
       // A held notice or request: one output naming every bot that delivered it.
       const group = (await groupOf(parts[0]!.correlationKey, now)) ?? options.soloRecord(first);
@@ -156,16 +179,7 @@ export function createOutput(options: OutputStageOptions) {
       built = message;
       messageIds = message.messageIds;
     }
-    const draft: OutboxDraft = {
-      id: built.id,
-      type: built.type,
-      sessionKey: built.sessionKey,
-      channel: built.channel,
-      createdAt: now,
-      body: JSON.stringify(built),
-      state: options.pushes ? 'pending' : 'none',
-      messageIds,
-    };
+    const draft = draftOf(built, now, messageIds);
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
     if (!done) return undefined;

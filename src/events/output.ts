@@ -72,9 +72,65 @@ export interface ProcessedEvent {
   bots: BotRef[];
 }
 
-export type Output = ProcessedMessage | ProcessedEvent;
+/** A message already emitted in `outputId`, taken back by its sender or a moderator (contract §13). */
+export interface RetractedEvent {
+  type: 'chat.retracted';
+  id: string;
+  seq: number;
+  schemaVersion: 1;
+  sessionKey: string;
+  /** The output that carried the message. */
+  outputId: string;
+  /** The message's platform id, as that output lists it in `messageIds`. */
+  messageId: string;
+  channel: string;
+  /** Seconds since the epoch: when the recall was reported. */
+  timestamp: number;
+}
+
+/** A message already emitted in `outputId`, rewritten by its sender (contract §13). */
+export interface EditedEvent {
+  type: 'chat.edited';
+  id: string;
+  seq: number;
+  schemaVersion: 1;
+  sessionKey: string;
+  outputId: string;
+  messageId: string;
+  /** The message's text as it reads now. */
+  content: string;
+  /** Its attachments by reference, as context lists them (not downloaded). */
+  media: ContextMessage['media'];
+  channel: string;
+  timestamp: number;
+}
+
+/** A human answering in a session (contract §13): its messages are held back as context while `active`. */
+export interface TakeoverEvent {
+  type: 'chat.takeover';
+  id: string;
+  seq: number;
+  schemaVersion: 1;
+  sessionKey: string;
+  active: boolean;
+  /** Milliseconds since the epoch: when it ends (active), or ended. */
+  until: number;
+  /** The channel whose message started it; empty when it was started by hand. */
+  channel: string;
+  /** Seconds since the epoch. */
+  timestamp: number;
+}
+
+/** What second thoughts emit beside the messages. */
+export type SecondThought = RetractedEvent | EditedEvent | TakeoverEvent;
+
+export type Output = ProcessedMessage | ProcessedEvent | SecondThought;
 export type OutputType = Output['type'];
-export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage' ? ProcessedMessage : ProcessedEvent;
+export type OutputOf<T extends OutputType> = T extends 'chat.processedMessage'
+  ? ProcessedMessage
+  : T extends SecondThought['type']
+    ? Extract<SecondThought, { type: T }>
+    : ProcessedEvent;
 
 /** The output event of an outbox record, with its seq in place. */
 export function outputOf(record: { body: string; seq: number }): Output {

@@ -14,7 +14,11 @@ export type Verdict =
   | 'context'
   /** Refused by `access` (a denied sender or conversation). */
   | 'denied'
-  | 'over_budget';
+  | 'over_budget'
+  /** Second thoughts (contract §13): a message taken back or rewritten where it was; a batch held back while a human answers. */
+  | 'retracted'
+  | 'edited'
+  | 'human_active';
 
 export interface TraceEntry {
   /** Sequence of the trail (resume point of `/v1/activity`): this process's, or the store's on Redis. */

@@ -7,6 +7,7 @@ import type { HttpPorts } from './ports.js';
 import { apiGuard } from './guard.js';
 import { botRoutes } from './routes/bots.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { sessionRoutes } from './routes/sessions.js';
 import { operationRoutes } from './routes/operations.js';
 import { outputRoutes } from './routes/outputs.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -33,6 +34,7 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   outputRoutes(router, requireToken, ports);
   botRoutes(router, requireToken, ports);
   conversationRoutes(router, requireToken, ports);
+  sessionRoutes(router, requireToken, ports);
   ports.extra?.(router, requireToken);
 
   const responder = errorResponder(ports.logger);

@@ -6,6 +6,7 @@ import type { ActivationModes, OutboxRecord, Outbox, TurnDone, TurnView } from '
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
 import type { TraceTrail } from '../events/trace.js';
+import type { Takeover } from '../events/context.js';
 import type { StreamHub } from './event-stream.js';
 
 /** The narrow ports the HTTP surface talks to; the composition (src/service/intake.ts) provides them. */
@@ -58,6 +59,13 @@ export interface HttpPorts {
   conversations: {
     view(sessionKey: string): Promise<object>;
     setActivation(sessionKey: string, modes: ActivationModes | undefined): Promise<void>;
+  };
+  /** A human taking a session over (contract §13): read, start (for `holdMs`, within takeover.maxMs) and end it by hand. */
+  takeovers: {
+    /** The session's takeover, `active` while its end is to come. */
+    view(sessionKey: string): Promise<(Takeover & { active: boolean }) | undefined>;
+    start(sessionKey: string, holdMs: number): Promise<Takeover>;
+    end(sessionKey: string): Promise<Takeover | undefined>;
   };
   /** Extra routes (the operator console), mounted after the API. */
   extra?: (router: Router, requireToken: Koa.Middleware) => void;

@@ -182,6 +182,27 @@ export class MediaStage {
     });
   }
 
+  /**
+   * Delete the downloads of parts that will never be emitted (recalled while they waited,
+   * contract §13): each download is a file of its own, so no other output loses one.
+   */
+  async discard(parts: readonly BufferedPart[]): Promise<number> {
+    let deleted = 0;
+    for (const part of parts) {
+      const download = this.pending.get(part.id);
+      if (!download) continue;
+      this.pending.delete(part.id);
+      const { media } = await download.catch(() => ({ media: [] as MediaItem[] }));
+      for (const item of media) {
+        await unlink(resolve(this.options.cwd, item.path)).then(
+          () => (deleted += 1),
+          () => undefined,
+        );
+      }
+    }
+    return deleted;
+  }
+
   /** Mark files as used now (the sweeper keeps what was used within `ttlMs`). */
   async touch(items: readonly MediaItem[]): Promise<void> {
     const now = new Date(this.options.clock.now());

@@ -15,7 +15,10 @@ export type MessageAction =
   | 'context'
   | 'denied'
   | 'over_budget'
-  | 'typing';
+  | 'typing'
+  | 'retracted'
+  | 'edited'
+  | 'human_active';
 export type MediaResult = 'ok' | 'failed' | 'blocked' | 'too_large' | 'timeout' | 'disk';
 export type DeliveryResult = 'delivered' | 'retried' | 'dead';
 

@@ -5,6 +5,7 @@ import type { Correlations } from '../correlate/correlations.js';
 import { flushWordTest, isCommand } from '../debounce/command.js';
 import { claimKey, dedupPlan } from '../dedup/claims.js';
 import type { InboundEvent } from '../events/inbound.js';
+import { isSecondThought } from '../events/second-thought.js';
 import type { Plan } from '../ingest/admit.js';
 import type { AdmitItem, BufferRule, DebounceBuffers } from '../core/ports/index.js';
 import type { TypingSignal } from '../adapters/kit/types.js';
@@ -56,7 +57,8 @@ export function admissionPlanner(
       });
       kinds.unshift('deduped');
     }
-    const correlation = bots.step(event, now);
+    // A second thought names its output and message itself: never one group with another.
+    const correlation = isSecondThought(event) ? undefined : bots.step(event, now);
     if (correlation) correlations.observed();
     const debounce = channel?.debounce ?? config.debounce;
     const message = event.kind === 'message';

@@ -6,6 +6,7 @@ import type { RelayAnswer, RelayedAction, Store } from '../core/ports/index.js';
 import { httpAction } from '../connections/http-action.js';
 import type { Links } from '../connections/links.js';
 import type { SentMessage } from '../events/context.js';
+import type { RelayedSends } from '../takeover/relayed.js';
 
 export interface ActionParts {
   channels: Channels;
@@ -21,6 +22,8 @@ export interface ActionParts {
   maxAnswerBytes: number;
   /** Remember the messages our bots sent through an action (activation's `remember`): a reply to one addresses them. */
   sent?(messages: readonly SentMessage[]): Promise<void>;
+  /** The sends relayed through us (contract §13): what the bot's account reports sending otherwise was a person. */
+  relayed?: Pick<RelayedSends, 'sending' | 'sent'>;
 }
 
 /** Where a bot action goes, and the answers this instance gives to actions relayed to it. */
@@ -51,9 +54,18 @@ export function botActions(parts: ActionParts): BotActions {
   /** What a send answered: the message the bot sent, remembered before the caller has the answer (and can be replied to). */
   async function remembered(channelId: string, action: string, answer: unknown, botId: string | undefined) {
     const { adapter } = channels.require(channelId);
-    const messageId = parts.sent && adapter.sentByAction?.(action, answer);
-    if (messageId) await parts.sent?.([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
+    const messageId = adapter.sentByAction?.(action, answer);
+    if (messageId && parts.sent)
+      await parts.sent([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
+    if (messageId) await parts.relayed?.sent(adapter.namespace, botId, messageId).catch(() => undefined);
     return answer;
+  }
+
+  /** A send about to go out: the bot's report of it, should it come before the answer, is ours. */
+  async function sending(channelId: string, action: string, botId: string | undefined): Promise<void> {
+    const { adapter } = channels.require(channelId);
+    if (parts.relayed && adapter.sendsMessage?.(action))
+      await parts.relayed.sending(adapter.namespace, botId).catch(() => undefined);
   }
 
   return {
@@ -63,6 +75,7 @@ export function botActions(parts: ActionParts): BotActions {
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) {
         const limits = { timeoutMs, maxBytes: parts.maxAnswerBytes };
+        await sending(channelId, action, botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined));
         const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
         return remembered(
           channelId,
@@ -82,6 +95,7 @@ export function botActions(parts: ActionParts): BotActions {
       }
       // The bot `local` picks: the one asked for, else the one connected longest.
       const picked = botId ?? links.actionBots(channelId)[0];
+      await sending(channelId, action, picked);
       const here = await local(channelId, action, params, botId);
       if (here !== undefined) return remembered(channelId, action, here, picked);
       const elsewhere = bus

@@ -19,6 +19,8 @@ import { consoleRoutes } from '../http/console.js';
 import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
 import { accessTest } from '../access/access.js';
+import { secondThoughts } from './second-thoughts.js';
+import { revisedParts } from '../revise/stage.js';
 import { createActivation } from '../activation/stage.js';
 import { SentMessages } from '../activation/sent.js';
 import { InboundChain } from '../ingest/chain.js';
@@ -142,6 +144,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     rulesOf: (channel) => channels.require(channel).config,
     bots,
     sent: new SentMessages(store, clock, config.context.maxAgeMs),
+    revised: revisedParts,
   });
 
   // Merged forwards (OneBot): read through the bot that delivered them, as the actions route
@@ -221,6 +224,17 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
   const rejected = refusals({ channels, clock, logger, metrics, record });
 
+  // Second thoughts (contract §13): recalls, edits, a human taking over.
+  const thoughts = secondThoughts({
+    config,
+    channels,
+    store,
+    clock,
+    logger,
+    admit: (events, now) => admit(events, now),
+    due: (deadline) => scheduler.due(deadline),
+  });
+
   // The path of a message, in run order (src/service/pipeline.ts).
   const pipeline = createPipeline({
     clock,
@@ -244,6 +258,11 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     scheduler,
     typing: typingHold(channels, store),
     activation,
+    revisions: thoughts.revisions,
+    revisionKeys: thoughts.revisionKeys,
+    discard: (parts) => media.discard(parts),
+    takeovers: thoughts.takeovers,
+    humanSent: thoughts.humanSent,
     output,
     turns,
     outlet,
@@ -265,6 +284,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     ...(options.socketPingMs ? { pingMs: options.socketPingMs } : {}),
     // What our bots send through actions: a reply to it addresses them (contract §12). The send
     // happened: a store that cannot note it costs that, not the caller's answer (a retried send posts twice).
+    relayed: thoughts.relayed,
     sent: (messages) =>
       activation
         .remember(messages)
@@ -306,6 +326,15 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         return { sessionKey, activation: state.activation ?? null, context, dropped: state.dropped };
       },
       setActivation: (sessionKey, modes) => store.setActivation(sessionKey, modes, clock.now()),
+    },
+    takeovers: {
+      async view(sessionKey) {
+        const takeover = await thoughts.takeovers.view(sessionKey);
+        return takeover && { active: takeover.until > clock.now(), ...takeover };
+      },
+      start: (sessionKey, holdMs) =>
+        thoughts.takeovers.spoke(thoughts.placeOf(sessionKey), clock.now(), { holdMs, maxMs: config.takeover.maxMs }),
+      end: (sessionKey) => thoughts.takeovers.end(thoughts.placeOf(sessionKey)),
     },
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
@@ -353,6 +382,9 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     push,
     retention,
     sockets,
-    stopWatching: ops.stop,
+    stopWatching: () => {
+      ops.stop();
+      thoughts.takeovers.close();
+    },
   });
 }

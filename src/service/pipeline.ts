@@ -23,6 +23,10 @@ import type { AgentTurns } from '../turns/turns.js';
 import type { Activation } from '../activation/stage.js';
 import type { Addressed } from '../events/context.js';
 import type { TypingSignal } from '../adapters/kit/types.js';
+import type { BufferedPart } from '../events/inbound.js';
+import type { SentMessage, Takeover } from '../events/context.js';
+import type { Revisions } from '../revise/stage.js';
+import type { Takeovers } from '../takeover/stage.js';
 
 /** The stages a message meets, built by `createIntake`; the pipeline only runs them, in order. */
 export interface PipelineStages {
@@ -62,8 +66,20 @@ export interface PipelineStages {
    * arrives, decide each batch as it flushes, keep the rest as context.
    */
   activation: Pick<Activation, 'remember' | 'mark' | 'decide' | 'keep' | 'budget' | 'defer'>;
-  /** Merge a due batch, wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
-  output(batch: LeasedBatch, reach: Addressed): Promise<Emitted | Held | undefined>;
+  /**
+   * Second thoughts (contract §13): a recall or an edit applied where its message is; the buffers
+   * it may wait in (admission.ts); the downloads of recalled parts deleted; the ids of emitted
+   * messages remembered for a later recall or edit.
+   */
+  revisions: Pick<Revisions, 'revise' | 'emitted'>;
+  revisionKeys(event: InboundEvent): string[];
+  discard(parts: readonly BufferedPart[]): Promise<unknown>;
+  /** A human taking over (contract §13): an operator speaking, a takeover found run out at a flush. */
+  takeovers: Pick<Takeovers, 'isOperator' | 'spoke' | 'due'>;
+  /** What our bots' accounts report sending: a message that did not go through us is a person answering (takeover). */
+  humanSent(channelId: string, sent: readonly SentMessage[], now: number): Promise<void>;
+  /** Merge a due batch (its `parts` as revisions leave them), wait for its media and commit it to the outbox, or hold it for a turn (undefined: the lease was lost). */
+  output(batch: LeasedBatch, reach: Addressed, parts: readonly BufferedPart[]): Promise<Emitted | Held | undefined>;
   /** Agent turns (docs/turns.md): a batch held for its session's turn, or released when it ended. */
   turns: Pick<AgentTurns, 'held' | 'released'>;
   outlet: Outlet;
@@ -104,7 +120,11 @@ export function createPipeline(stages: PipelineStages) {
           reason: `${normalized.ignored} receipt(s) or meta event(s)`,
         });
       }
-      if (normalized.sent) await stages.activation.remember(normalized.sent);
+      if (normalized.sent) {
+        //  Our bot's own account spoke without us: a person is answering there (contract §13).
+        await stages.humanSent(channelId, normalized.sent, delivery.now);
+        await stages.activation.remember(normalized.sent);
+      }
       //    A sender typing holds their open buffer (contract §13): frequent, so logged, not trailed.
       for (const signal of normalized.typing ?? []) {
         // Best effort: a store that fails here fails the next admit too; the signal alone is not worth a retry.
@@ -118,20 +138,29 @@ export function createPipeline(stages: PipelineStages) {
         stages.metrics.message(channelId, adapter.name, 'typing');
         stages.logger.debug({ channel: channelId, sessionKey: signal.sessionKey, deadline }, 'typing holds a buffer');
       }
+      //    Second thoughts (contract §13): a recall or an edit is applied where its message is, or,
+      //    the message emitted already, becomes the output that says so; of an unknown message, it
+      //    goes on as it is (a notice, a new message).
+      const events = normalized.events.some((event) => event.revises)
+        ? await revise(normalized.events)
+        : normalized.events;
       let admitted: Admitted | undefined;
-      if (normalized.events.length > 0) {
+      if (events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):
         //    filter, enrich, tag or address before dedup and buffering. A denied sender or
         //    conversation meets neither: admission trails it as denied and keeps it nowhere.
-        const open = normalized.events.filter((event) => stages.denied(event) === undefined);
+        const open = events.filter((event) => stages.denied(event) === undefined);
         await stages.activation.mark(open);
+        //  An operator speaking takes the session over before the message is buffered (it becomes context).
+        for (const event of open) {
+          if (event.kind === 'message' && stages.takeovers.isOperator(event))
+            await stages.takeovers.spoke(event, delivery.now);
+        }
         const dropped = await stages.chain.screen(channelId, open);
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);
-        admitted = await stages.gate.admit(channelId, () =>
-          stages.admit(normalized.events, delivery.now, deliveryId, dropped),
-        );
+        admitted = await stages.gate.admit(channelId, () => stages.admit(events, delivery.now, deliveryId, dropped));
 
         // 5. After admission (the answer does not wait): handlers, downloads, merged forwards, the deadline.
         stages.correlations.admitted(admitted.groups, admitted.repeats.length);
@@ -155,8 +184,12 @@ export function createPipeline(stages: PipelineStages) {
   async function flush(batch: LeasedBatch): Promise<void> {
     // 7. Activation: a batch its conversation's mode does not let through (a group in `mention`
     //    mode, and nothing in it addressed to our bots) becomes that conversation's context.
+    //    First the session's second thoughts (contract §13): recalled parts are never emitted (their
+    //    downloads go), edited ones carry their new text; a human answering keeps the batch as context.
     const reach = await stages.activation.decide(batch);
-    if (!reach.addressed) return keep(batch, 'context', reach.reason);
+    if (reach.recalled.length > 0) recalled(batch, reach.recalled);
+    if (reach.takeoverDue) await endDue(batch, reach.takeoverDue);
+    if (!reach.addressed) return keep(batch, reach.verdict ?? 'context', reach.reason, reach.parts);
     //    Budgets: a batch over a `drop` budget is kept as context too; over a `merge` one, it
     //    waits in its session's buffer of that budget, merged with what follows, until allowed.
     const budget = await stages.activation.budget(batch);
@@ -164,16 +197,91 @@ export function createPipeline(stages: PipelineStages) {
     // 8. Build and commit: merge the parts, wait for their media, move them to the outbox with
     //    the context they carry (or, while the session's agent turn is open, hold them for its
     //    end: docs/turns.md).
-    const emitted = await stages.output(batch, reach);
+    const emitted = await stages.output(batch, reach, reach.parts);
     if (!emitted) return lost(batch);
     if ('held' in emitted) return stages.turns.held(emitted.held, emitted.batch);
-    // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
+    // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow
+    //    the store's tail); then remember its message ids, for a recall or an edit that comes later.
     publish(emitted);
+    await stages.revisions.emitted(emitted.output).catch((error: unknown) => {
+      stages.metrics.storeError('revisions');
+      stages.logger.warn(
+        { err: error, id: emitted.record.id },
+        'emitted ids not remembered; a later recall is a notice',
+      );
+    });
   }
 
-  async function keep(batch: LeasedBatch, verdict: 'context' | 'over_budget', reason: string): Promise<void> {
-    if (!(await stages.activation.keep(batch))) return lost(batch);
+  async function keep(
+    batch: LeasedBatch,
+    verdict: NonEmitted,
+    reason: string,
+    parts: readonly BufferedPart[] = batch.parts,
+  ): Promise<void> {
+    if (!(await stages.activation.keep(batch, parts))) return lost(batch);
     notEmitted(batch, verdict, reason);
+  }
+
+  /** Each recall or edit of a delivery, applied; the events left to admit (unknown messages', and outputs that say so). */
+  async function revise(events: readonly InboundEvent[]): Promise<InboundEvent[]> {
+    const left: InboundEvent[] = [];
+    for (const event of events) {
+      const ref = event.revises;
+      if (!ref) {
+        left.push(event);
+        continue;
+      }
+      const outcome = await stages.revisions.revise(event, stages.revisionKeys(event));
+      if (outcome.verdict === 'unknown') {
+        left.push(event);
+        continue;
+      }
+      if (outcome.verdict === 'emitted') left.push(outcome.thought);
+      const verdict = ref.kind === 'recall' ? 'retracted' : 'edited';
+      if (outcome.verdict !== 'already') stages.metrics.message(event.channel, event.adapter, verdict);
+      const reason =
+        outcome.verdict === 'applied'
+          ? `${ref.kind} applied where the message ${outcome.where === 'buffer' ? 'waits' : 'is kept as context'}`
+          : outcome.verdict === 'emitted'
+            ? `${ref.kind} of a message emitted already: told as chat.${verdict}`
+            : 'the message was recalled already';
+      stages.record({
+        at: stages.clock.now(),
+        channel: event.channel,
+        kind: 'verdict',
+        id: event.id,
+        sessionKey: event.sessionKey,
+        verdict,
+        reason,
+        messageIds: [ref.messageId],
+      });
+    }
+    return left;
+  }
+
+  /** Parts recalled while they waited: never emitted, their downloads deleted (counted when the recall came). */
+  function recalled(batch: LeasedBatch, parts: readonly BufferedPart[]): void {
+    void stages.discard(parts).catch(() => undefined);
+    stages.record({
+      at: stages.clock.now(),
+      channel: parts[0]!.event.channel,
+      kind: 'batch',
+      id: parts[0]!.event.id,
+      sessionKey: batch.sessionKey,
+      verdict: 'retracted',
+      reason: 'recalled before it was emitted',
+      messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
+    });
+  }
+
+  /** A takeover the flush found run out: ended here unless its timer did (best effort: the next flush tries again). */
+  async function endDue(batch: LeasedBatch, takeover: Takeover): Promise<void> {
+    await stages.takeovers.due(batch.parts[0]!.event, takeover).catch((error: unknown) => {
+      stages.logger.warn(
+        { err: error, sessionKey: batch.sessionKey },
+        'takeover end failed; the next flush tries again',
+      );
+    });
   }
 
   async function defer(batch: LeasedBatch, budget: Parameters<PipelineStages['activation']['defer']>[1]) {
@@ -190,9 +298,10 @@ export function createPipeline(stages: PipelineStages) {
   }
 
   /** A batch that did not reach the agent: counted and trailed with why. */
-  function notEmitted(batch: LeasedBatch, verdict: 'context' | 'over_budget', reason: string): void {
+  function notEmitted(batch: LeasedBatch, verdict: NonEmitted, reason: string): void {
     const first = batch.parts[0]!.event;
-    stages.metrics.message(first.channel, first.adapter, verdict, batch.parts.length);
+    // Recalled parts were counted when their recall came.
+    if (verdict !== 'retracted') stages.metrics.message(first.channel, first.adapter, verdict, batch.parts.length);
     stages.record({
       at: stages.clock.now(),
       channel: first.channel,
@@ -256,5 +365,8 @@ export function createPipeline(stages: PipelineStages) {
 
   return { inbound, flush };
 }
+
+/** Why a batch was not emitted. */
+type NonEmitted = 'context' | 'over_budget' | 'retracted' | 'human_active';
 
 export type Pipeline = ReturnType<typeof createPipeline>;

@@ -53,6 +53,7 @@ export interface ConnectionParts {
   random?: () => number;
   /** The messages our bots sent through actions, remembered (activation). */
   sent?: ActionParts['sent'];
+  relayed?: ActionParts['relayed'];
 }
 
 /** The bot connections of one instance as the rest of the service uses them. */
@@ -223,6 +224,7 @@ export function botConnections(parts: ConnectionParts): BotConnections {
     maxAnswerBytes: parts.maxPayload,
     ...(parts.dispatcher ? { dispatcher: parts.dispatcher } : {}),
     ...(parts.sent ? { sent: parts.sent } : {}),
+    ...(parts.relayed ? { relayed: parts.relayed } : {}),
   });
 
   return {

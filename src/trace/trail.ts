@@ -29,6 +29,9 @@ const VERDICTS: ReadonlyArray<Verdict | undefined> = [
   'context',
   'denied',
   'over_budget',
+  'retracted',
+  'edited',
+  'human_active',
 ];
 const STATES: ReadonlyArray<DeliveryState | undefined> = [undefined, 'none', 'pending', 'delivered', 'dead'];
 const VERDICT = 0;

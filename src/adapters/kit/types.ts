@@ -92,6 +92,8 @@ export interface Adapter {
   readonly actionTimeoutMs?: number;
   /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */
   sentByAction?(action: string, answer: unknown): string | undefined;
+  /** Whether an action sends a message (its answer then goes to `sentByAction`): our bot's own report of it is not a person's. */
+  sendsMessage?(action: string): boolean;
   /** The nodes of a merged forward in the answer to `get_forward_msg` (OneBot); throws when the answer is a refusal. */
   forwardNodes?(answer: unknown): ForwardNode[];
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */

@@ -116,6 +116,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
 
     actionTimeoutMs: options.actionTimeoutMs,
     sentByAction,
+    sendsMessage: (action: string) => SEND_ACTION.test(action),
     forwardNodes,
     ...(options.transport === 'ws-reverse'
       ? {
@@ -311,8 +312,10 @@ export function oneBotReply({ ids, conversation }: ReplyTarget): ReplyParts {
  * bot gives the message, which a reply segment to it quotes (github.com/botuniverse/onebot-11,
  * api/public.md).
  */
+const SEND_ACTION = /^send_(?:group_|private_)?msg$/;
+
 function sentByAction(action: string, answer: unknown): string | undefined {
-  if (!/^send_(?:group_|private_)?msg$/.test(action) || typeof answer !== 'object' || answer === null) return undefined;
+  if (!SEND_ACTION.test(action) || typeof answer !== 'object' || answer === null) return undefined;
   const { status, data } = answer as { status?: unknown; data?: { message_id?: unknown } | null };
   return status === 'ok' ? str(data?.message_id) : undefined;
 }

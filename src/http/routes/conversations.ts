@@ -33,11 +33,11 @@ export function conversationRoutes(
 }
 
 /** A session key as outputs carry it (URL-encoded in the path): 1-512 characters, no control characters. */
-function sessionKeyOf(ctx: Koa.Context): string {
+export function sessionKeyOf(ctx: Koa.Context): string {
   const key = ctx.params.sessionKey ?? '';
   // The router keeps a segment it cannot decode (`%ED%A0%80`, `%FF`: not UTF-8) as its raw text,
   // which would set an override under a key no conversation has.
-  if (!decodes(/\/v1\/conversations\/([^/]*)/.exec(ctx.path)?.[1] ?? '')) {
+  if (!decodes(/\/v1\/(?:conversations|sessions)\/([^/]*)/.exec(ctx.path)?.[1] ?? '')) {
     throw new RequestError(
       'bad_session_key',
       400,

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/*
+ * Second thoughts (contract §13): how long the recalls and edits of a session are kept, and how
+ * a human taking a session over holds its agent back. Global keys: they describe people, not
+ * channels.
+ */
+
+export const secondThoughtDefaults = {
+  // Six hours: recalls and edits come within minutes (QQ and WeChat allow two); the ledger of emitted
+  // message ids lives as long, in memory for the memory and SQLite stores. 100 per session covers a busy group.
+  revisions: { enabled: true, maxPerSession: 100, ttlMs: 21_600_000 },
+  // Ten minutes after the human's last message, at most an hour: a shop owner answering from the
+  // phone, not a pause with no end (the contract's defaults).
+  takeover: { holdMs: 600_000, maxMs: 3_600_000, operators: [] as string[] },
+} as const;
+
+const positive = z.number().int().positive();
+
+export const secondThoughtShape = {
+  revisions: z
+    .object({
+      /** Off: recalls and edits reach the agent as notices and new messages, as before. */
+      enabled: z.boolean(),
+      maxPerSession: z.number().int().min(1).max(10_000),
+      ttlMs: positive,
+    })
+    .strict(),
+  takeover: z
+    .object({
+      holdMs: positive,
+      maxMs: positive,
+      /** Accounts whose messages mean a human is answering: `<namespace>:<user id>`, or a bare user id in any namespace. */
+      operators: z.array(z.string().min(1).max(256)).max(10_000),
+    })
+    .strict(),
+};
+
+export type RevisionOptions = z.infer<typeof secondThoughtShape.revisions>;
+export type TakeoverOptions = z.infer<typeof secondThoughtShape.takeover>;

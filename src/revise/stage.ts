@@ -1,0 +1,133 @@
+import type { RevisionOptions } from '../config/second-thoughts.js';
+import type { Clock } from '../core/clock.js';
+import { digest } from '../core/digest.js';
+import type { Conversations, SharedValues } from '../core/ports/index.js';
+import type { Revision } from '../events/context.js';
+import type { BufferedPart, InboundEvent } from '../events/inbound.js';
+import type { Output, ProcessedMessage } from '../events/output.js';
+import { secondThoughtEvent } from '../events/second-thought.js';
+
+export interface RevisionStageOptions {
+  clock: Clock;
+  /** The session's revisions (recorded, applied to its context, found in its buffers), and the emitted messages' ledger. */
+  store: Pick<Conversations, 'revise'> & Pick<SharedValues, 'sharedGet' | 'sharedPut'>;
+  options: RevisionOptions;
+}
+
+/** What a recall or an edit did. */
+export type RevisionOutcome =
+  /** Applied before the message reached the agent: where it waits (the flush applies it), or in the kept context. */
+  | { verdict: 'applied'; where: 'buffer' | 'context' }
+  /** The message was recalled already (another bot's report, a retry, an edit after the recall): nothing more. */
+  | { verdict: 'already' }
+  /** The message was emitted: this event carries its `chat.retracted` or `chat.edited` to the outbox. */
+  | { verdict: 'emitted'; thought: InboundEvent }
+  /** Not a message known here: the event goes on as it is (a notice, or a new message). */
+  | { verdict: 'unknown' };
+
+/** What the ledger keeps of an emitted message: the output, its channel and adapter, the message's id in it. */
+interface LedgerEntry {
+  o: string;
+  c: string;
+  a: string;
+  m: string;
+}
+
+/**
+ * Second thoughts on messages (contract §13). A recall or an edit is recorded with its session
+ * in the store, which applies it to the kept context at once and tells whether the message
+ * waits in a buffer (where each flush applies the session's revisions: `revisedParts`). A
+ * message already emitted is found in a ledger of the outputs' message ids (every bot's id of
+ * each part), kept `ttlMs`: its recall or edit becomes an output of its own.
+ */
+export function createRevisions(stage: RevisionStageOptions) {
+  const { store, options } = stage;
+  const keep = { maxRevisions: options.maxPerSession, ttlMs: options.ttlMs };
+
+  async function revise(event: InboundEvent, debounceKeys: readonly string[]): Promise<RevisionOutcome> {
+    const ref = event.revises;
+    if (!ref || !options.enabled) return { verdict: 'unknown' };
+    const now = stage.clock.now();
+    const revision: Revision =
+      ref.kind === 'edit'
+        ? { kind: 'edit', messageId: ref.messageId, at: now, content: event.fields?.edited_text ?? event.text }
+        : { kind: 'recall', messageId: ref.messageId, at: now };
+    const revised = await store.revise(event.sessionKey, debounceKeys, revision, now, keep);
+    if (!revised.recorded) return { verdict: 'already' };
+    if (revised.buffered) return { verdict: 'applied', where: 'buffer' };
+    if (revised.context) return { verdict: 'applied', where: 'context' };
+    const found = await store.sharedGet(ledgerKey(event.sessionKey, ref.messageId), now);
+    if (found === undefined) return { verdict: 'unknown' };
+    const entry = JSON.parse(found) as LedgerEntry;
+    const place = {
+      channel: entry.c,
+      adapter: entry.a,
+      namespace: event.namespace,
+      sessionKey: event.sessionKey,
+      conversation: event.conversation,
+    };
+    const about = { outputId: entry.o, messageId: entry.m };
+    const thought =
+      revision.kind === 'recall'
+        ? secondThoughtEvent(place, { type: 'chat.retracted', ...about }, `retracted:${entry.o}:${entry.m}`, now)
+        : secondThoughtEvent(
+            place,
+            { type: 'chat.edited', ...about, content: revision.content ?? '', media: mediaOf(event) },
+            `edited:${entry.o}:${entry.m}:${digest(revision.content ?? '')}`,
+            now,
+          );
+    return { verdict: 'emitted', thought };
+  }
+
+  /** Remember an emitted message output's message ids (each part's, by every bot), so a later recall or edit finds it. */
+  async function emitted(built: { type: Output['type'] }): Promise<void> {
+    if (built.type !== 'chat.processedMessage' || !options.enabled) return;
+    const output = built as Omit<ProcessedMessage, 'seq'>;
+    const now = stage.clock.now();
+    const writes: Array<Promise<void>> = [];
+    for (const part of output.parts) {
+      const value = JSON.stringify({ o: output.id, c: output.channel, a: output.sourceChannel, m: part.messageId });
+      const ids = new Set([part.messageId, ...part.bots.flatMap((bot) => (bot.messageId ? [bot.messageId] : []))]);
+      for (const id of ids) writes.push(store.sharedPut(ledgerKey(output.sessionKey, id), value, options.ttlMs, now));
+    }
+    await Promise.all(writes);
+  }
+
+  return { revise, emitted };
+}
+
+export type Revisions = ReturnType<typeof createRevisions>;
+
+/**
+ * A batch's parts as its session's revisions leave them: recalled ones out, edited ones with
+ * their new text. The same array when none applies (most batches).
+ */
+export function revisedParts(parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined) {
+  if (!revisions || revisions.length === 0) return { parts, recalled: none };
+  const byId = new Map(revisions.map((revision) => [revision.messageId, revision]));
+  let recalled: BufferedPart[] | undefined;
+  let changed = false;
+  const kept: BufferedPart[] = [];
+  for (const part of parts) {
+    const revision = byId.get(part.event.platformId ?? part.event.id);
+    if (!revision) kept.push(part);
+    else if (revision.kind === 'recall') (recalled ??= []).push(part);
+    else kept.push({ ...part, event: { ...part.event, text: revision.content ?? '' } });
+    if (revision) changed = true;
+  }
+  return changed ? { parts: kept, recalled: recalled ?? none } : { parts, recalled: none };
+}
+
+const none: readonly BufferedPart[] = Object.freeze([]);
+
+function ledgerKey(sessionKey: string, messageId: string): string {
+  return `emitted:${digest(`${sessionKey}\u0000${messageId}`)}`;
+}
+
+/** An edited message's attachments by reference, as context lists them. */
+function mediaOf(event: InboundEvent) {
+  return event.media.flatMap((ref) => {
+    const handle = ref.url ?? ref.ref;
+    return handle === undefined ? [] : [{ type: ref.type ?? ('document' as const), ref: handle }];
+  });
+}

@@ -1,0 +1,79 @@
+import type { Logger } from 'pino';
+import type { Channels } from './channels.js';
+import { messageDebounceKey } from './admission.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import { turnBufferKey, type Store } from '../core/ports/index.js';
+import type { SentMessage } from '../events/context.js';
+import type { InboundEvent } from '../events/inbound.js';
+import type { SecondThoughtPlace } from '../events/second-thought.js';
+import type { Admitted } from '../ingest/admit.js';
+import { createRevisions } from '../revise/stage.js';
+import { RelayedSends } from '../takeover/relayed.js';
+import { createTakeovers } from '../takeover/stage.js';
+
+export interface SecondThoughtParts {
+  config: Config;
+  channels: Channels;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** Admission of events the service makes itself (a takeover's start and end). */
+  admit(events: readonly InboundEvent[], now: number): Promise<Admitted>;
+  /** A buffer admitted is due then. */
+  due(deadline: number): void;
+}
+
+/**
+ * Second thoughts (contract §13), composed: recalls and edits (the revise stage), a human taking
+ * a session over (the takeover stage), and the sends relayed through us that tell our bots'
+ * own messages from a person's.
+ */
+export function secondThoughts(parts: SecondThoughtParts) {
+  const { config, channels, store, clock, logger } = parts;
+  const revisions = createRevisions({ clock, store, options: config.revisions });
+  const relayed = new RelayedSends(store, clock, config.revisions.ttlMs);
+
+  /** Admit a takeover's start or end: it flushes at once, on whichever instance leases it. */
+  async function tell(event: InboundEvent): Promise<void> {
+    const admitted = await parts.admit([event], clock.now());
+    for (const { deadline } of admitted.accepted) parts.due(deadline);
+  }
+  const takeovers = createTakeovers({ clock, logger, store, options: config.takeover, tell });
+
+  /** Where a session's second thoughts are told: on `channelId`, else a channel of the session's namespace. */
+  function placeOf(sessionKey: string, channelId?: string): SecondThoughtPlace {
+    const id =
+      channelId ?? channels.ids().find((each) => sessionKey.startsWith(`${channels.require(each).adapter.namespace}:`));
+    const adapter = id === undefined ? undefined : channels.require(id).adapter;
+    const namespace = adapter?.namespace ?? sessionKey.slice(0, Math.max(0, sessionKey.indexOf(':')));
+    const rest = sessionKey.slice(namespace.length + 1);
+    const conversation = rest.startsWith('group:')
+      ? { type: 'group' as const, id: rest.slice('group:'.length) }
+      : { type: 'private' as const, id: rest };
+    return { channel: id ?? '', adapter: adapter?.name ?? '', namespace, sessionKey, conversation };
+  }
+
+  /** Messages our bots' accounts report sending: one not sent through us is a person answering. */
+  async function humanSent(channelId: string, sent: readonly SentMessage[], now: number): Promise<void> {
+    for (const message of sent) {
+      if (message.sessionKey === undefined) continue;
+      const person =
+        message.byHuman === true || !(await relayed.ours(message.namespace, message.botId, message.messageId));
+      if (!person) continue;
+      logger.info({ channel: channelId, sessionKey: message.sessionKey }, 'a person answers from the bot account');
+      await takeovers.spoke(placeOf(message.sessionKey, channelId), now);
+    }
+  }
+
+  /** The buffers a recalled or edited message may wait in: its sender's, and its session's held one. */
+  function revisionKeys(event: InboundEvent): string[] {
+    const held = turnBufferKey(event.sessionKey);
+    const senderId = event.revises?.senderId;
+    return senderId === undefined ? [held] : [messageDebounceKey(event.sessionKey, senderId), held];
+  }
+
+  return { revisions, takeovers, relayed, humanSent, revisionKeys, placeOf };
+}
+
+export type SecondThoughts = ReturnType<typeof secondThoughts>;

@@ -1,0 +1,43 @@
+import type { Clock } from '../core/clock.js';
+import type { SharedValues } from '../core/ports/index.js';
+
+/** How long a send relayed through us stands for the bot's report of it, before its answer names the message. */
+const IN_FLIGHT_MS = 30_000;
+
+/**
+ * The messages our bots sent through us (contract §13): a message the bot's own account reports
+ * sending (OneBot `message_sent`) that is not one of them was sent by a person, from the
+ * account's own client. Kept in the store, so a send relayed on one instance is known on all.
+ * A send whose answer has not come yet covers its bot's reports meanwhile: the report may come
+ * first.
+ */
+export class RelayedSends {
+  constructor(
+    private readonly store: Pick<SharedValues, 'sharedGet' | 'sharedPut'>,
+    private readonly clock: Clock,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** A send action is about to go to the bot. */
+  async sending(namespace: string, botId: string | undefined): Promise<void> {
+    await this.store.sharedPut(inFlight(namespace, botId), '1', IN_FLIGHT_MS, this.clock.now());
+  }
+
+  /** The bot answered a send with the message's id. */
+  async sent(namespace: string, botId: string | undefined, messageId: string): Promise<void> {
+    const now = this.clock.now();
+    await this.store.sharedPut(relayed(namespace, botId, messageId), '1', this.ttlMs, now);
+    await this.store.sharedPut(inFlight(namespace, botId), '', 1, now);
+  }
+
+  /** Whether a message the bot's account reports sending went through us. */
+  async ours(namespace: string, botId: string | undefined, messageId: string): Promise<boolean> {
+    const now = this.clock.now();
+    if ((await this.store.sharedGet(relayed(namespace, botId, messageId), now)) !== undefined) return true;
+    return ((await this.store.sharedGet(inFlight(namespace, botId), now)) ?? '') !== '';
+  }
+}
+
+const inFlight = (namespace: string, botId: string | undefined) => `relaying:${namespace}:${botId ?? ''}`;
+const relayed = (namespace: string, botId: string | undefined, messageId: string) =>
+  `relayed:${namespace}:${botId ?? ''}:${messageId}`;
