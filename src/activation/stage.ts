@@ -118,7 +118,7 @@ export function createActivation(options: ActivationStageOptions) {
       return { addressed: false, reason: 'every message of it was recalled', verdict: 'retracted', ...seen };
     }
     if (takeover && takeover.until > now) {
-      const reason = `a human is answering in this session until ${new Date(takeover.until).toISOString()}`;
+      const reason = `a human is answering in the conversation until ${new Date(takeover.until).toISOString()}`;
       return { addressed: false, reason, verdict: 'human_active', ...seen };
     }
     const addressedPart = content.parts === batch.parts ? addressedIn(batch.parts) : addressedIn(content.parts);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { channelReachShape, reachDefaults, reachShape, type ChannelReach } from './activation.js';
-import { secondThoughtDefaults, secondThoughtShape } from './second-thoughts.js';
+import { forwardsSchema, secondThoughtDefaults, secondThoughtShape, type ForwardsOptions } from './second-thoughts.js';
+export type { ForwardsOptions } from './second-thoughts.js';
 
 /** The defaults of every setting (docs/configuration.md), in one place. */
 export const defaults = {
@@ -125,20 +126,6 @@ export const turnsSchema = z
     mode: z.enum(['off', 'collect', 'followup', 'steer', 'interrupt']),
     maxMs: positive,
     maxHeld: positive,
-  })
-  .strict();
-
-/** Reading a OneBot merged forward (get_forward_msg) while its window is open: how much, how deep, how long. */
-export const forwardsSchema = z
-  .object({
-    /** Messages kept of one merged forward, nested ones included. */
-    maxNodes: z.number().int().min(1).max(1000),
-    /** Merged forwards nested in one another that are read (1: the outer one only). */
-    maxDepth: z.number().int().min(1).max(10),
-    /** Characters of text kept of one merged forward, nested ones included (senders' names and media references too). */
-    maxChars: z.number().int().min(1).max(1_000_000),
-    /** From admission: past this the forward is left unread, a `forwardErrors` entry. */
-    timeoutMs: positive,
   })
   .strict();
 
@@ -374,7 +361,6 @@ export type DedupOptions = z.infer<typeof dedupSchema>;
 export type DebounceOptions = z.infer<typeof debounceSchema>;
 export type MediaOptions = z.infer<typeof mediaSchema>;
 export type TurnsOptions = z.infer<typeof turnsSchema>;
-export type ForwardsOptions = z.infer<typeof forwardsSchema>;
 
 /** A channel with every stage option resolved (global value, overridden by the channel's own). */
 export interface ChannelConfig extends ChannelReach {

@@ -17,6 +17,22 @@ export const secondThoughtDefaults = {
 
 const positive = z.number().int().positive();
 
+/** Reading a OneBot merged forward (get_forward_msg) while its window is open: how much, how deep, how long. */
+export const forwardsSchema = z
+  .object({
+    /** Messages kept of one merged forward, nested ones included. */
+    maxNodes: z.number().int().min(1).max(1000),
+    /** Merged forwards nested in one another that are read (1: the outer one only). */
+    maxDepth: z.number().int().min(1).max(10),
+    /** Characters of text kept of one merged forward, nested ones included (senders' names and media references too). */
+    maxChars: z.number().int().min(1).max(1_000_000),
+    /** From admission: past this the forward is left unread, a `forwardErrors` entry. */
+    timeoutMs: positive,
+  })
+  .strict();
+
+export type ForwardsOptions = z.infer<typeof forwardsSchema>;
+
 export const secondThoughtShape = {
   revisions: z
     .object({

@@ -5,7 +5,7 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { ContextMessage, ConversationState, Revision, Takeover } from '../../events/context.js';
+import type { ContextMessage, ConversationState, Revision } from '../../events/context.js';
 import { revise } from './revisions.js';
 import type {
   ActivationModes,
@@ -19,8 +19,6 @@ import type {
   PushLease,
   PushOutcome,
   RevisionKeep,
-  TakeoverChange,
-  TakeoverHold,
 } from '../../core/ports/index.js';
 import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
 import { turnStep, withLink } from '../rules/turn.js';
@@ -56,7 +54,8 @@ export class LocalState {
   private tokens: number;
 
   constructor(
-    private readonly rows: Rows,
+    /** The store's rows; the takeovers are theirs alone (see `LocalStore.holdTakeover`). */
+    readonly rows: Rows,
     options: LocalStateOptions,
   ) {
     this.groups = new CorrelationGroups(options.maxCorrelationGroups);
@@ -213,14 +212,6 @@ export class LocalState {
   /** A recall or an edit (see `Conversations.revise`). */
   revise(sessionKey: string, debounceKeys: readonly string[], revision: Revision, now: number, keep: RevisionKeep) {
     return revise(this.rows, this.buffers, this.nextToken, sessionKey, debounceKeys, revision, now, keep);
-  }
-
-  holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
-    return this.rows.takeoverHeld(sessionKey, at, hold, now);
-  }
-
-  endTakeover(sessionKey: string, now: number, since?: number): Takeover | undefined {
-    return this.rows.takeoverEnded(sessionKey, now, since);
   }
 
   /** `commit` under the session's turn (see `DebounceBuffers.commitTurn` and rules/turn.ts). */

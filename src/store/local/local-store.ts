@@ -181,12 +181,12 @@ export abstract class LocalStore implements Store {
 
   async holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): Promise<TakeoverChange> {
     this.use(now);
-    return this.write(() => this.state.holdTakeover(sessionKey, at, hold, now));
+    return this.write(() => this.state.rows.takeoverHeld(sessionKey, at, hold, now));
   }
 
   async endTakeover(sessionKey: string, now: number, since?: number): Promise<Takeover | undefined> {
     this.use(now);
-    return this.write(() => this.state.endTakeover(sessionKey, now, since));
+    return this.write(() => this.state.rows.takeoverEnded(sessionKey, now, since));
   }
 
   async turnDone(outputId: string, now: number): Promise<TurnDone> {
