@@ -312,6 +312,12 @@ export class ShardedRedisStore implements Store {
     this.shardFor(batch.sessionKey).keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>
     this.shardFor(sessionKey).setActivation(sessionKey, override, now);
+  revise: Store['revise'] = (sessionKey, debounceKeys, revision, now, keep) =>
+    this.shardFor(sessionKey).revise(sessionKey, debounceKeys, revision, now, keep);
+  holdTakeover: Store['holdTakeover'] = (sessionKey, at, hold, now) =>
+    this.shardFor(sessionKey).holdTakeover(sessionKey, at, hold, now);
+  endTakeover: Store['endTakeover'] = (sessionKey, now, since) =>
+    this.shardFor(sessionKey).endTakeover(sessionKey, now, since);
 
   // --- budgets: a budget may count several sessions (a channel's), so global; a deferral on the session's shard
   spendBudgets: Store['spendBudgets'] = (budgets, now) => this.global.spendBudgets(budgets, now);
