@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AdmitItem, RevisionKeep } from '../../../src/core/ports/index.js';
 import type { ContextMessage, Revision } from '../../../src/events/context.js';
+import { connect } from '../../../src/store/redis/connections.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
 import { draft, item } from '../../../src/testing/store/fixtures.js';
 import { useRedis } from '../../support/redis.js';
@@ -95,6 +96,21 @@ describe('Redis store revisions and takeovers', () => {
     // a buffer named that belongs to another session is not searched
     await store.admit([item('b', { sessionKey: 't', debounceKey: 'tk' })], 0);
     expect((await store.revise('s', ['tk'], recall('b', 1), 1, keep)).buffered).toBe(false);
+    await store.close();
+  });
+
+  it('forgets the token of the claim whose lease it ended: a resent claim hands nothing out, an undo gives nothing back', async () => {
+    const store = await open('rev-token');
+    const client = connect(redis.url, 'claims', {});
+    await client.connect();
+    await store.admit([item('a', { closeNow: true })], 0);
+    // a claim under a token, as the store sends one (buffers.ts), its answer taken as lost
+    expect(await client.aiClaimDue('{rev-token}:', '0', 60_000, 10, 'T1')).toHaveLength(1);
+    expect((await store.revise('s', ['s'], recall('a', 0), 0, keep)).buffered).toBe(true);
+    expect(await client.aiClaimDue('{rev-token}:', '0', 60_000, 10, 'T1')).toEqual([]);
+    expect(await client.aiUnclaim('{rev-token}:', 'T1', 60_000)).toBe(0);
+    expect((await store.claimDue(0, 60_000, 10)).map((batch) => batch.reason)).toEqual(['takeover']);
+    client.disconnect();
     await store.close();
   });
 

@@ -72,7 +72,7 @@ local function endLease(dk)
   local m = redis.call('HMGET', bm, 'fence', 'leaseUntil')
   if not m[1] then return end
   local fence = int(redis.call('INCR', P .. 'fence'))
-  local leaseUntil = math.min(tonumber(m[2]), leaseNow)
+  local leaseUntil = math.min(tonumber(m[2] or leaseNow), leaseNow)
   redis.call('HDEL', bm, 'claim')
   redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
   redis.call('ZADD', P .. 'due', leaseUntil, dk)
