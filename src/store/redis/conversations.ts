@@ -4,37 +4,45 @@ import type {
   ConversationRead,
   Conversations,
   LeasedBatch,
+  Revised,
+  RevisionKeep,
+  TakeoverChange,
+  TakeoverHold,
 } from '../../core/ports/index.js';
-import type { ContextMessage, ConversationState, KeptMessage } from '../../events/context.js';
+import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
 import { clock } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
-import { conversationReply } from './replies.js';
+import { conversationStateReply, endTakeoverReply, holdTakeoverReply, reviseReply } from './replies.js';
 
 /**
- * Conversations (§12 of the contract) on Redis, on the keys lua/include/context.lua lists: the
- * context of a session under its store's hash tag (keep-context.lua closes a batch and keeps it
- * in one script; commit.lua and commit-turn.lua clear it), overrides in one hash, `activation`,
- * which every instance reads at once.
+ * Conversations (§12 and §13 of the contract) on Redis, on the keys lua/include/prelude.lua
+ * lists, all of a session under its store's hash tag: its context (keep-context.lua closes a
+ * batch and keeps it in one script; commit.lua and commit-turn.lua clear it), its revisions and
+ * its takeover (revise.lua, hold-takeover.lua, end-takeover.lua, on the rules of
+ * rules/revise.lua), and the overrides in one hash, `activation`, which every instance reads at once.
  */
 export class RedisConversations implements Conversations {
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly prefix: string,
+    /** Leases by the caller's `now` (`clock: 'caller'`), else by the server's clock. */
+    private readonly callerClock: boolean,
   ) {}
 
   async conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState> {
-    if (read?.context === false) {
-      // The override alone: one HGET, none of the session's entries over the wire.
-      const modes = await this.redis.hget(`${this.prefix}activation`, sessionKey);
-      return modes === null
-        ? { context: [], dropped: 0 }
-        : { context: [], dropped: 0, activation: JSON.parse(modes) as ActivationModes };
-    }
-    const [activation, dropped, entries] = conversationReply(
-      await this.redis.aiConversation(this.prefix, sessionKey, clock(now)),
+    // The override alone ('override') sends none of the session's entries over the wire.
+    const [[activation, dropped, entries], revisions, takeover] = conversationStateReply(
+      await this.redis.aiConversation(
+        this.prefix,
+        sessionKey,
+        clock(now),
+        ...(read?.context === false ? ['override'] : []),
+      ),
     );
     const state: ConversationState = { context: entries.map(keptOf), dropped };
     if (activation !== null) state.activation = JSON.parse(activation) as ActivationModes;
+    if (revisions.length > 0) state.revisions = revisions.map((json) => JSON.parse(json) as Revision);
+    if (takeover !== null) state.takeover = takeoverOf(takeover);
     return state;
   }
 
@@ -63,11 +71,66 @@ export class RedisConversations implements Conversations {
     if (override === undefined) await this.redis.hdel(key, sessionKey);
     else await this.redis.hset(key, sessionKey, JSON.stringify(override));
   }
+
+  async revise(
+    sessionKey: string,
+    debounceKeys: readonly string[],
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): Promise<Revised> {
+    return reviseReply(
+      await this.redis.aiRevise(
+        this.prefix,
+        sessionKey,
+        String(now),
+        this.callerClock ? clock(now) : '',
+        Math.max(1, Math.floor(keep.maxRevisions)),
+        Math.max(0, keep.ttlMs),
+        revision.kind,
+        revision.messageId,
+        JSON.stringify(revision.messageId),
+        String(revision.at),
+        JSON.stringify(revision),
+        JSON.stringify(revision.content ?? ''),
+        ...debounceKeys,
+      ),
+    );
+  }
+
+  async holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): Promise<TakeoverChange> {
+    const [started, takeover, ended] = holdTakeoverReply(
+      await this.redis.aiHoldTakeover(this.prefix, sessionKey, String(at), hold.holdMs, hold.maxMs, String(now)),
+    );
+    const change: TakeoverChange = { started, takeover: takeoverOf(takeover) };
+    if (ended !== null) change.ended = takeoverOf(ended);
+    return change;
+  }
+
+  async endTakeover(sessionKey: string, now: number, since?: number): Promise<Takeover | undefined> {
+    const ended = endTakeoverReply(
+      await this.redis.aiEndTakeover(this.prefix, sessionKey, String(now), since === undefined ? '' : String(since)),
+    );
+    return ended === null ? undefined : takeoverOf(ended);
+  }
 }
 
-/** A kept entry as include/context.lua stores it: `<seq> <at>\n<message JSON>`. */
+/**
+ * A kept entry as include/context.lua stores it: `<seq> <at>\n<message JSON>`, or, once an edit
+ * set its content, `<seq> <at> <content as a JSON string>\n<message JSON>` (rules/revise.lua).
+ */
 function keptOf(entry: string): KeptMessage {
   const newline = entry.indexOf('\n');
-  const [seq, at] = entry.slice(0, newline).split(' ');
-  return { seq: Number(seq), at: Number(at), message: JSON.parse(entry.slice(newline + 1)) as ContextMessage };
+  const header = entry.slice(0, newline);
+  const [seq, at] = header.split(' ', 2);
+  const message = JSON.parse(entry.slice(newline + 1)) as ContextMessage;
+  const edited = header.indexOf(' ', header.indexOf(' ') + 1);
+  if (edited >= 0) message.content = JSON.parse(header.slice(edited + 1)) as string;
+  return { seq: Number(seq), at: Number(at), message };
+}
+
+/** A takeover as the scripts keep it: `<since> <until>`. */
+function takeoverOf(held: string): Takeover {
+  const [since, until] = held.split(' ');
+  return { since: Number(since), until: Number(until) };
 }

@@ -115,7 +115,7 @@ export class RedisStore implements Store {
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
-    this.conversations = new RedisConversations(this.background, this.prefix);
+    this.conversations = new RedisConversations(this.background, this.prefix, this.callerClock);
     this.budgets = new RedisBudgets(this.background, this.prefix, this.callerClock);
     this.outbox = new RedisOutbox(
       this.background,
@@ -229,13 +229,19 @@ export class RedisStore implements Store {
     return Number(due) + (life === after.life ? (past as unknown[]).length : Number(all));
   }
 
-  // --- conversations: context between outputs, activation overrides (conversations.ts) ------
+  // --- conversations: context, activation overrides, revisions, takeovers (conversations.ts) -----
   conversation: Store['conversation'] = (sessionKey, now, read) =>
     this.conversations.conversation(sessionKey, now, read);
   keepContext: Store['keepContext'] = (batch, messages, now, keep) =>
     this.conversations.keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override) =>
     this.conversations.setActivation(sessionKey, override);
+  revise: Store['revise'] = (sessionKey, debounceKeys, revision, now, keep) =>
+    this.conversations.revise(sessionKey, debounceKeys, revision, now, keep);
+  holdTakeover: Store['holdTakeover'] = (sessionKey, at, hold, now) =>
+    this.conversations.holdTakeover(sessionKey, at, hold, now);
+  endTakeover: Store['endTakeover'] = (sessionKey, now, since) =>
+    this.conversations.endTakeover(sessionKey, now, since);
 
   // --- budgets: spends per window, deferred batches (budgets.ts) -------------------------------
   spendBudgets: Store['spendBudgets'] = (budgets, now) => this.budgets.spendBudgets(budgets, now);

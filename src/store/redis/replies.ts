@@ -275,13 +275,46 @@ export function trailFindReply(value: unknown): Array<[id: string, json: string]
   return found;
 }
 
-/** conversation.lua: the activation override's JSON (null when none), the dropped count, then the kept entries oldest first. */
-export function conversationReply(value: unknown): [activation: string | null, dropped: number, entries: string[]] {
-  const [activation, dropped, ...entries] = array(value, 'reply', 'conversation');
+/** conversation.lua's first element: the activation override's JSON (null when none), the dropped count, then the kept entries oldest first. */
+export function conversationReply(
+  value: unknown,
+  at = 'reply',
+): [activation: string | null, dropped: number, entries: string[]] {
+  const [activation, dropped, ...entries] = array(value, at, 'conversation');
   return [
-    activation === null ? null : text(activation, 'reply[0]', 'conversation'),
-    numeric(dropped, 'reply[1]', 'conversation'),
-    entries.map((entry, i) => text(entry, `reply[${i + 2}]`, 'conversation')),
+    activation === null ? null : text(activation, `${at}[0]`, 'conversation'),
+    numeric(dropped, `${at}[1]`, 'conversation'),
+    entries.map((entry, i) => text(entry, `${at}[${i + 2}]`, 'conversation')),
+  ];
+}
+
+/** conversation.lua: the conversation (`conversationReply`), the live revisions' JSON oldest first, the takeover (`<since> <until>`, null when none). */
+export function conversationStateReply(
+  value: unknown,
+): [conversation: ReturnType<typeof conversationReply>, revisions: string[], takeover: string | null] {
+  const [conversation, revisions, takeover] = array(value, 'reply', 'conversation');
+  return [
+    conversationReply(conversation, 'reply[0]'),
+    texts(revisions, 'reply[1]', 'conversation'),
+    takeover === null ? null : text(takeover, 'reply[2]', 'conversation'),
+  ];
+}
+
+/** revise.lua: whether the revision was recorded, found in a buffer, and changed the kept context. */
+export function reviseReply(value: unknown): { recorded: boolean; buffered: boolean; context: boolean } {
+  const [recorded, buffered, context] = array(value, 'reply', 'revise').map((flag, i) =>
+    integer(flag, `reply[${i}]`, 'revise'),
+  );
+  return { recorded: recorded === 1, buffered: buffered === 1, context: context === 1 };
+}
+
+/** hold-takeover.lua: whether one started, the takeover, and the one it ended (`<since> <until>` each). */
+export function holdTakeoverReply(value: unknown): [started: boolean, takeover: string, ended: string | null] {
+  const [started, takeover, ended] = array(value, 'reply', 'hold-takeover');
+  return [
+    integer(started, 'reply[0]', 'hold-takeover') === 1,
+    text(takeover, 'reply[1]', 'hold-takeover'),
+    ended === null ? null : text(ended, 'reply[2]', 'hold-takeover'),
   ];
 }
 
@@ -295,4 +328,9 @@ export function spendReply(value: unknown): Array<{ key: string; retryAt: number
       retryAt: numeric(flat[i + 1], `reply[${i + 1}]`, 'spend-budgets'),
     });
   return out;
+}
+
+/** end-takeover.lua: the takeover ended (`<since> <until>`), null when none was. */
+export function endTakeoverReply(value: unknown): string | null {
+  return value === null ? null : text(value, 'reply', 'end-takeover');
 }

@@ -20,6 +20,7 @@ import { backgroundOptions, connect, type ScriptedRedis } from './connections.js
 import type { RedisStoreOptions } from './options.js';
 import { RedisStore } from './redis.js';
 import { shardOf, shardPrefixes } from './shard-map.js';
+import { totalClaimStats, totalCorrelationStats, totalHealth } from './shard-totals.js';
 
 /** How often every instance moves what a shard holds and the global outbox does not (a commit cut short). */
 const SWEEP_MS = 1000;
@@ -311,6 +312,12 @@ export class ShardedRedisStore implements Store {
     this.shardFor(batch.sessionKey).keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>
     this.shardFor(sessionKey).setActivation(sessionKey, override, now);
+  revise: Store['revise'] = (sessionKey, debounceKeys, revision, now, keep) =>
+    this.shardFor(sessionKey).revise(sessionKey, debounceKeys, revision, now, keep);
+  holdTakeover: Store['holdTakeover'] = (sessionKey, at, hold, now) =>
+    this.shardFor(sessionKey).holdTakeover(sessionKey, at, hold, now);
+  endTakeover: Store['endTakeover'] = (sessionKey, now, since) =>
+    this.shardFor(sessionKey).endTakeover(sessionKey, now, since);
 
   // --- budgets: a budget may count several sessions (a channel's), so global; a deferral on the session's shard
   spendBudgets: Store['spendBudgets'] = (budgets, now) => this.global.spendBudgets(budgets, now);
@@ -349,39 +356,16 @@ export class ShardedRedisStore implements Store {
   // --- operations -------------------------------------------------------------------------
 
   claimStats(): ClaimStats {
-    const total: ClaimStats = { keys: 0, evicted: 0, evictedBySpace: {} };
-    const bySpace: Record<string, number> = {};
-    for (const stats of this.shards.map((shard) => shard.claimStats())) {
-      total.keys += stats.keys;
-      total.evicted += stats.evicted;
-      for (const [space, n] of Object.entries(stats.evictedBySpace)) bySpace[space] = (bySpace[space] ?? 0) + n;
-    }
-    total.evictedBySpace = bySpace;
-    return total;
+    return totalClaimStats(this.shards.map((shard) => shard.claimStats()));
   }
 
   correlationStats(): { groups: number; evicted: number } {
-    const stats = this.shards.map((shard) => shard.correlationStats());
-    return {
-      groups: stats.reduce((sum, s) => sum + s.groups, 0),
-      evicted: stats.reduce((sum, s) => sum + s.evicted, 0),
-    };
+    return totalCorrelationStats(this.shards.map((shard) => shard.correlationStats()));
   }
 
-  /**
-   * The global keys' health and every shard's, as one: rollbacks summed (a shard's reset names
-   * the shard in `lastRollback`), the last of them, and an evicting policy if any node has one.
-   */
+  /** The global keys' health and every shard's, as one (shard-totals.ts). */
   async health(): Promise<StoreHealth> {
-    const all = await Promise.all([this.global, ...this.shards].map((store) => store.health()));
-    const health: StoreHealth = { rollbacks: all.reduce((sum, one) => sum + one.rollbacks, 0) };
-    for (const one of all) {
-      if (one.lastRollback && (!health.lastRollback || one.lastRollback.at >= health.lastRollback.at))
-        health.lastRollback = one.lastRollback;
-      if (one.evictionPolicy && !health.evictionPolicy) health.evictionPolicy = one.evictionPolicy;
-      if (one.evictedKeys !== undefined) health.evictedKeys = Math.max(health.evictedKeys ?? 0, one.evictedKeys);
-    }
-    return health;
+    return totalHealth(await Promise.all([this.global, ...this.shards].map((store) => store.health())));
   }
 
   async ping(): Promise<void> {

@@ -69,6 +69,36 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     ).toEqual([...sessions].sort());
   });
 
+  it("keeps a session's revisions and takeover on its shard's master, beside its buffer", async () => {
+    const store = await fresh('second');
+    const sessions = sessionsOnEachShard();
+    for (const session of sessions) {
+      await store.admit([item(`${session}-a`, { sessionKey: session })], 0);
+      const recall = { kind: 'recall' as const, messageId: `${session}-a`, at: 0 };
+      expect((await store.revise(session, [session], recall, 0, { maxRevisions: 4, ttlMs: 60_000 })).buffered).toBe(
+        true,
+      );
+      await store.holdTakeover(session, 0, { holdMs: 1000, maxMs: 5000 }, 0);
+      const state = await store.conversation(session, 1, { context: false });
+      expect([state.revisions, state.takeover]).toEqual([[recall], { since: 0, until: 1000 }]);
+    }
+    const keysPerMaster = await Promise.all(
+      shared().masters.map(async (master) => {
+        const client = new Redis(master.port, '127.0.0.1');
+        try {
+          return (await client.keys('*second~*')).filter((key) => /:(buf|rev|tko):/.test(key)).sort();
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
+    // each master: one session's buffer, revisions and takeover
+    const onEach = keysPerMaster.map((keys) => keys.map((key) => key.slice(key.indexOf('}:') + 2)));
+    const sessionOf = onEach.map((keys) => keys[0]?.slice('buf:'.length) ?? '');
+    expect(onEach).toEqual(sessionOf.map((session) => [`buf:${session}`, `rev:${session}`, `tko:${session}`]));
+    expect([...sessionOf].sort()).toEqual([...sessions].sort());
+  });
+
   it('gives every part an id no other shard gives, and one global seq per output, in commit order', async () => {
     const store = await fresh();
     const sessions = sessionsOnEachShard();

@@ -1,5 +1,6 @@
 -- A session's context (§12 of the contract): the messages kept since its last output.
--- `ctx:<session>` ZSET seq -> `<seq> <at>\n<message JSON>`, `cm:<session>` HASH dropped / until,
+-- `ctx:<session>` ZSET seq -> `<seq> <at>\n<message JSON>` (`<seq> <at> <content as a JSON string>\n…`
+-- once an edit set its content: rules/revise.lua), `cm:<session>` HASH dropped / until,
 -- both forgotten ttlMs after the last append (PEXPIRE; `until` says the same by the caller's
 -- `now`); `cseq` INCR numbers every append of the store.
 -- Append the messages ARGV[from..], trim the oldest past maxMessages (counted in dropped).

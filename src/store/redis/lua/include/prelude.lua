@@ -27,6 +27,8 @@
 --   ctx:<session> ZSET seq -> kept message and cm:<session> HASH dropped / until, both PX (a
 --   session's context, include/context.lua), cseq INCR (context seqs), activation HASH session ->
 --   override JSON (no expiry).
+--   rev:<session> LIST PX (a session's recalls and edits, rules/revise.lua: revise.lua) and
+--   tko:<session> STRING `<since> <until>` (its takeover, kept until end-takeover.lua ends it).
 --   bud:<budget> ZSET `<at>-<n>` -> at PX (a budget's spends in its window) and budseq INCR
 --   (spend-budgets.lua); a session's deferred batches are the buffer `~budget:<session>\0<budget>`
 --   whose meta says when it is due (`deferred`, defer.lua).
