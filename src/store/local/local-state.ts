@@ -5,10 +5,9 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
-import type { ContextMessage, ConversationState, Revision } from '../../events/context.js';
+import type { ContextMessage, Revision } from '../../events/context.js';
 import { revise } from './revisions.js';
 import type {
-  ActivationModes,
   AdmitItem,
   BudgetAnswer,
   BudgetSpend,
@@ -199,14 +198,6 @@ export class LocalState {
     this.rows.partsDeferred(partIds, deferKey, deferred.deferred as number);
     this.rows.bufferSaved(deferred);
     return true;
-  }
-
-  conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
-    return this.rows.conversation(sessionKey, now, withContext);
-  }
-
-  setActivation(sessionKey: string, override: ActivationModes | undefined): void {
-    this.rows.activationSaved(sessionKey, override);
   }
 
   /** A recall or an edit (see `Conversations.revise`). */

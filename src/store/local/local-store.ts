@@ -125,7 +125,7 @@ export abstract class LocalStore implements Store {
 
   async conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState> {
     this.use(now);
-    return this.state.conversation(sessionKey, now, read?.context !== false);
+    return this.state.rows.conversation(sessionKey, now, read?.context !== false);
   }
 
   /** The change keeping a batch as context makes (SQLite also remembers the lease it ended). */
@@ -165,7 +165,7 @@ export abstract class LocalStore implements Store {
 
   async setActivation(sessionKey: string, override: ActivationModes | undefined, now: number): Promise<void> {
     this.use(now);
-    return this.write(() => this.state.setActivation(sessionKey, override));
+    return this.write(() => this.state.rows.activationSaved(sessionKey, override));
   }
 
   async revise(
