@@ -237,6 +237,8 @@ export function createPipeline(stages: PipelineStages) {
         continue;
       }
       if (outcome.verdict === 'emitted') left.push(outcome.thought);
+      // A flush that held the message lost its lease: the buffer is due again at once.
+      if (outcome.verdict === 'applied' && outcome.where === 'buffer') stages.scheduler.due(stages.clock.now());
       const verdict = ref.kind === 'recall' ? 'retracted' : 'edited';
       if (outcome.verdict !== 'already') stages.metrics.message(event.channel, event.adapter, verdict);
       const reason =
