@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { SignatureError } from '../../core/errors.js';
-import { sessionKeyOf, type MediaRef } from '../../events/inbound.js';
+import { sessionKeyOf, type InboundEvent, type MediaRef } from '../../events/inbound.js';
 import type { AdapterContext } from '../kit/access-token.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { discordGateway } from './gateway.js';
+import { deletions } from './revision.js';
 import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { own, PayloadReader, type Json } from '../kit/shape.js';
@@ -143,76 +144,100 @@ export function discordAdapter(
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const dispatch = read.object(body, 'the frame', 'a Gateway dispatch {op: 0, t, s, d}');
-      if (own(dispatch, 't') === 'TYPING_START') return typingStart(read, own(dispatch, 'd'), namespace);
-      if (own(dispatch, 't') !== 'MESSAGE_CREATE') return { events: [], ignored: 1 };
+      const type = own(dispatch, 't');
+      if (type === 'TYPING_START') return typingStart(read, own(dispatch, 'd'), namespace);
+      if (type === 'MESSAGE_DELETE' || type === 'MESSAGE_DELETE_BULK')
+        return { events: deletions(read, type, own(dispatch, 'd'), botUserId, delivery.now, buildEvent) };
+      if (type === 'MESSAGE_UPDATE') {
+        const d = read.object(own(dispatch, 'd'), 'd', 'a message object {id, channel_id, ...}');
+        // A message Discord changed itself (an embed unfurled) has no new edited_timestamp, and an
+        // update may carry only some fields (older docs: only id and channel_id are sure).
+        const edited = read.optText(own(d, 'edited_timestamp'), 'd.edited_timestamp');
+        if (!edited || typeof own(d, 'content') !== 'string' || own(d, 'author') === undefined)
+          return { events: [], ignored: 1 };
+        return { events: [messageEvent(read, d, delivery.now, edited)] };
+      }
+      if (type !== 'MESSAGE_CREATE') return { events: [], ignored: 1 };
       const d = read.object(own(dispatch, 'd'), 'd', 'a message object {id, channel_id, author, content, ...}');
-      const id = read.text(own(d, 'id'), 'd.id');
-      const channelId = read.text(own(d, 'channel_id'), 'd.channel_id');
-      const guildId = read.optText(own(d, 'guild_id'), 'd.guild_id');
-      const author = read.object(own(d, 'author'), 'd.author', 'a user object {id, username}');
-      const authorId = read.text(own(author, 'id'), 'd.author.id');
-      const name =
-        read.optText(own(author, 'global_name'), 'd.author.global_name') ||
-        read.optText(own(author, 'username'), 'd.author.username');
-      const content = read.optText(own(d, 'content'), 'd.content') ?? '';
-      const media: MediaRef[] = read.optArray(own(d, 'attachments'), 'd.attachments').flatMap((item, i) => {
-        const at = `d.attachments[${i}]`;
-        const file = read.object(item, at, 'an attachment {id, filename, url}');
-        const url = read.optText(own(file, 'url'), `${at}.url`);
-        if (!url) return [];
-        const mimeType = read.optText(own(file, 'content_type'), `${at}.content_type`);
-        const fileName = read.optText(own(file, 'filename'), `${at}.filename`);
-        const size = read.optNumber(own(file, 'size'), `${at}.size`);
-        return [
-          { url, ...(mimeType ? { mimeType } : {}), ...(fileName ? { fileName } : {}), ...(size ? { size } : {}) },
-        ];
-      });
-      const names = new Map<string, string>();
-      const mentions = read.optArray(own(d, 'mentions'), 'd.mentions').flatMap((item, i) => {
-        const user = read.object(item, `d.mentions[${i}]`, 'a user object {id}');
-        const mentioned = read.optText(own(user, 'id'), `d.mentions[${i}].id`);
-        if (!mentioned) return [];
-        names.set(
-          mentioned,
-          read.optText(own(user, 'global_name'), `d.mentions[${i}].global_name`) ||
-            read.optText(own(user, 'username'), `d.mentions[${i}].username`) ||
-            mentioned,
-        );
-        return [mentioned];
-      });
-      if (guildId)
-        watchContent(content === '' && media.length === 0 && read.optArray(own(d, 'embeds'), 'd.embeds').length === 0);
-      // Mentions read as @name, as a user sees them, not as <@id> markup.
-      const text = content
-        .replace(/<@!?(\d+)>/g, (markup, mentioned: string) =>
-          names.has(mentioned) ? `@${names.get(mentioned)}` : markup,
-        )
-        .trim();
-      const fields: Record<string, string> = { message_id: id, channel_id: channelId };
-      if (guildId) fields.guild_id = guildId;
-      repliedIn(read, d, botUserId, fields);
-      const stamp = read.optText(own(d, 'timestamp'), 'd.timestamp');
-      const at = stamp ? Date.parse(stamp) : Number.NaN;
-      return {
-        events: [
-          buildEvent({
-            kind: 'message',
-            detail: guildId ? 'group' : 'private',
-            botId: botUserId,
-            conversation: { type: guildId ? 'group' : 'private', id: channelId },
-            sender: { id: authorId, ...(name ? { name } : {}) },
-            platformId: id,
-            text,
-            media,
-            mentions,
-            fields,
-            timestamp: read.timestamp(Number.isFinite(at) ? at : undefined, 'd.timestamp', 'ms', delivery.now),
-            raw: d,
-          }),
-        ],
-      };
+      return { events: [messageEvent(read, d, delivery.now)] };
     },
   };
+
+  /**
+   * The event of a message: a MESSAGE_CREATE's, or with `edited` (its edited_timestamp) a
+   * MESSAGE_UPDATE's, which reads `(edited) …` (as Telegram's edits do), the new text in
+   * `fields.edited_text`, and revises the message: an id of its own (the message's would make it
+   * a duplicate of it), the same for a RESUME's replay of it.
+   */
+  function messageEvent(read: PayloadReader, d: Json, now: number, edited?: string): InboundEvent {
+    const id = read.text(own(d, 'id'), 'd.id');
+    const channelId = read.text(own(d, 'channel_id'), 'd.channel_id');
+    const guildId = read.optText(own(d, 'guild_id'), 'd.guild_id');
+    const author = read.object(own(d, 'author'), 'd.author', 'a user object {id, username}');
+    const authorId = read.text(own(author, 'id'), 'd.author.id');
+    const name =
+      read.optText(own(author, 'global_name'), 'd.author.global_name') ||
+      read.optText(own(author, 'username'), 'd.author.username');
+    const content = read.optText(own(d, 'content'), 'd.content') ?? '';
+    const media: MediaRef[] = read.optArray(own(d, 'attachments'), 'd.attachments').flatMap((item, i) => {
+      const at = `d.attachments[${i}]`;
+      const file = read.object(item, at, 'an attachment {id, filename, url}');
+      const url = read.optText(own(file, 'url'), `${at}.url`);
+      if (!url) return [];
+      const mimeType = read.optText(own(file, 'content_type'), `${at}.content_type`);
+      const fileName = read.optText(own(file, 'filename'), `${at}.filename`);
+      const size = read.optNumber(own(file, 'size'), `${at}.size`);
+      return [{ url, ...(mimeType ? { mimeType } : {}), ...(fileName ? { fileName } : {}), ...(size ? { size } : {}) }];
+    });
+    const names = new Map<string, string>();
+    const mentions = read.optArray(own(d, 'mentions'), 'd.mentions').flatMap((item, i) => {
+      const user = read.object(item, `d.mentions[${i}]`, 'a user object {id}');
+      const mentioned = read.optText(own(user, 'id'), `d.mentions[${i}].id`);
+      if (!mentioned) return [];
+      names.set(
+        mentioned,
+        read.optText(own(user, 'global_name'), `d.mentions[${i}].global_name`) ||
+          read.optText(own(user, 'username'), `d.mentions[${i}].username`) ||
+          mentioned,
+      );
+      return [mentioned];
+    });
+    if (guildId && !edited)
+      watchContent(content === '' && media.length === 0 && read.optArray(own(d, 'embeds'), 'd.embeds').length === 0);
+    // Mentions read as @name, as a user sees them, not as <@id> markup.
+    const text = content
+      .replace(/<@!?(\d+)>/g, (markup, mentioned: string) =>
+        names.has(mentioned) ? `@${names.get(mentioned)}` : markup,
+      )
+      .trim();
+    const fields: Record<string, string> = { message_id: id, channel_id: channelId };
+    if (guildId) fields.guild_id = guildId;
+    repliedIn(read, d, botUserId, fields);
+    if (edited) fields.edited_text = text;
+    const stamp = edited ?? read.optText(own(d, 'timestamp'), 'd.timestamp');
+    const at = stamp ? Date.parse(stamp) : Number.NaN;
+    return buildEvent({
+      kind: 'message',
+      detail: guildId ? 'group' : 'private',
+      subType: edited ? 'edited' : undefined,
+      botId: botUserId,
+      conversation: { type: guildId ? 'group' : 'private', id: channelId },
+      sender: { id: authorId, ...(name ? { name } : {}) },
+      platformId: edited ? `${id}:edited:${edited}` : id,
+      text: edited ? `(edited) ${text}` : text,
+      media,
+      mentions,
+      fields,
+      timestamp: read.timestamp(
+        Number.isFinite(at) ? at : undefined,
+        edited ? 'd.edited_timestamp' : 'd.timestamp',
+        'ms',
+        now,
+      ),
+      revises: edited ? { kind: 'edit', messageId: id, senderId: authorId } : undefined,
+      raw: d,
+    });
+  }
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type InboundEvent,
   type MediaRef,
   type Party,
+  type RevisionRef,
   type Segment,
 } from '../../events/inbound.js';
 
@@ -32,6 +33,8 @@ export interface EventParts {
   mentions?: string[] | undefined;
   timestamp: number;
   fields?: Record<string, string> | undefined;
+  /** The earlier message a recall or an edit is about (contract §13). */
+  revises?: RevisionRef | undefined;
   raw: unknown;
 }
 
@@ -78,6 +81,7 @@ export function eventBuilder(source: EventSource): (parts: EventParts) => Inboun
       mentions: parts.mentions ?? [],
       timestamp: parts.timestamp,
       fields: parts.fields,
+      revises: parts.revises,
       raw: parts.raw,
     };
   };

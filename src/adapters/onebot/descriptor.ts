@@ -8,6 +8,7 @@ import { optionalText } from '../kit/settings.js';
 import { kindOf, own, PayloadReader } from '../kit/shape.js';
 import { RequestError, SignatureError } from '../../core/errors.js';
 import type { RawDelivery } from '../../events/transport.js';
+import { sessionKeyOf, type RevisionRef } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 import { idValue, quoteOf } from '../kit/reply.js';
 import { acceptOneBotSocket, loginIdOf, oneBotFrame } from './socket.js';
@@ -96,13 +97,28 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
   const botIds = options.botIds;
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'onebot', namespace, idPrefix: 'ob', idLength: 12 });
   const fail = (problem: string) => shapeError(channel, 'a OneBot v11 event', problem);
-  /** The message a `message_sent` event reports, with the id a later reply segment quotes. */
+  /**
+   * The message a `message_sent` event reports, with the id a later reply segment quotes, and
+   * the session it went to: a message our account sent there not through us is a person
+   * answering (contract §13).
+   */
   const sentBy = (event: Json): Pick<Normalized, 'sent'> => {
     const messageId = str(event.message_id);
     if (!messageId) return {};
     const botId = str(event.self_id);
     const content = contentOf(segmentsOf(event.message ?? event.raw_message));
-    return { sent: [{ namespace, messageId, ...(botId ? { botId } : {}), ...(content ? { content } : {}) }] };
+    const sessionKey = sentSessionOf(event, namespace, botId);
+    return {
+      sent: [
+        {
+          namespace,
+          messageId,
+          ...(botId ? { botId } : {}),
+          ...(content ? { content } : {}),
+          ...(sessionKey ? { sessionKey } : {}),
+        },
+      ],
+    };
   };
 
   return {
@@ -255,6 +271,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
         }
         if (typeof event.file === 'object' && event.file !== null) fields.file = JSON.stringify(event.file);
         const subType = str(event.sub_type);
+        const recalled = postType === 'notice' ? recallOf(detail, fields, botId) : undefined;
         const inbound = buildEvent({
           conversation,
           timestamp,
@@ -268,12 +285,40 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
           segments: [],
           text: str(event.comment) ?? '',
           fields,
+          revises: recalled,
         });
         return { events: [inbound], reply: { status: 204 } };
       }
       return { events: [], ignored: 1, reply: { status: 204 } };
     },
   };
+}
+
+/**
+ * The message a `group_recall` or `friend_recall` notice takes back (OneBot v11 event/notice.md:
+ * `user_id` is its sender, `operator_id` who recalled it in a group). Its `message_id` is the
+ * reporting bot's own, as the message's event had it, so it names that event's platform id.
+ */
+function recallOf(detail: string, fields: Record<string, string>, botId: string | undefined): RevisionRef | undefined {
+  if ((detail !== 'group_recall' && detail !== 'friend_recall') || fields.message_id === undefined) return undefined;
+  const messageId = `${botId ?? ''}:${fields.message_id}`;
+  return fields.user_id === undefined
+    ? { kind: 'recall', messageId }
+    : { kind: 'recall', messageId, senderId: fields.user_id };
+}
+
+/**
+ * The session a `message_sent` went to, as a message from there is keyed: its group, or in a
+ * private chat the peer. NapCat names the peer in `target_id`, `user_id` being the bot itself
+ * (NapNeko/NapCatQQ packages/napcat-onebot/api/msg.ts); a `user_id` that is not the bot is
+ * taken for the peer where `target_id` is missing.
+ */
+function sentSessionOf(event: Json, namespace: string, botId: string | undefined): string | undefined {
+  const groupId = str(event.group_id);
+  if (groupId) return sessionKeyOf(namespace, { type: 'group', id: groupId });
+  const userId = str(event.user_id);
+  const peer = str(event.target_id) || (userId !== botId ? userId : undefined);
+  return peer ? sessionKeyOf(namespace, { type: 'private', id: peer }) : undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import { ConfigError, RequestError, SignatureError } from '../../core/errors.js'
 import { mediaTypeOf, type ConversationType, type MediaRef, type MediaType, type Party } from '../../events/inbound.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
+import { deletion, deletionScenes } from './revision.js';
 import { optionalText, requiredText } from '../kit/settings.js';
 import { kindOf, MAX_TIMESTAMP_S, own, PayloadReader, type Json } from '../kit/shape.js';
 import {
@@ -205,6 +206,16 @@ export function qqbotAdapter(channel: AdapterChannel, options: z.output<typeof s
   /** One op 0 dispatch: a message event, or nothing but the acknowledgement (counted ignored). */
   function dispatch(read: PayloadReader, payload: Json, now: number): Normalized {
     const type = read.optText(own(payload, 't'), 't');
+    const deleted = type === undefined ? undefined : deletionScenes.get(type);
+    if (deleted) {
+      const notice = deletion(read, payload, type as string, deleted.direct, {
+        namespace,
+        botId: appId,
+        now,
+        buildEvent,
+      });
+      return notice ? { events: [notice], reply: ACK } : { events: [], ignored: 1, reply: ACK };
+    }
     const scene = type === undefined ? undefined : scenes.get(type);
     if (!scene) return { events: [], ignored: 1, reply: ACK };
     const d = read.object(own(payload, 'd'), 'd', 'a message object {id, author, content, ...}');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SignatureError } from '../../core/errors.js';
-import { mediaTypeOf, type MediaRef } from '../../events/inbound.js';
+import { mediaTypeOf, type InboundEvent, type MediaRef } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
 import { MediaError } from '../../core/errors.js';
 import { hmac } from '../../core/signing.js';
@@ -9,6 +9,7 @@ import { eventBuilder } from '../kit/event.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { slackSocket } from './socket.js';
 import { slackText } from './text.js';
+import { slackRevision } from './revision.js';
 import { quoteOf } from '../kit/reply.js';
 import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
 import {
@@ -99,6 +100,80 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         })
       : undefined;
 
+  /**
+   * The event of a user's message `message` (at `at` in the payload: `event`, or an edit's
+   * `event.message`). An edit takes its own id and time (the `message_changed` event's `ts`),
+   * keeps the message's `ts` in `fields` (a reply threads under the message), and no
+   * `client_msg_id`: the message's own, which it repeats, would make it a duplicate of it.
+   */
+  function userMessage(
+    read: PayloadReader,
+    payload: Json,
+    message: Json,
+    at: string,
+    user: string,
+    ourBot: string | undefined,
+    where: { channelId: string; conversation: Conversation; now: number; edit?: { ts: string; messageId: string } },
+  ): InboundEvent {
+    const { channelId, conversation, edit } = where;
+    const ts = read.text(own(message, 'ts'), `${at}.ts`);
+    const raw = read.optText(own(message, 'text'), `${at}.text`) ?? '';
+    const { text, mentions } = slackText(raw);
+    const media: MediaRef[] = read.optArray(own(message, 'files'), `${at}.files`).flatMap((item, i) => {
+      const path = `${at}.files[${i}]`;
+      const file = read.object(item, path, 'a file object {url_private, mimetype, ...}');
+      const url =
+        read.optText(own(file, 'url_private_download'), `${path}.url_private_download`) ||
+        read.optText(own(file, 'url_private'), `${path}.url_private`);
+      if (!url) return [];
+      const mimeType = read.optText(own(file, 'mimetype'), `${path}.mimetype`);
+      const size = read.optNumber(own(file, 'size'), `${path}.size`);
+      const fileName = read.optText(own(file, 'name'), `${path}.name`);
+      return [
+        {
+          ref: url,
+          type: mediaTypeOf(mimeType ?? ''),
+          ...(mimeType ? { mimeType } : {}),
+          ...(size ? { size } : {}),
+          ...(fileName ? { fileName } : {}),
+        },
+      ];
+    });
+    const threadTs = read.optText(own(message, 'thread_ts'), `${at}.thread_ts`);
+    const fields: Record<string, string> = {
+      ts,
+      ...(threadTs ? { thread_ts: threadTs } : {}),
+      team: read.optText(own(payload, 'team_id'), 'team_id') ?? '',
+    };
+    if (threadTs && threadTs !== ts) threadParentIn(read, message, at, threadTs, ourBot, fields);
+    if (edit) fields.edited_text = text;
+    const platformId = `${channelId}:${edit ? edit.ts : ts}`;
+    return buildEvent({
+      id: read.optText(own(payload, 'event_id'), 'event_id') || platformId,
+      kind: 'message',
+      detail: conversation.type,
+      // An edit reads as one, as Telegram's do, until its message is found (contract §13).
+      subType: edit ? 'edited' : undefined,
+      botId: ourBot || undefined,
+      conversation,
+      sender: { id: user },
+      platformId,
+      // Slack can deliver one message as two events with two `ts`, tens of seconds apart; both
+      // carry the client_msg_id the sender's client gave it (absent on some messages).
+      clientMessageId: edit
+        ? undefined
+        : read.optText(own(message, 'client_msg_id'), `${at}.client_msg_id`) || undefined,
+      text: edit ? `(edited) ${text}` : text,
+      media,
+      mentions,
+      fields,
+      // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
+      timestamp: read.timestamp(edit ? edit.ts : ts, edit ? 'event.ts' : `${at}.ts`, 's', where.now),
+      revises: edit ? { kind: 'edit', messageId: edit.messageId, senderId: user } : undefined,
+      raw: payload,
+    });
+  }
+
   return {
     name: 'slack',
     channel: channel.id,
@@ -155,6 +230,41 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
       const ourBot = configuredBot ?? read.optText(own(authorization, 'user_id'), 'authorizations[0].user_id');
       const eventType = own(event, 'type');
       const subtype = own(event, 'subtype');
+      if (eventType === 'message' && (subtype === 'message_changed' || subtype === 'message_deleted')) {
+        const revision = slackRevision(read, event, ourBot, userSubtypes);
+        if (!revision) return { events: [], ignored: 1 };
+        const channelId = read.text(own(event, 'channel'), 'event.channel');
+        const ts = read.text(own(event, 'ts'), 'event.ts');
+        if (revision.kind === 'edit') {
+          const edit = userMessage(read, payload, revision.message, 'event.message', revision.senderId, ourBot, {
+            channelId,
+            conversation: conversationOf(event, channelId),
+            now: delivery.now,
+            edit: { ts, messageId: `${channelId}:${revision.ts}` },
+          });
+          return { events: [edit] };
+        }
+        const deleted = buildEvent({
+          id: read.optText(own(payload, 'event_id'), 'event_id') || `${channelId}:${ts}`,
+          kind: 'notice',
+          detail: 'message_deleted',
+          botId: ourBot || undefined,
+          conversation: conversationOf(event, channelId),
+          sender: { id: revision.senderId ?? 'unknown' },
+          // The deletion's own ts: a retry of it is a duplicate, the deleted message's id is not taken.
+          platformId: `${channelId}:${ts}`,
+          text: '',
+          fields: { deleted_ts: revision.ts, team: read.optText(own(payload, 'team_id'), 'team_id') ?? '' },
+          timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
+          revises: {
+            kind: 'recall',
+            messageId: `${channelId}:${revision.ts}`,
+            ...(revision.senderId ? { senderId: revision.senderId } : {}),
+          },
+          raw: payload,
+        });
+        return { events: [deleted] };
+      }
       const user = own(event, 'user');
       const isUserMessage =
         (eventType === 'message' || eventType === 'app_mention') &&
@@ -165,60 +275,12 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
         user !== ourBot;
       if (!isUserMessage) return { events: [], ignored: 1 };
       const channelId = read.text(own(event, 'channel'), 'event.channel');
-      const ts = read.text(own(event, 'ts'), 'event.ts');
-      const direct = own(event, 'channel_type') === 'im' || channelId.startsWith('D');
-      const conversation = direct
-        ? { type: 'private' as const, id: channelId }
-        : { type: 'group' as const, id: channelId };
-      const raw = read.optText(own(event, 'text'), 'event.text') ?? '';
-      const { text, mentions } = slackText(raw);
-      const media: MediaRef[] = read.optArray(own(event, 'files'), 'event.files').flatMap((item, i) => {
-        const at = `event.files[${i}]`;
-        const file = read.object(item, at, 'a file object {url_private, mimetype, ...}');
-        const url =
-          read.optText(own(file, 'url_private_download'), `${at}.url_private_download`) ||
-          read.optText(own(file, 'url_private'), `${at}.url_private`);
-        if (!url) return [];
-        const mimeType = read.optText(own(file, 'mimetype'), `${at}.mimetype`);
-        const size = read.optNumber(own(file, 'size'), `${at}.size`);
-        const fileName = read.optText(own(file, 'name'), `${at}.name`);
-        return [
-          {
-            ref: url,
-            type: mediaTypeOf(mimeType ?? ''),
-            ...(mimeType ? { mimeType } : {}),
-            ...(size ? { size } : {}),
-            ...(fileName ? { fileName } : {}),
-          },
-        ];
-      });
-      const threadTs = read.optText(own(event, 'thread_ts'), 'event.thread_ts');
-      const fields: Record<string, string> = {
-        ts,
-        ...(threadTs ? { thread_ts: threadTs } : {}),
-        team: read.optText(own(payload, 'team_id'), 'team_id') ?? '',
+      const conversation = conversationOf(event, channelId);
+      return {
+        events: [
+          userMessage(read, payload, event, 'event', user, ourBot, { channelId, conversation, now: delivery.now }),
+        ],
       };
-      if (threadTs && threadTs !== ts) threadParentIn(read, event, threadTs, ourBot, fields);
-      const inbound = buildEvent({
-        id: read.optText(own(payload, 'event_id'), 'event_id') || `${channelId}:${ts}`,
-        kind: 'message',
-        detail: conversation.type,
-        botId: ourBot || undefined,
-        conversation,
-        sender: { id: user },
-        platformId: `${channelId}:${ts}`,
-        // Slack can deliver one message as two events with two `ts`, tens of seconds apart; both
-        // carry the client_msg_id the sender's client gave it (absent on some messages).
-        clientMessageId: read.optText(own(event, 'client_msg_id'), 'event.client_msg_id') || undefined,
-        text,
-        media,
-        mentions,
-        fields,
-        // ts is "<seconds>.<sequence>": the message's time, and (with the channel) its id.
-        timestamp: read.timestamp(ts, 'event.ts', 's', delivery.now),
-        raw: payload,
-      });
-      return { events: [inbound] };
     },
 
     replyTo: slackReply,
@@ -231,6 +293,15 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
   };
 }
 
+type Conversation = { type: 'private' | 'group'; id: string };
+
+/** A DM (`im`, a `D…` channel) is private, every other channel a group, keyed by the channel. */
+function conversationOf(event: Json, channelId: string): Conversation {
+  return own(event, 'channel_type') === 'im' || channelId.startsWith('D')
+    ? { type: 'private', id: channelId }
+    : { type: 'group', id: channelId };
+}
+
 /**
  * A reply in a thread answers the thread's parent (`thread_ts`). Slack's message events name
  * the parent's author (`parent_user_id`, docs.slack.dev "Message threading") but not whether a
@@ -241,12 +312,13 @@ export function slackAdapter(channel: AdapterChannel, options: z.output<typeof s
 function threadParentIn(
   read: PayloadReader,
   event: Json,
+  at: string,
   threadTs: string,
   ourBot: string | undefined,
   fields: Record<string, string>,
 ): void {
   fields.reply_to = threadTs;
-  const parentUser = read.optText(own(event, 'parent_user_id'), 'event.parent_user_id');
+  const parentUser = read.optText(own(event, 'parent_user_id'), `${at}.parent_user_id`);
   if (!parentUser) return;
   fields.reply_to_sender = parentUser;
   if (parentUser === ourBot) fields.reply_to_bot = 'true';

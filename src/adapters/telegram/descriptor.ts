@@ -278,6 +278,9 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       let text = callback
         ? (read.optText(own(callback, 'data'), 'callback_query.data') ?? '')
         : textOf(read, message, at);
+      // An edit reads as one; its text as it is now goes in `fields.edited_text`, for whatever
+      // takes the place of the message it edits (contract §13).
+      const editedText = edited ? text : undefined;
       if (edited) text = `(edited) ${text}`;
       const media = callback ? [] : mediaOf(read, message, at);
       const fields: Record<string, string> = {
@@ -285,6 +288,7 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
       };
       const mediaGroupId = read.optText(own(message, 'media_group_id'), `${at}.media_group_id`);
       if (mediaGroupId) fields.media_group_id = mediaGroupId;
+      if (editedText !== undefined) fields.edited_text = editedText;
       // A topic's thread id is only sent back in a forum (Telegram refuses it elsewhere).
       const threadId =
         own(message, 'is_topic_message') === true

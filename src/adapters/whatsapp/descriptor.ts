@@ -1,7 +1,8 @@
 import { nanoid } from 'nanoid';
 import { z } from 'zod';
 import { RequestError } from '../../core/errors.js';
-import type { InboundEvent, MediaRef, MediaType } from '../../events/inbound.js';
+import { sessionKeyOf, type InboundEvent, type MediaRef, type MediaType } from '../../events/inbound.js';
+import type { SentMessage } from '../../events/context.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 import { quoteOf } from '../kit/reply.js';
 import { hmac, safeEqual } from '../../core/signing.js';
@@ -215,6 +216,30 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
     });
   }
 
+  /**
+   * One of `message_echoes[]` (webhook field `smb_message_echoes`, WhatsApp Business app
+   * coexistence): a message the business sent from the WhatsApp Business app or a linked device,
+   * `{from: <business>, to: <customer>, id, timestamp, type, <type>: {...}}`
+   * (Meta's smb_message_echoes webhook reference). No event:
+   * a message our account sent, by a person, in the session of the customer `to`, which Meta
+   * gives as the number a send took (`+16505551234`), where messages name the customer by wa_id
+   * (digits only).
+   */
+  function echoOf(read: PayloadReader, echo: Json, at: string, botId: string | undefined): SentMessage | undefined {
+    const messageId = read.optText(own(echo, 'id'), `${at}.id`);
+    if (!messageId) return undefined;
+    const customer = (read.optText(own(echo, 'to'), `${at}.to`) ?? '').replace(/\D/g, '');
+    const content = render(read, echo, read.optText(own(echo, 'type'), `${at}.type`), at);
+    return {
+      namespace,
+      messageId,
+      ...(botId ? { botId } : {}),
+      ...(content ? { content } : {}),
+      ...(customer ? { sessionKey: sessionKeyOf(namespace, { type: 'private', id: customer }) } : {}),
+      byHuman: true,
+    };
+  }
+
   return {
     name: 'whatsapp',
     channel: channel.id,
@@ -252,6 +277,7 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
       if (own(payload, 'object') !== 'whatsapp_business_account')
         throw fail(`object must be "whatsapp_business_account", got ${kindOf(own(payload, 'object'))}`);
       const events: InboundEvent[] = [];
+      const sent: SentMessage[] = [];
       let ignored = 0;
       read.array(own(payload, 'entry'), 'entry').forEach((entryValue, i) => {
         const entry = read.object(entryValue, `entry[${i}]`);
@@ -269,6 +295,12 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
               names.set(waId, read.optText(own(profile, 'name'), `${path}.value.contacts[${k}].profile.name`) ?? '');
           });
           ignored += read.optArray(own(value, 'statuses'), `${path}.value.statuses`).length;
+          read.optArray(own(value, 'message_echoes'), `${path}.value.message_echoes`).forEach((item, k) => {
+            const at = `${path}.value.message_echoes[${k}]`;
+            ignored++;
+            const echo = echoOf(read, read.object(item, at), at, botId);
+            if (echo) sent.push(echo);
+          });
           read.optArray(own(value, 'messages'), `${path}.value.messages`).forEach((item, k) => {
             events.push(
               messageEvent(
@@ -283,7 +315,7 @@ export function whatsappAdapter(channel: AdapterChannel, options: z.output<typeo
           });
         });
       });
-      return { events, ignored };
+      return sent.length > 0 ? { events, ignored, sent } : { events, ignored };
     },
 
     replyTo: whatsAppReply,

@@ -8,12 +8,20 @@ describe('OneBot: what a message says about mentions of the bot and replies to i
     expect(event!.mentions).toEqual(['10001000']);
   });
 
-  it('reports a message_sent as the message the bot sent (id, bot, text), counted as ignored and no event', () => {
+  it('reports a message_sent as the message the bot sent (id, bot, text, session), counted as ignored and no event', () => {
     expect(normalizedFixture(channelOf('onebot'), 'onebot', 'message-sent.json')).toEqual({
       events: [],
       ignored: 1,
       reply: { status: 204 },
-      sent: [{ namespace: 'qq', messageId: '99', botId: '10001000', content: 'reply from the bot' }],
+      sent: [
+        {
+          namespace: 'qq',
+          messageId: '99',
+          botId: '10001000',
+          content: 'reply from the bot',
+          sessionKey: 'qq:group:123456789',
+        },
+      ],
     });
   });
 
