@@ -309,7 +309,14 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
         botId,
         conversation,
         sender: { id: senderId, ...(name ? { name } : {}) },
-        platformId: `${botId}:${updateId}`,
+        platformId: callback
+          ? `${botId}:${updateId}`
+          : edited
+            ? `${messageKeyOf(botId, chatId, fields.message_id!)}:edit:${String(stamp)}`
+            : messageKeyOf(botId, chatId, fields.message_id!),
+        ...(edited
+          ? { revises: { kind: 'edit' as const, messageId: messageKeyOf(botId, chatId, fields.message_id!), senderId } }
+          : {}),
         text,
         media,
         mentions: mentionsOf(read, message, at, { username: options.botUsername, botId }),
@@ -389,4 +396,13 @@ export function telegramReply({ ids, conversation }: ReplyTarget): ReplyParts {
   if (ids.message_id) params.reply_parameters = { message_id: idValue(ids.message_id) };
   const quote = quoteOf(ids);
   return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
+}
+
+/**
+ * A message's key: the bot, the chat and the message's id in it (Telegram numbers messages per
+ * chat). Its retries share it, and an edit names it (contract §13); an edit's own event adds
+ * when it was edited, so each edit is a new event.
+ */
+function messageKeyOf(botId: string, chatId: string, messageId: string): string {
+  return `${botId}:${chatId}:${messageId}`;
 }

@@ -51,7 +51,7 @@ describe('a Telegram polling channel on several instances', () => {
     await until(async () => (await outputs()).length === 6, 10_000);
     await until(() => api.offsets.includes('106'), 10_000);
     const ids = await outputs();
-    expect(ids.sort()).toEqual(['100', '101', '102', '103', '104', '105'].map((id) => `123456:${id}`));
+    expect(ids.sort()).toEqual(['100', '101', '102', '103', '104', '105'].map((id) => `123456:${id}:${id}`));
     expect(survivor.intake.metrics.channelStats().tg).toMatchObject({ received: 1 });
   }, 40_000);
 });

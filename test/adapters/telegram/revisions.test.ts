@@ -12,7 +12,7 @@ describe('Telegram: an edited message', () => {
     expect(edit!.fields).toEqual({ message_id: '1365', edited_text: 'hi there' });
   });
 
-  it("names no message it revises: the message's event is keyed by its update_id, which an edit does not carry", () => {
+  it('names the message it revises by the key the message itself has: the bot, the chat and the message id', () => {
     const telegram = bot();
     const [message] = normalizedBody(telegram, {
       update_id: 10001,
@@ -25,8 +25,11 @@ describe('Telegram: an edited message', () => {
       },
     }).events;
     const [edit] = normalizedFixture(telegram, 'telegram', 'edited.json').events;
-    expect(message!.platformId).toBe('123456:10001');
-    expect(edit!.revises).toBeUndefined();
+    expect(message!.platformId).toBe('123456:111:1365');
+    expect(edit!.revises).toEqual({ kind: 'edit', messageId: '123456:111:1365', senderId: '111' });
+    // an event of its own: a second edit is not a retry of the first
+    expect(edit!.platformId).toMatch(/^123456:111:1365:edit:\d+$/);
+    expect(edit!.sessionKey).toBe(message!.sessionKey);
   });
 
   it('takes an edited channel post alike', () => {
