@@ -5,7 +5,7 @@ import type { RevisionKeep } from '../../src/core/ports/index.js';
 import type { Revision } from '../../src/events/context.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite.js';
 import { contextMessage } from '../../src/testing/store/conversations.js';
-import { item } from '../../src/testing/index.js';
+import { draft, item } from '../../src/testing/index.js';
 import { tempDir } from '../support/helpers.js';
 
 const keep = (maxRevisions = 4, ttlMs = 60_000): RevisionKeep => ({ maxRevisions, ttlMs });
@@ -136,5 +136,88 @@ describe('SQLite revisions and takeovers', () => {
       ['b', 'b'],
       ['a', 'A!'],
     ]);
+  });
+});
+
+describe('SQLite revisions, restarts and failed writes', () => {
+  const open: SqliteStore[] = [];
+  const dir = tempDir();
+  const sqlite = (name: string, now = 0): SqliteStore => {
+    const store = new SqliteStore(join(dir.path, name), { now });
+    open.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    for (const store of open.splice(0)) await store.close().catch(() => undefined);
+  });
+  /** Make the next `count` transactions of `store` run their statements and then fail, as a full disk does at COMMIT. */
+  const failCommits = (store: SqliteStore): { count: number } => {
+    const failing = { count: 0 };
+    const inner = store as unknown as { groupTx: (fn: () => void) => void };
+    const real = inner.groupTx;
+    inner.groupTx = (fn) =>
+      real(() => {
+        fn();
+        if (failing.count > 0 && failing.count--) throw new Error('disk I/O error');
+      });
+    return failing;
+  };
+
+  it('finds a message in a buffer restored without its body, by its platform id, else its id', async () => {
+    const first = sqlite('restored.db');
+    const a = item('a', { debounceKey: 's/u' });
+    a.part.event.platformId = 'p-a';
+    await first.admit([a, item('b', { debounceKey: 's/u' })], 0);
+    await first.close();
+    const store = sqlite('restored.db');
+    expect((await store.revise('s', ['s/u'], recall('p-a', 10), 10, keep())).buffered).toBe(true);
+    expect((await store.revise('s', ['s/u'], recall('b', 10), 10, keep())).buffered).toBe(true);
+    expect((await store.revise('s', ['s/u'], recall('zzz', 10), 10, keep())).buffered).toBe(false);
+    expect(await store.openBuffers()).toBe(1);
+  });
+
+  it('ends the flush lease of a batch of restored parts taken after a restart', async () => {
+    const first = sqlite('restored-lease.db');
+    await first.admit([item('a'), item('b')], 0);
+    await first.close();
+    const store = sqlite('restored-lease.db', 1000);
+    const [batch] = await store.claimDue(1000, 10_000, 10);
+    expect((await store.revise('s', ['s'], edit('b', 'B', 1100), 1100, keep())).buffered).toBe(true);
+    expect(await store.renewLease(batch!, 1100, 10_000)).toBe(false);
+    expect(await store.commit(batch!, draft('out'), 1100)).toBeUndefined();
+    const [again] = await store.claimDue(1100, 10_000, 10);
+    expect(again?.parts.map((p) => p.event.text)).toEqual(['a', 'b']);
+    expect(await store.commit(again!, draft('out'), 1100)).toMatchObject({ id: 'out' });
+  });
+
+  it('leaves the flush lease as it was when the revision is rolled back: that flush still commits', async () => {
+    const store = sqlite('revise-fails.db');
+    const failing = failCommits(store);
+    await store.admit([item('a')], 0);
+    const [batch] = await store.claimDue(1000, 10_000, 10);
+    failing.count = 2; // the group, then the revision tried on its own
+    await expect(store.revise('s', ['s'], recall('a', 1100), 1100, keep())).rejects.toThrow('disk I/O error');
+    expect((await store.conversation('s', 1100)).revisions).toBeUndefined();
+    expect(await store.renewLease(batch!, 1100, 10_000)).toBe(true);
+    expect(await store.commit(batch!, draft('out'), 1100)).toMatchObject({ id: 'out' });
+    expect(await store.openBuffers()).toBe(0);
+  });
+
+  it('ends the flush lease when the revision shared a group that rolled back and then went through alone', async () => {
+    const store = sqlite('revise-group.db');
+    const failing = failCommits(store);
+    await store.admit([item('a')], 0);
+    const [batch] = await store.claimDue(1000, 10_000, 10);
+    failing.count = 1; // the group only
+    const [revised] = await Promise.all([
+      store.revise('s', ['s'], recall('a', 1100), 1100, keep()),
+      store.setActivation('t', { private: 'mention' }, 1100),
+    ]);
+    expect(revised.buffered).toBe(true);
+    expect((await store.conversation('t', 1100)).activation).toEqual({ private: 'mention' });
+    expect(await store.renewLease(batch!, 1100, 10_000)).toBe(false);
+    const [again] = await store.claimDue(1100, 10_000, 10);
+    expect(again?.fence).not.toBe(batch!.fence);
+    expect(again?.parts.map((p) => p.event.text)).toEqual(['a']);
   });
 });
