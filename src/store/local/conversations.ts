@@ -1,4 +1,10 @@
-import type { ActivationModes, ContextKeep, RevisionKeep, TakeoverChange, TakeoverHold } from '../../core/ports/index.js';
+import type {
+  ActivationModes,
+  ContextKeep,
+  RevisionKeep,
+  TakeoverChange,
+  TakeoverHold,
+} from '../../core/ports/index.js';
 import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
 import { heldTakeover, keptRevisions, revisedContext } from '../rules/revise.js';
 

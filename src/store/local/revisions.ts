@@ -38,6 +38,7 @@ function holds(rows: Rows, buffer: OpenBuffer, messageId: string): boolean {
     else if ((part.body.event.platformId ?? part.body.event.id) === messageId) return true;
   }
   return (
-    restored.length > 0 && rows.partBodies(restored).some((body) => (body.event.platformId ?? body.event.id) === messageId)
+    restored.length > 0 &&
+    rows.partBodies(restored).some((body) => (body.event.platformId ?? body.event.id) === messageId)
   );
 }
