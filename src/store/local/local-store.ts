@@ -168,6 +168,17 @@ export abstract class LocalStore implements Store {
     return this.write(() => this.state.rows.activationSaved(sessionKey, override));
   }
 
+  /** The change a revision makes (SQLite also remembers the leases it broke). */
+  protected revising(
+    sessionKey: string,
+    debounceKeys: readonly string[],
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): Revised {
+    return this.state.revise(sessionKey, debounceKeys, revision, now, keep);
+  }
+
   async revise(
     sessionKey: string,
     debounceKeys: readonly string[],
@@ -176,7 +187,7 @@ export abstract class LocalStore implements Store {
     keep: RevisionKeep,
   ): Promise<Revised> {
     this.use(now);
-    return this.write(() => this.state.revise(sessionKey, debounceKeys, revision, now, keep));
+    return this.write(() => this.revising(sessionKey, debounceKeys, revision, now, keep));
   }
 
   async holdTakeover(sessionKey: string, at: number, hold: TakeoverHold, now: number): Promise<TakeoverChange> {

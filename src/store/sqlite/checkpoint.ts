@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -164,4 +165,49 @@ export class Checkpointer {
     for (const resolve of this.done.splice(0)) resolve({ log: -1, checkpointed: -1, synced: false });
     void this.worker.terminate();
   }
+}
+
+/**
+ * Commits never copy the WAL into the file themselves: a worker does, beside the event loop.
+ * Past `maxWalFrames` the writer's connection (`db`) copies the tail and truncates the WAL to
+ * nothing; should that not get its locks at once (a reader holding an old snapshot, e.g. an
+ * operator's `sqlite3`), `journal_size_limit` truncates it to the bound at its next rewind. A
+ * rewound WAL otherwise keeps its largest size on disk for as long as the store is open.
+ * `store` says whether the store was closed, or its file deleted or replaced under it.
+ */
+export function checkpointOffThread(
+  db: Database.Database,
+  path: string,
+  maxWalFrames: number,
+  store: { closed(): boolean; replaced(): boolean },
+): Checkpointer {
+  db.pragma('wal_autocheckpoint = 0');
+  db.pragma(`journal_size_limit = ${walLimitBytes(maxWalFrames, db.pragma('page_size', { simple: true }) as number)}`);
+  return new Checkpointer(
+    path,
+    {
+      fallBack: () => {
+        if (store.closed()) return;
+        try {
+          db.pragma('wal_autocheckpoint = 1000');
+        } catch {
+          // A store that cannot set a pragma fails its next write, and says so there.
+        }
+      },
+      finish: () => {
+        if (store.closed() || store.replaced()) return;
+        const wait = db.pragma('busy_timeout', { simple: true }) as number;
+        try {
+          // On the event loop: never wait for a reader, the next long WAL asks again.
+          db.pragma('busy_timeout = 0');
+          db.pragma('wal_checkpoint(TRUNCATE)');
+        } catch {
+          // As above; commits are not affected.
+        } finally {
+          db.pragma(`busy_timeout = ${wait}`);
+        }
+      },
+    },
+    maxWalFrames,
+  );
 }

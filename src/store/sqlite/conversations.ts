@@ -1,14 +1,23 @@
 import type Database from 'better-sqlite3';
-import type { ActivationModes, ContextKeep } from '../../core/ports/index.js';
-import type { ContextMessage, ConversationState, KeptMessage } from '../../events/context.js';
+import type {
+  ActivationModes,
+  ContextKeep,
+  RevisionKeep,
+  TakeoverChange,
+  TakeoverHold,
+} from '../../core/ports/index.js';
+import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
 import type { ConversationRows } from '../local/conversations.js';
+import { revisedContext } from '../rules/revise.js';
+import { SqliteRevisions } from './revisions.js';
 
 /**
  * Conversations (§12 of the contract) in the file: each kept message a row of `context`, whose
  * AUTOINCREMENT key is its seq (never used twice, also after the newest row is deleted); a
  * session's dropped count and the time it is forgotten in `conversations`; overrides set at run
- * time in `activations`, with no expiry. Read and written by SQL alone: the rows are the truth,
- * and a write rolled back leaves nothing in memory.
+ * time in `activations`, with no expiry; revisions and takeovers in their tables (revisions.ts).
+ * Read and written by SQL alone: the rows are the truth, and a write rolled back leaves nothing
+ * in memory.
  */
 export const conversationSchema = `
 CREATE TABLE IF NOT EXISTS context (
@@ -23,9 +32,11 @@ CREATE TABLE IF NOT EXISTS activations (session_key TEXT PRIMARY KEY, modes TEXT
 /** The SQLite store's conversation rows; every write runs inside the store's current transaction. */
 export class SqliteConversations implements ConversationRows {
   private readonly sql;
+  private readonly revisions: SqliteRevisions;
 
   constructor(db: Database.Database) {
     db.exec(conversationSchema);
+    this.revisions = new SqliteRevisions(db);
     this.sql = {
       head: db.prepare('SELECT dropped, until FROM conversations WHERE session_key = ?'),
       append: db.prepare('INSERT INTO context (session_key, at, message) VALUES (?, ?, ?)'),
@@ -44,7 +55,23 @@ export class SqliteConversations implements ConversationRows {
         'DELETE FROM conversations WHERE session_key = ? AND NOT EXISTS (SELECT 1 FROM context WHERE session_key = ?)',
       ),
       entries: db.prepare('SELECT seq, at, message FROM context WHERE session_key = ? ORDER BY seq'),
-      activation: db.prepare('SELECT modes FROM activations WHERE session_key = ?').pluck(),
+      // The entries a revision changes: JSON1 picks them out, so the others are not parsed here.
+      entriesOf: db.prepare(
+        "SELECT seq, at, message FROM context WHERE session_key = ? AND json_extract(message, '$.messageId') = ? ORDER BY seq",
+      ),
+      dropEntry: db.prepare('DELETE FROM context WHERE seq = ?'),
+      setEntry: db.prepare('UPDATE context SET message = ? WHERE seq = ?'),
+      // The override, the takeover and the live revisions, oldest first, in one statement: the
+      // read without the context runs for every batch nothing addresses, and three lookups took
+      // 6.9 µs where the override's alone took 2.7 and this one takes 4.4 (scratch, better-sqlite3).
+      extras: db
+        .prepare(
+          `SELECT 0, modes, NULL, NULL, NULL, 0 FROM activations WHERE session_key = @session
+          UNION ALL SELECT 1, since, until, NULL, NULL, 0 FROM takeovers WHERE session_key = @session
+          UNION ALL SELECT 2, kind, message_id, content, at, seq FROM revisions WHERE session_key = @session AND until > @now
+          ORDER BY 1, 6`,
+        )
+        .raw(),
       setActivation: db.prepare(
         'INSERT INTO activations (session_key, modes) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET modes = excluded.modes',
       ),
@@ -84,16 +111,48 @@ export class SqliteConversations implements ConversationRows {
       : undefined;
     const state: ConversationState =
       head && head.until > now
-        ? {
-            context: (this.sql.entries.all(sessionKey) as Array<{ seq: number; at: number; message: string }>).map(
-              (row): KeptMessage => ({ seq: row.seq, at: row.at, message: JSON.parse(row.message) as ContextMessage }),
-            ),
-            dropped: head.dropped,
-          }
+        ? { context: keptMessages(this.sql.entries.all(sessionKey)), dropped: head.dropped }
         : { context: [], dropped: 0 };
-    const modes = this.sql.activation.get(sessionKey) as string | undefined;
-    if (modes !== undefined) state.activation = JSON.parse(modes) as ActivationModes;
+    for (const row of this.sql.extras.all({ session: sessionKey, now }) as ExtraRow[]) {
+      if (row[0] === 0) state.activation = JSON.parse(row[1]) as ActivationModes;
+      else if (row[0] === 1) state.takeover = { since: row[1], until: row[2] };
+      else {
+        const revision: Revision = { kind: row[1], messageId: row[2], at: row[4] };
+        if (row[3] !== null) revision.content = row[3];
+        (state.revisions ??= []).push(revision);
+      }
+    }
     return state;
+  }
+
+  revisionKept(
+    sessionKey: string,
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): { recorded: boolean; context: boolean } {
+    if (!this.revisions.kept(sessionKey, revision, now, keep)) return { recorded: false, context: false };
+    const head = this.sql.head.get(sessionKey) as { until: number } | undefined;
+    if (!head || head.until <= now) return { recorded: true, context: false };
+    const entries = keptMessages(this.sql.entriesOf.all(sessionKey, revision.messageId));
+    const revised = revisedContext(entries, revision);
+    if (revised === undefined) return { recorded: true, context: false };
+    // The rule hands back the entries it keeps as they were: a row is written only where it changed.
+    const after = new Map(revised.map((entry) => [entry.seq, entry]));
+    for (const entry of entries) {
+      const changed = after.get(entry.seq);
+      if (!changed) this.sql.dropEntry.run(entry.seq);
+      else if (changed !== entry) this.sql.setEntry.run(JSON.stringify(changed.message), entry.seq);
+    }
+    return { recorded: true, context: true };
+  }
+
+  takeoverHeld(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
+    return this.revisions.takeoverHeld(sessionKey, at, hold, now);
+  }
+
+  takeoverEnded(sessionKey: string, now: number, since?: number): Takeover | undefined {
+    return this.revisions.takeoverEnded(sessionKey, now, since);
   }
 
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void {
@@ -105,5 +164,21 @@ export class SqliteConversations implements ConversationRows {
   purgeConversations(now: number): void {
     this.sql.expiredContext.run(now);
     this.sql.expired.run(now);
+    this.revisions.purgeRevisions(now);
   }
+}
+
+/** A row of the `extras` read: an override, a takeover, or a revision (the last column orders them). */
+type ExtraRow =
+  | [0, string, null, null, null, number]
+  | [1, number, number, null, null, number]
+  | [2, Revision['kind'], string, string | null, number, number];
+
+/** Context rows as the store hands them out. */
+function keptMessages(rows: unknown[]): KeptMessage[] {
+  return (rows as Array<{ seq: number; at: number; message: string }>).map((row): KeptMessage => ({
+    seq: row.seq,
+    at: row.at,
+    message: JSON.parse(row.message) as ContextMessage,
+  }));
 }

@@ -3,11 +3,19 @@ import { nanoid } from 'nanoid';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnavailableError } from '../../core/errors.js';
-import type { ContextKeep, OutboxDraft, OutboxRecord, TurnCommit, TurnRule } from '../../core/ports/index.js';
-import type { ContextMessage } from '../../events/context.js';
+import type {
+  ContextKeep,
+  OutboxDraft,
+  OutboxRecord,
+  Revised,
+  RevisionKeep,
+  TurnCommit,
+  TurnRule,
+} from '../../core/ports/index.js';
+import type { ContextMessage, Revision } from '../../events/context.js';
 import type { BufferHold } from '../local/buffers.js';
 import { LocalState, MAX_CORRELATION_GROUPS } from '../local/local-state.js';
-import { Checkpointer, MAX_WAL_FRAMES, walLimitBytes } from './checkpoint.js';
+import { checkpointOffThread, type Checkpointer, MAX_WAL_FRAMES } from './checkpoint.js';
 import { GroupCommit } from './group-commit.js';
 import { FileIdentity } from './identity.js';
 import { openOwned, type OwnedFile } from './open.js';
@@ -46,6 +54,8 @@ export class SqliteStore extends LocalStore {
   private readonly writes: GroupCommit;
   /** Leases ended by the commits of the write being tried (held again if it rolls back, see `rebuild`). */
   private readonly ended: BufferHold[] = [];
+  /** Leases broken by the revisions of the write being tried, as they were (held again if it rolls back). */
+  private readonly broken: BufferHold[] = [];
   /** dev+ino of the file opened, to notice it deleted or replaced under us. */
   private readonly identity: FileIdentity;
 
@@ -127,7 +137,12 @@ export class SqliteStore extends LocalStore {
       throw error;
     }
     this.checkpointer =
-      path === ':memory:' ? undefined : this.checkpointOffThread(options.maxWalFrames ?? MAX_WAL_FRAMES);
+      path === ':memory:'
+        ? undefined
+        : checkpointOffThread(db, path, options.maxWalFrames ?? MAX_WAL_FRAMES, {
+            closed: () => this.closed,
+            replaced: () => this.identity.broken !== undefined,
+          });
     this.statements = {
       after: db.prepare('SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
       byId: db.prepare('SELECT * FROM outbox WHERE id = ?'),
@@ -157,12 +172,13 @@ export class SqliteStore extends LocalStore {
       transaction: (body) => this.groupTx(body),
       trying: () => {
         this.ended.length = 0;
+        this.broken.length = 0;
       },
       rolledBack: (error) => {
         this.rows.rolledBack();
         // A refused row (a duplicate outbox id) is refused before the indexes change; any other
         // failure (at COMMIT) comes after them, and a lease the write ended is held again.
-        if (error === undefined || !isConstraint(error)) this.rebuild(this.ended);
+        if (error === undefined || !isConstraint(error)) this.rebuild(this.ended, this.broken);
       },
       announce: (value) => {
         const record = committedRecord(value);
@@ -178,48 +194,6 @@ export class SqliteStore extends LocalStore {
         }
       },
     });
-  }
-
-  /**
-   * Commits never copy the WAL into the file themselves: a worker does, beside the event loop.
-   * Past `maxWalFrames` the writer's connection copies the tail and truncates the WAL to
-   * nothing; should that not get its locks at once (a reader holding an old snapshot, e.g. an
-   * operator's `sqlite3`), `journal_size_limit` truncates it to the bound at its next rewind. A
-   * rewound WAL otherwise keeps its largest size on disk for as long as the store is open.
-   */
-  private checkpointOffThread(maxWalFrames: number): Checkpointer {
-    const db = this.db;
-    db.pragma('wal_autocheckpoint = 0');
-    db.pragma(
-      `journal_size_limit = ${walLimitBytes(maxWalFrames, db.pragma('page_size', { simple: true }) as number)}`,
-    );
-    return new Checkpointer(
-      this.path,
-      {
-        fallBack: () => {
-          if (this.closed) return;
-          try {
-            db.pragma('wal_autocheckpoint = 1000');
-          } catch {
-            // A store that cannot set a pragma fails its next write, and says so there.
-          }
-        },
-        finish: () => {
-          if (this.closed || this.identity.broken) return;
-          const wait = db.pragma('busy_timeout', { simple: true }) as number;
-          try {
-            // On the event loop: never wait for a reader, the next long WAL asks again.
-            db.pragma('busy_timeout = 0');
-            db.pragma('wal_checkpoint(TRUNCATE)');
-          } catch {
-            // As above; commits are not affected.
-          } finally {
-            db.pragma(`busy_timeout = ${wait}`);
-          }
-        },
-      },
-      maxWalFrames,
-    );
   }
 
   /** Changes go through the group commit: answered once durable, a commit's record announced then. */
@@ -264,6 +238,24 @@ export class SqliteStore extends LocalStore {
     const deferred = super.deferring(batch, deferKey, dueAt, now);
     if (deferred && lease) this.ended.push({ debounceKey: batch.debounceKey, lease });
     return deferred;
+  }
+
+  protected override revising(
+    sessionKey: string,
+    debounceKeys: readonly string[],
+    revision: Revision,
+    now: number,
+    keep: RevisionKeep,
+  ): Revised {
+    const leases = debounceKeys.map((debounceKey) => this.state.buffers.get(debounceKey)?.lease);
+    const revised = super.revising(sessionKey, debounceKeys, revision, now, keep);
+    // A broken lease is a new one (`Buffers.breakLease`): should the group roll back, the
+    // revision did not happen, and the flush holding the lease before it may still commit.
+    debounceKeys.forEach((debounceKey, i) => {
+      const lease = leases[i];
+      if (lease && this.state.buffers.get(debounceKey)?.lease !== lease) this.broken.push({ debounceKey, lease });
+    });
+    return revised;
   }
 
   /** Shared values live in the file: a poller's cursor and a platform token survive a restart. */
@@ -364,10 +356,11 @@ export class SqliteStore extends LocalStore {
    * over, so flushes and pushes under way elsewhere still commit and ack; so are the retry times
    * of failed flushes, whose sessions stay held (no later batch of theirs goes first), and the
    * leases that commits of the rolled-back group had ended (`ended`): each such commit, tried
-   * again on its own, still holds its batch.
+   * again on its own, still holds its batch. Leases its revisions broke (`broken`) are held
+   * again as they were before, ahead of what broke them (a buffer adopts its first hold).
    */
-  private rebuild(ended: readonly BufferHold[] = []): void {
-    const buffers = [...this.state.buffers.holds(), ...ended];
+  private rebuild(ended: readonly BufferHold[] = [], broken: readonly BufferHold[] = []): void {
+    const buffers = [...broken, ...this.state.buffers.holds(), ...ended];
     const pushes = this.state.pushes.leases();
     // The rebuilt buffers' parts carry no body: a flush reads each from its row, so nothing of
     // a write that was rolled back survives in memory.
