@@ -38,6 +38,10 @@ function stage(clock: ManualClock, drafts: OutboxDraft[]) {
         drafts.push(draft);
         return { held: false, record: { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 } };
       },
+      commit: async (leased, draft) => {
+        drafts.push(draft);
+        return { ...draft, seq: drafts.length, attempts: 0, updatedAt: 0 };
+      },
       correlation: async () => undefined,
     },
     rules: {

@@ -26,6 +26,11 @@ class WrappedStore implements Store {
     this.#inner.keepContext(batch, messages, now, keep);
   setActivation: Store['setActivation'] = (sessionKey, override, now) =>
     this.#inner.setActivation(sessionKey, override, now);
+  revise: Store['revise'] = (sessionKey, debounceKeys, revision, now, keep) =>
+    this.#inner.revise(sessionKey, debounceKeys, revision, now, keep);
+  holdTakeover: Store['holdTakeover'] = (sessionKey, at, hold, now) =>
+    this.#inner.holdTakeover(sessionKey, at, hold, now);
+  endTakeover: Store['endTakeover'] = (sessionKey, now, since) => this.#inner.endTakeover(sessionKey, now, since);
   spendBudgets: Store['spendBudgets'] = (budgets, now) => this.#inner.spendBudgets(budgets, now);
   deferBatch: Store['deferBatch'] = (batch, deferKey, dueAt, now) =>
     this.#inner.deferBatch(batch, deferKey, dueAt, now);
