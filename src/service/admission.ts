@@ -58,7 +58,8 @@ export function admissionPlanner(
       kinds.unshift('deduped');
     }
     // A second thought names its output and message itself: never one group with another.
-    const correlation = isSecondThought(event) ? undefined : bots.step(event, now);
+    const thought = isSecondThought(event);
+    const correlation = thought ? undefined : bots.step(event, now);
     if (correlation) correlations.observed();
     const debounce = channel?.debounce ?? config.debounce;
     const message = event.kind === 'message';
@@ -83,7 +84,7 @@ export function admissionPlanner(
         },
         ...(correlation ? { correlationKey: correlation.key } : {}),
       },
-      rule: message ? debounce : bots.correlates(event.namespace) ? noticeHold : noHold,
+      rule: message ? debounce : !thought && bots.correlates(event.namespace) ? noticeHold : noHold,
       closeNow:
         message &&
         ((debounce.flushCommands && isCommand(event.text)) ||

@@ -68,7 +68,7 @@ describe('second thoughts', () => {
         debounce: { windowMs: 1000, maxWaitMs: 3000 },
         takeover: { holdMs: 5000, maxMs: 20_000 },
         channels: [
-          { id: 'qq', adapter: 'onebot', namespace: 'qq' },
+          { id: 'qq', adapter: 'onebot', namespace: 'qq', verify: false },
           {
             id: 'tg',
             adapter: 'telegram',

@@ -202,7 +202,7 @@ export class LocalState {
 
   /** A recall or an edit (see `Conversations.revise`). */
   revise(sessionKey: string, debounceKeys: readonly string[], revision: Revision, now: number, keep: RevisionKeep) {
-    return revise(this.rows, this.buffers, this.nextToken, sessionKey, debounceKeys, revision, now, keep);
+    return revise(this.rows, this.buffers, this.groups, this.nextToken, sessionKey, debounceKeys, revision, now, keep);
   }
 
   /** `commit` under the session's turn (see `DebounceBuffers.commitTurn` and rules/turn.ts). */

@@ -1,6 +1,8 @@
 import type { Revised, RevisionKeep } from '../../core/ports/index.js';
 import type { Revision } from '../../events/context.js';
 import type { Buffers, OpenBuffer } from './buffers.js';
+import type { CorrelationGroups } from './correlations.js';
+import type { BufferedPart } from '../../events/inbound.js';
 import type { Rows } from './rows.js';
 
 /**
@@ -11,6 +13,7 @@ import type { Rows } from './rows.js';
 export function revise(
   rows: Rows,
   buffers: Buffers,
+  groups: CorrelationGroups,
   nextFence: () => number,
   sessionKey: string,
   debounceKeys: readonly string[],
@@ -23,22 +26,26 @@ export function revise(
   let buffered = false;
   for (const debounceKey of debounceKeys) {
     const buffer = buffers.get(debounceKey);
-    if (!buffer || buffer.sessionKey !== sessionKey || !holds(rows, buffer, revision.messageId)) continue;
+    if (!buffer || buffer.sessionKey !== sessionKey || !holds(rows, groups, buffer, revision.messageId, now)) continue;
     buffered = true;
     if (buffer.lease) buffers.breakLease(buffer, nextFence(), now);
   }
   return { recorded, buffered, context };
 }
 
-/** Whether a part of the buffer is the message: its platform id, else its id (bodies restored without one are read). */
-function holds(rows: Rows, buffer: OpenBuffer, messageId: string): boolean {
+/**
+ * Whether a part of the buffer is the message: its platform id (else its id), or the platform id
+ * another bot's copy of it has in its correlation group (bodies restored without one are read).
+ */
+function holds(rows: Rows, groups: CorrelationGroups, buffer: OpenBuffer, messageId: string, now: number): boolean {
   const restored: string[] = [];
+  const names = (body: BufferedPart): boolean =>
+    (body.event.platformId ?? body.event.id) === messageId ||
+    (body.correlationKey !== undefined &&
+      (groups.get(body.correlationKey, now)?.deliveries.some((copy) => copy.platformId === messageId) ?? false));
   for (const part of buffer.parts) {
     if (!part.body) restored.push(part.id);
-    else if ((part.body.event.platformId ?? part.body.event.id) === messageId) return true;
+    else if (names(part.body)) return true;
   }
-  return (
-    restored.length > 0 &&
-    rows.partBodies(restored).some((body) => (body.event.platformId ?? body.event.id) === messageId)
-  );
+  return restored.length > 0 && rows.partBodies(restored).some(names);
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RevisionKeep, Store } from '../../core/ports/index.js';
 import type { Revision } from '../../events/context.js';
 import { contextMessage } from './conversations.js';
-import { item } from './fixtures.js';
+import { delivery, item, step } from './fixtures.js';
 import { type StoreHarness } from './harness.js';
 
 /** Keep up to 4 revisions for a minute unless told. */
@@ -87,6 +87,19 @@ export function describeRevisions(h: StoreHarness): void {
         expect(await store.keepContext(batch!, [], 1000, { maxMessages: 10, ttlMs: 1000 })).toBe(true);
       }
       expect(texts.sort()).toEqual(['a', 'b']);
+    });
+
+    it('knows a buffered message by another bot’s id for it, from its correlation group', async () => {
+      const store = await h.fresh();
+      // as admission buffers a correlated part: with its group's key
+      const copy = (at: number, bot: string, id: string) => {
+        const made = item('m', { at, correlation: step('k', delivery(bot, id)) });
+        return { ...made, part: { ...made.part, correlationKey: 'k' } };
+      };
+      await store.admit([copy(0, 'A', 'A:1')], 0);
+      await store.admit([copy(10, 'B', 'B:7')], 10);
+      expect((await store.revise('s', ['s'], recall('B:7', 20), 20, keep())).buffered).toBe(true);
+      expect((await store.revise('s', ['s'], recall('C:7', 20), 20, keep())).buffered).toBe(false);
     });
 
     it('ends the flush lease of a buffer that holds the message: that flush commits nothing, the buffer is due at once', async () => {
