@@ -31,7 +31,7 @@ export interface ActivationStageOptions {
   /** The messages our bots sent: remembered as reported and as echoed to our other bots, looked up by a quote's id. */
   sent: Pick<SentMessages, 'remember' | 'rememberEcho' | 'has'>;
   /** A batch's parts as its session's recalls and edits leave them (contract §13). @default as they are */
-  revised?(parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined): BatchContent;
+  revised?(parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined): Promise<BatchContent>;
 }
 
 /** What of a batch is left to emit or keep once its session's recalls and edits apply. */
@@ -111,7 +111,10 @@ export function createActivation(options: ActivationStageOptions) {
     const kept = !addressedIn(batch.parts) && configured !== 'always';
     let state = await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
     // Second thoughts (contract §13): what was recalled or edited while the batch waited.
-    const content = options.revised?.(batch.parts, state.revisions) ?? { parts: batch.parts, recalled: none };
+    const content =
+      state.revisions && options.revised
+        ? await options.revised(batch.parts, state.revisions)
+        : { parts: batch.parts, recalled: none };
     const { takeover } = state;
     const seen = takeover && takeover.until <= now ? { ...content, takeoverDue: takeover } : content;
     if (content.parts.length === 0) {

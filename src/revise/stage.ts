@@ -107,16 +107,24 @@ export type Revisions = ReturnType<typeof createRevisions>;
 
 /**
  * A batch's parts as its session's revisions leave them: recalled ones out, edited ones with
- * their new text. The same array when none applies (most batches).
+ * their new text. The same array when none applies (most batches). `aliases[i]`: the ids other
+ * bots' copies of part `i` have (its correlation group's).
  */
-export function revisedParts(parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined) {
+export function revisedParts(
+  parts: readonly BufferedPart[],
+  revisions: readonly Revision[] | undefined,
+  aliases: ReadonlyArray<readonly string[]> = [],
+) {
   if (!revisions || revisions.length === 0) return { parts, recalled: none };
   const byId = new Map(revisions.map((revision) => [revision.messageId, revision]));
   let recalled: BufferedPart[] | undefined;
   let changed = false;
   const kept: BufferedPart[] = [];
-  for (const part of parts) {
-    const revision = byId.get(part.event.platformId ?? part.event.id);
+  for (const [i, part] of parts.entries()) {
+    // By its own id, else by another bot's id for it: the revision a recall of either recorded.
+    const revision =
+      byId.get(part.event.platformId ?? part.event.id) ??
+      aliases[i]?.map((id) => byId.get(id)).find((found) => found !== undefined);
     if (!revision) kept.push(part);
     else if (revision.kind === 'recall') (recalled ??= []).push(part);
     else kept.push({ ...part, event: { ...part.event, text: revision.content ?? '' } });

@@ -19,8 +19,7 @@ import { consoleRoutes } from '../http/console.js';
 import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
 import { accessTest } from '../access/access.js';
-import { secondThoughts } from './second-thoughts.js';
-import { revisedParts } from '../revise/stage.js';
+import { revisedWithCopies, secondThoughts } from './second-thoughts.js';
 import { createActivation } from '../activation/stage.js';
 import { SentMessages } from '../activation/sent.js';
 import { InboundChain } from '../ingest/chain.js';
@@ -144,7 +143,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     rulesOf: (channel) => channels.require(channel).config,
     bots,
     sent: new SentMessages(store, clock, config.context.maxAgeMs),
-    revised: revisedParts,
+    revised: revisedWithCopies(store, clock),
   });
 
   // Merged forwards (OneBot): read through the bot that delivered them, as the actions route
@@ -327,15 +326,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
       },
       setActivation: (sessionKey, modes) => store.setActivation(sessionKey, modes, clock.now()),
     },
-    takeovers: {
-      async view(sessionKey) {
-        const takeover = await thoughts.takeovers.view(sessionKey);
-        return takeover && { active: takeover.until > clock.now(), ...takeover };
-      },
-      start: (sessionKey, holdMs) =>
-        thoughts.takeovers.spoke(thoughts.placeOf(sessionKey), clock.now(), { holdMs, maxMs: config.takeover.maxMs }),
-      end: (sessionKey) => thoughts.takeovers.end(thoughts.placeOf(sessionKey)),
-    },
+    takeovers: thoughts.byHand,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
     deadLetters: push && {
       count: async () => (await store.deliveryCounts()).dead,

@@ -4,11 +4,11 @@ import { messageDebounceKey } from './admission.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { turnBufferKey, type Store } from '../core/ports/index.js';
-import type { SentMessage } from '../events/context.js';
-import type { InboundEvent } from '../events/inbound.js';
+import type { Revision, SentMessage } from '../events/context.js';
+import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import type { SecondThoughtPlace } from '../events/second-thought.js';
 import type { Admitted } from '../ingest/admit.js';
-import { createRevisions } from '../revise/stage.js';
+import { createRevisions, revisedParts } from '../revise/stage.js';
 import { RelayedSends } from '../takeover/relayed.js';
 import { createTakeovers } from '../takeover/stage.js';
 
@@ -73,7 +73,35 @@ export function secondThoughts(parts: SecondThoughtParts) {
     return senderId === undefined ? [held] : [messageDebounceKey(event.sessionKey, senderId), held];
   }
 
-  return { revisions, takeovers, relayed, humanSent, revisionKeys, placeOf };
+  /** `GET`, `PUT` and `DELETE /v1/sessions/<key>/takeover`. */
+  const byHand = {
+    async view(sessionKey: string) {
+      const takeover = await takeovers.view(sessionKey);
+      return takeover && { active: takeover.until > clock.now(), ...takeover };
+    },
+    start: (sessionKey: string, holdMs: number) =>
+      takeovers.spoke(placeOf(sessionKey), clock.now(), { holdMs, maxMs: config.takeover.maxMs }),
+    end: (sessionKey: string) => takeovers.end(placeOf(sessionKey)),
+  };
+
+  return { revisions, takeovers, relayed, humanSent, revisionKeys, byHand };
+}
+
+/** A batch's parts as its session's revisions leave them, each part known by every bot's id for it (a recall may name another bot's copy). */
+export function revisedWithCopies(store: Pick<Store, 'correlation'>, clock: Clock) {
+  return async (parts: readonly BufferedPart[], revisions: readonly Revision[] | undefined) => {
+    const now = clock.now();
+    const aliases = await Promise.all(
+      parts.map(async (part) =>
+        part.correlationKey === undefined
+          ? []
+          : ((await store.correlation(part.correlationKey, now))?.deliveries ?? []).flatMap((copy) =>
+              copy.platformId === undefined ? [] : [copy.platformId],
+            ),
+      ),
+    );
+    return revisedParts(parts, revisions, aliases);
+  };
 }
 
 export type SecondThoughts = ReturnType<typeof secondThoughts>;
