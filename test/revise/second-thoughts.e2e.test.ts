@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { outputOf, type Output } from '../../src/events/output.js';
-import { postJson, startService, until, type Running } from '../support/helpers.js';
+import { postJson, startService, type Running } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /*
