@@ -23,6 +23,26 @@ export const VERDICT_LABEL = {
   context: 'kept as context',
   denied: 'denied',
   over_budget: 'over budget',
+  retracted: 'recalled',
+  edited: 'edited',
+  human_active: 'held: a person answers',
+};
+
+/** What a second thought says, on its output's row (its output id links to the output it is about). */
+const thoughtOf = (output, link) => {
+  if (output.type === 'chat.retracted')
+    return el('p', { class: 'thought' }, 'message recalled from output ', link(output.outputId));
+  if (output.type === 'chat.edited')
+    return el('p', { class: 'thought' }, 'message edited in output ', link(output.outputId), `: ${output.content}`);
+  if (output.type === 'chat.takeover')
+    return el(
+      'p',
+      { class: 'thought' },
+      output.active
+        ? `a person answers until ${new Date(output.until).toLocaleTimeString()}`
+        : 'the person is done: the agent answers again',
+    );
+  return null;
 };
 
 /** An output's context: the conversation since the previous output, folded until opened. */
@@ -191,7 +211,14 @@ export function createLists({ trace, refreshDeadLetters }) {
             short(output.id),
           ),
         ),
-        output.content ? el('p', { class: 'content' }, output.content) : null,
+        output.content && output.type !== 'chat.edited' ? el('p', { class: 'content' }, output.content) : null,
+        thoughtOf(output, (id) =>
+          el(
+            'button',
+            { type: 'button', class: 'id', title: `trace ${id}`, on: { click: () => trace(id) } },
+            short(id),
+          ),
+        ),
         output.trigger && output.trigger !== 'always'
           ? el('p', { class: 'trigger' }, `reached the agent by ${output.trigger}`)
           : null,

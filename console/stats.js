@@ -20,6 +20,9 @@ const ACTIONS = [
   'context',
   'denied',
   'over_budget',
+  'retracted',
+  'edited',
+  'human_active',
 ];
 const snapshots = []; // { at, received, emitted }
 

@@ -4,7 +4,7 @@ import { postJson, startService, type Running } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /*
- * Second thoughts end to end (contract §13), on the memory store: a QQ group with two bots of
+ * Second thoughts end to end (contract §13), on the memory and SQLite stores: a QQ group with two bots of
  * ours (A and B, one OneBot HTTP channel; B numbers messages at A's number + 50,000), and a
  * Telegram chat. What is recalled before it is emitted never reaches the agent; what is recalled
  * or edited after is told once; a person answering from the bot's own account holds the agent.
@@ -54,7 +54,11 @@ function telegram(updateId: number, messageId: number, text: string, edit?: numb
   return { update_id: updateId, ...(edit === undefined ? { message } : { edited_message: message }) };
 }
 
-describe('second thoughts', () => {
+// The memory store, and SQLite (startService's default: a file of the test's own).
+describe.each([
+  ['memory', { store: 'memory' }],
+  ['SQLite', {}],
+])('second thoughts on %s', (_name, storeConfig) => {
   let service: Running;
   let clock: ManualClock;
   afterEach(async () => {
@@ -65,7 +69,7 @@ describe('second thoughts', () => {
     clock = new ManualClock();
     service = await startService(
       {
-        store: 'memory',
+        ...storeConfig,
         debounce: { windowMs: 1000, maxWaitMs: 3000 },
         takeover: { holdMs: 5000, maxMs: 20_000 },
         channels: [
