@@ -48,8 +48,10 @@ export interface Conversations {
    * - The kept context changes at once: a recall removes the entries of that `messageId`, an
    *   edit sets their `content` (`context`: some did).
    * - The buffers `debounceKeys` (the sender's, the session's held and deferred buffers) are
-   *   searched for a part of that message (`event.platformId`, else `event.id`): `buffered`
-   *   when found. Their parts are left as they are (the flush applies the session's revisions),
+   *   searched for a part of that message (`event.platformId`, else `event.id`, or, for a part
+   *   with a `correlationKey`, the `platformId` of a delivery in that live correlation group, as
+   *   `correlation(key, now)` reads it: another bot's id for the same message): `buffered` when
+   *   found. Their parts are left as they are (the flush applies the session's revisions),
    *   but a buffer found under a flush lease loses it: its fence moves on and the lease ends at
    *   `now`, so the flush in progress commits nothing and the buffer is taken again at once.
    */

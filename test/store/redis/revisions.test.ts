@@ -3,7 +3,7 @@ import type { AdmitItem, RevisionKeep } from '../../../src/core/ports/index.js';
 import type { ContextMessage, Revision } from '../../../src/events/context.js';
 import { connect } from '../../../src/store/redis/connections.js';
 import { RedisStore } from '../../../src/store/redis/redis.js';
-import { draft, item } from '../../../src/testing/store/fixtures.js';
+import { delivery, draft, item, step } from '../../../src/testing/store/fixtures.js';
 import { useRedis } from '../../support/redis.js';
 
 /*
@@ -96,6 +96,22 @@ describe('Redis store revisions and takeovers', () => {
     // a buffer named that belongs to another session is not searched
     await store.admit([item('b', { sessionKey: 't', debounceKey: 'tk' })], 0);
     expect((await store.revise('s', ['tk'], recall('b', 1), 1, keep)).buffered).toBe(false);
+    await store.close();
+  });
+
+  it('knows a part by another bot’s id for it, quotes and all, only while its correlation group lives', async () => {
+    const store = await open('rev-group');
+    const copy = (at: number, bot: string, id: string) => {
+      const made = item('m', { at, correlation: step('k', delivery(bot, id), { windowMs: 1000 }) });
+      return { ...made, part: { ...made.part, correlationKey: 'k' } };
+    };
+    await store.admit([copy(0, 'A', 'A:1')], 0);
+    await store.admit([copy(10, 'B', 'B "7" ü\\')], 10);
+    expect((await store.revise('s', ['s'], edit('B "7" ü\\', 'x', 999), 999, keep)).buffered).toBe(true);
+    // the group, 1000 ms from its first copy, is over by the caller's clock: its key is still there
+    expect(await redis.admin.exists('{rev-group}:corr:k')).toBe(1);
+    expect((await store.revise('s', ['s'], recall('B "7" ü\\', 1000), 1000, keep)).buffered).toBe(false);
+    expect((await store.revise('s', ['s'], recall('m', 1000), 1000, keep)).buffered).toBe(true);
     await store.close();
   });
 

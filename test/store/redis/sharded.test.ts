@@ -5,7 +5,7 @@ import { openStore } from '../../../src/store/index.js';
 import type { RedisStore } from '../../../src/store/redis/redis.js';
 import { shardOf } from '../../../src/store/redis/shard-map.js';
 import { ShardedRedisStore } from '../../../src/store/redis/sharded.js';
-import { accepted, describeStoreContract, draft, item } from '../../../src/testing/index.js';
+import { accepted, delivery, describeStoreContract, draft, item, step } from '../../../src/testing/index.js';
 import { clusterForTests, sessionsOnEachShard, shardsOf } from '../redis-cluster.js';
 
 // The sharded store (`redis-cluster://`) on a real 3-master Redis Cluster, its slots split as
@@ -96,6 +96,42 @@ describe('the sharded store on a 3-master Redis Cluster', () => {
     const onEach = keysPerMaster.map((keys) => keys.map((key) => key.slice(key.indexOf('}:') + 2)));
     const sessionOf = onEach.map((keys) => keys[0]?.slice('buf:'.length) ?? '');
     expect(onEach).toEqual(sessionOf.map((session) => [`buf:${session}`, `rev:${session}`, `tko:${session}`]));
+    expect([...sessionOf].sort()).toEqual([...sessions].sort());
+  });
+
+  it("finds a part by another bot's id for it from its correlation group, kept on its shard's master beside its buffer", async () => {
+    const store = await fresh('copies');
+    const sessions = sessionsOnEachShard();
+    const copy = (session: string, at: number, bot: string) => {
+      const made = item(session, {
+        at,
+        sessionKey: session,
+        correlation: step(`k-${session}`, delivery(bot, `${bot}:${session}`)),
+      });
+      return { ...made, part: { ...made.part, correlationKey: `k-${session}` } };
+    };
+    for (const session of sessions) {
+      await store.admit([copy(session, 0, 'A')], 0);
+      await store.admit([copy(session, 10, 'B')], 10);
+      const recall = { kind: 'recall' as const, messageId: `B:${session}`, at: 20 };
+      expect((await store.revise(session, [session], recall, 20, { maxRevisions: 4, ttlMs: 60_000 })).buffered).toBe(
+        true,
+      );
+    }
+    const keysPerMaster = await Promise.all(
+      shared().masters.map(async (master) => {
+        const client = new Redis(master.port, '127.0.0.1');
+        try {
+          return (await client.keys('*copies~*')).filter((key) => /:(buf|corr):/.test(key)).sort();
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
+    // each master: one session's buffer and its group
+    const onEach = keysPerMaster.map((keys) => keys.map((key) => key.slice(key.indexOf('}:') + 2)));
+    const sessionOf = onEach.map((keys) => keys[0]?.slice('buf:'.length) ?? '');
+    expect(onEach).toEqual(sessionOf.map((session) => [`buf:${session}`, `corr:k-${session}`]));
     expect([...sessionOf].sort()).toEqual([...sessions].sort());
   });
 

@@ -48,16 +48,41 @@ if contextUntil and tonumber(contextUntil) > now then
   end
 end
 
+-- Whether another bot's copy of the message is in correlation group `key` (`corr:<key>`, written
+-- by admit.lua in the script that buffered the part, so under this hash tag too: a header
+-- `<kind> <time> <firstAt> <expiresAt>`, then each delivery's JSON), as `correlation(key, now)`
+-- reads it: a group is over at its expiry by the clock leases run on, as admit.lua ends it.
+-- Each group is read once per call.
+local groups = {}
+local function copyIn(key)
+  if groups[key] == nil then
+    groups[key] = false
+    local group = redis.call('LRANGE', P .. 'corr:' .. key, 0, -1)
+    if #group > 0 and tonumber(string.match(group[1], '^%S+ %S+ %S+ (%S+)')) > leaseNow then
+      for j = 2, #group do
+        if string.find(group[j], quotedId, 1, true) and cjson.decode(group[j]).platformId == messageId then
+          groups[key] = true
+          break
+        end
+      end
+    end
+  end
+  return groups[key]
+end
+
 -- Whether a part of buffer dk is the message: its event's platformId, else its id (prelude.lua:
--- the part JSON follows the header line; the quoted id finds a candidate without decoding all).
+-- the part JSON follows the header line; the quoted id finds a candidate without decoding all),
+-- or, for a part of a correlation group, another bot's id for it there.
 local function holds(dk)
   for _, p in ipairs(redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)) do
     local json = string.match(p, '\n(.*)$')
-    if json and string.find(json, quotedId, 1, true) then
-      local event = cjson.decode(json).event
-      local id = event.platformId
-      if id == nil or id == cjson.null then id = event.id end
+    if json and (string.find(json, quotedId, 1, true) or string.find(json, '"correlationKey":', 1, true)) then
+      local part = cjson.decode(json)
+      local id = part.event.platformId
+      if id == nil or id == cjson.null then id = part.event.id end
       if id == messageId then return true end
+      local key = part.correlationKey
+      if type(key) == 'string' and copyIn(key) then return true end
     end
   end
   return false
