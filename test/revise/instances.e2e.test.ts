@@ -61,7 +61,7 @@ const post = async (service: Running, body: unknown) =>
   expect((await postJson(`${service.url}/webhooks/qq`, body)).status).toBeLessThan(300);
 const outputs = async (service: Running) =>
   (await service.intake.store.outboxAfter(0, 100)).map(
-    (record) => outputOf(record) as { type: string } & Record<string, unknown>,
+    (record) => outputOf(record) as unknown as { type: string } & Record<string, unknown>,
   );
 
 describe.each(stores.forms)('second thoughts on several instances on %s', (_name, store) => {
