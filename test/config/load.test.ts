@@ -164,7 +164,7 @@ describe('an unknown setting', () => {
 
   it('lists the settings there when none is close', () => {
     expect(() => loadConfig({ env: {}, file: { unknownKey: 1 } })).toThrow(
-      'unknown setting "unknownKey"; the settings are server, store, dedup, debounce, media, turns, forwards, correlation, events, trace, redis, agent, logLevel, activation, context, access, budgets, channels',
+      'unknown setting "unknownKey"; the settings are server, store, dedup, debounce, media, turns, forwards, correlation, events, trace, redis, agent, logLevel, activation, context, access, budgets, revisions, takeover, channels',
     );
     expect(() => loadConfig({ env: {}, file: { redis: { cluster: true } } })).toThrow(
       'unknown setting "redis.cluster"; redis takes commandTimeoutMs, waitReplicas, keyPrefix, shards',
