@@ -13,6 +13,7 @@
 // `mention` mode the other 98% are kept as context (one store step closing the buffer, in place
 // of the outbox commit) and each output carries up to context.maxMessages of them.
 // Usage: node bench/pipeline.mjs [rate=8000] [seconds=6] [rounds=3]   (BENCH_TURNS=1: turns off vs collect;
+// BENCH_REVISIONS=1: second thoughts off vs on;
 // BENCH_ACTIVATION=1: activation always vs mention, at a rate every setup keeps up with, e.g. 2000)
 import { fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -50,6 +51,20 @@ if (activation) {
     ['memory store, activation mention', { store: 'memory', activation: mention }],
     ['sqlite store, activation always', { store: 'sqlite', activation: always }],
     ['sqlite store, activation mention', { store: 'sqlite', activation: mention }],
+  );
+}
+// BENCH_REVISIONS=1: second thoughts (contract §13) tracked (the default) against off, each store:
+// every flush reads the session's revisions with its conversation, and every output's message
+// ids are remembered for a later recall or edit.
+const revisions = Boolean(process.env.BENCH_REVISIONS);
+if (revisions) {
+  setups.splice(
+    0,
+    setups.length,
+    ['memory store, revisions off', { store: 'memory', revisions: { enabled: false } }],
+    ['memory store, revisions on', { store: 'memory', revisions: { enabled: true } }],
+    ['sqlite store, revisions off', { store: 'sqlite', revisions: { enabled: false } }],
+    ['sqlite store, revisions on', { store: 'sqlite', revisions: { enabled: true } }],
   );
 }
 const compare = process.env.BENCH_COMPARE;
@@ -94,6 +109,15 @@ async function parent() {
       `| ${name} | ${median(r.map((x) => x.main)).toFixed(1)} | ${median(r.map((x) => x.all)).toFixed(1)} | ${r.map((x) => x.main.toFixed(1)).join(', ')} |`,
     );
   }
+  if (revisions) {
+    for (const store of ['memory', 'sqlite']) {
+      const base = results.get(`${store} store, revisions off`);
+      const ratios = results.get(`${store} store, revisions on`).map((x, i) => x.main / base[i].main);
+      console.log(
+        `${store}: revisions on ÷ off, main thread ${median(ratios).toFixed(2)}x (${ratios.map((x) => x.toFixed(2)).join(', ')})`,
+      );
+    }
+  }
   if (activation) {
     // Each round's mention over the same round's always (rounds are adjacent in time), then the median.
     for (const store of ['memory', 'sqlite']) {
@@ -122,6 +146,7 @@ async function child({
   debounce,
   turns,
   activation,
+  revisions,
   floor,
   rate,
   seconds,
@@ -139,6 +164,7 @@ async function child({
       ...(debounce ? { debounce } : {}),
       ...(turns ? { turns } : {}),
       ...(activation ? { activation } : {}),
+      ...(revisions ? { revisions } : {}),
     },
     env: {},
     logger: pino({ level: 'silent' }),
