@@ -79,7 +79,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     return { verdict: 'emitted', thought };
   }
 
-  /** Remember an emitted message output's message ids (each part's, by every bot), so a later recall or edit finds it. */
+  /** Remember an emitted message output's message ids (each part's, by every bot, and its context's), so a later recall or edit finds them. */
   async function emitted(built: { type: Output['type'] }): Promise<void> {
     if (built.type !== 'chat.processedMessage' || !options.enabled) return;
     const output = built as Omit<ProcessedMessage, 'seq'>;
@@ -96,6 +96,11 @@ export function createRevisions(stage: RevisionStageOptions) {
         if (bot.botId !== undefined) ids.add(`${bot.botId}:${bot.messageId}`);
       }
       for (const id of ids) writes.push(store.sharedPut(ledgerKey(output.sessionKey, id), value, options.ttlMs, now));
+    }
+    // The messages it carried as context reached the agent too: a recall of one is told alike.
+    for (const message of output.context) {
+      const value = JSON.stringify({ o: output.id, c: output.channel, a: output.sourceChannel, m: message.messageId });
+      writes.push(store.sharedPut(ledgerKey(output.sessionKey, message.messageId), value, options.ttlMs, now));
     }
     await Promise.all(writes);
   }

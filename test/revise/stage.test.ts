@@ -26,6 +26,7 @@ function output(messageId: string): Omit<ProcessedMessage, 'seq'> {
     sessionKey: 's',
     channel: 'c',
     sourceChannel: 'generic',
+    context: [{ messageId: 'ctx-1', sender: { id: 'v' }, content: 'earlier', timestamp: 1, media: [] }],
     parts: [
       {
         messageId,
@@ -90,6 +91,17 @@ describe('the revision stage', () => {
     // two bots' reports of one recall: the same once-key, so admission takes one
     expect((recalled as { thought: InboundEvent }).thought.platformId).toBe('retracted:out-1:A:100');
     expect((again as { thought: InboundEvent }).thought.platformId).toBe('retracted:out-1:A:100');
+  });
+
+  it('tells a recall of a message an output carried as context as that output’s', async () => {
+    const store = new MemoryStore();
+    const revisions = createRevisions({ clock, store, options });
+    await revisions.emitted(output('A:100'));
+    const outcome = await revisions.revise(revising('ctx-1'), ['s']);
+    expect((outcome as { thought: InboundEvent }).thought.fields).toMatchObject({
+      output_id: 'out-1',
+      message_id: 'ctx-1',
+    });
   });
 
   it('does nothing when off', async () => {
