@@ -87,13 +87,11 @@ export function createRevisions(stage: RevisionStageOptions) {
     const writes: Array<Promise<void>> = [];
     for (const part of output.parts) {
       const value = JSON.stringify({ o: output.id, c: output.channel, a: output.sourceChannel, m: part.messageId });
-      // Every name a recall may give it: each bot's own id, bare and under its bot (an event's
-      // platform id where ids are numbered per bot: OneBot's `<self_id>:<message_id>`).
+      // Every name a recall may give it: its platform id, and another bot's copy's where ids are
+      // numbered per bot (OneBot's `<self_id>:<message_id>`). One key for a message one bot delivered.
       const ids = new Set([part.messageId]);
       for (const bot of part.bots) {
-        if (bot.messageId === undefined) continue;
-        ids.add(bot.messageId);
-        if (bot.botId !== undefined) ids.add(`${bot.botId}:${bot.messageId}`);
+        if (bot.messageId !== undefined && bot.botId !== undefined) ids.add(`${bot.botId}:${bot.messageId}`);
       }
       for (const id of ids) writes.push(store.sharedPut(ledgerKey(output.sessionKey, id), value, options.ttlMs, now));
     }

@@ -78,8 +78,8 @@ describe('the revision stage', () => {
     const revisions = createRevisions({ clock, store, options });
     expect(await revisions.revise(revising('nobody'), ['s'])).toEqual({ verdict: 'unknown' });
     await revisions.emitted(output('A:100'));
-    // by the bot-qualified id, the bare id, or the other bot's
-    for (const id of ['A:100', '100', 'B:50100']) {
+    // by its id, or the other bot's
+    for (const id of ['A:100', 'B:50100']) {
       const outcome = await revisions.revise(revising(id, `edited ${id}`), ['s']);
       expect(outcome.verdict).toBe('emitted');
       const thought = (outcome as { thought: InboundEvent }).thought;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_SHARED_VALUES } from '../../src/store/local/local-store.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 
 describe('shared values on the memory store', () => {
@@ -22,6 +23,16 @@ describe('shared values on the memory store', () => {
     await store.sharedPut('token:tg', 'abc', 7_200_000, 0);
     for (let i = 0; i < 1_000; i++) await store.sharedPut(`sent:qq:1:${i}`, '1', 1_000, i * 100);
     expect(await store.sharedGet('token:tg', 100_000)).toBe('abc');
+    await store.close();
+  });
+
+  it('keeps at most MAX_SHARED_VALUES, the oldest written going first though they have not expired', async () => {
+    const store = new MemoryStore();
+    // The ids of emitted messages, each kept for hours, at a steady rate
+    for (let i = 0; i < MAX_SHARED_VALUES + 10; i++) await store.sharedPut(`emitted:${i}`, '1', 21_600_000, i);
+    expect(store['values'].size).toBe(MAX_SHARED_VALUES);
+    expect(await store.sharedGet('emitted:9', MAX_SHARED_VALUES)).toBeUndefined();
+    expect(await store.sharedGet('emitted:10', MAX_SHARED_VALUES)).toBe('1');
     await store.close();
   });
 });

@@ -46,6 +46,8 @@ export type WriteKind = 'admit' | 'commit' | 'other';
  */
 /** Shared values held before the memory store first forgets expired ones. */
 const SWEEP_VALUES_FROM = 64;
+/** The most shared values a store of one process keeps (about 200 bytes each). */
+export const MAX_SHARED_VALUES = 250_000;
 
 export abstract class LocalStore implements Store {
   abstract readonly kind: string;
@@ -326,6 +328,14 @@ export abstract class LocalStore implements Store {
 
   async sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void> {
     this.values.set(name, { value, until: now + ttlMs });
+    // Past the cap the oldest written go first, expired or not: a busy process remembers the
+    // newest MAX_SHARED_VALUES (the ids of emitted messages, the messages our bots sent).
+    if (this.values.size > MAX_SHARED_VALUES) {
+      for (const key of this.values.keys()) {
+        this.values.delete(key);
+        if (this.values.size <= MAX_SHARED_VALUES) break;
+      }
+    }
     // A value per message our bots sent, most never read again: expired ones go as new ones come.
     if (this.values.size < this.sweepValuesAt) return;
     for (const [key, kept] of this.values) if (kept.until <= now) this.values.delete(key);
