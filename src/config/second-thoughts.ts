@@ -7,9 +7,9 @@ import { z } from 'zod';
  */
 
 export const secondThoughtDefaults = {
-  // Six hours: recalls and edits come within minutes (QQ and WeChat allow two); the ledger of emitted
+  // An hour: recalls and edits come within minutes (QQ and WeChat allow two); the ledger of emitted
   // message ids lives as long, in memory for the memory and SQLite stores. 100 per session covers a busy group.
-  revisions: { enabled: true, maxPerSession: 100, ttlMs: 21_600_000 },
+  revisions: { enabled: true, maxPerSession: 100, ttlMs: 3_600_000 },
   // Ten minutes after the human's last message, at most an hour: a shop owner answering from the
   // phone, not a pause with no end (the contract's defaults).
   takeover: { holdMs: 600_000, maxMs: 3_600_000, operators: [] as string[] },
