@@ -58,7 +58,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     if (revised.context) return { verdict: 'applied', where: 'context' };
     const found = await store.sharedGet(ledgerKey(event.sessionKey, ref.messageId), now);
     if (found === undefined) return { verdict: 'unknown' };
-    const entry = JSON.parse(found) as LedgerEntry;
+    const entry = ledgerEntry(found);
     const place = {
       channel: entry.c,
       adapter: entry.a,
@@ -86,7 +86,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     const now = stage.clock.now();
     const writes: Array<Promise<void>> = [];
     for (const part of output.parts) {
-      const value = JSON.stringify({ o: output.id, c: output.channel, a: output.sourceChannel, m: part.messageId });
+      const value = ledgerValue(output.id, output.channel, output.sourceChannel, part.messageId);
       // Every name a recall may give it: its platform id, and another bot's copy's where ids are
       // numbered per bot (OneBot's `<self_id>:<message_id>`). One key for a message one bot delivered.
       const ids = new Set([part.messageId]);
@@ -97,7 +97,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     }
     // The messages it carried as context reached the agent too: a recall of one is told alike.
     for (const message of output.context) {
-      const value = JSON.stringify({ o: output.id, c: output.channel, a: output.sourceChannel, m: message.messageId });
+      const value = ledgerValue(output.id, output.channel, output.sourceChannel, message.messageId);
       writes.push(store.sharedPut(ledgerKey(output.sessionKey, message.messageId), value, options.ttlMs, now));
     }
     await Promise.all(writes);
@@ -138,8 +138,19 @@ export function revisedParts(
 
 const none: readonly BufferedPart[] = Object.freeze([]);
 
+/** Plain text, not a digest: a hash per message id costs more than the key it saves (bench/pipeline.mjs, BENCH_REVISIONS). */
 function ledgerKey(sessionKey: string, messageId: string): string {
-  return `emitted:${digest(`${sessionKey}\u0000${messageId}`)}`;
+  return `emitted:${sessionKey}\u0000${messageId}`;
+}
+
+/** What the ledger keeps of an emitted message, its fields joined by NUL (no ids hold one). */
+function ledgerValue(outputId: string, channel: string, adapter: string, messageId: string): string {
+  return `${outputId}\u0000${channel}\u0000${adapter}\u0000${messageId}`;
+}
+
+function ledgerEntry(value: string): LedgerEntry {
+  const [o = '', c = '', a = '', ...m] = value.split('\u0000');
+  return { o, c, a, m: m.join('\u0000') };
 }
 
 /** An edited message's attachments by reference, as context lists them. */
