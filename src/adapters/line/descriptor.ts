@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EventKind, InboundEvent, MediaRef, MediaType } from '../../events/inbound.js';
+import type { EventKind, InboundEvent, MediaRef, MediaType, RevisionRef } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
 import { quoteOf } from '../kit/reply.js';
 import { MediaError } from '../../core/errors.js';
@@ -72,8 +72,10 @@ function textOf(read: PayloadReader, message: Json, at: string): string {
 
 /**
  * LINE Messaging API: `x-line-signature` is the base64 HMAC-SHA256 of the body with the
- * channel secret. One request can carry several events; `webhookEventId` is kept across
- * redeliveries (`deliveryContext.isRedelivery`), so it is the platform id.
+ * channel secret. One request can carry several events. A message event's platform id is its
+ * `message.id`, the id an `unsend` and a quote (`quotedMessageId`) name it by; other events
+ * are keyed by `webhookEventId`. A redelivery (`deliveryContext.isRedelivery`) is the same
+ * event again, both ids included, so it is a duplicate.
  */
 export function lineAdapter(channel: AdapterChannel, options: z.output<typeof settings>): Adapter {
   const channelSecret = verifiedSecret(channel, options.channelSecret);
@@ -169,7 +171,7 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
             botId,
             conversation,
             sender: { id: userId || 'unknown' },
-            platformId: webhookEventId,
+            platformId: type === 'message' ? messageId || webhookEventId : webhookEventId,
             text,
             media,
             mentions,
@@ -181,6 +183,7 @@ export function lineAdapter(channel: AdapterChannel, options: z.output<typeof se
               ...quoteFields(read, message, `${at}.message`),
             },
             timestamp,
+            revises: type === 'unsend' ? unsendOf(read, item, at, userId) : undefined,
             raw: item,
           }),
         );
@@ -218,6 +221,18 @@ function mentionsOf(read: PayloadReader, message: Json, at: string, botId: strin
     const userId = read.optText(own(mentionee, 'userId'), `${at}.mention.mentionees[${k}].userId`);
     return userId ? [userId] : [];
   });
+}
+
+/**
+ * The message an `unsend` takes back (developers.line.biz/en/reference/messaging-api/#unsend-event):
+ * `unsend.messageId` is that message's `message.id`, its platform id here, and the event's
+ * source is the message's own (its sender, in its chat), so it names the same session.
+ */
+function unsendOf(read: PayloadReader, item: Json, at: string, userId: string | undefined): RevisionRef | undefined {
+  const unsend = read.optObject(own(item, 'unsend'), `${at}.unsend`) ?? {};
+  const messageId = read.optText(own(unsend, 'messageId'), `${at}.unsend.messageId`);
+  if (!messageId) return undefined;
+  return userId ? { kind: 'recall', messageId, senderId: userId } : { kind: 'recall', messageId };
 }
 
 /**
