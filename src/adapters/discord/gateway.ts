@@ -37,6 +37,14 @@ interface Cursor {
 }
 
 /** Close codes after which a retry cannot help: the settings must change. */
+/** The dispatches that become events, recorded before the resume cursor passes them. */
+const RECORDED: ReadonlySet<string> = new Set([
+  'MESSAGE_CREATE',
+  'MESSAGE_UPDATE',
+  'MESSAGE_DELETE',
+  'MESSAGE_DELETE_BULK',
+]);
+
 const FATAL = new Map<number, string>([
   [4004, 'Discord refused the botToken (4004 authentication failed)'],
   [4010, 'Discord says the shard is invalid (4010)'],
@@ -249,8 +257,10 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
           if (botId) options.identified(botId);
           return { kind: 'meta', heartbeat: false, ...(botId ? { botId } : {}) };
         }
-        // A message is recorded before the cursor moves past it; other dispatches move it now.
-        if (message.t === 'MESSAGE_CREATE') return { kind: 'envelope', body: raw, recorded: () => advance(seq) };
+        // A message, and a recall or an edit of one (contract §13), is recorded before the cursor
+        // moves past it; other dispatches move it now.
+        if (typeof message.t === 'string' && RECORDED.has(message.t))
+          return { kind: 'envelope', body: raw, recorded: () => advance(seq) };
         advance(seq);
         // A typing signal holds its sender's open buffer (contract §13): never replayed for its own sake.
         if (message.t === 'TYPING_START') return { kind: 'envelope', body: raw };
