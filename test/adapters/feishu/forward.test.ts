@@ -3,7 +3,9 @@ import { localContext } from '../../../src/adapters/kit/access-token.js';
 import { feishuForwardNodes } from '../../../src/adapters/feishu/forward.js';
 import { createAdapter, type Adapter } from '../../../src/adapters/index.js';
 import { loadConfig } from '../../../src/service/configure.js';
+import { fixtureBytes } from '../../fixtures/index.js';
 import { serve, type TestServer } from '../../support/servers.js';
+import { ingest } from '../wx-kit.js';
 
 const NOW = 1_718_000_000_000;
 const adapterFor = (settings: Record<string, unknown>): Adapter =>
@@ -124,9 +126,21 @@ describe('Feishu adapter: readForward', () => {
   });
   afterAll(() => api.close());
 
-  it('is there only with appId and appSecret', () => {
-    expect(adapterFor({}).readForward).toBeUndefined();
-    expect(adapterFor({ appSecret: 's' }).readForward).toBeTypeOf('function');
+  it('is there only with appId and appSecret, and only then does a merge_forward name itself in forward_id', () => {
+    const fieldsOf = (adapter: Adapter) =>
+      ingest(adapter, {
+        headers: {},
+        body: fixtureBytes('feishu', 'merge-forward.json'),
+        query: new URLSearchParams(),
+        now: NOW,
+      }).events[0]!.fields;
+    const bare = adapterFor({ verificationToken: 'fixture-secret' });
+    expect(bare.readForward).toBeUndefined();
+    expect(fieldsOf(bare)).toMatchObject({ forwarded: 'true', message_type: 'merge_forward' });
+    expect(fieldsOf(bare)!.forward_id).toBeUndefined();
+    const credentialed = adapterFor({ verificationToken: 'fixture-secret', appSecret: 's' });
+    expect(credentialed.readForward).toBeTypeOf('function');
+    expect(fieldsOf(credentialed)).toMatchObject({ forwarded: 'true', forward_id: 'om_fwd1' });
   });
 
   it('drops a token Feishu refuses and reads the forward with a new one', async () => {

@@ -76,12 +76,12 @@ describe('a Feishu merged forward is read through the API while its window is op
   afterAll(() => api.close());
   afterEach(async () => service?.stop());
 
-  const start = async (credentials: boolean) => {
+  const start = async (credentials: boolean, forwards: Record<string, unknown> = {}) => {
     const clock = new ManualClock();
     service = await startService(
       {
         debounce: { windowMs: 100, maxWaitMs: 300 },
-        forwards: { timeoutMs: 1000 },
+        forwards: { timeoutMs: 1000, ...forwards },
         channels: [
           {
             id: 'fs',
@@ -135,6 +135,20 @@ describe('a Feishu merged forward is read through the API while its window is op
     expect(output!.forwardErrors).toBeUndefined();
     // One GET: the nested forward's children came in the same answer.
     expect(api.hits.get(`${MESSAGES}${FORWARD}`)).toBe(1);
+  });
+
+  it('keeps within forwards.maxDepth: the nested forward is listed, its children are a too_deep entry', async () => {
+    const { clock, got } = await start(true, { maxDepth: 1 });
+    await send(clock, FORWARD);
+    await api.arrived(`${MESSAGES}${FORWARD}`);
+    await clock.advance(150);
+    await until(() => got.length === 1);
+    expect(got[0]!.parts[0]!.forwarded!.map((message) => message.content)).toEqual([
+      '@Cy first',
+      '',
+      '[merge_forward]',
+    ]);
+    expect(got[0]!.forwardErrors).toEqual([{ id: 'om_c3', reason: 'too_deep: nested past 1 (forwards.maxDepth)' }]);
   });
 
   it('sends the output with a forwardErrors entry in Feishu words when the API refuses the forward', async () => {
