@@ -5,7 +5,11 @@ import type { ForwardedMessage, ForwardFailure, ForwardNode } from '../events/re
 
 export interface ForwardReaderOptions {
   clock: Clock;
-  /** The nodes of a merged forward, read through the bot that delivered it (`get_forward_msg`, as `POST /v1/channels/<id>/actions/...` sends it). */
+  /**
+   * The nodes of a merged forward: through the platform's API where the adapter reads it itself
+   * (Feishu), else through the bot that delivered it (`get_forward_msg`, as `POST
+   * /v1/channels/<id>/actions/...` sends it).
+   */
   read(channel: string, botId: string | undefined, id: string): Promise<ForwardNode[]>;
   /** A channel's `forwards` settings (its own over the global ones). */
   limitsOf(channel: string): ForwardsOptions;

@@ -146,13 +146,16 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     revised: revisedWithCopies(store, clock),
   });
 
-  // Merged forwards (OneBot): read through the bot that delivered them, as the actions route
-  // sends an action (a socket here, another instance's, or apiUrl), while the window is open.
+  // Merged forwards, read while the window is open: through the platform's API where the adapter
+  // has one (Feishu), else through the bot that delivered them (OneBot), as the actions route
+  // sends an action (a socket here, another instance's, or apiUrl).
   const forwards = new ForwardReader({
     clock,
     limitsOf: (channel) => channels.require(channel).config.forwards,
     read: async (channel, botId, id) => {
-      const { adapter } = channels.require(channel);
+      const { adapter, config: settings } = channels.require(channel);
+      // The reader's deadline runs on the service clock; this signal only lets go of the request after it.
+      if (adapter.readForward) return adapter.readForward(id, AbortSignal.timeout(settings.forwards.timeoutMs));
       if (!adapter.forwardNodes) throw new Error(`channel "${channel}" cannot read merged forwards`);
       return adapter.forwardNodes(await sockets.action(channel, 'get_forward_msg', { id }, botId));
     },

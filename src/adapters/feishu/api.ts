@@ -72,3 +72,61 @@ export async function resourceDownload(
     headers: { authorization: `Bearer ${accessToken}` },
   };
 }
+
+/**
+ * Feishu's answer when the tenant token is no longer valid (a token dropped before its `expire`):
+ * open.feishu.cn server-docs/api-call-guide/generic-error-code.
+ */
+const INVALID_TOKEN = 99991663;
+
+/** A Feishu API refusal, in Feishu's words: `GET /open-apis/... answered code 230002 (Bot is not in the chat)`. */
+export class FeishuApiError extends Error {
+  override name = 'FeishuApiError';
+  constructor(
+    message: string,
+    /** Feishu's `code`, when the answer carried one. */
+    readonly feishuCode: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * `GET <apiBaseUrl><path>` with the tenant token; the answer's `data` when `code` is 0. A token
+ * Feishu refuses is dropped and fetched once more; any other refusal throws a FeishuApiError.
+ */
+export async function feishuGet(
+  token: AccessToken,
+  apiBaseUrl: string,
+  path: string,
+  signal: AbortSignal,
+): Promise<unknown> {
+  for (let attempt = 0; ; attempt++) {
+    const accessToken = await token.get(signal);
+    const response = await request(`${apiBaseUrl}${path}`, {
+      method: 'GET',
+      signal,
+      headers: { authorization: `Bearer ${accessToken}` },
+    }).catch((error: unknown) => {
+      throw new FeishuApiError(`Feishu API unreachable: ${(error as Error).message}`, undefined);
+    });
+    const text = await response.body.text();
+    let answer: { code?: unknown; msg?: unknown; data?: unknown } | undefined;
+    try {
+      answer = JSON.parse(text) as typeof answer;
+    } catch {
+      answer = undefined;
+    }
+    if (response.statusCode === 200 && answer?.code === 0) return answer.data;
+    const code = typeof answer?.code === 'number' ? answer.code : undefined;
+    if (attempt === 0 && code === INVALID_TOKEN) {
+      await token.invalidate();
+      continue;
+    }
+    const words =
+      code === undefined
+        ? `HTTP ${response.statusCode}`
+        : `code ${code}${typeof answer?.msg === 'string' ? ` (${answer.msg.slice(0, 200)})` : ''}`;
+    throw new FeishuApiError(`GET ${path.split('?')[0]} answered ${words}`, code);
+  }
+}

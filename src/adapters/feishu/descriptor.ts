@@ -5,7 +5,8 @@ import { safeEqual } from '../../core/signing.js';
 import type { AdapterContext } from '../kit/access-token.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
-import { feishuTenantToken, resourceDownload } from './api.js';
+import { feishuGet, feishuTenantToken, resourceDownload } from './api.js';
+import { feishuForwardNodes } from './forward.js';
 import { feishuContent } from './message.js';
 import { baseUrl, optionalText } from '../kit/settings.js';
 import { own, PayloadReader, type Json } from '../kit/shape.js';
@@ -28,7 +29,7 @@ const settings = z.strictObject({
   verificationToken: optionalText(),
   /** Event Subscriptions > Encrypt Key: bodies arrive encrypted and signed (`X-Lark-Signature`). */
   encryptKey: optionalText(),
-  /** The app's App ID: our bot id, and (with appSecret) the tenant token that downloads images and files. */
+  /** The app's App ID: our bot id, and (with appSecret) the tenant token that downloads images and files and reads merged forwards. */
   appId: optionalText(),
   appSecret: optionalText(),
   /** The bot's open_id: an @-mention of it puts the bot in `mentionedBots`. */
@@ -271,9 +272,13 @@ export function feishuAdapter(
       // Mentions name open_ids; the bot's own (botOpenId) becomes its id here, the app id.
       const mentions = content.mentions.map((id) => (botOpenId && botId && id === botOpenId ? botId : id));
       const fields: Record<string, string> = { message_id: messageId, chat_id: chatId, message_type: messageType };
-      // A merged forward's children are other messages (open.feishu.cn im-v1/message/events/message_content#merge_forward),
-      // read with a GET of each: here it is marked, its text the placeholder.
-      if (messageType === 'merge_forward') fields.forwarded = 'true';
+      // A merged forward's content is a fixed placeholder: its children are read with a GET of
+      // the message (open.feishu.cn im-v1/message/merge_forward), which takes the tenant token.
+      // With appId and appSecret, `forward_id` has the forward reader read them while the window is open.
+      if (messageType === 'merge_forward') {
+        fields.forwarded = 'true';
+        if (token) fields.forward_id = messageId;
+      }
       const root = read.optText(own(message, 'root_id'), 'event.message.root_id');
       if (root) fields.root_id = root;
       // A reply names the message it answers (`parent_id`); im.message.receive_v1 says nothing of
@@ -320,6 +325,13 @@ export function feishuAdapter(
         );
       return resourceDownload(token, apiBaseUrl, ref.ref ?? '', signal);
     },
+
+    ...(token && {
+      async readForward(id: string, signal: AbortSignal) {
+        const path = `/open-apis/im/v1/messages/${encodeURIComponent(id)}?user_id_type=open_id`;
+        return feishuForwardNodes(await feishuGet(token, apiBaseUrl, path, signal), id);
+      },
+    }),
   };
 }
 

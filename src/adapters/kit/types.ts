@@ -96,6 +96,12 @@ export interface Adapter {
   sendsMessage?(action: string): boolean;
   /** The nodes of a merged forward in the answer to `get_forward_msg` (OneBot); throws when the answer is a refusal. */
   forwardNodes?(answer: unknown): ForwardNode[];
+  /**
+   * Read a merged forward through the platform's own API (Feishu: a GET of the message with the
+   * tenant token) rather than an action sent through the bot; throws when the platform refuses.
+   * Present only when the channel can (Feishu: with `appId` and `appSecret`).
+   */
+  readForward?(id: string, signal: AbortSignal): Promise<ForwardNode[]>;
   /** A socket frame the connection keeps (meta event, action response); undefined: an event to ingest. */
   socketFrame?(frame: Buffer): SocketFrame | undefined;
 }
