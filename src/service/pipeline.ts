@@ -72,7 +72,7 @@ export interface PipelineStages {
    * messages remembered for a later recall or edit.
    */
   revisions: Pick<Revisions, 'revise' | 'emitted'>;
-  revisionKeys(event: InboundEvent): string[];
+  revisionKeys: { of(event: InboundEvent): string[]; seen(event: InboundEvent): void };
   discard(parts: readonly BufferedPart[]): Promise<unknown>;
   /** A human taking over (contract §13): an operator speaking, a takeover found run out at a flush. */
   takeovers: Pick<Takeovers, 'isOperator' | 'spoke' | 'due'>;
@@ -167,6 +167,7 @@ export function createPipeline(stages: PipelineStages) {
         for (const event of admitted.repeats) stages.handlers.dispatch(event, true);
         for (const { part, deadline } of admitted.accepted) {
           stages.handlers.dispatch(part.event, false);
+          stages.revisionKeys.seen(part.event);
           if (part.event.media.length > 0) stages.media.begin(part);
           if (part.event.fields?.forward_id !== undefined) stages.forwards.begin(part);
           stages.scheduler.due(deadline);
@@ -231,7 +232,7 @@ export function createPipeline(stages: PipelineStages) {
         left.push(event);
         continue;
       }
-      const outcome = await stages.revisions.revise(event, stages.revisionKeys(event));
+      const outcome = await stages.revisions.revise(event, stages.revisionKeys.of(event));
       if (outcome.verdict === 'unknown') {
         left.push(event);
         continue;

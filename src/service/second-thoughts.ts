@@ -12,6 +12,9 @@ import { createRevisions, revisedParts } from '../revise/stage.js';
 import { RelayedSends } from '../takeover/relayed.js';
 import { createTakeovers } from '../takeover/stage.js';
 
+/** Messages whose senders a process remembers for recalls that name none (about 100 bytes each). */
+const MAX_RECENT_SENDERS = 50_000;
+
 export interface SecondThoughtParts {
   config: Config;
   channels: Channels;
@@ -66,12 +69,28 @@ export function secondThoughts(parts: SecondThoughtParts) {
     }
   }
 
-  /** The buffers a recalled or edited message may wait in: its sender's, and its session's held one. */
-  function revisionKeys(event: InboundEvent): string[] {
-    const held = turnBufferKey(event.sessionKey);
-    const senderId = event.revises?.senderId;
-    return senderId === undefined ? [held] : [messageDebounceKey(event.sessionKey, senderId), held];
-  }
+  /**
+   * Who sent the messages this process admitted lately, by session and platform id: a recall
+   * that names no sender (Discord's, a Slack deletion without `previous_message`) still finds
+   * the buffer its message waits in. In this process only: a connection's events (Discord's
+   * Gateway) all come to the instance that holds it.
+   */
+  const senders = new Map<string, string>();
+  const sendersKey = (sessionKey: string, messageId: string) => `${sessionKey}\u0000${messageId}`;
+  const revisionKeys = {
+    seen(event: InboundEvent): void {
+      if (event.kind !== 'message' || event.platformId === undefined || !config.revisions.enabled) return;
+      senders.set(sendersKey(event.sessionKey, event.platformId), event.sender.id);
+      if (senders.size > MAX_RECENT_SENDERS) senders.delete(senders.keys().next().value as string);
+    },
+    /** The buffers a recalled or edited message may wait in: its sender's, and its session's held one. */
+    of(event: InboundEvent): string[] {
+      const held = turnBufferKey(event.sessionKey);
+      const ref = event.revises;
+      const senderId = ref?.senderId ?? (ref && senders.get(sendersKey(event.sessionKey, ref.messageId)));
+      return senderId === undefined ? [held] : [messageDebounceKey(event.sessionKey, senderId), held];
+    },
+  };
 
   /** `GET`, `PUT` and `DELETE /v1/sessions/<key>/takeover`. */
   const byHand = {

@@ -122,10 +122,8 @@ describe('Slack (Events API): second thoughts', () => {
     expect(await contents()).toEqual(['hello']);
   });
 
-  // A deletion naming no sender is looked for in the session's held buffer only
-  // (revisionKeys in src/service/second-thoughts.ts): the flush still drops the message, but the
-  // recall is taken for one of an unknown message and goes on to the agent as a chat.notice.
-  it.fails('never emits a message deleted inside its window whose deletion carries no previous_message', async () => {
+  // A deletion naming no sender finds the message's buffer by the sender this process saw send it.
+  it('never emits a message deleted inside its window whose deletion carries no previous_message', async () => {
     await begin();
     await post(message(1, 'wrong channel, sorry'));
     await clock.advance(300);
@@ -220,12 +218,8 @@ describe('Discord (Gateway): second thoughts', () => {
       embeds: [],
     });
 
-  // Over the Gateway, MESSAGE_DELETE and MESSAGE_UPDATE never reach the pipeline:
-  // src/adapters/discord/gateway.ts passes on MESSAGE_CREATE and TYPING_START only and takes
-  // every other dispatch as a meta frame, so the adapter's deletions and edits are never read.
-  // Passed on, the last two tests pass; the first still fails as Slack's senderless deletion
-  // does (a MESSAGE_DELETE names no author): the recall comes out as a chat.notice.
-  it.fails('never emits a message deleted 300 ms after it was sent; a later message comes out alone', async () => {
+  // MESSAGE_DELETE names no author: its message's buffer is found by the sender seen sending it.
+  it('never emits a message deleted 300 ms after it was sent; a later message comes out alone', async () => {
     await begin();
     await say('1', 'wrong channel, sorry');
     await clock.advance(300);
@@ -237,7 +231,7 @@ describe('Discord (Gateway): second thoughts', () => {
     expect(await contents()).toEqual(['hello']);
   });
 
-  it.fails('tells a deletion after emission once, naming the output and the message', async () => {
+  it('tells a deletion after emission once, naming the output and the message', async () => {
     await begin();
     await say('1', 'a secret');
     await flushed();
@@ -256,24 +250,21 @@ describe('Discord (Gateway): second thoughts', () => {
     expect(await ofType('chat.notice')).toEqual([]);
   });
 
-  it.fails(
-    'replaces the text of a message edited inside its window; an edit after emission is chat.edited',
-    async () => {
-      await begin();
-      await say('1', 'status of ORD-12');
-      await clock.advance(300);
-      await updated('1', 'status of ORD-124?', '2026-12-04T03:30:01.000000+00:00');
-      await flushed();
-      const [sent] = await ofType('chat.processedMessage');
-      expect(sent).toMatchObject({ content: 'status of ORD-124?', merged: 1 });
-      await updated('1', 'status of ORD-125?', '2026-12-04T03:31:00.000000+00:00');
-      await flushed(60);
-      expect(await ofType('chat.edited')).toEqual([
-        expect.objectContaining({ outputId: sent!.id, messageId: '1', content: 'status of ORD-125?' }),
-      ]);
-      expect(await contents()).toEqual(['status of ORD-124?']);
-    },
-  );
+  it('replaces the text of a message edited inside its window; an edit after emission is chat.edited', async () => {
+    await begin();
+    await say('1', 'status of ORD-12');
+    await clock.advance(300);
+    await updated('1', 'status of ORD-124?', '2026-12-04T03:30:01.000000+00:00');
+    await flushed();
+    const [sent] = await ofType('chat.processedMessage');
+    expect(sent).toMatchObject({ content: 'status of ORD-124?', merged: 1 });
+    await updated('1', 'status of ORD-125?', '2026-12-04T03:31:00.000000+00:00');
+    await flushed(60);
+    expect(await ofType('chat.edited')).toEqual([
+      expect.objectContaining({ outputId: sent!.id, messageId: '1', content: 'status of ORD-125?' }),
+    ]);
+    expect(await contents()).toEqual(['status of ORD-124?']);
+  });
 });
 
 describe('QQ bot (webhook): second thoughts', () => {
