@@ -7,9 +7,10 @@ import { z } from 'zod';
  */
 
 export const secondThoughtDefaults = {
-  // An hour: recalls and edits come within minutes (QQ and WeChat allow two); the ledger of emitted
-  // message ids lives as long, in memory for the memory and SQLite stores. 100 per session covers a busy group.
-  revisions: { enabled: true, maxPerSession: 100, ttlMs: 3_600_000 },
+  // An hour: recalls and edits come within minutes (QQ and WeChat allow two); the ids of emitted
+  // messages are known as long (in the process, the newest 250,000, for the memory and SQLite
+  // stores). 500 per session: a moderator's bulk delete does not push out a recall still needed.
+  revisions: { enabled: true, maxPerSession: 500, ttlMs: 3_600_000 },
   // Ten minutes after the human's last message, at most an hour: a shop owner answering from the
   // phone, not a pause with no end (the contract's defaults).
   takeover: { holdMs: 600_000, maxMs: 3_600_000, operators: [] as string[] },

@@ -1,7 +1,8 @@
 import type { RevisionOptions } from '../config/second-thoughts.js';
 import type { Clock } from '../core/clock.js';
 import { digest } from '../core/digest.js';
-import type { Conversations, SharedValues } from '../core/ports/index.js';
+import type { Conversations } from '../core/ports/index.js';
+import type { Ledger } from './ledger.js';
 import type { Revision } from '../events/context.js';
 import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import type { Output, ProcessedMessage } from '../events/output.js';
@@ -9,8 +10,10 @@ import { secondThoughtEvent } from '../events/second-thought.js';
 
 export interface RevisionStageOptions {
   clock: Clock;
-  /** The session's revisions (recorded, applied to its context, found in its buffers), and the emitted messages' ledger. */
-  store: Pick<Conversations, 'revise'> & Pick<SharedValues, 'sharedGet' | 'sharedPut'>;
+  /** The session's revisions: recorded, applied to its context, found in its buffers. */
+  store: Pick<Conversations, 'revise'>;
+  /** Where the emitted messages' ids are kept (ledger.ts). */
+  ledger: Ledger;
   options: RevisionOptions;
 }
 
@@ -56,7 +59,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     if (!revised.recorded) return { verdict: 'already' };
     if (revised.buffered) return { verdict: 'applied', where: 'buffer' };
     if (revised.context) return { verdict: 'applied', where: 'context' };
-    const found = await store.sharedGet(ledgerKey(event.sessionKey, ref.messageId), now);
+    const found = await stage.ledger.get(ledgerKey(event.sessionKey, ref.messageId), now);
     if (found === undefined) return { verdict: 'unknown' };
     const entry = ledgerEntry(found);
     const place = {
@@ -84,7 +87,7 @@ export function createRevisions(stage: RevisionStageOptions) {
     if (built.type !== 'chat.processedMessage' || !options.enabled) return;
     const output = built as Omit<ProcessedMessage, 'seq'>;
     const now = stage.clock.now();
-    const writes: Array<Promise<void>> = [];
+    const entries: Array<[string, string]> = [];
     for (const part of output.parts) {
       const value = ledgerValue(output.id, output.channel, output.sourceChannel, part.messageId);
       // Every name a recall may give it: its platform id, and another bot's copy's where ids are
@@ -93,14 +96,14 @@ export function createRevisions(stage: RevisionStageOptions) {
       for (const bot of part.bots) {
         if (bot.messageId !== undefined && bot.botId !== undefined) ids.add(`${bot.botId}:${bot.messageId}`);
       }
-      for (const id of ids) writes.push(store.sharedPut(ledgerKey(output.sessionKey, id), value, options.ttlMs, now));
+      for (const id of ids) entries.push([ledgerKey(output.sessionKey, id), value]);
     }
     // The messages it carried as context reached the agent too: a recall of one is told alike.
     for (const message of output.context) {
       const value = ledgerValue(output.id, output.channel, output.sourceChannel, message.messageId);
-      writes.push(store.sharedPut(ledgerKey(output.sessionKey, message.messageId), value, options.ttlMs, now));
+      entries.push([ledgerKey(output.sessionKey, message.messageId), value]);
     }
-    await Promise.all(writes);
+    await stage.ledger.put(entries, options.ttlMs, now);
   }
 
   return { revise, emitted };

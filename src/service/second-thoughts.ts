@@ -8,10 +8,13 @@ import type { Revision, SentMessage } from '../events/context.js';
 import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import type { SecondThoughtPlace } from '../events/second-thought.js';
 import type { Admitted } from '../ingest/admit.js';
+import { localLedger, sharedLedger } from '../revise/ledger.js';
 import { createRevisions, revisedParts } from '../revise/stage.js';
 import { RelayedSends } from '../takeover/relayed.js';
 import { createTakeovers } from '../takeover/stage.js';
 
+/** Emitted message ids a store of one process remembers (about 200 bytes each). */
+const MAX_LEDGER_ENTRIES = 250_000;
 /** Messages whose senders a process remembers for recalls that name none (about 100 bytes each). */
 const MAX_RECENT_SENDERS = 50_000;
 
@@ -34,7 +37,9 @@ export interface SecondThoughtParts {
  */
 export function secondThoughts(parts: SecondThoughtParts) {
   const { config, channels, store, clock, logger } = parts;
-  const revisions = createRevisions({ clock, store, options: config.revisions });
+  // The ids of emitted messages: in the store when instances share it, else in this process.
+  const ledger = store.shared ? sharedLedger(store) : localLedger(MAX_LEDGER_ENTRIES);
+  const revisions = createRevisions({ clock, store, ledger, options: config.revisions });
   const relayed = new RelayedSends(store, clock, config.revisions.ttlMs);
 
   /** Admit a takeover's start or end: it flushes at once, on whichever instance leases it. */

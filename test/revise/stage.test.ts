@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BufferedPart, InboundEvent } from '../../src/events/inbound.js';
 import type { ProcessedMessage } from '../../src/events/output.js';
+import { localLedger } from '../../src/revise/ledger.js';
 import { createRevisions, revisedParts } from '../../src/revise/stage.js';
 import { MemoryStore } from '../../src/store/local/memory.js';
 import { event, item } from '../../src/testing/store/fixtures.js';
@@ -66,7 +67,7 @@ describe('the revision stage', () => {
 
   it('finds a message waiting in its sender’s buffer, and says a second report is one already recorded', async () => {
     const store = new MemoryStore();
-    const revisions = createRevisions({ clock, store, options });
+    const revisions = createRevisions({ clock, store, ledger: localLedger(1000), options });
     await store.admit([item('m1', { at: clock.now() })], clock.now());
     expect(await revisions.revise(revising('m1'), ['s'])).toEqual({ verdict: 'applied', where: 'buffer' });
     expect(await revisions.revise(revising('m1'), ['s'])).toEqual({ verdict: 'already' });
@@ -75,7 +76,7 @@ describe('the revision stage', () => {
 
   it('lets a recall or an edit of an unknown message go on, and tells one of an emitted message as an output of its own', async () => {
     const store = new MemoryStore();
-    const revisions = createRevisions({ clock, store, options });
+    const revisions = createRevisions({ clock, store, ledger: localLedger(1000), options });
     expect(await revisions.revise(revising('nobody'), ['s'])).toEqual({ verdict: 'unknown' });
     await revisions.emitted(output('A:100'));
     // by its id, or the other bot's
@@ -95,7 +96,7 @@ describe('the revision stage', () => {
 
   it('tells a recall of a message an output carried as context as that output’s', async () => {
     const store = new MemoryStore();
-    const revisions = createRevisions({ clock, store, options });
+    const revisions = createRevisions({ clock, store, ledger: localLedger(1000), options });
     await revisions.emitted(output('A:100'));
     const outcome = await revisions.revise(revising('ctx-1'), ['s']);
     expect((outcome as { thought: InboundEvent }).thought.fields).toMatchObject({
@@ -106,7 +107,12 @@ describe('the revision stage', () => {
 
   it('does nothing when off', async () => {
     const store = new MemoryStore();
-    const revisions = createRevisions({ clock, store, options: { ...options, enabled: false } });
+    const revisions = createRevisions({
+      clock,
+      store,
+      ledger: localLedger(1000),
+      options: { ...options, enabled: false },
+    });
     await store.admit([item('m1', { at: clock.now() })], clock.now());
     expect(await revisions.revise(revising('m1'), ['s'])).toEqual({ verdict: 'unknown' });
     expect((await store.conversation('s', clock.now())).revisions).toBeUndefined();

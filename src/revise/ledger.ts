@@ -1,0 +1,44 @@
+import type { SharedValues } from '../core/ports/index.js';
+
+/**
+ * Where the ids of emitted messages are remembered, so a later recall or edit finds its output:
+ * in the store for a store several instances share (any instance may hear the recall); in this
+ * process for a store of one process, where a write per emitted message would cost more than the
+ * message itself (SQLite: a row per id, bench/pipeline.mjs with BENCH_REVISIONS).
+ */
+export interface Ledger {
+  put(entries: ReadonlyArray<readonly [key: string, value: string]>, ttlMs: number, now: number): Promise<void> | void;
+  get(key: string, now: number): Promise<string | undefined> | string | undefined;
+}
+
+/** The store's shared values, one key per id, each with its time to live. */
+export function sharedLedger(store: Pick<SharedValues, 'sharedGet' | 'sharedPut'>): Ledger {
+  return {
+    async put(entries, ttlMs, now) {
+      await Promise.all(entries.map(([key, value]) => store.sharedPut(key, value, ttlMs, now)));
+    },
+    get: (key, now) => store.sharedGet(key, now),
+  };
+}
+
+/** This process's: the newest `max` ids, each for its time to live (a restart forgets them). */
+export function localLedger(max: number): Ledger {
+  const kept = new Map<string, { value: string; until: number }>();
+  return {
+    put(entries, ttlMs, now) {
+      for (const [key, value] of entries) {
+        kept.delete(key);
+        kept.set(key, { value, until: now + ttlMs });
+      }
+      // Oldest written first: the ids of messages long answered go before any recent one.
+      for (const key of kept.keys()) {
+        if (kept.size <= max) break;
+        kept.delete(key);
+      }
+    },
+    get(key, now) {
+      const entry = kept.get(key);
+      return entry && entry.until > now ? entry.value : undefined;
+    },
+  };
+}
