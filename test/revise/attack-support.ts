@@ -83,7 +83,12 @@ export class Harness {
     return this;
   }
 
+  private stopped = false;
+
+  /** Stop the service (once: a test that restarts stops it itself before its teardown does). */
   async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     await this.service?.stop();
   }
 
