@@ -129,13 +129,15 @@ describe('takeovers and typing under attack', () => {
     ]);
   });
 
-  // placeOf finds a session's channel by its namespace prefix; a key of no channel's namespace is
-  // told on channel '' and its chat.takeover never reaches the outbox, though the takeover holds.
+  // placeOf finds a session's channel by its namespace prefix; for a key of no channel's
+  // namespace the chat.takeover events are admitted on channel '', whose flush fails at the
+  // budget step (channels.require('')) and is tried again for ever: two buffers that never go.
   it.fails('tells chat.takeover at the start and the end of a takeover by hand on a key of no namespace', async () => {
     h = await new Harness().start();
     await put('zz:unknown');
     await fetch(takeoverUrl('zz:unknown'), { method: 'DELETE', headers: { 'x-requested-with': 'test' } });
-    await h.flushed(60);
+    for (let i = 0; i < 10; i++) await h.flushed(60_000);
+    expect(await h.service.intake.store.openBuffers()).toBe(0);
     expect(await told()).toEqual([
       ['zz:unknown', true],
       ['zz:unknown', false],
