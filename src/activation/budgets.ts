@@ -11,17 +11,34 @@ export type BudgetVerdict =
 /** The budget a batch spends from, by its rule: what it counts, and the rule itself (a changed rule counts anew). */
 function spendOf(budget: Budget, batch: LeasedBatch): BudgetSpend {
   const last = batch.parts[batch.parts.length - 1]!.event;
-  const counted =
-    budget.per === 'sender'
-      ? `sender ${last.namespace}:${last.sender.id}`
-      : budget.per === 'conversation'
-        ? `conversation ${batch.sessionKey}`
-        : `channel ${last.channel}`;
   return {
-    key: `${counted} (${budget.limit} per ${budget.windowMs} ms)`,
+    key: budgetKey(budget, batch.sessionKey, last.namespace, last.sender.id, last.channel),
     limit: budget.limit,
     windowMs: budget.windowMs,
   };
+}
+
+function budgetKey(budget: Budget, sessionKey: string, namespace: string, senderId: string, channel: string): string {
+  const counted =
+    budget.per === 'sender'
+      ? `sender ${namespace}:${senderId}`
+      : budget.per === 'conversation'
+        ? `conversation ${sessionKey}`
+        : `channel ${channel}`;
+  return `${counted} (${budget.limit} per ${budget.windowMs} ms)`;
+}
+
+/** The buffers a sender's batches over a `merge` budget wait in (a recall looks there too). */
+export function budgetBuffersOf(
+  budgets: readonly Budget[],
+  sessionKey: string,
+  namespace: string,
+  senderId: string,
+  channel: string,
+): string[] {
+  return budgets
+    .filter((budget) => budget.action === 'merge')
+    .map((budget) => budgetBufferKey(sessionKey, budgetKey(budget, sessionKey, namespace, senderId, channel)));
 }
 
 /**

@@ -93,6 +93,7 @@ export function createActivation(options: ActivationStageOptions) {
       const trigger = found instanceof Promise ? await found : found;
       event.addressed = trigger !== undefined;
       if (trigger) event.trigger = trigger;
+      else delete event.trigger;
     }
   }
 
@@ -115,6 +116,10 @@ export function createActivation(options: ActivationStageOptions) {
       state.revisions && options.revised
         ? await options.revised(batch.parts, state.revisions)
         : { parts: batch.parts, recalled: none };
+    // An edited message is marked again by its new text: edited to call the bot, it does.
+    if (content.parts !== batch.parts) {
+      await mark(content.parts.filter((part) => !batch.parts.includes(part)).map((part) => part.event));
+    }
     const { takeover } = state;
     const seen = takeover && takeover.until <= now ? { ...content, takeoverDue: takeover } : content;
     if (content.parts.length === 0) {

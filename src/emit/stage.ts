@@ -7,7 +7,7 @@ import {
   type InboundEvent,
   type PartMedia,
 } from '../events/inbound.js';
-import { type Output } from '../events/output.js';
+import { type Output, type ProcessedMessage } from '../events/output.js';
 import { isSecondThought, secondThoughtOutput } from '../events/second-thought.js';
 import type { Addressed, KeptMessage } from '../events/context.js';
 import type { Quote } from '../events/reply.js';
@@ -57,6 +57,12 @@ export interface OutputStageOptions {
   replyTo: ReplyTo;
   /** Whether outputs are queued for push to the agent. */
   pushes: boolean;
+  /**
+   * A message output about to be committed (second thoughts remember its message ids). Before
+   * the commit: a recall that comes meanwhile finds the message in its buffer, one after finds it
+   * emitted. A failure is logged by the caller and commits nonetheless. @default nothing
+   */
+  emitting?(built: Omit<ProcessedMessage, 'seq'>): Promise<void>;
 }
 
 /** What the output stage reads of a channel's settings. */
@@ -181,8 +187,13 @@ export function createOutput(options: OutputStageOptions) {
     }
     const draft = draftOf(built, now, messageIds);
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
+    if (built.type === 'chat.processedMessage') await options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
-    if (!done) return undefined;
+    // A lost lease (a recall or an edit took it, or another instance): its next flush uses these downloads.
+    if (!done) {
+      if (media !== noMedia) downloads.keep(parts, media);
+      return undefined;
+    }
     if (done.held) {
       if (media !== noMedia) downloads.keep(parts, media);
       return { held: { by: done.by, until: done.until, count: done.count }, batch };

@@ -56,11 +56,13 @@ export function createRevisions(stage: RevisionStageOptions) {
         ? { kind: 'edit', messageId: ref.messageId, at: now, content: event.fields?.edited_text ?? event.text }
         : { kind: 'recall', messageId: ref.messageId, at: now };
     const revised = await store.revise(event.sessionKey, debounceKeys, revision, now, keep);
-    if (!revised.recorded) return { verdict: 'already' };
+    // Recalled already: an edit changes nothing; a recall (a retry of one whose output was not
+    // admitted, another bot's report) is told as its output, whose once-key keeps it once.
+    if (!revised.recorded && revision.kind === 'edit') return { verdict: 'already' };
     if (revised.buffered) return { verdict: 'applied', where: 'buffer' };
     if (revised.context) return { verdict: 'applied', where: 'context' };
     const found = await stage.ledger.get(ledgerKey(event.sessionKey, ref.messageId), now);
-    if (found === undefined) return { verdict: 'unknown' };
+    if (found === undefined) return revised.recorded ? { verdict: 'unknown' } : { verdict: 'already' };
     const entry = ledgerEntry(found);
     const place = {
       channel: entry.c,
@@ -76,7 +78,8 @@ export function createRevisions(stage: RevisionStageOptions) {
         : secondThoughtEvent(
             place,
             { type: 'chat.edited', ...about, content: revision.content ?? '', media: mediaOf(event) },
-            `edited:${entry.o}:${entry.m}:${digest(revision.content ?? '')}`,
+            // Each edit once: by its own event's id (a retry shares it), else by its text.
+            `edited:${entry.o}:${entry.m}:${event.platformId ?? digest(revision.content ?? '')}`,
             now,
           );
     return { verdict: 'emitted', thought };

@@ -161,6 +161,18 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     },
   });
 
+  // Second thoughts (contract §13): recalls, edits, a human taking over.
+  const thoughts = secondThoughts({
+    config,
+    channels,
+    store,
+    clock,
+    logger,
+    admit: (events, now) => admit(events, now),
+    // The scheduler is built below; a takeover's start or end is told only once it runs.
+    due: (deadline) => scheduler.due(deadline),
+  });
+
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock,
@@ -174,6 +186,12 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     botsOf,
     pickReplyBot,
     replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
+    // Its message ids, remembered before its commit: a recall from then on finds it either way.
+    emitting: (built) =>
+      thoughts.revisions.emitted(built).catch((error: unknown) => {
+        metrics.storeError('revisions');
+        logger.warn({ err: error, id: built.id }, 'emitted ids not remembered; a later recall of them is a notice');
+      }),
   });
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
   const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });
@@ -225,17 +243,6 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   };
   const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
   const rejected = refusals({ channels, clock, logger, metrics, record });
-
-  // Second thoughts (contract §13): recalls, edits, a human taking over.
-  const thoughts = secondThoughts({
-    config,
-    channels,
-    store,
-    clock,
-    logger,
-    admit: (events, now) => admit(events, now),
-    due: (deadline) => scheduler.due(deadline),
-  });
 
   // The path of a message, in run order (src/service/pipeline.ts).
   const pipeline = createPipeline({

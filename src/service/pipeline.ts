@@ -24,6 +24,7 @@ import type { Activation } from '../activation/stage.js';
 import type { Addressed } from '../events/context.js';
 import type { TypingSignal } from '../adapters/kit/types.js';
 import type { BufferedPart } from '../events/inbound.js';
+import { isSecondThought } from '../events/second-thought.js';
 import type { SentMessage, Takeover } from '../events/context.js';
 import type { Revisions } from '../revise/stage.js';
 import type { Takeovers } from '../takeover/stage.js';
@@ -71,7 +72,7 @@ export interface PipelineStages {
    * it may wait in (admission.ts); the downloads of recalled parts deleted; the ids of emitted
    * messages remembered for a later recall or edit.
    */
-  revisions: Pick<Revisions, 'revise' | 'emitted'>;
+  revisions: Pick<Revisions, 'revise'>;
   revisionKeys: { of(event: InboundEvent): string[]; seen(event: InboundEvent): void };
   discard(parts: readonly BufferedPart[]): Promise<unknown>;
   /** A human taking over (contract §13): an operator speaking, a takeover found run out at a flush. */
@@ -109,6 +110,8 @@ export function createPipeline(stages: PipelineStages) {
         ? adapter.parseBody(delivery.body, stages.limits, json)
         : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);
       const normalized = adapter.normalize(body, delivery);
+      //    No platform event passes for one of our own outputs (a notice typed `chat.retracted`).
+      for (const event of normalized.events) if (isSecondThought(event)) event.detail = `platform:${event.detail}`;
       if (normalized.ignored) {
         stages.metrics.message(channelId, adapter.name, 'ignored', normalized.ignored);
         stages.record({
@@ -193,7 +196,8 @@ export function createPipeline(stages: PipelineStages) {
     if (!reach.addressed) return keep(batch, reach.verdict ?? 'context', reach.reason, reach.parts);
     //    Budgets: a batch over a `drop` budget is kept as context too; over a `merge` one, it
     //    waits in its session's buffer of that budget, merged with what follows, until allowed.
-    const budget = await stages.activation.budget(batch);
+    //    A second thought spends none: what it tells is about what the agent already had.
+    const budget = isSecondThought(batch.parts[0]!.event) ? NO_BUDGET : await stages.activation.budget(batch);
     if (budget.over) return budget.action === 'drop' ? keep(batch, 'over_budget', budget.reason) : defer(batch, budget);
     // 8. Build and commit: merge the parts, wait for their media, move them to the outbox with
     //    the context they carry (or, while the session's agent turn is open, hold them for its
@@ -201,16 +205,8 @@ export function createPipeline(stages: PipelineStages) {
     const emitted = await stages.output(batch, reach, reach.parts);
     if (!emitted) return lost(batch);
     if ('held' in emitted) return stages.turns.held(emitted.held, emitted.batch);
-    // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow
-    //    the store's tail); then remember its message ids, for a recall or an edit that comes later.
+    // 9. Publish: count, trail, hand to in-process listeners, queue the push (event streams follow the store's tail).
     publish(emitted);
-    await stages.revisions.emitted(emitted.output).catch((error: unknown) => {
-      stages.metrics.storeError('revisions');
-      stages.logger.warn(
-        { err: error, id: emitted.record.id },
-        'emitted ids not remembered; a later recall is a notice',
-      );
-    });
   }
 
   async function keep(
@@ -368,6 +364,8 @@ export function createPipeline(stages: PipelineStages) {
 
   return { inbound, flush };
 }
+
+const NO_BUDGET = { over: false } as const;
 
 /** Why a batch was not emitted. */
 type NonEmitted = 'context' | 'over_budget' | 'retracted' | 'human_active';

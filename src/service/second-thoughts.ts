@@ -8,6 +8,7 @@ import type { Revision, SentMessage } from '../events/context.js';
 import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import type { SecondThoughtPlace } from '../events/second-thought.js';
 import type { Admitted } from '../ingest/admit.js';
+import { budgetBuffersOf } from '../activation/budgets.js';
 import { localLedger, sharedLedger } from '../revise/ledger.js';
 import { createRevisions, revisedParts } from '../revise/stage.js';
 import { RelayedSends } from '../takeover/relayed.js';
@@ -88,12 +89,18 @@ export function secondThoughts(parts: SecondThoughtParts) {
       senders.set(sendersKey(event.sessionKey, event.platformId), event.sender.id);
       if (senders.size > MAX_RECENT_SENDERS) senders.delete(senders.keys().next().value as string);
     },
-    /** The buffers a recalled or edited message may wait in: its sender's, and its session's held one. */
+    /** The buffers a recalled or edited message may wait in: its sender's, its session's held one, and its budgets'. */
     of(event: InboundEvent): string[] {
       const held = turnBufferKey(event.sessionKey);
       const ref = event.revises;
       const senderId = ref?.senderId ?? (ref && senders.get(sendersKey(event.sessionKey, ref.messageId)));
-      return senderId === undefined ? [held] : [messageDebounceKey(event.sessionKey, senderId), held];
+      if (senderId === undefined) return [held];
+      const budgets = channels.get(event.channel)?.config.budgets ?? [];
+      return [
+        messageDebounceKey(event.sessionKey, senderId),
+        held,
+        ...budgetBuffersOf(budgets, event.sessionKey, event.namespace, senderId, event.channel),
+      ];
     },
   };
 

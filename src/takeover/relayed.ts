@@ -1,8 +1,12 @@
 import type { Clock } from '../core/clock.js';
 import type { SharedValues } from '../core/ports/index.js';
 
-/** How long a send relayed through us stands for the bot's report of it, before its answer names the message. */
-const IN_FLIGHT_MS = 30_000;
+/**
+ * How long a send relayed through us stands for its bot's reports: its report may come before
+ * its answer names the message. Not ended by the answer: another send may be in flight (a
+ * person's message in those seconds is taken for the agent's; their next one is not).
+ */
+const IN_FLIGHT_MS = 5_000;
 
 /**
  * The messages our bots sent through us (contract §13): a message the bot's own account reports
@@ -30,7 +34,6 @@ export class RelayedSends {
   async sent(namespace: string, botId: string | undefined, messageId: string): Promise<void> {
     const now = this.clock.now();
     await this.store.sharedPut(relayed(namespace, botId, messageId), '1', this.ttlMs, now);
-    await this.store.sharedPut(inFlight(namespace, botId), '', 1, now);
   }
 
   /**
@@ -42,7 +45,7 @@ export class RelayedSends {
     const now = this.clock.now();
     if ((await this.store.sharedGet(through(namespace, botId), now)) === undefined) return true;
     if ((await this.store.sharedGet(relayed(namespace, botId, messageId), now)) !== undefined) return true;
-    return ((await this.store.sharedGet(inFlight(namespace, botId), now)) ?? '') !== '';
+    return (await this.store.sharedGet(inFlight(namespace, botId), now)) !== undefined;
   }
 }
 

@@ -56,7 +56,7 @@ describe('recalls when the store fails or restarts', () => {
   // ("already") and tells nothing, so the retraction is never told. (A second bot's report
   // names the message by its own id, a revision of its own: it would still tell it. Here the
   // one bot that reports it retries.)
-  it.fails('tells the retraction of a recall whose first delivery failed when the platform retries it', async () => {
+  it('tells the retraction of a recall whose first delivery failed when the platform retries it', async () => {
     const store = new FailingOnce();
     h = await startOn(store);
     await h.say(1, 7, 'a secret');
@@ -83,7 +83,7 @@ describe('recalls when the store fails or restarts', () => {
 
   // The ledger of emitted ids is written after the commit, in a step of its own: a recall that
   // comes between the two finds the message nowhere and goes on as a plain group_recall notice.
-  it.fails('tells a recall that arrives after the commit and before the emitted ids are remembered', async () => {
+  it('tells a recall that arrives after the commit and before the emitted ids are remembered', async () => {
     const store = new SlowLedger();
     h = await startOn(store);
     store.hold();
@@ -105,7 +105,10 @@ describe('recalls when the store fails or restarts', () => {
     });
     const sqlite = (dir: string) => ({ store: `sqlite:${join(dir, 'intake.db')}` });
 
-    it('tells the recall of a message emitted before the restart as chat.retracted, once', async () => {
+    // The ids of emitted messages live in the process on a store of one process (a row per id
+    // cost SQLite more than the message: docs/configuration.md, revisions.ttlMs): after a
+    // restart the recall of a message emitted before it is the notice it was before.
+    it('tells the recall of a message emitted before a restart as one notice, and never emits the message again', async () => {
       const dir = tempDir();
       dirs.push(dir);
       h = await new Harness().start(sqlite(dir.path), dir.path);
@@ -117,10 +120,11 @@ describe('recalls when the store fails or restarts', () => {
       await h.postOk(recall(B, 1, 7));
       await h.postOk(recall(A, 1, 7));
       await h.flushed(2000);
-      const retracted = await h.ofType('chat.retracted');
-      expect(retracted).toHaveLength(1);
-      expect(retracted[0]).toMatchObject({ outputId: message!.id });
-      expect(await h.ofType('chat.notice')).toEqual([]);
+      expect(await h.ofType('chat.retracted')).toEqual([]);
+      expect((await h.ofType('chat.notice')).map((notice) => 'detail' in notice && notice.detail)).toEqual([
+        'group_recall',
+      ]);
+      expect((await h.ofType('chat.processedMessage')).map((output) => output.id)).toEqual([message!.id]);
     });
 
     it('still holds back, after a restart, a message whose recall came before it', async () => {

@@ -75,6 +75,7 @@ describe('takeovers and typing under attack', () => {
   it('holds a session at most maxMs from its first message however long an echo storm goes on', async () => {
     h = await relaying();
     expect((await send('the agent speaking')).status).toBe(200);
+    await h.flushed(5_000); // past the agent's send in flight, whose reports are the agent's
     const key = `qq:group:${GROUP}`;
     const started = h.clock.now();
     // One echo every 500 ms for 30 s: holdMs 5 s, maxMs 20 s.
@@ -123,16 +124,18 @@ describe('takeovers and typing under attack', () => {
       expect(await ended.json()).toMatchObject({ sessionKey: key, takeover: null, ended: { since: h.clock.now() } });
     }
     await h.flushed(60);
-    expect((await told()).slice(0, 2)).toEqual([
-      ['qq:group:x'.padEnd(512, 'y'), true],
-      ['qq:group:x'.padEnd(512, 'y'), false],
-    ]);
+    // each told, start then end
+    const states = await told();
+    for (const key of ['nocolon', 'zz:unknown', 'qq:group:x'.padEnd(512, 'y')]) {
+      expect(states.filter((state) => state?.[0] === key)).toEqual([
+        [key, true],
+        [key, false],
+      ]);
+    }
   });
 
-  // placeOf finds a session's channel by its namespace prefix; for a key of no channel's
-  // namespace the chat.takeover events are admitted on channel '', whose flush fails at the
-  // budget step (channels.require('')) and is tried again for ever: two buffers that never go.
-  it.fails('tells chat.takeover at the start and the end of a takeover by hand on a key of no namespace', async () => {
+  // A key of no channel's namespace: its chat.takeover events are told on no channel ('').
+  it('tells chat.takeover at the start and the end of a takeover by hand on a key of no namespace', async () => {
     h = await new Harness().start();
     await put('zz:unknown');
     await fetch(takeoverUrl('zz:unknown'), { method: 'DELETE', headers: { 'x-requested-with': 'test' } });
@@ -146,7 +149,7 @@ describe('takeovers and typing under attack', () => {
 
   // A generic message's session key is used as given (`cli:ann` on a channel of namespace
   // `generic`): its session is held by hand, yet the start and the end are never told.
-  it.fails('tells chat.takeover for a generic channel session taken over by hand', async () => {
+  it('tells chat.takeover for a generic channel session taken over by hand', async () => {
     h = await new Harness().start({ channels: [{ id: 'generic', adapter: 'generic' }] });
     await h.postOk({ sessionKey: 'cli:ann', content: 'hello' }, 'generic');
     await h.flushed();
@@ -215,7 +218,7 @@ describe('takeovers and typing under attack', () => {
   // A send in flight covers its bot's reports until its answer names the message; the first
   // answer of two sends in flight at once clears the mark for both, so the report of the second
   // (NapCat reports message_sent before the action's answer) is taken for a person's message.
-  it.fails('takes no report of the agent own second send for a person while the two sends are in flight', async () => {
+  it('takes no report of the agent own second send for a person while the two sends are in flight', async () => {
     h = await relaying();
     holding = true;
     const first = send('first answer');

@@ -225,6 +225,7 @@ describe.each([
       await post(sent(901, 'the agent speaking'));
       await flushed(60);
       expect(await ofType('chat.takeover')).toEqual([]);
+      await flushed(5000); // the owner answers after the agent's send is done
       const started = clock.now();
       await post(sent(902, 'I will handle this one'));
       await flushed(60);
