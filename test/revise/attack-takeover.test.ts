@@ -127,7 +127,7 @@ describe('takeovers and typing under attack', () => {
     // each told, start then end
     const states = await told();
     for (const key of ['nocolon', 'zz:unknown', 'qq:group:x'.padEnd(512, 'y')]) {
-      expect(states.filter((state) => state?.[0] === key)).toEqual([
+      expect(states.filter((state) => state && state[0] === key)).toEqual([
         [key, true],
         [key, false],
       ]);
