@@ -46,7 +46,7 @@ export type WriteKind = 'admit' | 'commit' | 'other';
  */
 /** Shared values held before the memory store first forgets expired ones. */
 const SWEEP_VALUES_FROM = 64;
-/** The most shared values a store of one process keeps (about 200 bytes each). */
+/** The most shared values a store of one process keeps (a few hundred bytes each). */
 export const MAX_SHARED_VALUES = 250_000;
 
 export abstract class LocalStore implements Store {
