@@ -6,6 +6,8 @@ import { createAdapter, type Adapter } from '../../../src/adapters/index.js';
 import type { RawDelivery } from '../../../src/adapters/kit/types.js';
 import { loadConfig } from '../../../src/service/configure.js';
 import { fixture } from '../../fixtures/index.js';
+import { until } from '../../support/helpers.js';
+import { serve } from '../../support/servers.js';
 import { ingest, thrown } from '../wx-kit.js';
 import { kookBody, kookEncrypt } from './seal.js';
 
@@ -211,5 +213,31 @@ describe('KOOK events', () => {
 
   it('lists botId as its bot, so its own messages are looped', () => {
     expect(adapterFor().botIds).toEqual(['10001']);
+  });
+
+  it("learns our bot's id with the bot token (GET /api/v3/user/me) and then takes no event of its messages", async () => {
+    const api = await serve((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        req.url === '/api/v3/user/me' && req.headers.authorization === 'Bot bot-token'
+          ? JSON.stringify({ code: 0, message: '操作成功', data: { id: '10001', username: 'bot', bot: true } })
+          : '{"code":401,"message":"你的token无效"}',
+      );
+    });
+    try {
+      const adapter = adapterFor({
+        botId: undefined,
+        botToken: 'bot-token',
+        apiBaseUrl: `http://127.0.0.1:${api.port}`,
+      });
+      const own = fixture('kook', 'text-person.json');
+      own.d.author_id = '10001';
+      own.d.target_id = '777';
+      await until(() => events(adapter, own).ignored === 1);
+      const [event] = events(adapter, fixture('kook', 'text-person.json')).events;
+      expect(event).toMatchObject({ botId: '10001', sender: { id: '777' } });
+    } finally {
+      await api.close();
+    }
   });
 });
