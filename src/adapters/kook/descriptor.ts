@@ -11,7 +11,11 @@ import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
 import { quoteOf } from '../kit/reply.js';
 import { echoReply, shapeError, type Adapter, type Normalized } from '../kit/types.js';
 import { inflated, KookCipher, looksLikeJson } from './body.js';
+import { kookGateway } from './gateway.js';
 import { kookMessage, kookSystemEvent, type KookScope } from './message.js';
+
+const millis = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
 
 const settings = z.strictObject({
   /** Bot > Connection mode > Webhook > Verify Token: every event's `d.verify_token` must be it. */
@@ -22,19 +26,25 @@ const settings = z.strictObject({
   botToken: optionalText(),
   /** Our bot's user id: its own messages are looped, an @ of it addresses the bots. */
   botId: optionalText(),
-  /** How events arrive. Only the webhook is built; the WebSocket gateway is not yet. */
-  transport: z
-    .enum(['webhook'], { error: 'must be "webhook" (the WebSocket gateway is not supported yet)' })
-    .default('webhook'),
+  /** How events arrive: KOOK pushes to our webhook, or we hold its WebSocket gateway open (`ws`, with `botToken`). */
+  transport: z.enum(['webhook', 'ws'], { error: 'must be "webhook" or "ws"' }).default('webhook'),
+  /** On several instances one holds the gateway connection; a survivor takes over within this. */
+  leaseMs: millis(300, 600_000, 15_000),
+  reconnectMinMs: millis(10, 600_000, 1000),
+  reconnectMaxMs: millis(10, 3_600_000, 60_000),
   /** KOOK's HTTP API. */
   apiBaseUrl: baseUrl('https://www.kookapp.cn'),
 });
 
-/** KOOK (formerly Kaiheila) bots in webhook mode. */
+/** KOOK (formerly Kaiheila) bots: the webhook, or the WebSocket gateway. */
 export const kook = defineAdapter({
   name: 'kook',
   namespace: 'kook',
   secret: { setting: 'verifyToken', required: true, why: "checks every event's d.verify_token" },
+  secretFor: (values) =>
+    values.transport === 'ws'
+      ? { setting: 'botToken', required: true, why: 'connects to the gateway with it' }
+      : { setting: 'verifyToken', required: true, why: "checks every event's d.verify_token" },
   settings,
   // KOOK retries a delivery not answered 200 within 1 s after about 2, 4, 8, 16, 32 and 64 s,
   // up to 5 failures (developer.kookapp.cn/doc/webhook; PLATFORMS.md S6): about 2 min in all.
@@ -51,7 +61,8 @@ const DEFAULT_INFLATED_MAX = 1_048_576;
  * `{"s": 0, "sn", "d"}` whose `d.verify_token` must be the Verify Token (401 otherwise: KOOK
  * signs nothing, the token and the encryption are all it offers). The challenge
  * (`d.type` 255, `channel_type` WEBHOOK_CHALLENGE) is answered `{"challenge"}`. `d.msg_id` is
- * the platform id: KOOK's retries within about 2 min are duplicates.
+ * the platform id: KOOK's retries within about 2 min are duplicates. With `"transport": "ws"` the
+ * same events come over the gateway (gateway.ts) instead, and a POST is refused.
  */
 export function kookAdapter(
   channel: AdapterChannel,
@@ -60,8 +71,41 @@ export function kookAdapter(
 ): Adapter {
   const verifying = channel.verify;
   const { verifyToken, encryptKey, botToken, apiBaseUrl } = options;
-  const cipher = encryptKey ? new KookCipher(encryptKey) : undefined;
+  const socket = options.transport === 'ws';
+  let botId = options.botId;
   const where = `channels[${channel.index}]`;
+  // Our bot's id, for the loop guard and the mentions of it; events before the answer do without it.
+  const learned =
+    botId || !botToken
+      ? Promise.resolve()
+      : platformJson(`${apiBaseUrl}/api/v3/user/me`, { authorization: `Bot ${botToken}` }, AbortSignal.timeout(10_000))
+          .then((answer) => {
+            const data = (answer as { data?: { id?: unknown } } | undefined)?.data;
+            if (typeof data?.id === 'string' && data.id !== '') botId = data.id;
+            else context.logger?.warn({ channel: channel.id }, 'KOOK /api/v3/user/me named no bot id; set botId');
+          })
+          .catch((error: unknown) => {
+            context.logger?.warn(
+              { channel: channel.id, err: error },
+              `KOOK /api/v3/user/me failed: set ${where}.botId so the bot's own messages are looped`,
+            );
+          });
+
+  const gateway =
+    socket && botToken
+      ? kookGateway({
+          channel: channel.id,
+          botToken,
+          apiBaseUrl,
+          leaseMs: options.leaseMs,
+          reconnectMinMs: options.reconnectMinMs,
+          reconnectMaxMs: options.reconnectMaxMs,
+          context,
+          botId: () => botId,
+          learned,
+        })
+      : undefined;
+  const cipher = encryptKey ? new KookCipher(encryptKey) : undefined;
   const errorContext = { channel: channel.id, stage: 'adapter' };
   const fail = (problem: string) => shapeError(channel, 'a KOOK event', problem);
   const unreadable = (problem: string, code: 'bad_request' | 'body_too_large' = 'bad_request') =>
@@ -77,22 +121,6 @@ export function kookAdapter(
     namespace: channel.namespace,
     idPrefix: 'kook',
   });
-  let botId = options.botId;
-  if (!botId && botToken) {
-    // Our bot's id, for the loop guard and the mentions of it; events before the answer do without it.
-    platformJson(`${apiBaseUrl}/api/v3/user/me`, { authorization: `Bot ${botToken}` }, AbortSignal.timeout(10_000))
-      .then((answer) => {
-        const data = (answer as { data?: { id?: unknown } } | undefined)?.data;
-        if (typeof data?.id === 'string' && data.id !== '') botId = data.id;
-        else context.logger?.warn({ channel: channel.id }, 'KOOK /api/v3/user/me named no bot id; set botId');
-      })
-      .catch((error: unknown) => {
-        context.logger?.warn(
-          { channel: channel.id, err: error },
-          `KOOK /api/v3/user/me failed: set ${where}.botId so the bot's own messages are looped`,
-        );
-      });
-  }
 
   function checkToken(given: unknown): void {
     if (!verifying || !verifyToken) return;
@@ -111,8 +139,17 @@ export function kookAdapter(
     namespace: channel.namespace,
     botIds: options.botId ? [options.botId] : [],
     replyTo: kookReply,
-    // Nothing to check on the bytes: KOOK signs nothing; the token inside is checked once read.
-    verify() {},
+    ...(gateway ? { socketTransport: 'gateway', socketDial: gateway.dial } : {}),
+
+    verify(delivery) {
+      // Nothing to check on a webhook's bytes: KOOK signs nothing; the token inside is checked once read.
+      if (!socket || delivery.authenticated) return;
+      // Events come over the gateway socket we opened with the bot token; a POST here is no one's.
+      throw new SignatureError(
+        `Channel "${channel.id}" reads the KOOK gateway ("transport": "ws"): it takes no webhook POST`,
+        errorContext,
+      );
+    },
 
     parseBody(raw, limits, json) {
       const maxBytes = limits.bodyLimitBytes ?? DEFAULT_INFLATED_MAX;
@@ -130,7 +167,7 @@ export function kookAdapter(
         typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope) ? (envelope as Json) : undefined;
       const encrypted = outer ? own(outer, 'encrypt') : undefined;
       if (encrypted === undefined) {
-        if (cipher && verifying)
+        if (cipher && verifying && !socket)
           throw new SignatureError(
             `Channel "${channel.id}" has an encryptKey, so events must arrive encrypted ({"encrypt": ...})`,
             errorContext,
@@ -157,7 +194,8 @@ export function kookAdapter(
       const read = new PayloadReader(fail);
       const body = read.object(envelope, 'the body', 'a KOOK event {s: 0, sn, d}');
       const d = read.object(own(body, 'd'), 'd', 'the event {type, channel_type, verify_token, ...}');
-      checkToken(own(d, 'verify_token'));
+      // Gateway frames came over the socket we opened with the bot token.
+      if (!delivery.authenticated) checkToken(own(d, 'verify_token'));
       if (own(d, 'channel_type') === 'WEBHOOK_CHALLENGE')
         return { events: [], reply: echoReply({ challenge: read.text(own(d, 'challenge'), 'd.challenge') }) };
       const signal = read.optNumber(own(body, 's'), 's');
