@@ -29,9 +29,10 @@ async function fakeKook() {
     paths.push(request.url ?? '');
     const query = new URL(request.url ?? '/', 'ws://x').searchParams;
     const sessionId = query.get('resume') === '1' ? query.get('sessionId') : `session-${++state.sessions}`;
-    socket.send(
-      JSON.stringify({ s: 1, d: state.hello === 0 ? { code: 0, session_id: sessionId } : { code: state.hello } }),
-    );
+    if (state.hello >= 0)
+      socket.send(
+        JSON.stringify({ s: 1, d: state.hello === 0 ? { code: 0, session_id: sessionId } : { code: state.hello } }),
+      );
     socket.on('message', (data) => {
       const frame = JSON.parse(data.toString());
       received.push(frame);
@@ -174,6 +175,38 @@ describe('a KOOK channel on the WebSocket gateway ("transport": "ws")', () => {
     await until(() => messages.length === 2);
     await quiet();
     expect(messages.map((m) => m.messageIds)).toEqual([['r-1'], ['r-2']]);
+  });
+
+  it('takes a socket whose PING gets no PONG within 6 s down and resumes the session', async () => {
+    const kook = await fakeKook();
+    cleanups.push(() => kook.close());
+    await start(kook);
+    await until(() => kook.open() === 1);
+    kook.state.pong = false;
+    await clock.advance(35_000);
+    await until(() => kook.received.some((frame) => frame.s === 2));
+    kook.state.pong = true;
+    await clock.advance(6000);
+    await until(async () => {
+      await clock.advance(20);
+      return kook.paths.length === 2 && kook.open() === 1;
+    });
+    expect(new URL(kook.paths[1]!, 'ws://x').searchParams.get('resume')).toBe('1');
+  });
+
+  it('dials again when no HELLO comes within 6 s', async () => {
+    const kook = await fakeKook();
+    cleanups.push(() => kook.close());
+    kook.state.hello = -1;
+    await start(kook);
+    await until(() => kook.open() === 1);
+    await clock.advance(6000);
+    await until(async () => {
+      await clock.advance(20);
+      return kook.paths.length === 2;
+    });
+    // No session was opened: nothing to resume.
+    expect(kook.paths[1]).toBe('/gateway?compress=0&token=abc');
   });
 
   it('starts a new session on a fresh gateway URL when KOOK says RECONNECT', async () => {

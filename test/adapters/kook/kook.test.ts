@@ -118,6 +118,18 @@ describe('KOOK webhook bodies', () => {
   });
 });
 
+describe('KOOK settings', () => {
+  it('needs a botToken for the gateway, and no verifyToken there', () => {
+    const file = (settings: Record<string, unknown>) => ({
+      channels: [{ id: 'kk', adapter: 'kook', transport: 'ws', ...settings }],
+    });
+    expect(() => loadConfig({ env: {}, file: file({ verifyToken: TOKEN }) })).toThrow(
+      /channels\[0\]\.botToken \(channel "kk"\): is required: the kook adapter connects to the gateway with it/,
+    );
+    expect(() => loadConfig({ env: {}, file: file({ botToken: 'bot-token' }) })).not.toThrow();
+  });
+});
+
 describe('KOOK events', () => {
   it('makes a KMarkdown channel message a group message with its mentions read as @names', () => {
     const [event] = events(adapterFor(), fixture('kook', 'kmarkdown-group-mention.json')).events;
