@@ -252,4 +252,36 @@ describe('KOOK events', () => {
       await api.close();
     }
   });
+
+  it('gives a reply handle: the channel or the person as target_id, the message as quote, a reply as its quote', () => {
+    const adapter = adapterFor();
+    const body = fixture('kook', 'kmarkdown-group-mention.json');
+    body.d.extra.quote = { rong_id: 'm-earlier', author: { id: '888' } };
+    const [event] = events(adapter, body).events;
+    expect(
+      adapter.replyTo!({
+        ids: event!.fields!,
+        conversation: event!.conversation,
+        sender: event!.sender,
+        receivedAt: NOW,
+      }),
+    ).toEqual({
+      params: { target_id: 'chan1', quote: '67637d4c-8a1b-4c1e-9d41-4a0a5c3e1f01' },
+      messageId: '67637d4c-8a1b-4c1e-9d41-4a0a5c3e1f01',
+      quote: { messageId: 'm-earlier', senderId: '888', fromBot: false },
+    });
+    const [direct] = events(adapter, fixture('kook', 'text-person.json')).events;
+    expect(
+      adapter.replyTo!({
+        ids: direct!.fields!,
+        conversation: direct!.conversation,
+        sender: direct!.sender,
+        receivedAt: NOW,
+      }).params,
+    ).toEqual({
+      target_id: '777',
+      quote: '0b8f7a2e-1c3d-4e5f-8a9b-7c6d5e4f3a21',
+      chat_code: '3b4aa448b8e8b9c87a1b3770792e7433',
+    });
+  });
 });
