@@ -164,6 +164,23 @@ describe('a KOOK channel on the real server', () => {
     ]);
   });
 
+  it('puts the new text of a message edited inside its window in the output', async () => {
+    const messages = await start();
+    expect((await push(message('kmarkdown-group-mention.json', 'm-typo'))).status).toBe(200);
+    const updated = fixture('kook', 'updated-message.json');
+    updated.d.extra.body.msg_id = 'm-typo';
+    updated.d.extra.body.updated_at = clock.now();
+    updated.d.msg_timestamp = clock.now();
+    expect((await push(updated)).status).toBe(200);
+    await quiet();
+    await until(() => messages.length === 1);
+    expect(messages[0]).toMatchObject({
+      sessionKey: 'kook:group:chan1',
+      messageIds: ['m-typo'],
+      content: '@10001 帮我查一下订单 ORD-1',
+    });
+  });
+
   it("loops our own bot's messages (botId): recorded as looped, never emitted", async () => {
     const messages = await start();
     const own = message('text-person.json', 'm-own', '我是机器人');
