@@ -41,7 +41,7 @@ export interface PipelineStages {
   channels: Channels;
   gate: Gate;
   /** `server.maxDepth` and `server.maxKeys`: a body past them is refused before it is parsed. */
-  limits: { maxDepth: number; maxKeys: number };
+  limits: { maxDepth: number; maxKeys: number; bodyLimitBytes: number };
   /** Access (contract §12): why an event's sender or conversation is denied, or undefined. */
   denied(event: InboundEvent): string | undefined;
   /** The user's inbound chain (`intake.use`). */

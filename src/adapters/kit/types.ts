@@ -46,9 +46,14 @@ export interface Adapter {
   /**
    * Parse the verified bytes for `normalize` when they are not plain JSON (WeChat's and WeCom's
    * XML, Feishu's encrypted JSON), within the same limits (`json` parses JSON within them);
-   * throws a 400 RequestError. @default JSON, as `server.maxDepth` and `server.maxKeys` allow
+   * throws a 400 RequestError. `bodyLimitBytes` bounds what a compressed body may inflate to
+   * (KOOK's zlib bodies). @default JSON, as `server.maxDepth` and `server.maxKeys` allow
    */
-  parseBody?(raw: Buffer, limits: { maxDepth: number; maxKeys: number }, json: (bytes: Buffer) => unknown): unknown;
+  parseBody?(
+    raw: Buffer,
+    limits: { maxDepth: number; maxKeys: number; bodyLimitBytes?: number },
+    json: (bytes: Buffer) => unknown,
+  ): unknown;
   /** The Content-Types its webhook takes (with `parseBody`; `names` goes in the 415). @default JSON */
   readonly bodyTypes?: { accepts(contentType: string | undefined): boolean; readonly names: string };
   /** Answer a GET on the webhook URL (WhatsApp's hub.challenge). */
