@@ -13,6 +13,7 @@ import { slack } from './slack/descriptor.js';
 import { telegram } from './telegram/descriptor.js';
 import { wechat } from './wechat/descriptor.js';
 import { wecom } from './wecom/descriptor.js';
+import { matrix } from './matrix/descriptor.js';
 import { whatsapp } from './whatsapp/descriptor.js';
 import type { Adapter } from './kit/types.js';
 
@@ -36,6 +37,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   wecom,
   feishu,
   discord,
+  matrix,
 ];
 
 /**

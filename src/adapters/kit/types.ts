@@ -1,6 +1,6 @@
 import type { SentMessage } from '../../events/context.js';
 import type { ChannelConfig } from '../../config/schema.js';
-import { RequestError, SignatureError, StaleTimestampError } from '../../core/errors.js';
+import { RequestError, SignatureError, StaleTimestampError, type IntakeError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../../events/inbound.js';
 import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../../events/connection.js';
@@ -66,6 +66,20 @@ export interface Adapter {
    * events carry no ids of their own.
    */
   deliveryId?(delivery: RawDelivery): string | undefined;
+  /**
+   * The delivery id names a transaction the platform never changes (Matrix `txnId`): each event
+   * of it claims the id too, even one with a platform id, so a replay records nothing whatever
+   * it carries. @default false: only events without a platform id claim it
+   */
+  readonly deliveryClaimsAll?: boolean;
+  /**
+   * Requests the platform sends under the webhook URL rather than to it (Matrix: `PUT
+   * /_matrix/app/v1/transactions/<txnId>`): the method and the path prefixes taken there;
+   * `RawDelivery.path` then holds the rest of the URL.
+   */
+  readonly webhookPath?: { readonly method: string; readonly prefixes: readonly string[] };
+  /** A refused request on `webhookPath`, answered the platform's way (Matrix `{"errcode","error"}`). */
+  refusal?(error: IntakeError): PlatformReply;
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
   /**
