@@ -38,10 +38,11 @@ export const matrix = defineAdapter({
   namespace: 'matrix',
   secret: { setting: 'hsToken', required: true, why: "checks the homeserver's hs_token with it" },
   settings,
-  // The homeserver retries a transaction with exponential back-off until it is answered, with
-  // no end in the spec (Application Service API, "Pushing events"); Synapse caps the wait
-  // between attempts and keeps retrying: a day covers an outage worth recovering from.
-  retryHorizonMs: 86_400_000,
+  // The homeserver retries a transaction with the same txnId until it is answered (spec,
+  // Application Service API "Pushing events"); Synapse waits 2 s, doubling up to 512 s between
+  // attempts (synapse/appservice/scheduler.py, `_Recoverer`). An hour covers a transaction
+  // recorded whose answer was lost, retried at the longest wait several times over.
+  retryHorizonMs: 3_600_000,
   create: matrixAdapter,
 });
 
