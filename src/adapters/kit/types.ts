@@ -25,6 +25,13 @@ export interface Normalized {
   typing?: TypingSignal[];
 }
 
+/** One HTTP request of an action on a platform's API: the path goes after `actionApi.url`. */
+export interface ActionRequest {
+  method: string;
+  path: string;
+  body: unknown;
+}
+
 /** A sender typing in a session, as the events of that sender would name both. */
 export interface TypingSignal {
   sessionKey: string;
@@ -101,7 +108,15 @@ export interface Adapter {
   /** A transport we pull (Telegram `getUpdates`), by the one instance holding its lease. */
   readonly poll?: PollSpec;
   /** Where actions go on a channel without sockets (OneBot's HTTP API: `POST <url>/<action>`). */
-  readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+  readonly actionApi?: {
+    readonly url: string;
+    readonly headers: Readonly<Record<string, string>>;
+    /**
+     * The request of an action when it is not `POST <url>/<action>` with the params (Matrix:
+     * `send` is a PUT to the room's send URL); throws the 400 of an action or params it cannot send.
+     */
+    route?(action: string, params: Record<string, unknown>): ActionRequest;
+  };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
   /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { IntakeError, MediaError } from '../../core/errors.js';
+import { IntakeError, MediaError, RequestError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { InboundEvent } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
@@ -13,6 +14,7 @@ import {
   headerOf,
   shapeError,
   verifiedSecret,
+  type ActionRequest,
   type Adapter,
   type Normalized,
   type TypingSignal,
@@ -72,6 +74,16 @@ export function matrixAdapter(channel: AdapterChannel, options: z.output<typeof 
     namespace,
     botIds: [userId],
     webhookPath: { method: 'PUT', prefixes: TRANSACTION_PATHS },
+    actionApi: {
+      url: homeserverUrl,
+      headers: { authorization: `Bearer ${asToken}` },
+      route: (action, params) => sendRequest(channel, action, params),
+    },
+    sendsMessage: (action) => action === 'send',
+    sentByAction: (action, answer) =>
+      action === 'send' && typeof answer === 'object' && answer !== null && 'event_id' in answer
+        ? String((answer as { event_id: unknown }).event_id)
+        : undefined,
 
     verify(delivery) {
       if (!hsToken) return;
@@ -166,6 +178,41 @@ export function matrixAdapter(channel: AdapterChannel, options: z.output<typeof 
         headers: { authorization: `Bearer ${asToken}` },
       };
     },
+  };
+}
+
+/**
+ * `send` `{room_id, body, msgtype?, reply_to?, txn_id?}`: `PUT /_matrix/client/v3/rooms/<room_id>/
+ * send/m.room.message/<txnId>` as the bot (spec, Client-Server API). The homeserver keeps one
+ * event per access token and txnId, so a caller retrying a send passes the same `txn_id`.
+ */
+export function sendRequest(channel: AdapterChannel, action: string, params: Record<string, unknown>): ActionRequest {
+  const fail = (problem: string) =>
+    new RequestError('bad_action', 400, `Action "${action}" on channel "${channel.id}": ${problem}`, {
+      channel: channel.id,
+      stage: 'connections',
+    });
+  if (action !== 'send') throw fail('the matrix channel takes "send" only');
+  const text = (key: string) => {
+    const value = own(params, key);
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || value === '') throw fail(`${key} must be a non-empty string`);
+    return value;
+  };
+  const roomId = text('room_id');
+  const body = text('body');
+  if (!roomId || !body) throw fail('room_id and body are required');
+  const replyTo = text('reply_to');
+  const content = {
+    msgtype: text('msgtype') ?? 'm.text',
+    body,
+    ...(replyTo ? { 'm.relates_to': { 'm.in_reply_to': { event_id: replyTo } } } : {}),
+  };
+  const txnId = text('txn_id') ?? `intake-${randomUUID()}`;
+  return {
+    method: 'PUT',
+    path: `/_matrix/client/v3/rooms/${encodeURIComponent(roomId)}/send/m.room.message/${encodeURIComponent(txnId)}`,
+    body: content,
   };
 }
 
