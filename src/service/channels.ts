@@ -76,8 +76,11 @@ export class Channels {
   webhookPath(id: string, method: string, path: string): WebhookPathRoute | undefined {
     const adapter = this.byId.get(id)?.adapter;
     const route = adapter?.webhookPath;
-    if (!adapter || !route || route.method !== method || !route.prefixes.some((prefix) => path.startsWith(prefix)))
-      return undefined;
+    const taken = (prefix: string) => {
+      const rest = path.startsWith(prefix) ? path.slice(prefix.length) : '';
+      return rest !== '' && !rest.includes('/');
+    };
+    if (!adapter || !route || route.method !== method || !route.prefixes.some(taken)) return undefined;
     return { refusal: (error) => adapter.refusal?.(error) };
   }
 

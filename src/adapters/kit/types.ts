@@ -81,8 +81,8 @@ export interface Adapter {
   readonly deliveryClaimsAll?: boolean;
   /**
    * Requests the platform sends under the webhook URL rather than to it (Matrix: `PUT
-   * /_matrix/app/v1/transactions/<txnId>`): the method and the path prefixes taken there;
-   * `RawDelivery.path` then holds the rest of the URL.
+   * /_matrix/app/v1/transactions/<txnId>`): the method and the path prefixes taken there, each
+   * followed by one path segment; `RawDelivery.path` then holds the rest of the URL.
    */
   readonly webhookPath?: { readonly method: string; readonly prefixes: readonly string[] };
   /** A refused request on `webhookPath`, answered the platform's way (Matrix `{"errcode","error"}`). */

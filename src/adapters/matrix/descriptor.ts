@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { IntakeError, MediaError, RequestError } from '../../core/errors.js';
+import { IntakeError, MediaError, RequestError, UnavailableError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { InboundEvent } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget } from '../../events/reply.js';
@@ -248,7 +248,9 @@ export function matrixRefusal(error: IntakeError): PlatformReply {
               : error.status === 413
                 ? 'M_TOO_LARGE'
                 : 'M_UNKNOWN';
-  return { status: error.status, body: { errcode, error: error.message } };
+  // A full outbox or a stopping service: the homeserver retries anyway; the header says when.
+  const headers = error instanceof UnavailableError ? { 'retry-after': String(error.retryAfterSeconds) } : undefined;
+  return { status: error.status, body: { errcode, error: error.message }, ...(headers ? { headers } : {}) };
 }
 
 /**

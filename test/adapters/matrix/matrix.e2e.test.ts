@@ -208,7 +208,9 @@ describe('a Matrix application service channel on the real server', () => {
       'm.new_content': { msgtype: 'm.text', body: 'standup at eleven' },
       'm.relates_to': { rel_type: 'm.replace', event_id: '$orig' },
     });
-    expect(await put({ events: [edit] })).toEqual({ status: 200, body: {} });
+    expect(await put({ events: [edit] }, { txnId: 'edit-1' })).toEqual({ status: 200, body: {} });
+    // The homeserver retries the transaction: told once.
+    expect(await put({ events: [edit] }, { txnId: 'edit-1' })).toEqual({ status: 200, body: {} });
     await flushed(60);
     const edited = await ofType('chat.edited');
     expect(edited).toHaveLength(1);
@@ -254,5 +256,21 @@ describe('a Matrix application service channel on the real server', () => {
     ]);
     const own = (await (await fetch(`${service.url}/v1/trace/${encodeURIComponent('$own')}`)).json()) as any;
     expect(own.arrivals.map((arrival: any) => arrival.verdict)).toEqual(['looped']);
+  });
+
+  it('answers 404 to other paths and methods under the webhook URL, recording nothing', async () => {
+    await start();
+    const body = JSON.stringify({ events: [message('$elsewhere', 'hello', clock.now())] });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${HS_TOKEN}` };
+    for (const [method, path] of [
+      ['PUT', '/_matrix/app/v1/users/%40someone%3Aexample.org'],
+      ['POST', '/_matrix/app/v1/transactions/p1'],
+      ['PUT', '/_matrix/app/v1/transactions/p2/extra'],
+    ] as const) {
+      const response = await fetch(`${service.url}/webhooks/mx${path}`, { method, headers, body });
+      expect(response.status, `${method} ${path}`).toBe(404);
+    }
+    await flushed();
+    expect(await outputs()).toEqual([]);
   });
 });
