@@ -105,7 +105,11 @@ export function roomEvent(event: Json, ctx: RoomEventContext): InboundEvent | un
     : undefined;
   if (replyTo) {
     fields.reply_to = replyTo;
-    if (parts.quoted) fields.reply_to_text = parts.quoted.slice(0, QUOTE_TEXT_MAX);
+    if (parts.quoted) fields.reply_to_text = parts.quoted.text.slice(0, QUOTE_TEXT_MAX);
+    if (parts.quoted?.sender) {
+      fields.reply_to_sender = parts.quoted.sender;
+      if (parts.quoted.sender === ctx.userId) fields.reply_to_bot = 'true';
+    }
   }
   return ctx.buildEvent({
     ...base,
@@ -123,8 +127,8 @@ interface MessageParts {
   text: string;
   media: MediaRef[];
   mentions: string[];
-  /** The legacy reply fallback's quoted text, when the body carried one. */
-  quoted?: string;
+  /** The legacy reply fallback's quoted text and the sender it names, when the body carried one. */
+  quoted?: Quoted;
 }
 
 /** The text, media and mentions of an `m.room.message` content (or an edit's `m.new_content`). */
@@ -132,7 +136,7 @@ function messageParts(content: Json, at: string, ctx: RoomEventContext): Message
   const { read } = ctx;
   const msgtype = read.optText(own(content, 'msgtype'), `${at}.msgtype`) ?? 'm.text';
   const { text: body, quoted } = withoutReplyFallback(read.optText(own(content, 'body'), `${at}.body`) ?? '');
-  const mentions = mentionsOf(content, at, ctx);
+  const mentions = mentionsOf(content, at, ctx, body);
   const mediaType = mediaTypes.get(msgtype);
   if (!mediaType) return { msgtype, text: body, media: [], mentions, ...(quoted ? { quoted } : {}) };
   // An encrypted attachment (`file`) cannot be read by an appservice that holds no room keys.
@@ -159,9 +163,10 @@ function messageParts(content: Json, at: string, ctx: RoomEventContext): Message
 
 /**
  * `m.mentions.user_ids` (spec "User and room mentions"), and the bot when an older client only
- * put a `https://matrix.to/#/@bot:hs` pill in `formatted_body` or its id in the body.
+ * put a `https://matrix.to/#/@bot:hs` pill in `formatted_body` or its id in the `body` (without
+ * the reply fallback: a quote of the bot's message is no mention of it).
  */
-function mentionsOf(content: Json, at: string, ctx: RoomEventContext): string[] {
+function mentionsOf(content: Json, at: string, ctx: RoomEventContext, body: string): string[] {
   const { read, userId } = ctx;
   const mentions = read.optObject(own(content, 'm.mentions'), `${at}.m.mentions`);
   const ids = mentions
@@ -170,18 +175,27 @@ function mentionsOf(content: Json, at: string, ctx: RoomEventContext): string[] 
         .map((id, i) => read.text(id, `${at}.m.mentions.user_ids[${i}]`))
     : [];
   if (!ids.includes(userId)) {
-    const formatted = read.optText(own(content, 'formatted_body'), `${at}.formatted_body`) ?? '';
-    const body = read.optText(own(content, 'body'), `${at}.body`) ?? '';
+    // Not a pill inside a reply's `<mx-reply>` fallback: that names the replied message's sender.
+    const formatted = (read.optText(own(content, 'formatted_body'), `${at}.formatted_body`) ?? '').replace(
+      /<mx-reply>[\s\S]*?<\/mx-reply>/g,
+      '',
+    );
     if (formatted.includes(`matrix.to/#/${userId}`) || body.includes(userId)) ids.push(userId);
   }
   return [...new Set(ids)];
 }
 
+interface Quoted {
+  text: string;
+  sender?: string;
+}
+
 /**
- * A reply's legacy fallback: leading `> ` lines quoting the parent, then a blank line (spec
- * "Rich replies"; optional since v1.13). Stripped so the agent reads what the sender wrote.
+ * A reply's legacy fallback: leading `> ` lines quoting the parent, the first naming its sender
+ * (`> <@alice:hs> text`), then a blank line (spec "Rich replies"; optional since v1.13).
+ * Stripped so the agent reads what the sender wrote.
  */
-function withoutReplyFallback(body: string): { text: string; quoted?: string } {
+function withoutReplyFallback(body: string): { text: string; quoted?: Quoted } {
   if (!body.startsWith('> ')) return { text: body };
   const lines = body.split('\n');
   let i = 0;
@@ -190,8 +204,10 @@ function withoutReplyFallback(body: string): { text: string; quoted?: string } {
   const quoted = lines
     .slice(0, i)
     .map((line) => line.slice(2))
-    .join('\n')
-    // The first quoted line starts with the parent's sender: `<@alice:hs> text`.
-    .replace(/^<[^>]*> /, '');
-  return { text: lines.slice(i + 1).join('\n'), quoted };
+    .join('\n');
+  const named = /^<(@[^>\s]+)> /.exec(quoted);
+  return {
+    text: lines.slice(i + 1).join('\n'),
+    quoted: named ? { text: quoted.slice(named[0].length), sender: named[1] as string } : { text: quoted },
+  };
 }

@@ -65,7 +65,39 @@ describe('Matrix application service adapter', () => {
     const [event] = normalizedFixture(channelOf('matrix'), 'matrix', 'reply.json').events;
     expect(event).toMatchObject({
       text: 'the standup at ten',
-      fields: { reply_to: '$text1', reply_to_text: 'what is on today?' },
+      fields: { reply_to: '$text1', reply_to_text: 'what is on today?', reply_to_sender: '@alice:example.org' },
+    });
+  });
+
+  it('marks a reply whose fallback quotes the bot as a reply to the bot, and takes no mention from the quoted pill', () => {
+    const body = {
+      events: [
+        {
+          type: 'm.room.message',
+          room_id: '!r:hs',
+          sender: '@a:hs',
+          event_id: '$q',
+          origin_server_ts: 1718000000000,
+          content: {
+            msgtype: 'm.text',
+            body: '> <@bot:example.org> the standup is at ten\n\nthanks',
+            format: 'org.matrix.custom.html',
+            formatted_body:
+              '<mx-reply><blockquote><a href="https://matrix.to/#/!r:hs/$s">In reply to</a> <a href="https://matrix.to/#/@bot:example.org">@bot:example.org</a><br>the standup is at ten</blockquote></mx-reply>thanks',
+            'm.relates_to': { 'm.in_reply_to': { event_id: '$s' } },
+          },
+        },
+      ],
+    };
+    const matrix = channelOf('matrix');
+    const [event] = normalizedBody(matrix, body).events;
+    expect(event).toMatchObject({ text: 'thanks', mentions: [] });
+    expect(event!.fields).toMatchObject({ reply_to: '$s', reply_to_sender: '@bot:example.org', reply_to_bot: 'true' });
+    const target = { ids: event!.fields!, conversation: event!.conversation, sender: event!.sender, receivedAt: 0 };
+    expect(matrix.replyTo!(target)).toMatchObject({
+      params: { room_id: '!r:hs' },
+      messageId: '$q',
+      quote: { messageId: '$s', fromBot: true },
     });
   });
 
