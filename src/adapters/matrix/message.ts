@@ -162,9 +162,9 @@ function messageParts(content: Json, at: string, ctx: RoomEventContext): Message
 }
 
 /**
- * `m.mentions.user_ids` (spec "User and room mentions"), and the bot when an older client only
- * put a `https://matrix.to/#/@bot:hs` pill in `formatted_body` or its id in the `body` (without
- * the reply fallback: a quote of the bot's message is no mention of it).
+ * `m.mentions.user_ids` (spec "User and room mentions"); without `m.mentions` (older clients),
+ * the bot when a `https://matrix.to/#/@bot:hs` pill in `formatted_body` or its id in the `body`
+ * names it, outside the reply fallback (a quote of the bot's message is no mention of it).
  */
 function mentionsOf(content: Json, at: string, ctx: RoomEventContext, body: string): string[] {
   const { read, userId } = ctx;
@@ -174,15 +174,19 @@ function mentionsOf(content: Json, at: string, ctx: RoomEventContext, body: stri
         .optArray(own(mentions, 'user_ids'), `${at}.m.mentions.user_ids`)
         .map((id, i) => read.text(id, `${at}.m.mentions.user_ids[${i}]`))
     : [];
-  if (!ids.includes(userId)) {
-    // Not a pill inside a reply's `<mx-reply>` fallback: that names the replied message's sender.
-    const formatted = (read.optText(own(content, 'formatted_body'), `${at}.formatted_body`) ?? '').replace(
-      /<mx-reply>[\s\S]*?<\/mx-reply>/g,
-      '',
-    );
+  // With `m.mentions` present, it alone says who is mentioned (spec: no body matching then).
+  if (!mentions) {
+    const formatted = withoutReplyBlock(read.optText(own(content, 'formatted_body'), `${at}.formatted_body`) ?? '');
     if (formatted.includes(`matrix.to/#/${userId}`) || body.includes(userId)) ids.push(userId);
   }
   return [...new Set(ids)];
+}
+
+/** `formatted_body` without the leading `<mx-reply>` block of a reply fallback (spec "Rich replies"). */
+function withoutReplyBlock(formatted: string): string {
+  if (!formatted.startsWith('<mx-reply>')) return formatted;
+  const end = formatted.indexOf('</mx-reply>');
+  return end === -1 ? formatted : formatted.slice(end + '</mx-reply>'.length);
 }
 
 interface Quoted {

@@ -49,6 +49,9 @@ describe('Matrix application service adapter', () => {
       ],
     };
     expect(normalizedBody(channelOf('matrix'), body).events[0]!.mentions).toEqual(['@bot:example.org']);
+    // With m.mentions present, it alone says who is mentioned.
+    body.events[0]!.content = { ...body.events[0]!.content, 'm.mentions': {} } as (typeof body.events)[0]['content'];
+    expect(normalizedBody(channelOf('matrix'), body).events[0]!.mentions).toEqual([]);
   });
 
   it('makes an m.image an mxc:// media reference, its body a caption when a filename differs', () => {
