@@ -14,6 +14,7 @@ import { slack } from './slack/descriptor.js';
 import { telegram } from './telegram/descriptor.js';
 import { wechat } from './wechat/descriptor.js';
 import { wecom } from './wecom/descriptor.js';
+import { matrix } from './matrix/descriptor.js';
 import { whatsapp } from './whatsapp/descriptor.js';
 import type { Adapter } from './kit/types.js';
 
@@ -38,6 +39,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   feishu,
   discord,
   kook,
+  matrix,
 ];
 
 /**

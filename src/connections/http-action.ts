@@ -7,9 +7,16 @@ export interface ActionLimits {
   maxBytes: number;
 }
 
-/** An action on a OneBot HTTP API: `POST <apiUrl>/<action>` with the params as JSON; the bot's JSON answer. */
+/**
+ * An action on a bot's HTTP API: `POST <apiUrl>/<action>` with the params as JSON (OneBot), or
+ * the request its `route` makes (Matrix); the JSON answer.
+ */
 export async function httpAction(
-  api: { url: string; headers: Readonly<Record<string, string>> },
+  api: {
+    url: string;
+    headers: Readonly<Record<string, string>>;
+    route?(action: string, params: Record<string, unknown>): { method: string; path: string; body: unknown };
+  },
   channel: string,
   action: string,
   params: Record<string, unknown>,
@@ -17,12 +24,14 @@ export async function httpAction(
   dispatcher?: Dispatcher,
 ): Promise<unknown> {
   const context = { channel, stage: 'connections' };
-  const url = `${api.url.replace(/\/$/, '')}/${encodeURIComponent(action)}`;
+  // A route throws before anything is sent: the caller's params cannot make this action.
+  const routed = api.route?.(action, params);
+  const url = `${api.url.replace(/\/$/, '')}${routed ? routed.path : `/${encodeURIComponent(action)}`}`;
   let response: Dispatcher.ResponseData;
   try {
     response = await request(url, {
-      method: 'POST',
-      body: JSON.stringify(params),
+      method: routed ? (routed.method as Dispatcher.HttpMethod) : 'POST',
+      body: JSON.stringify(routed ? routed.body : params),
       headers: { 'content-type': 'application/json', ...api.headers },
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,

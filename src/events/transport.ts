@@ -10,6 +10,11 @@ export interface RawDelivery {
   /** Receive time, milliseconds. */
   now: number;
   /**
+   * The rest of the URL after `/webhooks/<id>` (`/_matrix/app/v1/transactions/42`), for a
+   * platform that sends to paths under the webhook URL; undefined on the webhook URL itself.
+   */
+  path?: string;
+  /**
    * Set by a socket transport for a frame on a connection its adapter authenticated at the
    * upgrade (frames carry no signature of their own). Never set from anything a request says.
    */

@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import type { IntakeError } from '../core/errors.js';
 import type { ActivationModes, OutboxRecord, Outbox, TurnDone, TurnView } from '../core/ports/index.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 import type { ConnectionView } from '../events/connection.js';
@@ -79,4 +80,13 @@ export interface WebhookChannels {
   bodyTypes(id: string): { accepts(contentType: string | undefined): boolean; names: string };
   /** Answer a GET on a webhook URL (platform handshakes). */
   handshake(id: string, delivery: RawDelivery): PlatformReply;
+  /**
+   * Whether a channel takes `method` at `path` under its webhook URL (Matrix: `PUT
+   * /_matrix/app/v1/transactions/<txnId>`), and how a refusal there is answered.
+   */
+  webhookPath?(
+    id: string,
+    method: string,
+    path: string,
+  ): { refusal(error: IntakeError): PlatformReply | undefined } | undefined;
 }

@@ -41,14 +41,16 @@ export function admissionPlanner(
   const none = Object.freeze([]) as unknown as never[];
   // Each channel's `debounce.flushWords`, as a test built once.
   const globalFlushWord = flushWordTest(config.debounce.flushWords);
+  const claimsAll = new Set(channels.ids().filter((id) => channels.adapterOf(id)?.deliveryClaimsAll === true));
   const flushWords = new Map(channels.ids().map((id) => [id, flushWordTest(channels.debounceOf(id).flushWords)]));
 
   return function plan(event: InboundEvent, now: number, index: number, deliveryId: string | undefined): Plan {
     const channel = channels.get(event.channel)?.config;
     const dedup = channel?.dedup ?? config.dedup;
     const { claims, kinds } = dedupPlan(event, dedup);
-    if (deliveryId !== undefined && event.platformId === undefined) {
-      // A replayed signed delivery: its events have no ids, but the delivery has one.
+    if (deliveryId !== undefined && (event.platformId === undefined || claimsAll.has(event.channel))) {
+      // A replayed signed delivery: its events have no ids, but the delivery has one (a Matrix
+      // transaction: its id, whatever a replay of it carries).
       claims.unshift({
         key: claimKey('wh', event.channel, deliveryId, String(index)),
         space: `wh:${event.channel}`,

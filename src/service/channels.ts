@@ -2,11 +2,17 @@ import type { AdapterContext } from '../adapters/kit/access-token.js';
 import { createAdapter, type Adapter } from '../adapters/index.js';
 import type { BufferRule, TurnRule } from '../core/ports/index.js';
 import type { ChannelConfig, Config, DebounceOptions, MediaOptions } from '../config/schema.js';
-import { RequestError } from '../core/errors.js';
+import { RequestError, type IntakeError } from '../core/errors.js';
 import { isJsonType } from '../http/body.js';
 import type { PlatformReply, RawDelivery } from '../events/transport.js';
 
 const JSON_BODIES = { accepts: isJsonType, names: 'application/json' };
+
+/** A request under a channel's webhook URL that its adapter takes. */
+export interface WebhookPathRoute {
+  /** The platform's answer to a refusal there (Matrix `{"errcode","error"}`); undefined: the standard one. */
+  refusal(error: IntakeError): PlatformReply | undefined;
+}
 
 /** A configured channel and the adapter built for it. */
 export interface Channel {
@@ -61,6 +67,21 @@ export class Channels {
     if (!adapter.handshake)
       throw new RequestError('no_handshake', 405, `Channel "${id}" (${adapter.name}) takes POST only`, { channel: id });
     return adapter.handshake(delivery);
+  }
+
+  /**
+   * The route of a request under a channel's webhook URL (`PUT /webhooks/<id>/_matrix/app/v1/
+   * transactions/<txnId>`), when its adapter takes that method and path: how refusals read there.
+   */
+  webhookPath(id: string, method: string, path: string): WebhookPathRoute | undefined {
+    const adapter = this.byId.get(id)?.adapter;
+    const route = adapter?.webhookPath;
+    const taken = (prefix: string) => {
+      const rest = path.startsWith(prefix) ? path.slice(prefix.length) : '';
+      return rest !== '' && !rest.includes('/');
+    };
+    if (!adapter || !route || route.method !== method || !route.prefixes.some(taken)) return undefined;
+    return { refusal: (error) => adapter.refusal?.(error) };
   }
 
   ids(): string[] {

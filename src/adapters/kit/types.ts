@@ -1,6 +1,6 @@
 import type { SentMessage } from '../../events/context.js';
 import type { ChannelConfig } from '../../config/schema.js';
-import { RequestError, SignatureError, StaleTimestampError } from '../../core/errors.js';
+import { RequestError, SignatureError, StaleTimestampError, type IntakeError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { InboundEvent, MediaRef, ResolvedMedia } from '../../events/inbound.js';
 import type { PollSpec, SocketDial, SocketFrame, SocketPeer } from '../../events/connection.js';
@@ -23,6 +23,13 @@ export interface Normalized {
    * counted in `ignored`: signals come every few seconds, and each ignored delivery is trailed.
    */
   typing?: TypingSignal[];
+}
+
+/** One HTTP request of an action on a platform's API: the path goes after `actionApi.url`. */
+export interface ActionRequest {
+  method: string;
+  path: string;
+  body: unknown;
 }
 
 /** A sender typing in a session, as the events of that sender would name both. */
@@ -71,6 +78,20 @@ export interface Adapter {
    * events carry no ids of their own.
    */
   deliveryId?(delivery: RawDelivery): string | undefined;
+  /**
+   * The delivery id names a transaction the platform never changes (Matrix `txnId`): each event
+   * of it claims the id too, even one with a platform id, so a replay records nothing whatever
+   * it carries. @default false: only events without a platform id claim it
+   */
+  readonly deliveryClaimsAll?: boolean;
+  /**
+   * Requests the platform sends under the webhook URL rather than to it (Matrix: `PUT
+   * /_matrix/app/v1/transactions/<txnId>`): the method and the path prefixes taken there, each
+   * followed by one path segment; `RawDelivery.path` then holds the rest of the URL.
+   */
+  readonly webhookPath?: { readonly method: string; readonly prefixes: readonly string[] };
+  /** A refused request on `webhookPath`, answered the platform's way (Matrix `{"errcode","error"}`). */
+  refusal?(error: IntakeError): PlatformReply;
   /** Bot account ids configured on the channel (bot-loop guard). */
   readonly botIds?: readonly string[];
   /**
@@ -92,7 +113,15 @@ export interface Adapter {
   /** A transport we pull (Telegram `getUpdates`), by the one instance holding its lease. */
   readonly poll?: PollSpec;
   /** Where actions go on a channel without sockets (OneBot's HTTP API: `POST <url>/<action>`). */
-  readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+  readonly actionApi?: {
+    readonly url: string;
+    readonly headers: Readonly<Record<string, string>>;
+    /**
+     * The request of an action when it is not `POST <url>/<action>` with the params (Matrix:
+     * `send` is a PUT to the room's send URL); throws the 400 of an action or params it cannot send.
+     */
+    route?(action: string, params: Record<string, unknown>): ActionRequest;
+  };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
   /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */

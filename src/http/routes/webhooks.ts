@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import Router from '@koa/router';
-import { RequestError } from '../../core/errors.js';
+import { isIntakeError, RequestError } from '../../core/errors.js';
 import type { PlatformReply, RawDelivery } from '../../events/transport.js';
 import type { HttpPorts } from '../ports.js';
 import { readRawBody, tooLarge } from '../body.js';
@@ -11,6 +11,7 @@ import { readRawBody, tooLarge } from '../body.js';
  */
 class WebhookDelivery implements RawDelivery {
   private parsed: URLSearchParams | undefined;
+  path?: string;
 
   constructor(
     readonly headers: Koa.Context['headers'],
@@ -52,9 +53,11 @@ export function unknownChannel(id: string): RequestError {
   );
 }
 
-/** A delivery of this request, with the body as read. */
-export function deliveryOf(ports: Pick<HttpPorts, 'now'>, ctx: Koa.Context, body: Buffer): RawDelivery {
-  return new WebhookDelivery(ctx.headers, body, ctx.querystring, ports.now());
+/** A delivery of this request, with the body as read (and the path under the webhook URL it came to). */
+export function deliveryOf(ports: Pick<HttpPorts, 'now'>, ctx: Koa.Context, body: Buffer, path?: string): RawDelivery {
+  const delivery = new WebhookDelivery(ctx.headers, body, ctx.querystring, ports.now());
+  if (path !== undefined) delivery.path = path;
+  return delivery;
 }
 
 /**
@@ -66,17 +69,8 @@ export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channel
   handshakes: Koa.Middleware;
 } {
   const { config } = ports;
-  const webhook: Koa.Middleware = async (ctx, next) => {
-    if (ctx.method !== 'POST' || !ctx.path.startsWith('/webhooks/')) return next();
-    const raw = ctx.path.slice('/webhooks/'.length);
-    if (raw.includes('/')) return next();
-    let channelId: string;
-    try {
-      channelId = decodeURIComponent(raw);
-    } catch {
-      throw unknownChannel(raw);
-    }
-    let body: Buffer;
+  /** The verified-later bytes of a delivery to a configured channel, within the body limit; refusals counted. */
+  async function receive(ctx: Koa.Context, channelId: string): Promise<Buffer> {
     try {
       if (!ports.channels.has(channelId)) throw unknownChannel(channelId);
       const contentType = ctx.headers['content-type'];
@@ -89,13 +83,53 @@ export function webhookRoutes(ports: Pick<HttpPorts, 'config' | 'now' | 'channel
           { channel: channelId },
         );
       }
-      body = ctx.req.readableEnded
+      return ctx.req.readableEnded
         ? bodyReadAhead(ctx, config.server.bodyLimitBytes)
         : await readRawBody(ctx.req, config.server.bodyLimitBytes);
     } catch (error) {
       ports.rejected(channelId, error);
       throw error;
     }
+  }
+
+  /**
+   * A request under a channel's webhook URL that its adapter takes (Matrix transactions:
+   * `PUT /webhooks/<id>/_matrix/app/v1/transactions/<txnId>`), answered the platform's way
+   * when refused; any other path under a webhook URL goes on to the routers (a 404).
+   */
+  async function underWebhook(ctx: Koa.Context, next: Koa.Next, raw: string, path: string): Promise<unknown> {
+    let channelId: string;
+    try {
+      channelId = decodeURIComponent(raw);
+    } catch {
+      return next();
+    }
+    const route = ports.channels.has(channelId) ? ports.channels.webhookPath?.(channelId, ctx.method, path) : undefined;
+    if (!route) return next();
+    try {
+      const body = await receive(ctx, channelId);
+      answer(ctx, await ports.ingest(channelId, deliveryOf(ports, ctx, body, path)));
+    } catch (error) {
+      const reply = isIntakeError(error) ? route.refusal(error) : undefined;
+      if (!reply) throw error;
+      answer(ctx, reply);
+    }
+    return undefined;
+  }
+
+  const webhook: Koa.Middleware = async (ctx, next) => {
+    if (!ctx.path.startsWith('/webhooks/')) return next();
+    const raw = ctx.path.slice('/webhooks/'.length);
+    const slash = raw.indexOf('/');
+    if (slash !== -1) return underWebhook(ctx, next, raw.slice(0, slash), raw.slice(slash));
+    if (ctx.method !== 'POST') return next();
+    let channelId: string;
+    try {
+      channelId = decodeURIComponent(raw);
+    } catch {
+      throw unknownChannel(raw);
+    }
+    const body = await receive(ctx, channelId);
     // The pipeline's `inbound` counts and trails what it refuses itself.
     answer(ctx, await ports.ingest(channelId, deliveryOf(ports, ctx, body)));
   };
