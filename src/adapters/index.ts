@@ -7,6 +7,7 @@ import { discord } from './discord/descriptor.js';
 import { feishu } from './feishu/descriptor.js';
 import { generic } from './generic/descriptor.js';
 import { line } from './line/descriptor.js';
+import { milky } from './milky/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
 import { slack } from './slack/descriptor.js';
@@ -36,6 +37,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   wecom,
   feishu,
   discord,
+  milky,
 ];
 
 /**

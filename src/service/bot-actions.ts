@@ -52,9 +52,15 @@ export function botActions(parts: ActionParts): BotActions {
   };
 
   /** What a send answered: the message the bot sent, remembered before the caller has the answer (and can be replied to). */
-  async function remembered(channelId: string, action: string, answer: unknown, botId: string | undefined) {
+  async function remembered(
+    channelId: string,
+    action: string,
+    params: Record<string, unknown>,
+    answer: unknown,
+    botId: string | undefined,
+  ) {
     const { adapter } = channels.require(channelId);
-    const messageId = adapter.sentByAction?.(action, answer);
+    const messageId = adapter.sentByAction?.(action, answer, { params, botId });
     if (messageId && parts.sent)
       await parts.sent([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
     if (messageId) await parts.relayed?.sent(adapter.namespace, botId, messageId).catch(() => undefined);
@@ -80,6 +86,7 @@ export function botActions(parts: ActionParts): BotActions {
         return remembered(
           channelId,
           action,
+          params,
           answer,
           botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined),
         );
@@ -97,7 +104,7 @@ export function botActions(parts: ActionParts): BotActions {
       const picked = botId ?? links.actionBots(channelId)[0];
       await sending(channelId, action, picked);
       const here = await local(channelId, action, params, botId);
-      if (here !== undefined) return remembered(channelId, action, here, picked);
+      if (here !== undefined) return remembered(channelId, action, params, here, picked);
       const elsewhere = bus
         ? (await bus.sharedConnections(clock.now())).filter(
             (view) =>
@@ -139,7 +146,7 @@ export function botActions(parts: ActionParts): BotActions {
           context,
         );
       }
-      if (answer.ok) return remembered(channelId, action, answer.body, holder.botId);
+      if (answer.ok) return remembered(channelId, action, params, answer.body, holder.botId);
       throw new IntakeError(answer.code, answer.status, answer.message, context);
     },
 

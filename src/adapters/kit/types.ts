@@ -90,8 +90,16 @@ export interface Adapter {
   readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
-  /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */
-  sentByAction?(action: string, answer: unknown): string | undefined;
+  /**
+   * The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to
+   * it addresses the bots; `sent` holds the action's params and the bot, for a platform whose
+   * message ids are only unique within a conversation (Milky's `message_seq`).
+   */
+  sentByAction?(
+    action: string,
+    answer: unknown,
+    sent?: { params: Record<string, unknown>; botId: string | undefined },
+  ): string | undefined;
   /** Whether an action sends a message (its answer then goes to `sentByAction`): our bot's own report of it is not a person's. */
   sendsMessage?(action: string): boolean;
   /** The nodes of a merged forward in the answer to `get_forward_msg` (OneBot); throws when the answer is a refusal. */
