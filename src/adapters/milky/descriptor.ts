@@ -11,6 +11,7 @@ import { kindOf, own, PayloadReader, type Json } from '../kit/shape.js';
 import { headerOf, shapeError, verifiedSecret, type Adapter, type Normalized } from '../kit/types.js';
 import { contentOf, mediaOf, messageFields, segmentsOf, str } from './message.js';
 import { milkyFrame, noticeOf } from './event.js';
+import { readMilkyForward } from './forward.js';
 
 const millis = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a number of milliseconds' }).int().min(min).max(max).default(fallback);
@@ -102,7 +103,13 @@ export function milkyAdapter(channel: AdapterChannel, options: z.output<typeof s
     actionTimeoutMs: options.actionTimeoutMs,
     sendsMessage: (action) => SEND_ACTION.test(action),
     sentByAction: (action, answer, sent) => sentByAction(action, answer, sent?.params, sent?.botId ?? lastSelfId),
-    ...(base ? { actionApi: { url: `${base}/api`, headers: auth } } : {}),
+    ...(base
+      ? {
+          actionApi: { url: `${base}/api`, headers: auth },
+          readForward: (id: string, signal: AbortSignal) =>
+            readMilkyForward({ url: `${base}/api`, headers: auth }, id, signal),
+        }
+      : {}),
     ...(options.transport === 'ws' && base
       ? {
           socketTransport: 'ws',

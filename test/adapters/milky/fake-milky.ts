@@ -22,6 +22,8 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
   const handshakes: IncomingHttpHeaders[] = [];
   const open = new Set<WebSocket>();
   let seq = 5000;
+  /** The messages of each merged forward `get_forwarded_messages` reads, by forward id. */
+  const forwards = new Map<string, unknown[]>();
   const authorized = (headers: IncomingHttpHeaders, url: URL) =>
     headers.authorization === `Bearer ${options.token}` || url.searchParams.get('access_token') === options.token;
   const server = createServer((req, res) => {
@@ -42,8 +44,19 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
       const action = url.pathname.replace(/^\/api\//, '');
       const params = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
       calls.push({ action, params, authorization: req.headers.authorization });
-      const data = action.startsWith('send_') ? { message_seq: ++seq, time: 1718000100 } : {};
       res.setHeader('content-type', 'application/json');
+      if (action === 'get_forwarded_messages') {
+        const messages = forwards.get(String(params.forward_id));
+        res.end(
+          JSON.stringify(
+            messages
+              ? { status: 'ok', retcode: 0, data: { messages } }
+              : { status: 'failed', retcode: -404, message: 'forward not found' },
+          ),
+        );
+        return;
+      }
+      const data = action.startsWith('send_') ? { message_seq: ++seq, time: 1718000100 } : {};
       res.end(JSON.stringify({ status: 'ok', retcode: 0, data }));
     });
   });
@@ -67,6 +80,7 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
     port,
     calls,
     handshakes,
+    forwards,
     get open(): number {
       return open.size;
     },

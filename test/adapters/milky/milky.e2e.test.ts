@@ -183,6 +183,26 @@ describe('Milky over its event WebSocket (adapter "milky")', () => {
     });
   });
 
+  it('reads a merged forward with get_forwarded_messages while the window is open, nested ones too', async () => {
+    const { milky, outputs, send, flush } = await start();
+    milky.forwards.set('fwd-1', [
+      { sender_name: 'Ana', time: 1717990000, segments: [text('first')] },
+      { sender_name: 'Bo', time: 1717990060, segments: [{ type: 'forward', data: { forward_id: 'fwd-2' } }] },
+    ]);
+    milky.forwards.set('fwd-2', [{ sender_name: 'Cy', time: 1717980000, segments: [text('deep')] }]);
+    await send('message_receive', groupMessage(40, [{ type: 'forward', data: { forward_id: 'fwd-1', title: 't' } }]));
+    await send('message_receive', groupMessage(41, [text('look at this')]));
+    await until(() => milky.calls.filter((call) => call.action === 'get_forwarded_messages').length === 2);
+    await flush(1);
+    expect(outputs[0]!.content).toBe('[forwarded messages] look at this');
+    expect(outputs[0]!.parts[0]!.forwarded).toEqual([
+      { sender: { id: '', name: 'Ana' }, content: 'first', timestamp: 1717990000, media: [] },
+      { sender: { id: '', name: 'Bo' }, content: '[forwarded messages]', timestamp: 1717990060, media: [] },
+      { sender: { id: '', name: 'Cy' }, content: 'deep', timestamp: 1717980000, media: [] },
+    ]);
+    expect(outputs[0]!.forwardErrors).toBeUndefined();
+  });
+
   it('sends actions to <url>/api/<action> with the token and answers with what the server said', async () => {
     const { milky, service } = await start();
     const answer = await postJson(`${service.url}/v1/channels/milky/actions/send_group_message`, {
