@@ -89,6 +89,10 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
       const frame = JSON.stringify({ time, self_id: options.selfId, event_type: type, data });
       for (const ws of open) ws.send(frame);
     },
+    /** Drop every socket without a close handshake (the server restarted). */
+    drop(): void {
+      for (const ws of open) ws.terminate();
+    },
     async close(): Promise<void> {
       for (const ws of open) ws.terminate();
       wss.close();

@@ -203,6 +203,23 @@ describe('Milky over its event WebSocket (adapter "milky")', () => {
     expect(outputs[0]!.forwardErrors).toBeUndefined();
   });
 
+  it('dials again with the backoff after the server drops the socket, and reads on', async () => {
+    const { milky, clock, outputs, connection, send, flush } = await start();
+    await send('message_receive', groupMessage(50, [text('before')]));
+    milky.drop();
+    await until(async () => (await connection())?.state !== 'open');
+    await until(async () => {
+      await clock.advance(100);
+      return milky.open === 1;
+    });
+    expect(milky.handshakes).toHaveLength(2);
+    await until(async () => (await connection())?.state === 'open');
+    expect(await connection()).toMatchObject({ reconnects: 1 });
+    await send('message_receive', groupMessage(51, [text('after')], 778));
+    await flush(2);
+    expect(outputs.map((output) => output.content).sort()).toEqual(['after', 'before']);
+  });
+
   it('sends actions to <url>/api/<action> with the token and answers with what the server said', async () => {
     const { milky, service } = await start();
     const answer = await postJson(`${service.url}/v1/channels/milky/actions/send_group_message`, {
