@@ -21,6 +21,8 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
   const calls: ApiCall[] = [];
   const handshakes: IncomingHttpHeaders[] = [];
   const open = new Set<WebSocket>();
+  /** Sockets ever opened, and the most open at once (never past 1 for one channel). */
+  const state = { connections: 0, mostAtOnce: 0 };
   let seq = 5000;
   /** The messages of each merged forward `get_forwarded_messages` reads, by forward id. */
   const forwards = new Map<string, unknown[]>();
@@ -70,6 +72,8 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       open.add(ws);
+      state.connections++;
+      state.mostAtOnce = Math.max(state.mostAtOnce, open.size);
       ws.on('close', () => open.delete(ws));
     });
   });
@@ -81,6 +85,7 @@ export async function fakeMilky(options: { selfId: number; token: string }) {
     calls,
     handshakes,
     forwards,
+    state,
     get open(): number {
       return open.size;
     },
