@@ -9,7 +9,7 @@ export interface ActionLimits {
 
 /** An action on a OneBot HTTP API: `POST <apiUrl>/<action>` with the params as JSON; the bot's JSON answer. */
 export async function httpAction(
-  api: { url: string; headers: Readonly<Record<string, string>> },
+  api: { url: string; headers: Readonly<Record<string, string>>; setting?: string },
   channel: string,
   action: string,
   params: Record<string, unknown>,
@@ -41,7 +41,7 @@ export async function httpAction(
     throw new IntakeError(
       'bot_api_unreachable',
       502,
-      `The bot's API on channel "${channel}" (apiUrl) could not be reached: ${(error as Error).message}`,
+      `The bot's API on channel "${channel}" (${api.setting ?? 'apiUrl'}) could not be reached: ${(error as Error).message}`,
       context,
     );
   }

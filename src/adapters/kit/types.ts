@@ -87,7 +87,12 @@ export interface Adapter {
   /** A transport we pull (Telegram `getUpdates`), by the one instance holding its lease. */
   readonly poll?: PollSpec;
   /** Where actions go on a channel without sockets (OneBot's HTTP API: `POST <url>/<action>`). */
-  readonly actionApi?: { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+  readonly actionApi?: {
+    readonly url: string;
+    readonly headers: Readonly<Record<string, string>>;
+    /** The setting the URL comes from, as an error names it. @default "apiUrl" */
+    readonly setting?: string;
+  };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
   /**

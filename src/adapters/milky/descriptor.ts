@@ -105,7 +105,7 @@ export function milkyAdapter(channel: AdapterChannel, options: z.output<typeof s
     sentByAction: (action, answer, sent) => sentByAction(action, answer, sent?.params, sent?.botId ?? lastSelfId),
     ...(base
       ? {
-          actionApi: { url: `${base}/api`, headers: auth },
+          actionApi: { url: `${base}/api`, headers: auth, setting: 'url' },
           readForward: (id: string, signal: AbortSignal) =>
             readMilkyForward({ url: `${base}/api`, headers: auth }, id, signal),
         }

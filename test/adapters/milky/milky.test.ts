@@ -70,7 +70,11 @@ describe('Milky adapter', () => {
       url: 'wss://milky.example/event',
       headers: { authorization: 'Bearer tok' },
     });
-    expect(adapter.actionApi).toEqual({ url: 'https://milky.example/api', headers: { authorization: 'Bearer tok' } });
+    expect(adapter.actionApi).toEqual({
+      url: 'https://milky.example/api',
+      headers: { authorization: 'Bearer tok' },
+      setting: 'url',
+    });
     expect(webhook().socketDial).toBeUndefined();
   });
 
