@@ -81,15 +81,11 @@ export function botActions(parts: ActionParts): BotActions {
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) {
         const limits = { timeoutMs, maxBytes: parts.maxAnswerBytes };
-        await sending(channelId, action, botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined));
+        // The bot asked for, else the channel's one configured bot, else the one it heard from.
+        const bot = botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : adapter.actionApi.bot?.());
+        await sending(channelId, action, bot);
         const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
-        return remembered(
-          channelId,
-          action,
-          params,
-          answer,
-          botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined),
-        );
+        return remembered(channelId, action, params, answer, bot);
       }
       // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).
       if (!adapter.socketTransport || adapter.actionTimeoutMs === undefined) {

@@ -92,6 +92,11 @@ export interface Adapter {
     readonly headers: Readonly<Record<string, string>>;
     /** The setting the URL comes from, as an error names it. @default "apiUrl" */
     readonly setting?: string;
+    /**
+     * The bot of an action that names none, on a channel of one bot that learns its id from its
+     * events (Milky): its sends are then told from a person's on the same account.
+     */
+    bot?(): string | undefined;
   };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;

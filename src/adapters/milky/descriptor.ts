@@ -90,7 +90,10 @@ export function milkyAdapter(channel: AdapterChannel, options: z.output<typeof s
   const fail = (problem: string) => shapeError(channel, 'a Milky event', problem);
   const base = options.url?.replace(/\/+$/, '');
   const auth: Record<string, string> = options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : {};
-  /** The bot last heard from: a socket channel is one bot, whose sends are then named without `?self_id=`. */
+  /**
+   * The bot last heard from on this instance: a socket channel is one bot, whose actions then
+   * name it without `?self_id=` or `botIds` (its sends are told from a person's on its account).
+   */
   let lastSelfId: string | undefined;
 
   return {
@@ -102,10 +105,10 @@ export function milkyAdapter(channel: AdapterChannel, options: z.output<typeof s
     severalBots: options.transport === 'webhook',
     actionTimeoutMs: options.actionTimeoutMs,
     sendsMessage: (action) => SEND_ACTION.test(action),
-    sentByAction: (action, answer, sent) => sentByAction(action, answer, sent?.params, sent?.botId ?? lastSelfId),
+    sentByAction: (action, answer, sent) => sentByAction(action, answer, sent?.params, sent?.botId),
     ...(base
       ? {
-          actionApi: { url: `${base}/api`, headers: auth, setting: 'url' },
+          actionApi: { url: `${base}/api`, headers: auth, setting: 'url', bot: () => lastSelfId },
           readForward: (id: string, signal: AbortSignal) =>
             readMilkyForward({ url: `${base}/api`, headers: auth }, id, signal),
         }

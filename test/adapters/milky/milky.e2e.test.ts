@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ProcessedMessage as Output } from '../../../src/events/output.js';
+import { outputOf, type ProcessedMessage as Output } from '../../../src/events/output.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { PNG } from '../../support/servers.js';
@@ -18,7 +18,7 @@ describe('Milky over its event WebSocket (adapter "milky")', () => {
   });
 
   /** The service on a manual clock, dialled in to a fake Milky server, with an OneBot HTTP channel beside it. */
-  const start = async () => {
+  const start = async (extra: Record<string, unknown> = {}) => {
     const milky = await fakeMilky({ selfId: SELF, token: 'tok' });
     cleanups.push(() => milky.close());
     const clock = new ManualClock();
@@ -26,6 +26,7 @@ describe('Milky over its event WebSocket (adapter "milky")', () => {
       {
         store: 'memory',
         debounce: { windowMs: WINDOW_MS, maxWaitMs: 5000 },
+        ...extra,
         media: { dir: 'media', allowHosts: [`127.0.0.1:${milky.port}`] },
         channels: [
           {
@@ -218,6 +219,30 @@ describe('Milky over its event WebSocket (adapter "milky")', () => {
     await send('message_receive', groupMessage(51, [text('after')], 778));
     await flush(2);
     expect(outputs.map((output) => output.content).sort()).toEqual(['after', 'before']);
+  });
+
+  it("takes the bot's own message sent through an action for ours, and one sent otherwise for a person taking over", async () => {
+    const { service, send, clock } = await start({ takeover: { holdMs: 5000, maxMs: 20_000 } });
+    const takeovers = async () =>
+      (await service.intake.store.outboxAfter(0, 100))
+        .map((record) => outputOf(record))
+        .filter((output) => output.type === 'chat.takeover');
+    // A member asks; the agent answers through the action API, which learnt the bot from the question.
+    await send('message_receive', groupMessage(5000, [text('anyone there?')]));
+    const action = await postJson(`${service.url}/v1/channels/milky/actions/send_group_message`, {
+      group_id: 123456,
+      message: [text('the agent speaking')],
+    });
+    expect(action.body.data).toMatchObject({ message_seq: 5001 });
+    await send('message_receive', groupMessage(5001, [text('the agent speaking')], SELF));
+    await clock.advance(60);
+    await service.intake.settle();
+    expect(await takeovers()).toEqual([]);
+    await clock.advance(5000); // the owner answers after the agent's send is done
+    await send('message_receive', groupMessage(5002, [text('I will handle this one')], SELF));
+    await clock.advance(60);
+    await service.intake.settle();
+    expect(await takeovers()).toMatchObject([{ active: true, sessionKey: 'qq:group:123456' }]);
   });
 
   it('sends actions to <url>/api/<action> with the token and answers with what the server said', async () => {

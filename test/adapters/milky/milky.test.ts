@@ -70,7 +70,7 @@ describe('Milky adapter', () => {
       url: 'wss://milky.example/event',
       headers: { authorization: 'Bearer tok' },
     });
-    expect(adapter.actionApi).toEqual({
+    expect(adapter.actionApi).toMatchObject({
       url: 'https://milky.example/api',
       headers: { authorization: 'Bearer tok' },
       setting: 'url',
