@@ -8,6 +8,7 @@ import { feishu } from './feishu/descriptor.js';
 import { generic } from './generic/descriptor.js';
 import { kook } from './kook/descriptor.js';
 import { line } from './line/descriptor.js';
+import { milky } from './milky/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
 import { slack } from './slack/descriptor.js';
@@ -40,6 +41,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   discord,
   kook,
   matrix,
+  milky,
 ];
 
 /**

@@ -87,6 +87,10 @@ export class Frames {
       return;
     }
     if (read?.kind === 'envelope') {
+      if (read.botId !== undefined && view.botId === '') {
+        view.botId = read.botId;
+        this.options.changed?.();
+      }
       // Acknowledged once recorded (or refused: a retry would be refused again); not when the
       // store could not record it, or the lease changed hands, so the platform sends it again.
       if (!(await this.fenced(live))) return;

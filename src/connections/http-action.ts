@@ -15,6 +15,7 @@ export async function httpAction(
   api: {
     url: string;
     headers: Readonly<Record<string, string>>;
+    setting?: string;
     route?(action: string, params: Record<string, unknown>): { method: string; path: string; body: unknown };
   },
   channel: string,
@@ -50,7 +51,7 @@ export async function httpAction(
     throw new IntakeError(
       'bot_api_unreachable',
       502,
-      `The bot's API on channel "${channel}" (apiUrl) could not be reached: ${(error as Error).message}`,
+      `The bot's API on channel "${channel}" (${api.setting ?? 'apiUrl'}) could not be reached: ${(error as Error).message}`,
       context,
     );
   }

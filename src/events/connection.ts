@@ -28,9 +28,10 @@ export type SocketFrame =
   /**
    * A platform envelope (Slack Socket Mode, a Gateway dispatch): `body`, when there is one,
    * goes through the pipeline; once it is recorded (or refused), never before, `ack` is sent
-   * back and `recorded` runs (a Gateway session moves its cursor past it).
+   * back and `recorded` runs (a Gateway session moves its cursor past it). `botId`: the bot the
+   * envelope names, which names a connection that has no other way to say who it is (Milky).
    */
-  | { kind: 'envelope'; ack?: string; body?: Buffer; recorded?: () => void }
+  | { kind: 'envelope'; ack?: string; body?: Buffer; recorded?: () => void; botId?: string }
   /** The platform asks us to move to a new socket (Slack `disconnect`): dial the next, then this one closes. */
   | RefreshFrame;
 

@@ -52,9 +52,15 @@ export function botActions(parts: ActionParts): BotActions {
   };
 
   /** What a send answered: the message the bot sent, remembered before the caller has the answer (and can be replied to). */
-  async function remembered(channelId: string, action: string, answer: unknown, botId: string | undefined) {
+  async function remembered(
+    channelId: string,
+    action: string,
+    params: Record<string, unknown>,
+    answer: unknown,
+    botId: string | undefined,
+  ) {
     const { adapter } = channels.require(channelId);
-    const messageId = adapter.sentByAction?.(action, answer);
+    const messageId = adapter.sentByAction?.(action, answer, { params, botId });
     if (messageId && parts.sent)
       await parts.sent([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
     if (messageId) await parts.relayed?.sent(adapter.namespace, botId, messageId).catch(() => undefined);
@@ -75,14 +81,11 @@ export function botActions(parts: ActionParts): BotActions {
       const context = { channel: channelId, stage: 'connections' };
       if (adapter.actionApi) {
         const limits = { timeoutMs, maxBytes: parts.maxAnswerBytes };
-        await sending(channelId, action, botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined));
+        // The bot asked for, else the channel's one configured bot, else the one it heard from.
+        const bot = botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : adapter.actionApi.bot?.());
+        await sending(channelId, action, bot);
         const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
-        return remembered(
-          channelId,
-          action,
-          answer,
-          botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : undefined),
-        );
+        return remembered(channelId, action, params, answer, bot);
       }
       // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).
       if (!adapter.socketTransport || adapter.actionTimeoutMs === undefined) {
@@ -97,7 +100,7 @@ export function botActions(parts: ActionParts): BotActions {
       const picked = botId ?? links.actionBots(channelId)[0];
       await sending(channelId, action, picked);
       const here = await local(channelId, action, params, botId);
-      if (here !== undefined) return remembered(channelId, action, here, picked);
+      if (here !== undefined) return remembered(channelId, action, params, here, picked);
       const elsewhere = bus
         ? (await bus.sharedConnections(clock.now())).filter(
             (view) =>
@@ -139,7 +142,7 @@ export function botActions(parts: ActionParts): BotActions {
           context,
         );
       }
-      if (answer.ok) return remembered(channelId, action, answer.body, holder.botId);
+      if (answer.ok) return remembered(channelId, action, params, answer.body, holder.botId);
       throw new IntakeError(answer.code, answer.status, answer.message, context);
     },
 

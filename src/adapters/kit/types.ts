@@ -121,11 +121,26 @@ export interface Adapter {
      * `send` is a PUT to the room's send URL); throws the 400 of an action or params it cannot send.
      */
     route?(action: string, params: Record<string, unknown>): ActionRequest;
+    /** The setting the URL comes from, as an error names it. @default "apiUrl" */
+    readonly setting?: string;
+    /**
+     * The bot of an action that names none, on a channel of one bot that learns its id from its
+     * events (Milky): its sends are then told from a person's on the same account.
+     */
+    bot?(): string | undefined;
   };
   /** How long an action on this channel waits for the bot's answer, ms. */
   readonly actionTimeoutMs?: number;
-  /** The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to it addresses the bots. */
-  sentByAction?(action: string, answer: unknown): string | undefined;
+  /**
+   * The id of the message an action's answer says the bot sent (OneBot `send_msg`), so a reply to
+   * it addresses the bots; `sent` holds the action's params and the bot, for a platform whose
+   * message ids are only unique within a conversation (Milky's `message_seq`).
+   */
+  sentByAction?(
+    action: string,
+    answer: unknown,
+    sent?: { params: Record<string, unknown>; botId: string | undefined },
+  ): string | undefined;
   /** Whether an action sends a message (its answer then goes to `sentByAction`): our bot's own report of it is not a person's. */
   sendsMessage?(action: string): boolean;
   /** The nodes of a merged forward in the answer to `get_forward_msg` (OneBot); throws when the answer is a refusal. */
