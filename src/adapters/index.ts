@@ -6,6 +6,7 @@ import { dingtalk } from './dingtalk/descriptor.js';
 import { discord } from './discord/descriptor.js';
 import { feishu } from './feishu/descriptor.js';
 import { generic } from './generic/descriptor.js';
+import { googlechat } from './googlechat/descriptor.js';
 import { line } from './line/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
@@ -36,6 +37,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   wecom,
   feishu,
   discord,
+  googlechat,
 ];
 
 /**
