@@ -11,6 +11,7 @@ import { line } from './line/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
 import { slack } from './slack/descriptor.js';
+import { teams } from './teams/descriptor.js';
 import { telegram } from './telegram/descriptor.js';
 import { wechat } from './wechat/descriptor.js';
 import { wecom } from './wecom/descriptor.js';
@@ -38,6 +39,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   feishu,
   discord,
   googlechat,
+  teams,
 ];
 
 /**

@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { ChannelConfig } from '../../config/schema.js';
 import { SignatureError, StaleTimestampError, UnavailableError } from '../../core/errors.js';
 import { headerOf, type RawDelivery } from './types.js';
@@ -19,7 +19,7 @@ export const JWT_SKEW_S = 300;
 export const JWT_REPLAY_HORIZON_MS = (3600 + 2 * JWT_SKEW_S) * 1000;
 
 /** The keys a token is checked against: a JWKS URL, or a lookup that finds it first (Bot Framework's OpenID metadata). */
-export type KeySource = Parameters<typeof jwtVerify>[1];
+export type KeySource = JWTVerifyGetKey;
 
 /** What one channel's bearer tokens must say. */
 export interface BearerRule {
@@ -36,6 +36,29 @@ export interface BearerRule {
  */
 export function remoteKeys(url: string): KeySource {
   return createRemoteJWKSet(new URL(url), { timeoutDuration: 5000 });
+}
+
+/**
+ * The keys named by an OpenID Connect metadata document (Bot Framework's): the document is
+ * fetched on first use for its `jwks_uri`, whose keys are then held as `remoteKeys` holds them.
+ * A failed fetch is forgotten, so the next request tries again.
+ */
+export function openIdKeys(metadataUrl: string): KeySource {
+  let keys: Promise<KeySource> | undefined;
+  const discover = async (): Promise<KeySource> => {
+    const response = await fetch(metadataUrl, { signal: AbortSignal.timeout(5000) });
+    if (!response.ok) throw new Error(`${metadataUrl} answered ${response.status}`);
+    const metadata = (await response.json()) as { jwks_uri?: unknown };
+    if (typeof metadata.jwks_uri !== 'string') throw new Error(`${metadataUrl} names no jwks_uri`);
+    return remoteKeys(metadata.jwks_uri);
+  };
+  return async (header, token) => {
+    keys ??= discover().catch((error: unknown) => {
+      keys = undefined;
+      throw error;
+    });
+    return (await keys)(header, token);
+  };
 }
 
 /**
