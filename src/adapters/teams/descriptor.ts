@@ -168,23 +168,30 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
   };
 }
 
-/** File and image attachments by their `contentUrl`; cards (`application/vnd.microsoft.card.*`) and Teams' HTML copy of the text are not media. */
+const FILE_DOWNLOAD = 'application/vnd.microsoft.teams.file.download.info';
+
+/**
+ * Attachments as media: a file sent to the bot (`application/vnd.microsoft.teams.file.download.info`)
+ * by its `content.downloadUrl`, a short-lived pre-authenticated link
+ * (learn.microsoft.com/microsoftteams/platform/bots/how-to/bots-filesv4); an image or other
+ * typed file by its `contentUrl`. Cards and Teams' HTML copy of the text are not media.
+ */
 function mediaOf(read: PayloadReader, activity: Json): MediaRef[] {
   return read.optArray(own(activity, 'attachments'), 'attachments').flatMap((value, i) => {
     const at = `attachments[${i}]`;
     const attachment = read.object(value, at);
     const contentType = read.optText(own(attachment, 'contentType'), `${at}.contentType`) ?? '';
+    const fileName = read.optText(own(attachment, 'name'), `${at}.name`);
+    const named = fileName ? { fileName } : {};
+    if (contentType === FILE_DOWNLOAD) {
+      const content = read.optObject(own(attachment, 'content'), `${at}.content`) ?? {};
+      const url = read.optText(own(content, 'downloadUrl'), `${at}.content.downloadUrl`);
+      return url ? [{ url, ...named }] : [];
+    }
     const url = read.optText(own(attachment, 'contentUrl'), `${at}.contentUrl`);
-    if (!url || contentType === 'text/html' || contentType.startsWith('application/vnd.microsoft.card')) return [];
-    const name = read.optText(own(attachment, 'name'), `${at}.name`);
-    const mimeType = contentType.includes('/') ? contentType : undefined;
-    return [
-      {
-        url,
-        ...(mimeType ? { mimeType, type: mediaTypeOf(mimeType) } : {}),
-        ...(name ? { fileName: name } : {}),
-      },
-    ];
+    if (!url || contentType === 'text/html' || contentType.startsWith('application/vnd.microsoft.')) return [];
+    const typed = /^[\w.+-]+\/[\w.+-]+$/.test(contentType);
+    return [{ url, ...(typed ? { mimeType: contentType, type: mediaTypeOf(contentType) } : {}), ...named }];
   });
 }
 

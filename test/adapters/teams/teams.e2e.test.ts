@@ -113,6 +113,42 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
     });
   });
 
+  it('turns a soft delete and an edit of emitted messages into chat.retracted and chat.edited, and drops a message deleted before its flush', async () => {
+    const { messages } = await start();
+    const second: Array<{ type: string; messageId: string; content?: string }> = [];
+    for (const type of ['chat.retracted', 'chat.edited'] as const)
+      service.intake.on(type, (output) => {
+        second.push(output);
+      });
+    const revise = (type: 'messageUpdate' | 'messageDelete', id: string, text?: string) => ({
+      ...personal(id, text ?? ''),
+      type,
+      channelData: {
+        tenant: { id: TENANT },
+        eventType: type === 'messageUpdate' ? 'editMessage' : 'softDeleteMessage',
+      },
+    });
+    expect((await send(personal('3001', 'cancel order 7'))).status).toBe(200);
+    expect((await send(revise('messageDelete', '3001'))).status).toBe(200);
+    await quiet();
+    expect(messages).toEqual([]);
+    expect((await send(personal('3002', 'ship to Paris'))).status).toBe(200);
+    expect((await send(personal('3003', 'please hurry'))).status).toBe(200);
+    await quiet();
+    await until(() => messages.length === 1);
+    expect(messages[0]).toMatchObject({ messageIds: ['3002', '3003'], content: 'ship to Paris please hurry' });
+    await clock.advance(1000);
+    expect((await send(revise('messageUpdate', '3002', 'ship to Lyon'))).status).toBe(200);
+    expect((await send(revise('messageDelete', '3003'))).status).toBe(200);
+    await quiet();
+    await until(() => second.length === 2);
+    expect(second).toMatchObject([
+      { type: 'chat.edited', messageId: '3002', content: 'ship to Lyon', outputId: messages[0]!.id },
+      { type: 'chat.retracted', messageId: '3003', outputId: messages[0]!.id },
+    ]);
+    expect(messages).toHaveLength(1);
+  });
+
   it('refuses missing, unsigned, expired, foreign, unknown-key and other-endpoint tokens, and other tenants, recording nothing', async () => {
     await start();
     const body = personal('bad-1', 'let me in');
