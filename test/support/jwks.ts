@@ -11,6 +11,8 @@ export interface KeyServer {
     claims: JWTPayload,
     options: { issuer: string; audience: string; now: number; ttlS?: number; kid?: string; key?: CryptoKey },
   ): Promise<string>;
+  /** While true, the metadata document answers 503 (the platform's side down). */
+  metadataDown: boolean;
   /** A key pair the server does not serve, under a `kid` it does not know. */
   stranger(): Promise<CryptoKey>;
   close(): Promise<void>;
@@ -19,9 +21,13 @@ export interface KeyServer {
 export async function startKeyServer(): Promise<KeyServer> {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'key-1', alg: 'RS256', use: 'sig' };
+  const state = { metadataDown: false };
   const server = await serve((req, res) => {
     res.setHeader('content-type', 'application/json');
-    if (req.url === '/keys') res.end(JSON.stringify({ keys: [jwk] }));
+    if (req.url === '/openidconfiguration' && state.metadataDown) {
+      res.statusCode = 503;
+      res.end('{}');
+    } else if (req.url === '/keys') res.end(JSON.stringify({ keys: [jwk] }));
     else if (req.url === '/openidconfiguration')
       res.end(
         JSON.stringify({ issuer: 'https://api.botframework.com', jwks_uri: `http://127.0.0.1:${server.port}/keys` }),
@@ -32,6 +38,12 @@ export async function startKeyServer(): Promise<KeyServer> {
     }
   });
   return {
+    get metadataDown() {
+      return state.metadataDown;
+    },
+    set metadataDown(down: boolean) {
+      state.metadataDown = down;
+    },
     server,
     jwksUrl: `http://127.0.0.1:${server.port}/keys`,
     metadataUrl: `http://127.0.0.1:${server.port}/openidconfiguration`,

@@ -77,6 +77,7 @@ describe('a Google Chat channel on the real server', () => {
 
   it('merges three fragments of a DM into one message, answers {} and takes a retry once; the trace names the channel', async () => {
     const { messages } = await start();
+    const fetched = keys.server.hits.get('/keys') ?? 0;
     for (const [id, text] of [
       ['a.a', 'my order'],
       ['b.b', 'ORD-123'],
@@ -108,7 +109,8 @@ describe('a Google Chat channel on the real server', () => {
       ['spaces/BBBBdm/messages/c.c', 'gc', 'accepted'],
       ['spaces/BBBBdm/messages/a.a', 'gc', 'duplicate'],
     ]);
-    expect(keys.server.hits.get('/keys')).toBe(1);
+    // The keys fetched once by this service, and kept.
+    expect(keys.server.hits.get('/keys')).toBe(fetched + 1);
   });
 
   it("puts a space message in the group session without the app's own mention, downloads its attachment, and makes joining a notice", async () => {

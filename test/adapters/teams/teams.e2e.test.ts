@@ -62,6 +62,8 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
 
   it('merges three fragments of a personal chat, answers 200 and takes a retry once; the reply handle and the trace name the channel', async () => {
     const { messages } = await start();
+    const fetched = () => [keys.server.hits.get('/openidconfiguration') ?? 0, keys.server.hits.get('/keys') ?? 0];
+    const before = fetched();
     for (const [id, text] of [
       ['1001', 'my order'],
       ['1002', 'ORD-123'],
@@ -91,8 +93,8 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
       ['1003', 'tm', 'accepted'],
       ['1001', 'tm', 'duplicate'],
     ]);
-    // The metadata once, its keys once: both kept.
-    expect([keys.server.hits.get('/openidconfiguration'), keys.server.hits.get('/keys')]).toEqual([1, 1]);
+    // The metadata once, its keys once (a new service): both kept for the next deliveries.
+    expect(fetched()).toEqual([before[0]! + 1, before[1]! + 1]);
   });
 
   it("puts a channel message in the group session without the bot's <at> mention, the bot mentioned, and a team join as a notice", async () => {
@@ -147,6 +149,28 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
       { type: 'chat.retracted', messageId: '3003', outputId: messages[0]!.id },
     ]);
     expect(messages).toHaveLength(1);
+  });
+
+  it('answers 503 while the OpenID metadata cannot be fetched, recording nothing, and takes the retry once it can', async () => {
+    const { messages } = await start();
+    const fetched = keys.server.hits.get('/openidconfiguration') ?? 0;
+    keys.metadataDown = true;
+    try {
+      const refused = await send(personal('4001', 'hello'));
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({
+        code: 'unavailable',
+        message: expect.stringMatching(/Bot Framework signing keys of channel "tm" cannot be fetched/),
+      });
+      expect(refused.headers.get('retry-after')).toBe('30');
+    } finally {
+      keys.metadataDown = false;
+    }
+    expect(await send(personal('4001', 'hello'))).toMatchObject({ status: 200, body: {} });
+    await quiet();
+    await until(() => messages.length === 1);
+    expect(messages[0]).toMatchObject({ messageIds: ['4001'], content: 'hello' });
+    expect(keys.server.hits.get('/openidconfiguration')).toBe(fetched + 2);
   });
 
   it('refuses missing, unsigned, expired, foreign, unknown-key and other-endpoint tokens, and other tenants, recording nothing', async () => {
