@@ -18,9 +18,10 @@ export interface KeyServer {
   close(): Promise<void>;
 }
 
-export async function startKeyServer(): Promise<KeyServer> {
+/** `endorsements`: the channels the served key vouches for, as Bot Framework's keys list them. */
+export async function startKeyServer(options: { endorsements?: string[] } = {}): Promise<KeyServer> {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'key-1', alg: 'RS256', use: 'sig' };
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'key-1', alg: 'RS256', use: 'sig', ...options };
   const state = { metadataDown: false };
   const server = await serve((req, res) => {
     res.setHeader('content-type', 'application/json');

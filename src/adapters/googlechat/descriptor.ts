@@ -14,7 +14,7 @@ export const GOOGLE_CHAT_ISSUER = 'chat@system.gserviceaccount.com';
 const settings = z.strictObject({
   /**
    * What the tokens' `aud` must be: the app's project number (authentication audience "Project
-   * Number"), or the endpoint URL (audience "HTTP endpoint URL").
+   * Number", whose tokens Chat's service account signs).
    */
   audience: optionalText(),
   jwksUrl: baseUrl(`https://www.googleapis.com/service_accounts/v1/jwk/${GOOGLE_CHAT_ISSUER}`),

@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey, type JWTVerifyResult } from 'jose';
 import type { ChannelConfig } from '../../config/schema.js';
 import { SignatureError, StaleTimestampError, UnavailableError } from '../../core/errors.js';
 import { headerOf, type RawDelivery } from './types.js';
@@ -27,6 +27,8 @@ export interface BearerRule {
   audience: string;
   /** The platform's name in messages: `Google Chat`, `Bot Framework`. */
   platform: string;
+  /** @default ['RS256'] */
+  algorithms?: string[];
 }
 
 /**
@@ -43,22 +45,34 @@ export function remoteKeys(url: string): KeySource {
  * fetched on first use for its `jwks_uri`, whose keys are then held as `remoteKeys` holds them.
  * A failed fetch is forgotten, so the next request tries again.
  */
-export function openIdKeys(metadataUrl: string): KeySource {
+export function openIdKeys(metadataUrl: string): KeySource & { endorsements(kid: unknown): string[] | undefined } {
+  let remote: ReturnType<typeof createRemoteJWKSet> | undefined;
   let keys: Promise<KeySource> | undefined;
   const discover = async (): Promise<KeySource> => {
     const response = await fetch(metadataUrl, { signal: AbortSignal.timeout(5000) });
     if (!response.ok) throw new Error(`${metadataUrl} answered ${response.status}`);
     const metadata = (await response.json()) as { jwks_uri?: unknown };
     if (typeof metadata.jwks_uri !== 'string') throw new Error(`${metadataUrl} names no jwks_uri`);
-    return remoteKeys(metadata.jwks_uri);
+    remote = createRemoteJWKSet(new URL(metadata.jwks_uri), { timeoutDuration: 5000 });
+    return remote;
   };
-  return async (header, token) => {
+  const source: KeySource = async (header, token) => {
     keys ??= discover().catch((error: unknown) => {
       keys = undefined;
       throw error;
     });
     return (await keys)(header, token);
   };
+  return Object.assign(source, {
+    /** The channels a key vouches for (Bot Framework `endorsements`), when it lists any. */
+    endorsements(kid: unknown): string[] | undefined {
+      const key = remote?.jwks()?.keys.find((candidate) => candidate.kid === kid) as
+        { endorsements?: unknown } | undefined;
+      return Array.isArray(key?.endorsements)
+        ? key.endorsements.filter((e): e is string => typeof e === 'string')
+        : undefined;
+    },
+  });
 }
 
 /**
@@ -66,14 +80,14 @@ export function openIdKeys(metadataUrl: string): KeySource {
  * only, so `alg: none` and an HMAC keyed with a public key never pass), issuer, audience, and
  * expiry at the delivery's receive time with `JWT_SKEW_S` of skew. Throws the 401 that says
  * what was wrong, or a 503 when the keys cannot be fetched (the platform retries). Resolves to
- * the token's claims.
+ * the token's claims and header.
  */
 export async function verifyBearer(
   channel: ChannelConfig,
   delivery: RawDelivery,
   keys: KeySource,
   rule: BearerRule,
-): Promise<JWTPayload> {
+): Promise<Pick<JWTVerifyResult, 'payload' | 'protectedHeader'>> {
   const context = { channel: channel.id, stage: 'adapter' };
   const header = headerOf(delivery, 'authorization');
   const token = /^Bearer +(\S+)$/i.exec(header ?? '')?.[1];
@@ -83,15 +97,14 @@ export async function verifyBearer(
       context,
     );
   try {
-    const { payload } = await jwtVerify(token, keys, {
+    return await jwtVerify(token, keys, {
       issuer: rule.issuer,
       audience: rule.audience,
-      algorithms: ['RS256'],
+      algorithms: rule.algorithms ?? ['RS256'],
       clockTolerance: JWT_SKEW_S,
       currentDate: new Date(delivery.now),
       requiredClaims: ['exp'],
     });
-    return payload;
   } catch (error) {
     throw refusal(channel, rule, error);
   }
@@ -115,7 +128,9 @@ function refusal(channel: ChannelConfig, rule: BearerRule, error: unknown): Erro
   if (error instanceof errors.JWKSNoMatchingKey)
     return mismatch(`is signed with a key (kid) that is not among the platform's keys, even after fetching them again`);
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported)
-    return mismatch('is not signed with RS256 (an unsigned "alg": "none" token never passes)');
+    return mismatch(
+      `is not signed with ${(rule.algorithms ?? ['RS256']).join(' or ')} (an unsigned "alg": "none" token never passes)`,
+    );
   if (error instanceof errors.JWSSignatureVerificationFailed) return mismatch('signature does not verify');
   if (
     error instanceof errors.JWKSTimeout ||

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { SignatureError } from '../../core/errors.js';
 import { mediaTypeOf, sessionKeyOf, type InboundEvent, type MediaRef, type RevisionRef } from '../../events/inbound.js';
 import type { ReplyParts, ReplyTarget, ReplyValue } from '../../events/reply.js';
-import type { JWTPayload } from 'jose';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { JWT_REPLAY_HORIZON_MS, openIdKeys, verifyBearer } from '../kit/jwt.js';
@@ -52,7 +51,7 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
   const buildEvent = eventBuilder({ channel: channel.id, adapter: 'teams', namespace, idPrefix: 'teams' });
   const fail = (problem: string) => shapeError(channel, 'a Bot Framework activity', problem);
   /** The claims of each verified delivery, for `normalize` to hold the activity to. */
-  const claims = new WeakMap<RawDelivery, JWTPayload>();
+  const claims = new WeakMap<RawDelivery, { serviceUrl: unknown; endorsements: string[] | undefined }>();
   const refuse = (what: string) =>
     new SignatureError(`Signature mismatch on channel "${channel.id}": ${what}`, {
       channel: channel.id,
@@ -66,14 +65,14 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
 
     async verify(delivery) {
       if (!appId || !keys) return;
-      claims.set(
-        delivery,
-        await verifyBearer(channel, delivery, keys, {
-          issuer: BOT_FRAMEWORK_ISSUER,
-          audience: appId,
-          platform: 'Bot Framework',
-        }),
-      );
+      const { payload, protectedHeader } = await verifyBearer(channel, delivery, keys, {
+        issuer: BOT_FRAMEWORK_ISSUER,
+        audience: appId,
+        platform: 'Bot Framework',
+        // The algorithms the Bot Framework SDK accepts (botframework-connector, channelValidation).
+        algorithms: ['RS256', 'RS384', 'RS512'],
+      });
+      claims.set(delivery, { serviceUrl: payload.serviceUrl, endorsements: keys.endorsements(protectedHeader.kid) });
     },
 
     normalize(body, delivery): Normalized {
@@ -84,6 +83,10 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
       const verified = claims.get(delivery);
       if (appId && verified?.serviceUrl !== serviceUrl)
         throw refuse(`the token's serviceUrl claim is not the activity's serviceUrl ${JSON.stringify(serviceUrl)}`);
+      // A key that lists endorsements signs only for those channels (msteams, webchat, ...).
+      const channelId = read.optText(own(activity, 'channelId'), 'channelId');
+      if (appId && verified?.endorsements && !verified.endorsements.includes(channelId ?? ''))
+        throw refuse(`the signing key does not endorse the activity's channelId ${JSON.stringify(channelId ?? null)}`);
       const channelData = read.optObject(own(activity, 'channelData'), 'channelData') ?? {};
       const conversationIn = read.object(own(activity, 'conversation'), 'conversation');
       const tenant =

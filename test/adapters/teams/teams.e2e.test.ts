@@ -16,7 +16,7 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
   let clock: ManualClock;
   let keys: KeyServer;
   beforeAll(async () => {
-    keys = await startKeyServer();
+    keys = await startKeyServer({ endorsements: ['msteams'] });
   });
   afterAll(() => keys.close());
   afterEach(async () => service?.stop());
@@ -173,7 +173,7 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
     expect(keys.server.hits.get('/openidconfiguration')).toBe(fetched + 2);
   });
 
-  it('refuses missing, unsigned, expired, foreign, unknown-key and other-endpoint tokens, and other tenants, recording nothing', async () => {
+  it('refuses missing, unsigned, expired, foreign, unknown-key and other-endpoint tokens, other tenants, and channels the key does not endorse, recording nothing', async () => {
     await start();
     const body = personal('bad-1', 'let me in');
     const stranger = await keys.stranger();
@@ -215,6 +215,12 @@ describe('a Teams (Bot Framework) channel on the real server', () => {
         },
         'bad_signature',
         /from tenant "other-tenant"/,
+      ],
+      [
+        `Bearer ${await token()}`,
+        { ...body, channelId: 'webchat' },
+        'bad_signature',
+        /does not endorse the activity's channelId "webchat"/,
       ],
     ];
     for (const [authorization, activity, code, message] of refusals) {
