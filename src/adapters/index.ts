@@ -7,11 +7,13 @@ import { discord } from './discord/descriptor.js';
 import { feishu } from './feishu/descriptor.js';
 import { generic } from './generic/descriptor.js';
 import { kook } from './kook/descriptor.js';
+import { googlechat } from './googlechat/descriptor.js';
 import { line } from './line/descriptor.js';
 import { milky } from './milky/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
 import { slack } from './slack/descriptor.js';
+import { teams } from './teams/descriptor.js';
 import { telegram } from './telegram/descriptor.js';
 import { wechat } from './wechat/descriptor.js';
 import { wecom } from './wecom/descriptor.js';
@@ -42,6 +44,8 @@ export const adapters: readonly AdapterDescriptor[] = [
   kook,
   matrix,
   milky,
+  googlechat,
+  teams,
 ];
 
 /**

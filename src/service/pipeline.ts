@@ -105,7 +105,7 @@ export function createPipeline(stages: PipelineStages) {
       stages.gate.check(channelId);
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
-      adapter.verify(delivery);
+      await adapter.verify(delivery);
       const body = adapter.parseBody
         ? adapter.parseBody(delivery.body, stages.limits, json)
         : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);

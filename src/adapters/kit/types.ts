@@ -47,8 +47,11 @@ export interface Adapter {
   readonly channel: string;
   /** Id space of users and conversations. */
   readonly namespace: string;
-  /** Throws SignatureError when the delivery is not authentic. */
-  verify(delivery: RawDelivery): void;
+  /**
+   * Throws SignatureError when the delivery is not authentic. A promise where the check needs
+   * the platform's keys fetched first (a JWT against a JWKS: Google Chat, Bot Framework).
+   */
+  verify(delivery: RawDelivery): void | Promise<void>;
   normalize(body: unknown, delivery: RawDelivery): Normalized;
   /**
    * Parse the verified bytes for `normalize` when they are not plain JSON (WeChat's and WeCom's
