@@ -105,7 +105,9 @@ export function createPipeline(stages: PipelineStages) {
       stages.gate.check(channelId);
 
       // 2. Read: verify the bytes as received, parse them within limits, normalize to events.
-      await adapter.verify(delivery);
+      // A check that fetches keys (a JWT channel's) is awaited; the others cost no turn of the loop.
+      const verifying = adapter.verify(delivery);
+      if (verifying) await verifying;
       const body = adapter.parseBody
         ? adapter.parseBody(delivery.body, stages.limits, json)
         : parseJson(delivery.body, stages.limits.maxDepth, stages.limits.maxKeys);

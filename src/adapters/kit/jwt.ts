@@ -96,8 +96,13 @@ export async function verifyBearer(
       `Signature missing on channel "${channel.id}": an Authorization: Bearer <JWT> header from ${rule.platform} is required`,
       context,
     );
+  // The platforms send one token with many deliveries for its hour: one signature check each.
+  let verified = verifiedTokens.get(keys);
+  if (!verified) verifiedTokens.set(keys, (verified = new Map()));
+  const known = verified.get(token);
+  if (known && stillValid(known.payload, delivery.now)) return known;
   try {
-    return await jwtVerify(token, keys, {
+    const result = await jwtVerify(token, keys, {
       issuer: rule.issuer,
       audience: rule.audience,
       algorithms: rule.algorithms ?? ['RS256'],
@@ -105,9 +110,28 @@ export async function verifyBearer(
       currentDate: new Date(delivery.now),
       requiredClaims: ['exp'],
     });
+    const kept = { payload: result.payload, protectedHeader: result.protectedHeader };
+    verified.delete(token);
+    verified.set(token, kept);
+    if (verified.size > VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
+    return kept;
   } catch (error) {
     throw refusal(channel, rule, error);
   }
+}
+
+/** Tokens a channel's keys verified, kept per channel (the newest VERIFIED_TOKENS) until they expire. */
+const verifiedTokens = new WeakMap<KeySource, Map<string, Pick<JWTVerifyResult, 'payload' | 'protectedHeader'>>>();
+const VERIFIED_TOKENS = 1000;
+
+/** A token verified before, at `now` (ms): within its `exp` and `nbf`, with the same skew as the first check. */
+function stillValid(payload: JWTVerifyResult['payload'], now: number): boolean {
+  const at = now / 1000;
+  return (
+    typeof payload.exp === 'number' &&
+    payload.exp + JWT_SKEW_S > at &&
+    (typeof payload.nbf !== 'number' || payload.nbf - JWT_SKEW_S <= at)
+  );
 }
 
 function refusal(channel: ChannelConfig, rule: BearerRule, error: unknown): Error {

@@ -52,6 +52,7 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
   const fail = (problem: string) => shapeError(channel, 'a Bot Framework activity', problem);
   /** The claims of each verified delivery, for `normalize` to hold the activity to. */
   const claims = new WeakMap<RawDelivery, { serviceUrl: unknown; endorsements: string[] | undefined }>();
+  const endorsed = new WeakMap<object, string[] | undefined>();
   const refuse = (what: string) =>
     new SignatureError(`Signature mismatch on channel "${channel.id}": ${what}`, {
       channel: channel.id,
@@ -72,7 +73,9 @@ export function teamsAdapter(channel: AdapterChannel, options: z.output<typeof s
         // The algorithms the Bot Framework SDK accepts (botframework-connector, channelValidation).
         algorithms: ['RS256', 'RS384', 'RS512'],
       });
-      claims.set(delivery, { serviceUrl: payload.serviceUrl, endorsements: keys.endorsements(protectedHeader.kid) });
+      // Read once per token (its claims are kept while it is valid): the key set is copied on each read.
+      if (!endorsed.has(payload)) endorsed.set(payload, keys.endorsements(protectedHeader.kid));
+      claims.set(delivery, { serviceUrl: payload.serviceUrl, endorsements: endorsed.get(payload) });
     },
 
     normalize(body, delivery): Normalized {
