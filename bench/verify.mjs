@@ -5,7 +5,7 @@
 // A case file exports `channel` (one channel entry of the config file) and `delivery(i)`, which
 // returns `{headers, body: Buffer, query?: URLSearchParams}` for the i-th delivery (distinct ids).
 // Deliveries are built before timing starts; each round runs every case, order rotated.
-// Usage: node bench/verify.mjs [deliveries=20000] [rounds=5]
+// Usage: node bench/verify.mjs [deliveries=20000] [rounds=5]   (BENCH_STEPS=1: each step's share too)
 import { readdirSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { median } from './servers.mjs';
@@ -84,6 +84,34 @@ const results = new Map(built.map((c) => [c.name, []]));
 for (let round = 0; round < rounds; round++) {
   const order = built.slice(round % built.length).concat(built.slice(0, round % built.length));
   for (const c of order) results.get(c.name).push(await run(c));
+}
+// BENCH_STEPS=1: each case's time split into verify, parse and normalize (wall clock, one more round).
+if (process.env.BENCH_STEPS) {
+  console.log('| adapter | verify µs | parse µs | normalize µs |\n|---|---:|---:|---:|');
+  for (const c of built) {
+    const { adapter } = channels.require(c.channel.id);
+    const spent = [0n, 0n, 0n];
+    for (const raw of c.deliveries) {
+      const delivery = {
+        headers: raw.headers,
+        body: raw.body,
+        query: raw.query ?? new URLSearchParams(),
+        now: Date.now(),
+      };
+      const t0 = process.hrtime.bigint();
+      const verifying = adapter.verify(delivery);
+      if (verifying) await verifying;
+      const t1 = process.hrtime.bigint();
+      const body = adapter.parseBody ? adapter.parseBody(delivery.body, limits, json) : json(delivery.body);
+      const t2 = process.hrtime.bigint();
+      adapter.normalize(body, delivery);
+      spent[0] += t1 - t0;
+      spent[1] += t2 - t1;
+      spent[2] += process.hrtime.bigint() - t2;
+    }
+    const us = (ns) => (Number(ns) / 1000 / c.deliveries.length).toFixed(2);
+    console.log(`| ${c.name} | ${us(spent[0])} | ${us(spent[1])} | ${us(spent[2])} |`);
+  }
 }
 const base = median(results.get(generic.name));
 console.log(`${count} deliveries x ${rounds} rounds, CPU µs per delivery (median round), Node ${process.version}`);
