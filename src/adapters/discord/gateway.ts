@@ -7,6 +7,7 @@ import {
   type SocketFrame,
 } from '../../events/connection.js';
 import type { AdapterContext } from '../kit/access-token.js';
+import { keptCursor } from '../kit/cursor.js';
 
 // The Discord Gateway (discord.com/developers/docs/events/gateway): Hello (op 10) gives the
 // heartbeat interval; we Identify (op 2) or Resume (op 6); heartbeats (op 1) are answered by
@@ -64,7 +65,6 @@ const RESUME_CLOSE = 4900;
 const IDENTIFY_SPACING_MS = 5500;
 /** Resumes answered INVALID_SESSION in a row after which the session is given up, resumable or not. */
 const MAX_FAILED_RESUMES = 2;
-const CURSOR_TTL_MS = 7 * 24 * 3_600_000;
 
 const gatewayQuery = '?v=10&encoding=json';
 
@@ -78,40 +78,11 @@ export function discordGateway(options: GatewayOptions): { dial: SocketDial } {
   /** After an invalid session, no Identify before this (Discord: wait a random 1-5 s). */
   let identifyNotBefore = -Infinity;
   let failedResumes = 0;
-  let writing: Promise<void> | undefined;
-  let dirty = false;
 
-  /**
-   * Keep the cursor in the store (one write at a time; the latest value wins), through the fence
-   * of the socket's lease: a holder that lost it never moves or forgets its successor's session.
-   */
-  function save(io: SessionIo): void {
-    dirty = true;
-    if (writing) return;
-    const put = (value: string, ttlMs: number): Promise<unknown> =>
-      io.fence
-        ? io.fence.put(cursorKey, value, ttlMs)
-        : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
-    const next = async (): Promise<void> => {
-      while (dirty) {
-        dirty = false;
-        await put(cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1).catch(() => undefined);
-      }
-      writing = undefined;
-    };
-    writing = next();
-  }
-
+  const kept = keptCursor<Cursor>(context, cursorKey, () => cursor);
+  const save = (io: SessionIo) => kept.save(io);
   async function load(): Promise<void> {
-    const kept = await context.shared.sharedGet(cursorKey, context.now()).catch(() => undefined);
-    cursor = undefined;
-    if (!kept) return;
-    try {
-      const parsed = JSON.parse(kept) as Cursor;
-      if (typeof parsed.sessionId === 'string' && typeof parsed.resumeUrl === 'string') cursor = parsed;
-    } catch {
-      cursor = undefined;
-    }
+    cursor = await kept.load((parsed) => typeof parsed.sessionId === 'string' && typeof parsed.resumeUrl === 'string');
   }
 
   async function gatewayUrl(signal: AbortSignal): Promise<string> {

@@ -1,5 +1,6 @@
 import type { DialSession, SessionIo, SocketDial, SocketFrame } from '../../events/connection.js';
 import type { AdapterContext } from '../kit/access-token.js';
+import { keptCursor } from '../kit/cursor.js';
 import { platformJson } from '../kit/platform-api.js';
 
 // The KOOK WebSocket gateway (developer.kookapp.cn/doc/websocket; kaiheila/api-docs
@@ -49,49 +50,24 @@ const PING_JITTER_MS = 5000;
 const PONG_TIMEOUT_MS = 6000;
 /** Resumes tried in a row before a new session (the docs: two, after 8 and 16 s). */
 const MAX_RESUMES = 2;
-const CURSOR_TTL_MS = 7 * 24 * 3_600_000;
 
 /** The gateway of one KOOK channel: the socket URL to dial, and the session of each socket. */
 export function kookGateway(options: KookGatewayOptions): { dial: SocketDial } {
   const { botToken, context } = options;
   const cursorKey = `kook:cursor:${options.channel}`;
   let cursor: Cursor | undefined;
-  let writing: Promise<void> | undefined;
-  let dirty = false;
   /** The socket URL (without resume parameters) of the connection being dialled. */
   let base = '';
   /** Resumes dialled since the last HELLO: after two, the gateway is fetched anew (the docs' flow). */
   let resumes = 0;
 
-  /** Keep the cursor in the store (one write at a time, the latest wins), through the lease's fence. */
-  function save(io: SessionIo): void {
-    dirty = true;
-    if (writing) return;
-    const put = (value: string, ttlMs: number): Promise<unknown> =>
-      io.fence
-        ? io.fence.put(cursorKey, value, ttlMs)
-        : context.shared.sharedPut(cursorKey, value, ttlMs, context.now());
-    const next = async (): Promise<void> => {
-      while (dirty) {
-        dirty = false;
-        await put(cursor ? JSON.stringify(cursor) : '', cursor ? CURSOR_TTL_MS : 1).catch(() => undefined);
-      }
-      writing = undefined;
-    };
-    writing = next();
-  }
-
+  const kept = keptCursor<Cursor>(context, cursorKey, () => cursor);
+  const save = (io: SessionIo) => kept.save(io);
   async function load(): Promise<void> {
-    const kept = await context.shared.sharedGet(cursorKey, context.now()).catch(() => undefined);
-    cursor = undefined;
-    if (!kept) return;
-    try {
-      const parsed = JSON.parse(kept) as Cursor;
-      if (typeof parsed.sessionId === 'string' && typeof parsed.sn === 'number' && typeof parsed.url === 'string')
-        cursor = parsed;
-    } catch {
-      cursor = undefined;
-    }
+    cursor = await kept.load(
+      (parsed) =>
+        typeof parsed.sessionId === 'string' && typeof parsed.sn === 'number' && typeof parsed.url === 'string',
+    );
   }
 
   async function gatewayUrl(signal: AbortSignal): Promise<string> {
