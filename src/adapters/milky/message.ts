@@ -1,4 +1,5 @@
 import type { MediaRef, MediaType, Segment } from '../../events/inbound.js';
+import { contentOf, isForward } from '../kit/segments.js';
 import { QUOTE_TEXT_MAX } from '../kit/reply.js';
 import { own, type Json } from '../kit/shape.js';
 
@@ -105,17 +106,7 @@ export function mediaOf(segments: readonly Segment[]): MediaRef[] {
   return media;
 }
 
-const isForward = (segment: Segment): boolean => segment.type === 'other' && segment.data.type === 'forward';
-
-/** Plain text of a message, as OneBot's is read: text segments joined, white space folded. */
-export function contentOf(segments: readonly Segment[]): string {
-  return segments
-    .filter((s) => s.type === 'text' || isForward(s))
-    .map((s) => (s.type === 'text' ? (s.data.text ?? '') : ' [forwarded messages] '))
-    .join('')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
+export { contentOf } from '../kit/segments.js';
 
 /**
  * A message's ids: its `message_seq`, the quoted message (its platform id, as that message's own

@@ -1,4 +1,5 @@
 import { md5InName } from '../../core/digest.js';
+import { isForward } from '../kit/segments.js';
 import type { MediaRef, MediaType, Segment } from '../../events/inbound.js';
 import { parseCqString, segmentOf } from './cq.js';
 
@@ -58,18 +59,7 @@ export function mediaOf(segments: readonly Segment[]): MediaRef[] {
   return media;
 }
 
-/** A merged forward: a segment type we do not model, so `other` with its type kept. */
-const isForward = (segment: Segment): boolean => segment.type === 'other' && segment.data.type === 'forward';
-
-/** Plain text of a message: text segments, adjacent ones joined, whitespace trimmed. */
-export function contentOf(segments: readonly Segment[]): string {
-  return segments
-    .filter((s) => s.type === 'text' || isForward(s))
-    .map((s) => (s.type === 'text' ? (s.data.text ?? '') : ' [forwarded messages] '))
-    .join('')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
+export { contentOf } from '../kit/segments.js';
 
 /**
  * A message's ids as this bot sees them: its message_id, and the id in its reply segment. The
