@@ -14,9 +14,9 @@ import { createRevisions, revisedParts } from '../revise/stage.js';
 import { RelayedSends } from '../takeover/relayed.js';
 import { createTakeovers } from '../takeover/stage.js';
 
-/** Emitted message ids a store of one process remembers (about 250 bytes each with QQ-shaped ids: about 60 MB). */
+/** Emitted message ids a store of one process remembers. */
 const MAX_LEDGER_ENTRIES = 250_000;
-/** Messages whose senders a process remembers for recalls that name none (about 125 bytes each: about 6 MB). */
+/** Messages whose senders a process remembers for recalls that name none. */
 const MAX_RECENT_SENDERS = 50_000;
 
 export interface SecondThoughtParts {
