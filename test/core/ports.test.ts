@@ -53,6 +53,7 @@ const counts = [
   'eleven',
   'twelve',
   'thirteen',
+  'fourteen',
 ];
 
 /** The rows of the role table in docs/stores.md: role, the names its Methods column quotes. */

@@ -1,5 +1,6 @@
 import type { AdmissionStore } from './admission-store.js';
 import type { Budgets } from './budgets.js';
+import type { Claims } from './claims.js';
 import type { Conversations } from './conversations.js';
 import type { DebounceBuffers } from './debounce-buffers.js';
 import type { Leases } from './leases.js';
@@ -41,6 +42,7 @@ export type { BudgetAnswer, BudgetSpend, Budgets } from './budgets.js';
 export type { OutboxLife, OutboxReader, TailEvents } from './outbox-reader.js';
 export type { Outbox } from './outbox.js';
 export type { PushLease, PushOutcome, PushQueue } from './push-queue.js';
+export type { ClaimLease, ClaimView, Claims } from './claims.js';
 export type { Leases } from './leases.js';
 export type { SharedValues } from './shared-values.js';
 export type { ClaimStats, StoreHealth, StoreOperations } from './store-operations.js';
@@ -73,6 +75,7 @@ export interface Store
     Budgets,
     Outbox,
     PushQueue,
+    Claims,
     Leases,
     SharedValues,
     StoreOperations,

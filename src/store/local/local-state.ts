@@ -5,6 +5,7 @@ import { TurnBuffers } from './held.js';
 import { ClaimTables } from './claim-table.js';
 import { CorrelationGroups, copyGroup } from './correlations.js';
 import { PushQueue } from './push-queue.js';
+import { Deliveries } from './deliveries.js';
 import type { ContextMessage, Revision } from '../../events/context.js';
 import { revise } from './revisions.js';
 import type {
@@ -49,7 +50,7 @@ export class LocalState {
   readonly buffers: TurnBuffers;
   readonly pushes = new PushQueue();
   readonly turns = new TurnTable();
-  dead: number;
+  readonly deliveries: Deliveries;
   private tokens: number;
 
   constructor(
@@ -60,7 +61,7 @@ export class LocalState {
     this.groups = new CorrelationGroups(options.maxCorrelationGroups);
     this.buffers = new TurnBuffers(options.keepHeld === true);
     this.tokens = options.tokenBase;
-    this.dead = options.dead;
+    this.deliveries = new Deliveries(rows, this.pushes, options.dead, this.nextToken);
   }
 
   private readonly nextToken = (): number => ++this.tokens;
@@ -332,57 +333,6 @@ export class LocalState {
     if (!buffer) return;
     this.buffers.release(buffer, retryAt);
     this.rows.bufferSaved(buffer);
-  }
-
-  claimPush(now: number, leaseMs: number, limit: number): PushLease[] {
-    return this.pushes.claim(now, leaseMs, limit, this.nextToken).map(({ seq, token, leaseUntil }) => ({
-      record: this.rows.handOut(this.rows.record(seq) as OutboxRecord),
-      token,
-      leaseUntil,
-    }));
-  }
-
-  ackPush(lease: PushLease, outcome: PushOutcome, now: number): boolean {
-    const { sessionKey, seq } = lease.record;
-    const record = this.pushes.leased(sessionKey, seq, lease.token) && this.rows.record(seq);
-    if (!record) return false;
-    record.attempts = outcome.attempts;
-    record.updatedAt = now;
-    if (outcome.state === 'retry') {
-      record.nextAttemptAt = outcome.at;
-      record.lastError = outcome.lastError;
-      this.rows.recordSaved(record);
-      this.pushes.retry(sessionKey, outcome.at);
-      return true;
-    }
-    record.state = outcome.state;
-    // Cleared, not deleted: a store keeps its record object (see the memory store's `Kept`).
-    record.nextAttemptAt = undefined;
-    record.lastError = outcome.state === 'dead' ? outcome.lastError : undefined;
-    this.rows.recordSaved(record);
-    this.pushes.finish(sessionKey);
-    if (outcome.state === 'dead') this.dead++;
-    return true;
-  }
-
-  /** Only records dead at this moment move (the condition is read inside the write). */
-  requeueDead(id: string | undefined, limit: number, now: number): number {
-    const records = this.rows.deadRecords(id, id === undefined ? limit : 1);
-    for (const record of records) {
-      // lastError stays: it tells why the record died, until a new attempt says otherwise.
-      record.state = 'pending';
-      record.attempts = 0;
-      record.updatedAt = now;
-      record.nextAttemptAt = now;
-      this.rows.recordSaved(record);
-      this.pushes.insert(record.sessionKey, { seq: record.seq, nextAttemptAt: now });
-      this.dead--;
-    }
-    return records.length;
-  }
-
-  deliveryCounts(): { pending: number; dead: number } {
-    return { pending: this.pushes.size, dead: this.dead };
   }
 
   correlationStats(now: number): { groups: number; evicted: number } {

@@ -15,6 +15,8 @@ import type {
   OutboxDraft,
   OutboxLife,
   OutboxRecord,
+  ClaimLease,
+  ClaimView,
   PushLease,
   PushOutcome,
   Revised,
@@ -267,12 +269,29 @@ export abstract class LocalStore implements Store {
 
   async claimPush(now: number, leaseMs: number, limit: number): Promise<PushLease[]> {
     this.use(now);
-    return this.state.claimPush(now, leaseMs, limit);
+    return this.state.deliveries.claimPush(now, leaseMs, limit);
   }
 
   async ackPush(lease: PushLease, outcome: PushOutcome, now: number): Promise<boolean> {
     this.use(now);
-    return this.write(() => this.state.ackPush(lease, outcome, now));
+    return this.write(() => this.state.deliveries.ackPush(lease, outcome, now));
+  }
+
+  async claimOutputs(now: number, leaseMs: number, limit: number): Promise<ClaimLease[]> {
+    this.use(now);
+    return this.write(() => this.state.deliveries.claimOutputs(now, leaseMs, limit));
+  }
+
+  async extendClaim(lease: PushLease, leaseUntil: number, now: number): Promise<boolean> {
+    this.use(now);
+    return this.state.deliveries.extendClaim(lease, leaseUntil, now);
+  }
+
+  async claimOf(id: string): Promise<ClaimView | undefined> {
+    const record = await this.outboxGet(id);
+    if (!record) return undefined;
+    const lease = this.state.deliveries.leaseOn(record.sessionKey, record.seq);
+    return lease ? { record, lease } : { record };
   }
 
   async nextPushAt(): Promise<number | undefined> {
@@ -280,13 +299,13 @@ export abstract class LocalStore implements Store {
   }
 
   async deliveryCounts(): Promise<{ pending: number; dead: number }> {
-    return this.state.deliveryCounts();
+    return this.state.deliveries.deliveryCounts();
   }
 
   async requeueDead(id: string | undefined, limit: number, now: number): Promise<number> {
     this.use(now);
     // Each call reads which records are dead inside its own write: two calls never move one twice.
-    return this.write(() => this.state.requeueDead(id, limit, now));
+    return this.write(() => this.state.deliveries.requeueDead(id, limit, now));
   }
 
   async holdLease(name: string, holder: string, ttlMs: number, now: number): Promise<number | undefined> {

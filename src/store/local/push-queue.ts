@@ -21,6 +21,8 @@ export interface PushTaken {
   seq: number;
   token: number;
   leaseUntil: number;
+  /** The head's earlier lease ran out before this one took it. */
+  expired: boolean;
 }
 
 /**
@@ -66,6 +68,7 @@ export class PushQueue {
       this.heap.pop();
       const session = this.sessions.get(due.key) as SessionQueue;
       const head = session.records[session.start] as QueuedRecord;
+      const expired = session.lease !== undefined;
       session.lease = { token: nextToken(), until: now + leaseMs };
       this.schedule(session);
       taken.push({
@@ -73,6 +76,7 @@ export class PushQueue {
         seq: head.seq,
         token: session.lease.token,
         leaseUntil: session.lease.until,
+        expired,
       });
     }
     this.heap.compact(this.sessions.size);
@@ -84,6 +88,26 @@ export class PushQueue {
     const session = this.sessions.get(sessionKey);
     const head = session?.records[session.start];
     return session?.lease?.token === token && head?.seq === seq ? head : undefined;
+  }
+
+  /** The lease on the head record `seq`, held or run out (undefined: not the head, or not leased). */
+  leaseOn(sessionKey: string, seq: number): { token: number; until: number } | undefined {
+    const session = this.sessions.get(sessionKey);
+    const lease = session?.lease;
+    return lease && session.records[session.start]?.seq === seq ? { ...lease } : undefined;
+  }
+
+  /** Move a held lease's end later; false when `token` no longer holds the head or its lease ran out by `now`. */
+  extend(sessionKey: string, seq: number, token: number, until: number, now: number): boolean {
+    const session = this.sessions.get(sessionKey);
+    const lease = session?.lease;
+    if (!lease || lease.token !== token || lease.until < now || session.records[session.start]?.seq !== seq)
+      return false;
+    if (until > lease.until) {
+      lease.until = until;
+      this.schedule(session);
+    }
+    return true;
   }
 
   /** The head is done (delivered or dead): the session's next record becomes its head. */

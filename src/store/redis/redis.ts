@@ -266,6 +266,9 @@ export class RedisStore implements Store {
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.push.claimPush(now, leaseMs, limit);
   ackPush: Store['ackPush'] = (lease, outcome, now) => this.push.ackPush(lease, outcome, now);
   nextPushAt: Store['nextPushAt'] = () => this.push.nextPushAt();
+  claimOutputs: Store['claimOutputs'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
+  extendClaim: Store['extendClaim'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
+  claimOf: Store['claimOf'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
   deliveryCounts: Store['deliveryCounts'] = () => this.push.deliveryCounts();
   deadLetters: Store['deadLetters'] = (limit) => this.push.deadLetters(limit);
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.push.requeueDead(id, limit, now);

@@ -338,6 +338,9 @@ export class ShardedRedisStore implements Store {
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.global.claimPush(now, leaseMs, limit);
   ackPush: Store['ackPush'] = (lease, outcome, now) => this.global.ackPush(lease, outcome, now);
   nextPushAt: Store['nextPushAt'] = () => this.global.nextPushAt();
+  claimOutputs: Store['claimOutputs'] = (now, leaseMs, limit) => this.global.claimOutputs(now, leaseMs, limit);
+  extendClaim: Store['extendClaim'] = (lease, leaseUntil, now) => this.global.extendClaim(lease, leaseUntil, now);
+  claimOf: Store['claimOf'] = (id) => this.global.claimOf(id);
   deliveryCounts: Store['deliveryCounts'] = () => this.global.deliveryCounts();
   deadLetters: Store['deadLetters'] = (limit) => this.global.deadLetters(limit);
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.global.requeueDead(id, limit, now);
