@@ -17,6 +17,7 @@ import { CommitBatcher } from './commits.js';
 import { ReplicaWaits } from './replicas.js';
 import { RedisBus } from './bus.js';
 import { RedisPushQueue } from './push.js';
+import { RedisClaims } from './claims.js';
 import { RedisOutbox } from './outbox.js';
 import { StoreIdentity } from './identity.js';
 import { admitReply } from './replies.js';
@@ -89,6 +90,7 @@ export class RedisStore implements Store {
   /** Where a commit whose answer was lost is looked for (this outbox, or a shard's and the global one). */
   private readonly recorded: (id: string) => Promise<OutboxRecord | undefined>;
   private readonly push: RedisPushQueue;
+  private readonly claims: RedisClaims;
   private readonly outbox: RedisOutbox;
   private readonly conversations: RedisConversations;
   private readonly budgets: RedisBudgets;
@@ -115,6 +117,7 @@ export class RedisStore implements Store {
     this.stats = new RedisStats(this.background, this.prefix, this.claimSpaces);
     this.commits = new CommitBatcher(this.background, this.prefix);
     this.push = new RedisPushQueue(this.background, this.prefix);
+    this.claims = new RedisClaims(this.background, this.prefix);
     this.conversations = new RedisConversations(this.background, this.prefix, this.callerClock);
     this.budgets = new RedisBudgets(this.background, this.prefix, this.callerClock);
     this.outbox = new RedisOutbox(
@@ -266,9 +269,10 @@ export class RedisStore implements Store {
   claimPush: Store['claimPush'] = (now, leaseMs, limit) => this.push.claimPush(now, leaseMs, limit);
   ackPush: Store['ackPush'] = (lease, outcome, now) => this.push.ackPush(lease, outcome, now);
   nextPushAt: Store['nextPushAt'] = () => this.push.nextPushAt();
-  claimOutputs: Store['claimOutputs'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
-  extendClaim: Store['extendClaim'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
-  claimOf: Store['claimOf'] = () => Promise.reject(new Error('claims are not built on Redis yet'));
+  // Claims (contract §15): the push queue's records taken by agent workers (claims.ts).
+  claimOutputs: Store['claimOutputs'] = (now, leaseMs, limit) => this.claims.claimOutputs(now, leaseMs, limit);
+  extendClaim: Store['extendClaim'] = (lease, leaseUntil, now) => this.claims.extendClaim(lease, leaseUntil, now);
+  claimOf: Store['claimOf'] = (id) => this.claims.claimOf(id);
   deliveryCounts: Store['deliveryCounts'] = () => this.push.deliveryCounts();
   deadLetters: Store['deadLetters'] = (limit) => this.push.deadLetters(limit);
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.push.requeueDead(id, limit, now);

@@ -104,6 +104,35 @@ export function claimPushReply(value: unknown): Array<[entry: EntryReply, token:
   });
 }
 
+/** claim-outputs.lua: each record taken (its state counting this attempt), its token, lease and whether an earlier lease ran out. */
+export function claimOutputsReply(
+  value: unknown,
+): Array<[entry: EntryReply, token: number, leaseUntil: number, expired: boolean]> {
+  return array(value, 'reply', 'claim-outputs').map((taken, i) => {
+    const at = `reply[${i}]`;
+    const [streamId, fields, state, token, leaseUntil, expired] = array(taken, at, 'claim-outputs');
+    return [
+      entry([streamId, fields, state], at, 'claim-outputs'),
+      integer(token, `${at}[3]`, 'claim-outputs'),
+      integer(leaseUntil, `${at}[4]`, 'claim-outputs'),
+      integer(expired, `${at}[5]`, 'claim-outputs') === 1,
+    ];
+  });
+}
+
+/** claim-of.lua: null (no such record), or the record and the lease on it (`<token> <leaseUntil>`, null when none). */
+export function claimOfReply(
+  value: unknown,
+): [entry: EntryReply, lease: { token: number; leaseUntil: number } | null] | null {
+  if (value === null) return null;
+  const [streamId, fields, state, lease] = array(value, 'reply', 'claim-of');
+  const record = entry([streamId, fields, state], 'reply', 'claim-of');
+  if (lease === null) return [record, null];
+  const match = /^(\d+) (\d+)$/.exec(text(lease, 'reply[3]', 'claim-of'));
+  if (!match) throw new ReplyShapeError('claim-of', 'reply[3]', "'<token> <leaseUntil>'", lease);
+  return [record, { token: Number(match[1]), leaseUntil: Number(match[2]) }];
+}
+
 /** claim-due.lua: each batch taken, its parts as buffer list elements. */
 export type ClaimReply = Array<
   [debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]

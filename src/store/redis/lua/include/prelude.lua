@@ -15,7 +15,8 @@
 --   lock:<session> `<fence> <heldUntil> <debounceKey>` PX (a day), wait:<session> SET of buffers waiting for the lock,
 --   out STREAM `<seq>-0`, ids HASH id -> seq, st HASH seq -> delivery state, undelivered / dead
 --   ZSET by seq, q:<session> LIST of seqs, ready ZSET session -> head due (or lease end),
---   pl:<session> push lease `<token> <leaseUntil>` PX, stats HASH eviction counters,
+--   pl:<session> push lease `<token> <leaseUntil>` PX (a claim's: a day past its end, claim-lease.lua),
+--   stats HASH eviction counters,
 --   claim:<token> LIST of the buffers a claim leased PX (a lease), unclaimed:<token> PX (an hour),
 --   lease:<name> HASH holder / until / fence (named leases), conns HASH instance -> its connections,
 --   val:<name> STRING PX (shared values: access tokens), epoch STRING (random, written when absent:
