@@ -46,6 +46,9 @@ class WrappedStore implements Store {
   deliveryCounts: Store['deliveryCounts'] = () => this.#inner.deliveryCounts();
   deadLetters: Store['deadLetters'] = (limit) => this.#inner.deadLetters(limit);
   requeueDead: Store['requeueDead'] = (id, limit, now) => this.#inner.requeueDead(id, limit, now);
+  claimOutputs: Store['claimOutputs'] = (now, leaseMs, limit) => this.#inner.claimOutputs(now, leaseMs, limit);
+  extendClaim: Store['extendClaim'] = (lease, leaseUntil, now) => this.#inner.extendClaim(lease, leaseUntil, now);
+  claimOf: Store['claimOf'] = (id) => this.#inner.claimOf(id);
   holdLease: Store['holdLease'] = (name, holder, ttlMs, now) => this.#inner.holdLease(name, holder, ttlMs, now);
   dropLease: Store['dropLease'] = (name, holder) => this.#inner.dropLease(name, holder);
   fenceHolds: Store['fenceHolds'] = (name, fence) => this.#inner.fenceHolds(name, fence);

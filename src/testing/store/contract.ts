@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { describeAdmit } from './admit.js';
 import { describeBudgetRestart, describeBudgets } from './budgets.js';
 import { describeBuffers } from './buffers.js';
+import { describeClaimRestart, describeClaims } from './claims.js';
 import { describeCloseCases } from './close-cases.js';
 import { describeConversationRestart, describeConversations } from './conversations.js';
 import { describeCorrelation } from './correlation.js';
@@ -37,6 +38,7 @@ export function describeStoreContract(
     describeBuffers(h);
     describeOutbox(h);
     describePushQueue(h);
+    describeClaims(h);
     describeLeases(h);
     describeOperations(h);
     describeTurns(h);
@@ -47,6 +49,7 @@ export function describeStoreContract(
     describeTakeovers(h);
     if (reopen) {
       describeRestart(h);
+      describeClaimRestart(h);
       describeTurnRestart(h);
       describeConversationRestart(h);
       describeBudgetRestart(h);
