@@ -23,6 +23,12 @@ describe('the README, as a newcomer reads it', () => {
     }
   });
 
+  it('asks for the Node version package.json (and undici) requires', () => {
+    const engines = (JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toMatch(/^>=\d+\.\d+\.\d+$/);
+    expect(README).toContain(`Node ${engines.slice(2)} or newer`);
+  });
+
   it('says a single message waits the debounce window', () => {
     expect(README).toMatch(/1\.5 s[^.]*debounce window[^.]*even when it is alone/);
   });
