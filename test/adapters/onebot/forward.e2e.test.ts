@@ -248,6 +248,42 @@ describe("regression: a second bot's frames on one forward socket", () => {
     await until(async () => (await fetch(`${s.url}/v1/trace/${BOT}%3A884001`)).status === 200);
     expect(bot.open).toBe(1);
   });
+
+  it('correlates the copies of two bots dialled by two forward channels of one namespace, as the docs advise', async () => {
+    bot = await forwardBot({ selfId: BOT, token: 'tok' });
+    const other = await forwardBot({ selfId: 20002000, token: 'tok' });
+    const clock = new ManualClock();
+    service = await startService(
+      {
+        debounce: { windowMs: 100, maxWaitMs: 300 },
+        channels: [
+          { id: 'qq-a', adapter: 'onebot', transport: 'ws', url: bot.url, accessToken: 'tok' },
+          { id: 'qq-b', adapter: 'onebot', transport: 'ws', url: other.url, accessToken: 'tok' },
+        ],
+      },
+      { clock },
+    );
+    const s = service;
+    try {
+      await until(async () => (await s.intake.connections()).filter((view) => view.botId !== '').length === 2);
+      const outputs: Output[] = [];
+      s.intake.on('chat.processedMessage', (output) => {
+        outputs.push(output);
+      });
+      bot.send(groupMessage(BOT, 884000, '今天天气怎么样'));
+      other.send(groupMessage(20002000, 884213, '今天天气怎么样'));
+      for (const id of [`${BOT}%3A884000`, '20002000%3A884213'])
+        await until(async () => (await fetch(`${s.url}/v1/trace/${id}`)).status === 200);
+      await clock.advance(100);
+      await until(() => outputs.length === 1);
+      await clock.advance(1000);
+      expect(outputs).toHaveLength(1);
+      expect(outputs[0]).toMatchObject({ content: '今天天气怎么样', merged: 1 });
+      expect(outputs[0]?.bots.map((each) => each.botId).sort()).toEqual([String(BOT), '20002000']);
+    } finally {
+      await other.close();
+    }
+  });
 });
 
 describe('actions through a OneBot HTTP API (apiUrl)', () => {
