@@ -23,6 +23,12 @@ describe('the README, as a newcomer reads it', () => {
     }
   });
 
+  it('asks for the Node version package.json (and undici) requires', () => {
+    const engines = (JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toMatch(/^>=\d+\.\d+\.\d+$/);
+    expect(README).toContain(`Node ${engines.slice(2)} or newer`);
+  });
+
   it('says a single message waits the debounce window', () => {
     expect(README).toMatch(/1\.5 s[^.]*debounce window[^.]*even when it is alone/);
   });
@@ -96,5 +102,44 @@ describe('the quick start, run as written on the defaults', () => {
     );
     expect(fields.map(([key]) => key)).toEqual(expect.arrayContaining(['sessionKey', 'content', 'merged']));
     for (const [key, value] of fields) expect(frame?.data[key], key).toEqual(value);
+  });
+
+  it("prints what the README shows, word for word, on a stream opened before the fragments as the README's curl is", async () => {
+    const fragments = [...(/for part in ((?:'[^']*' ?)+); do/.exec(quickStart)?.[1] ?? '').matchAll(/'([^']*)'/g)].map(
+      (match) => match[1] as string,
+    );
+    expect(fragments).toEqual(['帮我查一下', '订单 ORD-123', '的状态']);
+    expect(quickStart).toContain('\\"sessionKey\\":\\"cli:alice\\"');
+    const block = /\n```\n(retry: [^`]*?)\n```/.exec(quickStart)?.[1] ?? '';
+    expect(block).toMatch(/^id: /m);
+    // Word for word, but for what the README marks with … and the life after the id's seq (a tag per store).
+    const pattern = block
+      .split('…')
+      .map((piece) => piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[^\n]*?')
+      .replace(/^(id: \d+@)\S+$/m, '$1[\\w-]+');
+    const clock = new ManualClock();
+    service = await startService({}, { clock });
+    const controller = new AbortController();
+    const response = await fetch(`${service.url}/v1/events`, { signal: controller.signal });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const readUntil = async (done: (sofar: string) => boolean) => {
+      while (!done(text)) {
+        const { value, done: ended } = await reader.read();
+        if (ended) break;
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    await readUntil((sofar) => sofar.includes('\n\n'));
+    for (const content of fragments)
+      expect((await postJson(`${service.url}/webhooks/generic`, { sessionKey: 'cli:alice', content })).status).toBe(
+        200,
+      );
+    await clock.advance(1_550);
+    await readUntil((sofar) => /\ndata: [^\n]*\n\n/.test(sofar));
+    controller.abort();
+    expect(text).toMatch(new RegExp(`^${pattern}\n\n$`));
   });
 });

@@ -139,6 +139,7 @@ export class Frames {
         query: live.query,
         now,
         authenticated: true,
+        ...(live.view.botId ? { bot: live.view.botId } : {}),
       });
       live.view.lastEventAt = now;
       return true;

@@ -19,6 +19,12 @@ export interface RawDelivery {
    * upgrade (frames carry no signature of their own). Never set from anything a request says.
    */
   authenticated?: boolean;
+  /**
+   * Set by a socket transport: the bot account its connection is known to be (named at the
+   * upgrade, by the bot's login answer, or by its first meta event), for an adapter that holds a
+   * frame's own claim of its bot to it. Never set from the frame it comes with.
+   */
+  bot?: string;
 }
 
 /** What a platform expects back, when it is not the standard ingest answer. */

@@ -190,7 +190,7 @@ export function onebotAdapter(channel: AdapterChannel, options: z.output<typeof 
     normalize(body, delivery): Normalized {
       const read = new PayloadReader(fail);
       const event = read.object(body, 'the body', 'one OneBot event object {post_type, ...}');
-      checkSelfId(channel, str(event.self_id), headerOf(delivery, 'x-self-id')?.trim());
+      checkSelfId(channel, str(event.self_id), delivery);
       const postType = read.text(own(event, 'post_type'), 'post_type');
       // meta events are heartbeats and lifecycle.
       if (postType === 'meta_event') return { events: [], ignored: 1, reply: { status: 204 } };
@@ -325,15 +325,20 @@ function sentSessionOf(event: Json, namespace: string, botId: string | undefined
  * A bot reports only its own account's events (OneBot v11: `X-Self-ID` on the WebSocket handshake
  * and on each HTTP POST names the bot, `self_id` in each event names the account that received
  * it). An event naming another account would be credited to that bot (its reply bot, its
- * message ids, its claims), so it is refused. A socket's `X-Self-ID` is the one it was
- * authenticated with at its upgrade.
+ * message ids, its claims), so it is refused. A reverse socket's `X-Self-ID` is the one it was
+ * authenticated with at its upgrade; a forward socket is the one bot at the channel's `url`, as
+ * its login answer (or its first meta event) names it: a second account's frames on it would be
+ * merged with the first's copies, uncorrelated, as one message said twice.
  */
-function checkSelfId(channel: AdapterChannel, named: string | undefined, sender: string | undefined): void {
+function checkSelfId(channel: AdapterChannel, named: string | undefined, delivery: RawDelivery): void {
+  const header = headerOf(delivery, 'x-self-id')?.trim();
+  const sender = header || delivery.bot;
   if (!sender || named === undefined || named === sender) return;
+  const from = header ? 'X-Self-ID' : "the bot the channel's forward socket is connected to";
   throw new RequestError(
     'self_id_mismatch',
     403,
-    `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (X-Self-ID): a bot reports only its own account's events; nothing was recorded. Check which account the bot framework connects as`,
+    `Event on channel "${channel.id}" names bot ${named.slice(0, 40)} (self_id) but came from bot ${sender.slice(0, 40)} (${from}): a bot reports only its own account's events; nothing was recorded. ${header ? 'Check which account the bot framework connects as' : 'Give each bot a forward channel of its own in one namespace'}`,
     { channel: channel.id, stage: 'adapter' },
   );
 }

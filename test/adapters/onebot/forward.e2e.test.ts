@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { readEvents } from '../../support/sse.js';
+import { ManualClock } from '../../support/manual-clock.js';
 import { serve, type TestServer } from '../../support/servers.js';
 import { forwardBot, groupMessage } from '../../connections/forward-bot.js';
 
@@ -191,6 +192,97 @@ describe('OneBot over a forward WebSocket (we dial the bot)', () => {
         channels: [{ id: 'q', adapter: 'onebot', transport: 'ws-reverse', accessToken: 't', apiUrl: 'http://x' }],
       }),
     ).rejects.toThrow(/channels\[0\]\.apiUrl .*only for "transport": "http"/);
+  });
+});
+
+describe("regression: a second bot's frames on one forward socket", () => {
+  let service: Running | undefined;
+  let bot: Bot | undefined;
+  afterEach(async () => {
+    await service?.stop();
+    await bot?.close();
+  });
+
+  it('refuses a frame naming another bot than the one the socket dialled (counted, trailed, nothing recorded), so the message is not said twice', async () => {
+    bot = await forwardBot({ selfId: BOT, token: 'tok' });
+    const clock = new ManualClock();
+    // One forward channel alone in its namespace: its copies are never correlated.
+    service = await startService(
+      {
+        debounce: { windowMs: 100, maxWaitMs: 300 },
+        channels: [{ id: 'qq-fwd', adapter: 'onebot', transport: 'ws', url: bot.url, accessToken: 'tok' }],
+      },
+      { clock },
+    );
+    const s = service;
+    await until(async () => (await s.intake.connections()).some((view) => view.botId === String(BOT)));
+    const outputs: Output[] = [];
+    s.intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
+    const verdicts = await readEvents(`${s.url}/v1/activity`, 2, {
+      onOpen: async () => {
+        // What a bot framework serving two accounts on one socket sends for one group message.
+        bot?.send(groupMessage(BOT, 884000, '今天天气怎么样'));
+        await until(async () => (await fetch(`${s.url}/v1/trace/${BOT}%3A884000`)).status === 200);
+        bot?.send(groupMessage(20002000, 884213, '今天天气怎么样'));
+      },
+    });
+    expect(verdicts.map((frame) => frame.data.verdict)).toEqual(['accepted', 'rejected']);
+    expect(verdicts[1]?.data.reason).toMatch(
+      /^self_id_mismatch: Event on channel "qq-fwd" names bot 20002000 \(self_id\) but came from bot 10001000 \(the bot the channel's forward socket is connected to\)/,
+    );
+    await clock.advance(100);
+    await until(() => outputs.length === 1);
+    await clock.advance(1000);
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({
+      content: '今天天气怎么样',
+      merged: 1,
+      bots: [{ channel: 'qq-fwd', botId: String(BOT) }],
+      replyBot: { channel: 'qq-fwd', botId: String(BOT) },
+    });
+    expect(s.intake.metrics.channelStats()['qq-fwd']).toMatchObject({ received: 1, rejected: 1 });
+    // Only the frame is refused: the socket stays, and the bot's own events still come in.
+    bot.send(groupMessage(BOT, 884001, 'next'));
+    await until(async () => (await fetch(`${s.url}/v1/trace/${BOT}%3A884001`)).status === 200);
+    expect(bot.open).toBe(1);
+  });
+
+  it('correlates the copies of two bots dialled by two forward channels of one namespace, as the docs advise', async () => {
+    bot = await forwardBot({ selfId: BOT, token: 'tok' });
+    const other = await forwardBot({ selfId: 20002000, token: 'tok' });
+    const clock = new ManualClock();
+    service = await startService(
+      {
+        debounce: { windowMs: 100, maxWaitMs: 300 },
+        channels: [
+          { id: 'qq-a', adapter: 'onebot', transport: 'ws', url: bot.url, accessToken: 'tok' },
+          { id: 'qq-b', adapter: 'onebot', transport: 'ws', url: other.url, accessToken: 'tok' },
+        ],
+      },
+      { clock },
+    );
+    const s = service;
+    try {
+      await until(async () => (await s.intake.connections()).filter((view) => view.botId !== '').length === 2);
+      const outputs: Output[] = [];
+      s.intake.on('chat.processedMessage', (output) => {
+        outputs.push(output);
+      });
+      bot.send(groupMessage(BOT, 884000, '今天天气怎么样'));
+      other.send(groupMessage(20002000, 884213, '今天天气怎么样'));
+      for (const id of [`${BOT}%3A884000`, '20002000%3A884213'])
+        await until(async () => (await fetch(`${s.url}/v1/trace/${id}`)).status === 200);
+      await clock.advance(100);
+      await until(() => outputs.length === 1);
+      await clock.advance(1000);
+      expect(outputs).toHaveLength(1);
+      expect(outputs[0]).toMatchObject({ content: '今天天气怎么样', merged: 1 });
+      expect(outputs[0]?.bots.map((each) => each.botId).sort()).toEqual([String(BOT), '20002000']);
+    } finally {
+      await other.close();
+    }
   });
 });
 

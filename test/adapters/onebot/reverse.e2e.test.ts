@@ -10,37 +10,8 @@ import { fixtureBytes } from '../../fixtures/index.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { readEvents } from '../../support/sse.js';
 import { ManualClock } from '../../support/manual-clock.js';
+import { closed, connect, napcat } from '../../connections/reverse-bot.js';
 
-/** A bot connecting as NapCat does: Bearer token, X-Self-ID, the role in lower case. */
-function connect(service: Running, headers: Record<string, string>, path = '/webhooks/qq-ws'): Promise<WebSocket> {
-  const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers });
-  return new Promise((resolve, reject) => {
-    socket.once('open', () => resolve(socket));
-    socket.once('unexpected-response', (_request, response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk));
-      response.on('end', () =>
-        reject(
-          Object.assign(new Error(`refused ${response.statusCode}`), {
-            status: response.statusCode,
-            body: JSON.parse(body || '{}'),
-          }),
-        ),
-      );
-    });
-    socket.once('error', reject);
-  });
-}
-const napcat = (selfId = '10001000', token = 'tok') => ({
-  authorization: `Bearer ${token}`,
-  'x-self-id': selfId,
-  'x-client-role': 'universal',
-  'user-agent': 'OneBot/11',
-});
-const closed = (socket: WebSocket) =>
-  new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
-  );
 const message = (id: number, text: string, selfId = 10001000) =>
   JSON.stringify({
     time: 1718000001,

@@ -1,6 +1,8 @@
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { until } from '../../support/helpers.js';
+import { postJson, until, type Running } from '../../support/helpers.js';
+import { fixtureBytes } from '../../fixtures/index.js';
 import { takeoverInstances } from '../../connections/takeover.js';
 import { APP_TOKEN, fakeSlack, message } from '../../connections/fake-slack.js';
 
@@ -8,6 +10,7 @@ import { APP_TOKEN, fakeSlack, message } from '../../connections/fake-slack.js';
  * Two instances on one real redis-server share one Slack Socket Mode channel: one holds the
  * socket (the channel's lease); when it is killed the survivor opens the next one. What the
  * victim acknowledged is kept; Slack's retry of an envelope is a duplicate, never emitted twice.
+ * Over the Events API, a copy Slack sends under another ts is a duplicate on whichever instance.
  */
 
 const instances = takeoverInstances();
@@ -54,4 +57,35 @@ describe('a Slack Socket Mode channel on several instances', () => {
     expect(new Set(ids).size).toBe(6);
     expect(survivor.intake.metrics.channelStats().slack).toMatchObject({ received: 2, deduped: 1 });
   }, 40_000);
+});
+
+describe("regression: Slack's copy of a message under another ts, delivered to another instance", () => {
+  const secret = 'slack-signing-secret';
+  const events = { id: 'slack', adapter: 'slack', signingSecret: secret };
+  /** The fixture message as Slack sends it under `eventId` and `messageTs`, its client_msg_id kept. */
+  const post = (service: Running, eventId: string, messageTs: string) => {
+    const payload = JSON.parse(fixtureBytes('slack', 'message.json').toString());
+    const body = JSON.stringify({ ...payload, event_id: eventId, event: { ...payload.event, ts: messageTs } });
+    const timestamp = Math.floor(Date.now() / 1000);
+    return postJson(`${service.url}/webhooks/slack`, body, {
+      'x-slack-request-timestamp': String(timestamp),
+      'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`,
+    });
+  };
+
+  it('takes on B the copy of a message A admitted as a duplicate of its client_msg_id: one output', async () => {
+    const prefix = `cmi${process.pid}`;
+    const a = await instances.survivor(prefix, events);
+    const b = await instances.survivor(prefix, events);
+    expect((await post(a, 'Ev08MFMKH6', '1700000000.000100')).body.events).toEqual([
+      { id: 'Ev08MFMKH6', verdict: 'accepted' },
+    ]);
+    expect((await post(b, 'Ev08MFMKH9', '1700000030.000200')).body.events).toEqual([
+      { id: 'Ev08MFMKH9', verdict: 'duplicate' },
+    ]);
+    await until(async () => (await a.intake.store.openBuffers()) === 0, 10_000);
+    expect((await a.intake.store.outboxAfter(0, 10)).map((record) => record.messageIds)).toEqual([
+      ['C1:1700000000.000100'],
+    ]);
+  });
 });
