@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { events, type StreamEvent } from '../../src/core/client/index.js';
 import { postJson, startService, until, useTeardown, type Running } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { serve } from '../support/servers.js';
 
 const TOKEN = 'operator-token';
 const { services } = useTeardown();
@@ -76,6 +77,29 @@ describe('events()', () => {
     expect(records.map(contentOf)).toEqual(['b1', 'b2']);
     expect(records.map((record) => (record.type === 'gap' ? 0 : record.data.seq))).toEqual([1, 2]);
     await stream.return();
+  });
+
+  it('opens the stream again with its Last-Event-ID when it stays silent past idleMs (a connection that hung)', async () => {
+    const resumedFrom: Array<string | undefined> = [];
+    const notice = (seq: number) =>
+      `id: ${seq}@L\nevent: chat.notice\ndata: ${JSON.stringify({ type: 'chat.notice', id: `n${seq}`, seq, sessionKey: 's' })}\n\n`;
+    const hung = await serve((req, res) => {
+      resumedFrom.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // The first connection sends one event and then nothing, as a link that hung would.
+      res.write(resumedFrom.length === 1 ? notice(1) : notice(2));
+    });
+    const clock = new ManualClock();
+    const stream = events({ url: `http://127.0.0.1:${hung.port}`, clock, random: () => 0, idleMs: 1000 });
+    expect((await stream.next()).value).toMatchObject({ id: '1@L', type: 'chat.notice' });
+    const second = stream.next();
+    await clock.advance(1000);
+    await clock.armed(250);
+    await clock.advance(250);
+    expect((await second).value).toMatchObject({ id: '2@L', data: { seq: 2 } });
+    expect(resumedFrom).toEqual([undefined, '1@L']);
+    await stream.return();
+    await hung.close();
   });
 
   it("throws the service's 401 with its code rather than reconnecting", async () => {
