@@ -131,6 +131,17 @@ describe('claims()', () => {
     expect(fake.to('/v1/claims')).toHaveLength(2);
   });
 
+  it('waits before polling again after a 200 without claims answered at once', async () => {
+    const { clock, fake, taken } = await setup({}, { waitMs: 1000 });
+    fake.script.push({ status: 200, body: { claims: [] } });
+    const claim = next(taken);
+    await clock.armed(50);
+    fake.add('cli:bob');
+    await clock.advance(50);
+    expect((await claim).output.sessionKey).toBe('cli:bob');
+    expect(fake.to('/v1/claims')).toHaveLength(2);
+  });
+
   it('backs off on 503, doubling and taking Retry-After when longer, and polls at once again after a success', async () => {
     const { clock, fake, taken } = await setup();
     fake.script.push(

@@ -21,6 +21,8 @@ export interface Scripted {
   code?: string;
   message?: string;
   headers?: Record<string, string>;
+  /** The JSON body, in place of the error `code` and `message` make. */
+  body?: unknown;
 }
 
 /** One output of the fake's queue and where it stands. */
@@ -157,9 +159,9 @@ export class FakeClaims {
     const scripted = this.script.shift();
     if (scripted) {
       for (const [name, value] of Object.entries(scripted.headers ?? {})) res.setHeader(name, value);
-      const body = scripted.code
-        ? { error: { code: scripted.code, message: scripted.message ?? scripted.code } }
-        : undefined;
+      const body =
+        scripted.body ??
+        (scripted.code ? { error: { code: scripted.code, message: scripted.message ?? scripted.code } } : undefined);
       return answer(res, scripted.status, body);
     }
     const offer = (): boolean => {

@@ -85,22 +85,22 @@ async function* take(
         query: { max, waitMs },
         ...(signal ? { signal } : {}),
       });
-      if (response.status !== 200) {
-        const retryAfter = response.headers.get('retry-after');
-        if (response.status === 204) {
-          await response.body?.cancel();
-          // Nothing to claim. A poll the service did not hold for its waitMs (it is stopping, or
-          // waitMs is 0) is not asked again at once: that would spin.
-          if (waitMs > 0 && connection.clock.now() - asked >= waitMs) failures = 0;
-          else await connection.pause(failures++, retryAfter, signal);
-          continue;
-        }
+      const retryAfter = response.headers.get('retry-after');
+      if (response.status !== 200 && response.status !== 204) {
         if (!isTransient(response.status)) throw await errorOf(response, 'POST /v1/claims');
         await response.body?.cancel();
         await connection.pause(failures++, retryAfter, signal);
         continue;
       }
-      batch = offeredIn(await response.json());
+      if (response.status === 204) await response.body?.cancel();
+      batch = response.status === 204 ? [] : offeredIn(await response.json());
+      if (batch.length === 0) {
+        // Nothing to claim. A poll the service did not hold for its waitMs (it is stopping, or
+        // waitMs is 0) is not asked again at once: that would spin.
+        if (waitMs > 0 && connection.clock.now() - asked >= waitMs) failures = 0;
+        else await connection.pause(failures++, retryAfter, signal);
+        continue;
+      }
     } catch (error) {
       if (signal?.aborted) return;
       // No answer, or one cut off before its body was read: asked again. A 4xx throws.
