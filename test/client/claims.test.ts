@@ -94,6 +94,25 @@ describe('claims()', () => {
     expect(await next(taken)).toMatchObject({ output: late.output, attempt: 2 });
   });
 
+  it('tries an ack again after a 503, and throws the last answer once its retries are spent', async () => {
+    const { clock, fake, taken } = await setup({}, { retries: 1 });
+    fake.add('a');
+    fake.add('b');
+    const first = await next(taken);
+    fake.scriptActions.push({ status: 503, code: 'store_unavailable' });
+    const acked = first.ack();
+    await clock.armed(50);
+    await clock.advance(50);
+    expect(await acked).toEqual({ already: false });
+    const second = await next(taken);
+    fake.scriptActions.push({ status: 503, code: 'store_unavailable' }, { status: 502 });
+    const failed = second.ack().catch((error: unknown) => error);
+    await clock.armed(50);
+    await clock.advance(50);
+    expect(await failed).toMatchObject({ name: 'ClientError', status: 502, code: 'http_502' });
+    expect(fake.to(/\/ack$/)).toHaveLength(4);
+  });
+
   it("throws bad_lease for an extend past leaseMs x maxAttempts, with the service's message", async () => {
     const { fake, taken } = await setup();
     fake.add('a');

@@ -15,7 +15,7 @@ export interface ClaimsRequest {
   authorization: string | undefined;
 }
 
-/** An answer the next poll gets in place of what the queue holds. */
+/** An answer a request gets in place of what the queue holds. */
 export interface Scripted {
   status: number;
   code?: string;
@@ -56,11 +56,14 @@ const realTime: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'> = {
  * The claims routes as the service answers them (`POST /v1/claims`, `/v1/claims/<id>/ack`,
  * `/nack`, `/extend`): a queue per session, one output of a session leased at a time, a lease
  * that runs out offers it again, `maxAttempts` makes it dead. Every request is kept in
- * `requests`; `script` answers the next polls with what a test wants instead (a 503).
+ * `requests`; `script` answers the next polls, and `scriptActions` the next acks, nacks and
+ * extends, with what a test wants instead (a 503).
  */
 export class FakeClaims {
   readonly requests: ClaimsRequest[] = [];
   readonly script: Scripted[] = [];
+  /** Answers for the next acks, nacks and extends, in place of what the queue says. */
+  readonly scriptActions: Scripted[] = [];
   readonly records = new Map<string, FakeRecord>();
   /** A stopping service: polls answer 204 at once. */
   draining = false;
@@ -157,13 +160,7 @@ export class FakeClaims {
     if (waitMs === undefined)
       return answer(res, 400, { error: { code: 'bad_wait', message: 'waitMs must be 0-60000' } });
     const scripted = this.script.shift();
-    if (scripted) {
-      for (const [name, value] of Object.entries(scripted.headers ?? {})) res.setHeader(name, value);
-      const body =
-        scripted.body ??
-        (scripted.code ? { error: { code: scripted.code, message: scripted.message ?? scripted.code } } : undefined);
-      return answer(res, scripted.status, body);
-    }
+    if (scripted) return scriptedAnswer(res, scripted);
     const offer = (): boolean => {
       const taken = this.take(max);
       if (taken.length === 0) return false;
@@ -217,6 +214,8 @@ export class FakeClaims {
   }
 
   private settle(id: string, action: string, request: ClaimsRequest, res: ServerResponse): void {
+    const scripted = this.scriptActions.shift();
+    if (scripted) return scriptedAnswer(res, scripted);
     const lost = () =>
       answer(res, 409, {
         error: {
@@ -257,6 +256,14 @@ export class FakeClaims {
     record.lease.until = now + leaseMs;
     answer(res, 200, { leaseUntil: record.lease.until });
   }
+}
+
+function scriptedAnswer(res: ServerResponse, scripted: Scripted): void {
+  for (const [name, value] of Object.entries(scripted.headers ?? {})) res.setHeader(name, value);
+  const error = scripted.code
+    ? { error: { code: scripted.code, message: scripted.message ?? scripted.code } }
+    : undefined;
+  answer(res, scripted.status, scripted.body ?? error);
 }
 
 function answer(res: ServerResponse, status: number, body?: unknown): void {
