@@ -257,4 +257,17 @@ describe('claims()', () => {
     expect(fake.records.get(outputs[1]!.id)).toMatchObject({ state: 'pending', attempts: 1 });
     expect(fake.records.get(outputs[1]!.id)?.lease).toBeUndefined();
   });
+
+  it('ends a loop that breaks 5 s after handing back its claims when the service does not answer', async () => {
+    const { clock, fake, taken } = await setup({}, { max: 2 });
+    fake.add('a');
+    fake.add('b');
+    await next(taken);
+    fake.scriptActions.push({ hang: true, status: 0 });
+    const ended = taken.return();
+    await clock.armed(5000);
+    await clock.advance(5000);
+    expect(await ended).toEqual({ done: true, value: undefined });
+    expect(fake.to(/\/nack$/)).toHaveLength(1);
+  });
 });

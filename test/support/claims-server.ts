@@ -23,6 +23,8 @@ export interface Scripted {
   headers?: Record<string, string>;
   /** The JSON body, in place of the error `code` and `message` make. */
   body?: unknown;
+  /** Never answer (a service that hung). */
+  hang?: true;
 }
 
 /** One output of the fake's queue and where it stands. */
@@ -259,6 +261,7 @@ export class FakeClaims {
 }
 
 function scriptedAnswer(res: ServerResponse, scripted: Scripted): void {
+  if (scripted.hang) return;
   for (const [name, value] of Object.entries(scripted.headers ?? {})) res.setHeader(name, value);
   const error = scripted.code
     ? { error: { code: scripted.code, message: scripted.message ?? scripted.code } }

@@ -2,6 +2,9 @@ import type { Output } from '../../events/output.js';
 import { Connection, type ConnectionOptions } from './connection.js';
 import { ClientError, errorOf, isClientError, isTransient } from './errors.js';
 
+/** How long the end of the loop waits for the claims it hands back to be taken back. */
+const HAND_BACK_MS = 5000;
+
 /** What `claims()` takes besides where the service is. */
 export interface ClaimsOptions extends ConnectionOptions {
   /** Claims one poll may take, 1-100 (they are handed out one by one). @default 1 */
@@ -116,8 +119,12 @@ async function* take(
     } finally {
       // Stopped inside a batch: the claims the loop never saw go back to be offered at once,
       // rather than wait for their leases to run out.
-      const rest = batch.slice(handed).map((offered) => new HeldClaim(connection, offered, 0));
-      await Promise.allSettled(rest.map((claim) => claim.nack({ retryAfterMs: 0 })));
+      // A service that does not answer keeps the loop's end waiting HAND_BACK_MS at most.
+      const done = new AbortController();
+      const rest = batch.slice(handed).map((offered) => new HeldClaim(connection, offered, 0, done.signal));
+      const handBack = Promise.allSettled(rest.map((claim) => claim.nack({ retryAfterMs: 0 })));
+      await Promise.race([handBack, connection.sleep(HAND_BACK_MS, done.signal)]);
+      done.abort(); // the timer cleared, or the nacks still waiting dropped
     }
   }
 }
@@ -157,6 +164,8 @@ class HeldClaim implements Claim {
     private readonly connection: Connection,
     offered: Offered,
     private readonly retries: number,
+    /** Ends its calls still waiting for an answer. */
+    private readonly signal?: AbortSignal,
   ) {
     this.id = offered.id;
     this.output = offered.output;
@@ -194,7 +203,10 @@ class HeldClaim implements Claim {
     for (let failures = 0; ; failures += 1) {
       let response: Response;
       try {
-        response = await this.connection.request('POST', path, { body });
+        response = await this.connection.request('POST', path, {
+          body,
+          ...(this.signal ? { signal: this.signal } : {}),
+        });
       } catch (error) {
         if (failures >= this.retries) throw error;
         await this.connection.pause(failures, undefined);

@@ -112,7 +112,8 @@ export class Connection {
     return this.sleep(Math.max(backoff, asked), signal);
   }
 
-  private sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  /** Wait `ms` on the clock, or less when `signal` is aborted (the timer is then cleared). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = (): void => {
