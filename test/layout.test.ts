@@ -21,7 +21,7 @@ function textsUnder(dir: string): string[] {
 }
 
 /** The entry points: the only files at the root of src/. */
-const entries = new Set(['index', 'main']);
+const entries = new Set(['index', 'main', 'client']);
 /** The composition: builds the service from the stages; only the entry points import it. */
 const composition = 'service';
 /** Folders that are stages: each does one job and meets the others only through shared shapes. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { claims, isClientError, type Claim, type ClaimsOptions } from '../../src/core/client/index.js';
+import { claims, isClientError, type Claim, type ClaimsOptions } from '../../src/client.js';
 import { FakeClaims, type FakeClaimsOptions } from '../support/claims-server.js';
 import { until } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { events, type StreamEvent } from '../../src/core/client/index.js';
+import { events, type StreamEvent } from '../../src/client.js';
 import { postJson, startService, until, useTeardown, type Running } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { serve } from '../support/servers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sseFrames, type SseFrame } from '../../src/core/client/sse.js';
+import { sseFrames, type SseFrame } from '../../src/client/sse.js';
 
 async function framesOf(chunks: string[]): Promise<SseFrame[]> {
   async function* body() {

@@ -1,4 +1,4 @@
-import type { Output } from '../../events/output.js';
+import type { Output } from '../events/output.js';
 import { Connection, type ConnectionOptions } from './connection.js';
 import { ClientError, errorOf, isClientError, isTransient } from './errors.js';
 

@@ -1,4 +1,4 @@
-import type { OutputOf, OutputType } from '../../events/output.js';
+import type { OutputOf, OutputType } from '../events/output.js';
 import { Connection, type ConnectionOptions } from './connection.js';
 import { ClientError, errorOf, isClientError, isTransient } from './errors.js';
 import { sseFrames } from './sse.js';

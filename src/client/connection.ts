@@ -1,6 +1,6 @@
-import { backoffMs, type BackoffRange } from '../backoff.js';
-import type { Clock } from '../clock.js';
-import { retryAfterMs } from '../retry-after.js';
+import { backoffMs, type BackoffRange } from '../core/backoff.js';
+import type { Clock } from '../core/clock.js';
+import { retryAfterMs } from '../core/retry-after.js';
 import { ClientError } from './errors.js';
 
 /** The timers the client waits on. */
