@@ -78,7 +78,11 @@ describe.each(['memory', 'sqlite'] as const)('agent workers claiming outputs (%s
     const { running, clock } = await start();
     const output = await say(running, clock, 'cli:a', 'slow');
     const [taken] = (await claim(running)).claims;
-    expect(await delivery(running.url, output.id)).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(await delivery(running.url, output.id)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      claimed: { attempt: 1, leaseUntil: taken!.leaseUntil },
+    });
     expect((await claim(running)).status).toBe(204);
 
     // A worker waiting meanwhile gets it as the lease runs out (the re-check timer), not later.
