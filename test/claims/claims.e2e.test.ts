@@ -35,6 +35,13 @@ describe.each(['memory', 'sqlite'] as const)('agent workers claiming outputs (%s
     expect((await claim(running, 'max=10&waitMs=0')).status).toBe(204);
     expect(await metric(running.url, 'inbox_claims_outstanding')).toBe(2);
     expect(await metric(running.url, 'inbox_claim_wait_seconds_count')).toBe(2);
+    const stats = (await (await fetch(`${running.url}/v1/stats`)).json()) as { delivery: unknown };
+    expect(stats.delivery).toMatchObject({
+      url: null,
+      claims: { leaseMs: 10_000, maxAttempts: 3, outstanding: 2, polls: 0 },
+      pending: 3,
+      dead: 0,
+    });
 
     expect(await answer(running, claimA1.id, 'ack')).toMatchObject({ status: 200, body: { acked: true } });
     expect(await metric(running.url, 'inbox_claims_outstanding')).toBe(1);
