@@ -16,8 +16,8 @@ import { ClaimPolls } from './polls.js';
 
 /** Longest a lease that ran out, or a nack's retry that came due, waits for a poll to find it. */
 const RECHECK_MS = 1_000;
-/** Longest `lastError` a nack may give (the dead letters list shows it). */
-export const MAX_NACK_ERROR = 500;
+/** Claims kept as outstanding past which a claim first drops those run out. */
+const OUTSTANDING_PRUNE_AT = 10_000;
 
 export interface OutputClaimsOptions {
   /** `agent.claims`. */
@@ -139,15 +139,11 @@ export class OutputClaims {
    * service stops). `signal`: the client went away; claims it would have had are offered again.
    */
   async take(max: number, waitMs: number, signal?: AbortSignal): Promise<Claim[]> {
-    const taken = await this.polls.take(max, waitMs, signal).catch((error: unknown) => {
-      throw new UnavailableError('store_unavailable', 'The store is unreachable; nothing was claimed, retry later', 5, {
-        cause: error,
-      });
-    });
+    const taken = await unreachable(this.polls.take(max, waitMs, signal), 'nothing was claimed');
     if (taken === 'full')
       throw new UnavailableError(
         'too_many_polls',
-        `${counted(this.polls.size, 'claim poll')} are waiting (at most ${this.options.maxPolls}, half of server.maxConnections); retry later, or raise server.maxConnections`,
+        `Too many claim polls wait on this instance (${this.polls.size}; at most ${this.options.maxPolls}, half of server.maxConnections); retry later, or raise server.maxConnections`,
         1,
       );
     return taken;
@@ -206,7 +202,8 @@ export class OutputClaims {
         400,
         `A claim's lease ends at most ${total} ms (agent.claims.leaseMs x maxAttempts) after the claim was taken (${new Date(start).toISOString()}): ${until - start} ms asked; ack or nack it`,
       );
-    if (!(await this.options.store.extendClaim(held, until, now))) throw lost(id);
+    if (!(await unreachable(this.options.store.extendClaim(held, until, now), `claim "${id}" was not extended`)))
+      throw lost(id);
     const leaseUntil = Math.max(until, held.leaseUntil);
     if (this.outstanding.has(held.record.id)) this.outstanding.set(held.record.id, { token: held.token, leaseUntil });
     return { leaseUntil };
@@ -244,6 +241,8 @@ export class OutputClaims {
   private async claim(max: number): Promise<Claim[]> {
     const { store, config, clock } = this.options;
     const claims: Claim[] = [];
+    // Claims answered elsewhere or run out leave the map at a scrape; without scrapes, here.
+    if (this.outstanding.size > OUTSTANDING_PRUNE_AT) this.outstandingCount();
     for (;;) {
       const now = clock.now();
       const leases = await store.claimOutputs(now, config.leaseMs, max - claims.length);
@@ -314,7 +313,7 @@ export class OutputClaims {
         404,
         `"${id.slice(0, 80)}" is not a claim id (<outputId>.<attempt>.<token>, as POST /v1/claims hands them out)`,
       );
-    const view = await this.options.store.claimOf(parsed.outputId);
+    const view = await unreachable(this.options.store.claimOf(parsed.outputId), `claim "${id}" was not answered`);
     if (!view)
       throw new RequestError(
         'unknown_claim',
@@ -341,7 +340,9 @@ export class OutputClaims {
   private async settle(held: PushLease, outcome: PushOutcome): Promise<void> {
     const { record } = held;
     const id = claimIdOf(record.id, record.attempts, held.token);
-    if (!(await this.options.store.ackPush(held, outcome, this.options.clock.now()))) throw lost(id);
+    const now = this.options.clock.now();
+    if (!(await unreachable(this.options.store.ackPush(held, outcome, now), `claim "${id}" was not answered`)))
+      throw lost(id);
     this.outstanding.delete(record.id);
     this.counted(record, outcome);
     // The session's next output, or this one retried, may be claimed now.
@@ -361,6 +362,17 @@ export class OutputClaims {
       maxBackoffMs,
       backoffMs(attempts - 1, { minMs: 2 * minBackoffMs, maxMs: 2 * maxBackoffMs }, this.random),
     );
+  }
+}
+
+/** A store that failed a step answers 503 (retry later), never a 500. */
+async function unreachable<T>(step: Promise<T>, outcome: string): Promise<T> {
+  try {
+    return await step;
+  } catch (error) {
+    throw new UnavailableError('store_unavailable', `The store is unreachable; ${outcome}, retry later`, 5, {
+      cause: error,
+    });
   }
 }
 

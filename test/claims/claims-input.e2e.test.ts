@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/local/memory.js';
 import { postJson, startService, useTeardown } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { answer, claim, say, startClaims } from '../support/claims.js';
@@ -87,6 +88,22 @@ describe('claims: what workers get wrong', () => {
     expect((await answer(running, taken!.id, 'ack', { turn: 'later' })).body.error.code).toBe('bad_shape');
     // None of it touched the claim.
     expect((await answer(running, taken!.id, 'ack')).body).toEqual({ acked: true });
+  });
+
+  it('answers 503 store_unavailable when the store cannot claim or record an answer, never a 500', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const running = await startClaims(clock, 'memory', {}, undefined, store);
+    services.push(running);
+    await say(running, clock, 'cli:a', 'in hand');
+    const [taken] = (await claim(running)).claims;
+    const failing = () => Promise.reject(new Error('SQLITE_IOERR: disk I/O error'));
+    Object.assign(store, { claimOutputs: failing, ackPush: failing });
+    const poll = await claim(running);
+    expect({ status: poll.status, code: poll.body.error.code }).toEqual({ status: 503, code: 'store_unavailable' });
+    const ack = await answer(running, taken!.id, 'ack');
+    expect({ status: ack.status, code: ack.body.error.code }).toEqual({ status: 503, code: 'store_unavailable' });
+    expect(ack.headers.get('retry-after')).toBe('5');
   });
 
   it('answers 409 claims_not_configured without agent.claims, naming the setting', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { tempDir, until, useTeardown } from '../support/helpers.js';
+import { MemoryStore } from '../../src/store/local/memory.js';
+import { startService, tempDir, until, useTeardown } from '../support/helpers.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { answer, claim, say, startClaims } from '../support/claims.js';
 
@@ -189,6 +190,26 @@ describe.each(['memory', 'sqlite'] as const)('agent workers claiming outputs (%s
     expect((await answer(running, byKey.get('cli:a')!.id, 'ack')).status).toBe(200);
     expect((await answer(running, byKey.get('cli:b')!.id, 'ack', { turn: 'open' })).status).toBe(200);
     expect([await turnOf('cli:a'), await turnOf('cli:b')]).toEqual([false, true]);
+  });
+});
+
+describe('agent workers claiming outputs on two instances of one store', () => {
+  const { services } = useTeardown();
+
+  it("wakes a poll waiting on one instance for an output committed on the other (the store's tail)", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const settings = {
+      debounce: { windowMs: 0, maxWaitMs: 0 },
+      agent: { claims: { leaseMs: 10_000, maxAttempts: 3 } },
+    };
+    const a = await startService(settings, { clock, store });
+    const b = await startService(settings, { clock, store });
+    services.push(a, b);
+    const waiting = claim(b, 'waitMs=60000');
+    await clock.armed(60_000);
+    const output = await say(a, clock, 'cli:a', 'committed on A');
+    expect((await waiting).claims).toMatchObject([{ attempt: 1, output: { id: output.id } }]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import type { Output } from '../../src/events/output.js';
+import type { Store } from '../../src/core/ports/index.js';
 import { postJson, startService, until, type Running } from './helpers.js';
 import type { ManualClock } from './manual-clock.js';
 
@@ -17,6 +18,8 @@ export function startClaims(
   store: 'memory' | 'sqlite',
   extra: Record<string, unknown> = {},
   dir?: string,
+  /** A store of the test's own (memory), in place of the one `store` names. */
+  own?: Store,
 ): Promise<Running> {
   const claims = (extra.agent as { claims?: object } | undefined)?.claims ?? {};
   return startService(
@@ -26,7 +29,7 @@ export function startClaims(
       ...extra,
       agent: { claims: { leaseMs: 10_000, maxAttempts: 3, ...claims } },
     },
-    { clock, ...(dir ? { dir } : {}) },
+    { clock, ...(dir ? { dir } : {}), ...(own ? { store: own } : {}) },
   );
 }
 
