@@ -11,6 +11,11 @@ const MAX_FEED = 300;
 const MAX_OUTPUTS = 100;
 /** Outputs whose delivery state is fetched from /v1/events/:id (the rest follow the activity feed). */
 const DELIVERY_LOOKUPS = 30;
+/**
+ * How often those still pending are looked up again: a worker's claim (agent.claims) changes
+ * their attempt and lease without an activity entry (only its outcome has one).
+ */
+const PENDING_LOOKUP_MS = 3000;
 
 export const VERDICT_LABEL = {
   accepted: 'accepted',
@@ -79,6 +84,11 @@ const senderOf = (item) => {
   return el('span', { class: 'sender' }, sender.name ? `${sender.name} (${sender.id})` : sender.id);
 };
 
+/** `, claimed: attempt 2, lease until 12:00:30` while a worker holds the output (agent.claims). */
+function claimText(claimed) {
+  return claimed ? `, claimed: attempt ${claimed.attempt}, lease until ${time(claimed.leaseUntil)}` : '';
+}
+
 /**
  * The two lists. `trace(id)` is called when an id in them is clicked; `refreshDeadLetters()`
  * when a delivery outcome (delivered or dead) arrives.
@@ -89,7 +99,7 @@ export function createLists({ trace, refreshDeadLetters }) {
   const mergedInto = new Map(); // event id -> { output, parts }
   const keptAsContext = new Set(); // ids of messages kept as their conversation's context
   const carriedBy = new Map(); // id of a context message -> the output that carried it
-  const deliveries = new Map(); // output id -> { state, attempts, lastError }
+  const deliveries = new Map(); // output id -> { state, attempts, lastError, claimed? }
   const feedEls = new Map();
   const outputEls = new Map();
   let sessionFilter = '';
@@ -258,24 +268,36 @@ export function createLists({ trace, refreshDeadLetters }) {
       );
       outputEls.set(output.id, row);
       const newest = outputs.length - outputs.indexOf(output) <= DELIVERY_LOOKUPS;
-      if (newest && !deliveries.has(output.id)) {
-        apiJson(`v1/events/${encodeURIComponent(output.id)}`)
-          .then((body) => {
-            if (!deliveries.has(output.id) || deliveries.get(output.id).fromLookup)
-              deliveries.set(output.id, { ...body.delivery, fromLookup: true });
-            changed();
-          })
-          .catch(() => undefined);
-      }
+      if (newest && !deliveries.has(output.id)) lookUp(output.id);
     }
     const delivery = deliveries.get(output.id);
     const slot = row.querySelector('.delivery');
     slot.dataset.state = delivery?.state ?? 'unknown';
+    // The attempt a worker holds now, for styles and tests.
+    if (delivery?.claimed) slot.dataset.claimed = String(delivery.claimed.attempt);
+    else delete slot.dataset.claimed;
     slot.textContent = delivery
-      ? `delivery: ${delivery.state}${delivery.attempts ? `, ${counted(delivery.attempts, 'attempt')}` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}`
+      ? `delivery: ${delivery.state}${delivery.attempts ? `, ${counted(delivery.attempts, 'attempt')}` : ''}${delivery.lastError ? ` (${delivery.lastError})` : ''}${claimText(delivery.claimed)}`
       : 'delivery: …';
     return row;
   }
+
+  /** An output's delivery as /v1/events/:id has it, unless an activity entry told a newer one. */
+  function lookUp(id) {
+    apiJson(`v1/events/${encodeURIComponent(id)}`)
+      .then((body) => {
+        if (!deliveries.has(id) || deliveries.get(id).fromLookup)
+          deliveries.set(id, { ...body.delivery, fromLookup: true });
+        changed();
+      })
+      .catch(() => undefined);
+  }
+
+  // The newest outputs still pending, looked up again: a claim by a worker shows as it is taken.
+  setInterval(() => {
+    for (const output of outputs.slice(-DELIVERY_LOOKUPS))
+      if (deliveries.get(output.id)?.state === 'pending') lookUp(output.id);
+  }, PENDING_LOOKUP_MS);
 
   /** A frame of /v1/activity: a verdict, a batch (arrivals merged into an output) or a delivery outcome. */
   function onActivity(_event, entry) {

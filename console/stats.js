@@ -91,7 +91,10 @@ function renderStats(stats) {
     ['flushing', stats.debounce?.flushing ?? 0],
     ['push', delivery.url ? 'on' : 'off'],
   ];
-  if (delivery.url)
+  // Agent workers pulling outputs (agent.claims): claims out from this instance, polls waiting on it.
+  if (delivery.claims)
+    pairs.push(['claims', 'on'], ['claimed', delivery.claims.outstanding], ['polls', delivery.claims.polls]);
+  if (delivery.url || delivery.claims)
     pairs.push(
       ['pending', delivery.pending],
       ['dead', delivery.dead],

@@ -29,6 +29,7 @@ const stages = new Set([
   'access',
   'activation',
   'adapters',
+  'claims',
   'connections',
   'correlate',
   'dedup',

@@ -96,6 +96,8 @@ export const envSettings: ReadonlyArray<readonly [name: string, path: string, ki
   ['INTAKE_AGENT_MAX_PENDING', 'agent.maxPending', 'int'],
   ['INTAKE_AGENT_MIN_BACKOFF_MS', 'agent.minBackoffMs', 'int'],
   ['INTAKE_AGENT_MAX_BACKOFF_MS', 'agent.maxBackoffMs', 'int'],
+  ['INTAKE_AGENT_CLAIMS_LEASE_MS', 'agent.claims.leaseMs', 'int'],
+  ['INTAKE_AGENT_CLAIMS_MAX_ATTEMPTS', 'agent.claims.maxAttempts', 'int'],
   ['LOG_LEVEL', 'logLevel', 'string'],
 ];
 
@@ -328,6 +330,11 @@ export function loadConfigWith(options: LoadOptions): Config {
     });
   });
 
+  if (raw.agent.url !== undefined && raw.agent.claims !== undefined) {
+    throw new ConfigError(
+      'agent.url (INTAKE_AGENT_URL) and agent.claims (INTAKE_AGENT_CLAIMS_*) are both set: outputs are either pushed to the agent or claimed by its workers; remove one',
+    );
+  }
   if (raw.agent.url !== undefined && raw.agent.secret === undefined) {
     throw new ConfigError(
       'agent.secret (INTAKE_AGENT_SECRET) is required when agent.url is set: the agent must be able to verify what it receives',

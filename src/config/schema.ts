@@ -327,6 +327,18 @@ const configShape = {
       maxPending: positive,
       minBackoffMs: positive,
       maxBackoffMs: positive,
+      /**
+       * Agent workers pull outputs (docs/http.md, claims) instead of a push; set without `url`.
+       * A lease runs `leaseMs` (1 s to an hour); past `maxAttempts` taken leases (1 to 100) an
+       * output is a dead letter. @default off ({leaseMs: 60000, maxAttempts: 10} when set)
+       */
+      claims: z
+        .object({
+          leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000),
+          maxAttempts: z.number().int().min(1).max(100).default(10),
+        })
+        .strict()
+        .optional(),
     })
     .strict(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

@@ -28,6 +28,10 @@ export const ERROR_CODES = [
   'no_key',
   'no_secret',
   'bad_request',
+  'bad_max',
+  'bad_wait',
+  'bad_retry',
+  'bad_lease',
   // 401, 403: who is asking
   'bad_signature',
   'stale_timestamp',
@@ -49,6 +53,9 @@ export const ERROR_CODES = [
   'no_handshake',
   'resume_point_ahead',
   'push_not_configured',
+  'claims_not_configured',
+  'unknown_claim',
+  'claim_lost',
   'body_too_large',
   'unsupported_media_type',
   'client_closed',
@@ -70,6 +77,7 @@ export const ERROR_CODES = [
   'outbox_full',
   'debounce_backlog',
   'too_many_streams',
+  'too_many_polls',
   'bot_not_reading',
   'action_timeout',
   // never an answer: a failed attachment's resolution (its download fails) and a failed push attempt

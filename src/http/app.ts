@@ -6,6 +6,7 @@ import { errorResponder } from './errors.js';
 import type { HttpPorts } from './ports.js';
 import { apiGuard } from './guard.js';
 import { botRoutes } from './routes/bots.js';
+import { claimRoutes } from './routes/claims.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { operationRoutes } from './routes/operations.js';
@@ -32,6 +33,7 @@ export function createApp(ports: HttpPorts): { app: Koa; mounted: Koa.Middleware
   const router = new Router();
   operationRoutes(router, requireToken, ports);
   outputRoutes(router, requireToken, ports);
+  claimRoutes(router, requireToken, ports);
   botRoutes(router, requireToken, ports);
   conversationRoutes(router, requireToken, ports);
   sessionRoutes(router, requireToken, ports);

@@ -51,6 +51,8 @@ export interface HttpPorts {
         retry(id: string | undefined, limit: number): Promise<number>;
       }
     | undefined;
+  /** Agent workers pulling outputs (`/v1/claims`), when `agent.claims` is set (src/claims/). */
+  claims: ClaimsPort | undefined;
   /** Agent turns (docs/turns.md): close one by its output id, read a session's. */
   turns: {
     done(outputId: string): Promise<TurnDone>;
@@ -70,6 +72,28 @@ export interface HttpPorts {
   };
   /** Extra routes (the operator console), mounted after the API. */
   extra?: (router: Router, requireToken: Koa.Middleware) => void;
+}
+
+/** What the claims routes ask of the claims stage; ids and bodies are parsed by the routes. */
+export interface ClaimsPort {
+  /** Up to `max` claims as soon as one is there, or none after `waitMs`; `signal`: the client went away. */
+  take(max: number, waitMs: number, signal: AbortSignal): Promise<ClaimTaken[]>;
+  ack(id: string, keepTurn: boolean): Promise<{ already: boolean }>;
+  nack(
+    id: string,
+    request: { retryAfterMs?: number; error?: string },
+  ): Promise<{ state: 'pending'; retryAt: number } | { state: 'dead' }>;
+  extend(id: string, leaseMs: number): Promise<{ leaseUntil: number }>;
+  /** The claim on output `outputId` while its lease runs (the delivery view). */
+  claimed(outputId: string): Promise<{ attempt: number; leaseUntil: number } | undefined>;
+}
+
+/** One output handed to a worker. */
+export interface ClaimTaken {
+  id: string;
+  record: OutboxRecord;
+  attempt: number;
+  leaseUntil: number;
 }
 
 /** What the webhook routes ask of the configured channels. */

@@ -199,6 +199,11 @@ export class Metrics {
     });
   }
 
+  /** Register a histogram a stage observes (one that only some deployments have, as claims). */
+  histogram(name: string, help: string, buckets: number[]): Histogram {
+    return new Histogram({ name, help, buckets, registers: [this.registry] });
+  }
+
   /** Register a counter whose running total is kept elsewhere and read at scrape time. */
   counterFrom(name: string, help: string, read: () => number): void {
     new Counter({

@@ -13,8 +13,8 @@ export interface GateOptions {
   clock: Clock;
   logger: Logger;
   metrics: Metrics;
-  /** The push to the agent, when configured: a full outbox refuses deliveries. */
-  push: AgentPush | undefined;
+  /** The push to the agent or the workers' claims, when configured: a full outbox refuses deliveries. */
+  push: Pick<AgentPush, 'saturated' | 'pending'> | undefined;
   maxPending: number;
   /** The open debounce buffers: past `max` (`debounce.maxOpenBuffers`) deliveries are refused. */
   buffers: {

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { admissionPlanner, typingHold } from './admission.js';
 import { Channels } from './channels.js';
+import { deadLetterPort, workerClaims } from './claims.js';
 import { systemClock, withIntervals } from '../core/clock.js';
 import { configOf } from './configure.js';
 import { Bots, botsOf, pickReplyBot, soloRecord } from '../correlate/bots.js';
@@ -176,7 +177,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // Output: a due batch becomes one output in the outbox, published and pushed.
   const output = createOutput({
     clock,
-    pushes: config.agent.url !== undefined,
+    // Pushed or claimed, an output is `pending` until the agent has it.
+    pushes: config.agent.url !== undefined || config.agent.claims !== undefined,
     store,
     rules: channels,
     media,
@@ -235,13 +237,16 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
         ...(channels.turnsOn() ? { turns } : {}),
       })
     : undefined;
+  // Or agent workers pull the outputs (claims), from the same queue.
+  const claims = workerClaims({ config, store, clock, logger, metrics, record, turns, turnsOn: channels.turnsOn() });
+  const delivery = push ?? claims;
   // A shared store's open buffers are a round trip to count: at most every SHARED_COUNT_MS.
   const buffers = {
     count: () => store.openBuffers(),
     max: config.debounce.maxOpenBuffers,
     maxAgeMs: store.shared ? SHARED_COUNT_MS : 0,
   };
-  const gate = new Gate({ clock, logger, metrics, push, maxPending: config.agent.maxPending, buffers });
+  const gate = new Gate({ clock, logger, metrics, push: delivery, maxPending: config.agent.maxPending, buffers });
   const rejected = refusals({ channels, clock, logger, metrics, record });
 
   // The path of a message, in run order (src/service/pipeline.ts).
@@ -275,7 +280,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     output,
     turns,
     outlet,
-    push,
+    delivery,
     retention,
   });
 
@@ -307,6 +312,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     scheduler,
     streams,
     push,
+    claims,
     correlations,
     clock,
     logger,
@@ -338,11 +344,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     },
     takeovers: thoughts.byHand,
     trace: (id) => traceOf(id, trail, (outputId) => store.outboxGet(outputId)),
-    deadLetters: push && {
-      count: async () => (await store.deliveryCounts()).dead,
-      list: (limit) => store.deadLetters(limit),
-      retry: (id, limit) => push.retryDead(id, limit),
-    },
+    claims,
+    deadLetters: deadLetterPort(store, delivery),
     extra: consoleRoutes({
       cwd,
       mediaDirs: () => [config.media.dir, ...config.channels.map((channel) => channel.media.dir)],
@@ -353,6 +356,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
   // chunks after this resolves, so the service listens at once), and the outbox trim.
   await media.start();
   await push?.start();
+  await claims?.start();
   await scheduler.start(pipeline.flush);
   retention.start();
   ops.start();
@@ -381,6 +385,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     media,
     scheduler,
     push,
+    claims,
     retention,
     sockets,
     stopWatching: () => {

@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/index.js';
 import type { TraceEntry } from '../events/trace.js';
 import type { InstanceCounters, Store, StoreHealth } from '../core/ports/index.js';
 import type { AgentPush, AgentPushOptions } from '../push/agent-push.js';
+import type { OutputClaims } from '../claims/claims.js';
 
 export interface OperationsOptions {
   config: Config;
@@ -18,6 +19,8 @@ export interface OperationsOptions {
   scheduler: FlushScheduler;
   streams: StreamHub;
   push: AgentPush | undefined;
+  /** Agent workers' claims, in place of the push. */
+  claims: OutputClaims | undefined;
   /** Deliveries the correlator observed and marked as duplicates, counted as they are admitted. */
   correlations: Pick<Correlations, 'counts'>;
   clock: Clock;
@@ -62,7 +65,9 @@ function breakdown(counters: InstanceCounters): Record<string, unknown> {
 
 /** The operator's views of one instance: readiness, `/v1/stats`, and the gauges read at scrape. */
 export function operations(options: OperationsOptions) {
-  const { config, store, gate, metrics, scheduler, streams, push, correlations, clock, logger, instance } = options;
+  const { config, store, gate, metrics, scheduler, streams, push, claims, correlations, clock, logger, instance } =
+    options;
+  const delivery = push ?? claims;
 
   /** Exact-id claims evicted past `dedup.maxKeys` before their window ended, by channel. */
   function evictions(): Record<string, number> {
@@ -163,7 +168,7 @@ export function operations(options: OperationsOptions) {
   }
 
   async function stats(): Promise<Record<string, unknown>> {
-    if (push) await push.refresh().catch(() => undefined);
+    if (delivery) await delivery.refresh().catch(() => undefined);
     const all = await deployment();
     const correlator = correlationStats();
     for (const key of ['observed', 'duplicates'] as const)
@@ -177,13 +182,16 @@ export function operations(options: OperationsOptions) {
       debounce: { open: await store.openBuffers(), flushing: scheduler.flushing },
       claims: { ...store.claimStats(), evictedByChannel: evictions() },
       correlator,
-      delivery: push
+      delivery: delivery
         ? {
-            url: push.url,
-            pending: push.pending,
-            dead: push.dead,
+            url: push?.url ?? null,
+            ...(claims
+              ? { claims: { ...claims.config, outstanding: claims.outstandingCount(), polls: claims.waiting } }
+              : {}),
+            pending: delivery.pending,
+            dead: delivery.dead,
             maxPending: config.agent.maxPending,
-            saturated: push.saturated,
+            saturated: delivery.saturated,
           }
         : { url: null },
       store: store.kind,
@@ -217,20 +225,20 @@ export function operations(options: OperationsOptions) {
     'Correlation groups evicted past correlation.maxGroups',
     () => store.correlationStats().evicted,
   );
-  if (push) {
+  if (delivery) {
     metrics.gauge(
       'inbox_outbox_pending',
       'Processed messages not yet delivered to the agent (outbox depth)',
-      () => push.pending,
+      () => delivery.pending,
     );
-    metrics.gauge('inbox_outbox_dead', 'Messages in dead letters', () => push.dead);
+    metrics.gauge('inbox_outbox_dead', 'Messages in dead letters', () => delivery.dead);
     metrics.gauge(
       'inbox_outbox_max_pending',
       'agent.maxPending: past it ingest answers 503',
       () => config.agent.maxPending,
     );
     metrics.gauge('inbox_backpressure', '1 while ingest is refused because the outbox is full', () =>
-      push.saturated ? 1 : 0,
+      delivery.saturated ? 1 : 0,
     );
   }
   if (store.health) {

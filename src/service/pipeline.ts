@@ -17,7 +17,6 @@ import type { MediaStage } from '../media/index.js';
 import type { ForwardReader } from '../emit/forward-reader.js';
 import type { Metrics } from '../metrics/index.js';
 import type { LeasedBatch } from '../core/ports/index.js';
-import type { AgentPush } from '../push/agent-push.js';
 import type { Retention } from '../retention/retention.js';
 import type { AgentTurns } from '../turns/turns.js';
 import type { Activation } from '../activation/stage.js';
@@ -84,7 +83,8 @@ export interface PipelineStages {
   /** Agent turns (docs/turns.md): a batch held for its session's turn, or released when it ended. */
   turns: Pick<AgentTurns, 'held' | 'released'>;
   outlet: Outlet;
-  push: AgentPush | undefined;
+  /** The push, or the workers' claims: told of each output committed `pending`. */
+  delivery: { added(): void } | undefined;
   retention: Retention;
 }
 
@@ -360,7 +360,7 @@ export function createPipeline(stages: PipelineStages) {
       });
     }
     stages.outlet.publish(committed, built);
-    if (committed.state === 'pending') stages.push?.added();
+    if (committed.state === 'pending') stages.delivery?.added();
     stages.retention.added();
   }
 

@@ -14,6 +14,7 @@ import type { InboundChain } from '../ingest/chain.js';
 import type { Pipeline } from './pipeline.js';
 import type { Store } from '../core/ports/index.js';
 import type { AgentPush } from '../push/agent-push.js';
+import type { OutputClaims } from '../claims/claims.js';
 import type { Retention } from '../retention/retention.js';
 import type { BotConnections } from './sockets.js';
 import type { AgentTurns } from '../turns/turns.js';
@@ -36,6 +37,7 @@ export interface SurfaceParts {
   media: MediaStage;
   scheduler: FlushScheduler;
   push: AgentPush | undefined;
+  claims: OutputClaims | undefined;
   retention: Retention;
   sockets: BotConnections;
   /** Stop the operator's periodic checks (claim evictions). */
@@ -60,6 +62,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     media,
     scheduler,
     push,
+    claims,
     retention,
     sockets,
   } = parts;
@@ -97,11 +100,16 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     pickReplyBot: (event) => pickReplyBot(bots.mentionedBots(event), correlations.botsOf(event), event),
     correlationStats: parts.correlationStats,
     settle: () => scheduler.idle(),
-    drain: () => gate.drain(),
+    drain: () => {
+      gate.drain();
+      // Workers' waiting polls end now (204), so that nothing they hold keeps the stop waiting.
+      claims?.drain();
+    },
     turnDone: (outputId) => turns.done(outputId),
     turn: (sessionKey) => turns.of(sessionKey),
     async close() {
       if (gate.closing) return;
+      claims?.drain();
       retention.close();
       parts.stopWatching();
       // Sockets close (1001) after the frames being recorded; forward channels' leases are given back.
@@ -113,6 +121,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
       await media.close();
       await scheduler.close(!store.shared);
       await push?.close();
+      claims?.close();
       await store.close();
     },
   };

@@ -34,7 +34,7 @@ export function operationRoutes(
       throw new RequestError(
         'push_not_configured',
         409,
-        'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL)',
+        'Delivery to the agent is not configured (agent.url / INTAKE_AGENT_URL, or agent.claims for workers that claim outputs)',
       );
     return ports.deadLetters;
   };

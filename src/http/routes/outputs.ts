@@ -12,7 +12,7 @@ import type { HttpPorts } from '../ports.js';
 export function outputRoutes(
   router: Router,
   requireToken: Koa.Middleware,
-  ports: Pick<HttpPorts, 'streams' | 'outbox' | 'trail' | 'trace' | 'turns'>,
+  ports: Pick<HttpPorts, 'streams' | 'outbox' | 'trail' | 'trace' | 'turns' | 'claims'>,
 ): void {
   router.get('/v1/events', requireToken, ports.streams.events(ports.outbox));
   router.get('/v1/activity', requireToken, ports.streams.activityStream(ports.trail));
@@ -25,7 +25,11 @@ export function outputRoutes(
         404,
         `No event "${ctx.params.id}" is retained (unknown, or older than events.retentionMs)`,
       );
-    ctx.body = { event: outputOf(record), delivery: deliveryOf1(record) };
+    const delivery = deliveryOf1(record);
+    // A worker's claim on it, while its lease runs (agent.claims).
+    const claimed = record.state === 'pending' ? await ports.claims?.claimed(record.id) : undefined;
+    if (claimed) delivery.claimed = claimed;
+    ctx.body = { event: outputOf(record), delivery };
   });
 
   router.get('/v1/trace/:id', requireToken, async (ctx) => {
