@@ -1,8 +1,9 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { run, type Child } from '../support/child.js';
-import { postJson, startService, tempDir, until, useTeardown } from '../support/helpers.js';
+import { postJson, startService, tempDir, until, useTeardown, type Running } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
 
 const TOKEN = 'operator-token';
 const WORKER = join(import.meta.dirname, 'worker.mjs');
@@ -39,19 +40,48 @@ function ackedIn(file: string): Acked[] {
     });
 }
 
-describe.skipIf(!process.env.CLAIMS_ROUTES)('agent workers on claims', () => {
+let redis: RedisServer | undefined;
+afterAll(async () => {
+  await redis?.stop();
+});
+
+/** The instances of one deployment: one on memory or SQLite, two sharing one real redis-server. */
+const forms: Array<[name: string, start: () => Promise<Running[]>]> = [
+  ['the memory store', async () => [await instance('memory')]],
+  ['the SQLite store', async () => [await instance(undefined)]],
+  [
+    'two instances on one redis-server',
+    async () => {
+      redis ??= await startRedis();
+      const url = redis.url;
+      return [await instance(url), await instance(url)];
+    },
+  ],
+];
+
+async function instance(store: string | undefined): Promise<Running> {
+  const service = await startService({
+    ...(store ? { store } : {}),
+    redis: { keyPrefix: `workers${process.pid}`, commandTimeoutMs: 3000 },
+    server: { apiToken: TOKEN },
+    agent: { claims: { leaseMs: LEASE_MS, maxAttempts: 10 } },
+    // A buffer of one message flushes as it fills: each message is one output.
+    debounce: { windowMs: 20, maxMessages: 1 },
+  });
+  services.push(service);
+  return service;
+}
+
+describe.each(forms)('agent workers on claims, %s', (_name, deployment) => {
   it('4 worker processes take 5,000 outputs of 200 sessions: each acked once, in seq order per session, never two of a session at once, and the output of a worker killed mid-claim is offered again after leaseMs', async () => {
-    const service = await startService({
-      server: { apiToken: TOKEN },
-      agent: { claims: { leaseMs: LEASE_MS, maxAttempts: 10 } },
-      // A buffer of one message flushes as it fills: each message is one output.
-      debounce: { windowMs: 20, maxMessages: 1 },
-    });
-    services.push(service);
+    const instances = await deployment();
+    const service = instances[0]!;
     const dir = tempDir().path;
     const workers: Child[] = [];
     for (let n = 0; n < 4; n++) {
-      const env = { INTAKE_URL: service.url, INTAKE_TOKEN: TOKEN, OUT: join(dir, `worker-${n}.log`), MAX: '5' };
+      // Workers spread over the instances: any instance answers for the deployment.
+      const url = instances[n % instances.length]!.url;
+      const env = { INTAKE_URL: url, INTAKE_TOKEN: TOKEN, OUT: join(dir, `worker-${n}.log`), MAX: '5' };
       const worker = run(process.execPath, [WORKER], process.cwd(), n === 3 ? { ...env, CRASH_AFTER: '100' } : env);
       children.push(worker.child);
       workers.push(worker);
@@ -65,7 +95,8 @@ describe.skipIf(!process.env.CLAIMS_ROUTES)('agent workers on claims', () => {
           sessionKey: `cli:s${first + i}`,
           content: `round ${round}`,
         }));
-        expect((await postJson(`${service.url}/webhooks/generic`, batch)).status).toBe(200);
+        const to = instances[(round + first) % instances.length]!;
+        expect((await postJson(`${to.url}/webhooks/generic`, batch)).status).toBe(200);
       }
     }
     const total = SESSIONS * ROUNDS;
