@@ -84,7 +84,7 @@ export function botActions(parts: ActionParts): BotActions {
         // The bot asked for, else the channel's one configured bot, else the one it heard from.
         const bot = botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : adapter.actionApi.bot?.());
         await sending(channelId, action, bot);
-        const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
+        const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher, bot);
         return remembered(channelId, action, params, answer, bot);
       }
       // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).
