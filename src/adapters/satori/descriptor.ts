@@ -135,7 +135,7 @@ export function satoriAdapter(
     name: 'satori',
     channel: channel.id,
     namespace,
-    namespaces: [...new Set([namespace, ...mapped.values()])],
+    namespaces: [...new Set([namespace, channel.namespace, ...mapped.values()])],
     // One server carries many logins: two of them in one group deliver one message twice.
     severalBots: true,
     socketTransport: 'ws',

@@ -136,9 +136,9 @@ interface Inside {
 }
 
 /**
- * The segments, quote and `internal:` media of a Satori content string. `internal` says how a
- * resource URL is fetched: a `MediaRef` with `url` for `http(s):`, with `ref` (the src itself)
- * for `internal:`, none for anything else (`data:`, `file:`).
+ * The segments, quote and media of a Satori content string. A resource is a `MediaRef` with
+ * `url` for an `http(s):` src, with `ref` (the src itself) for an `internal:` one, which the
+ * adapter resolves through the server's proxy; any other src (`data:`, `file:`) is not fetched.
  */
 export function readElements(content: string): Elements {
   const segments: Segment[] = [];
