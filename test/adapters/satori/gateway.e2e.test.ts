@@ -59,8 +59,9 @@ describe('the Satori event socket: IDENTIFY, PING, resume and refusals', () => {
   };
 
   it('PINGs every 10 s on the clock, and dials again when a PING goes unanswered', async () => {
-    const { satori, clock } = await start();
-    await until(() => satori.open() === 1);
+    const { satori, clock, service } = await start();
+    // READY read: the PINGs count from it.
+    await until(async () => (await service.intake.connections()).some((view) => view.botId === LOGIN.user.id));
     await clock.advance(9_999);
     expect(satori.state.pings).toBe(0);
     await clock.advance(1);

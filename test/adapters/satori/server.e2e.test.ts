@@ -96,7 +96,8 @@ describe('a Satori channel on the Satori reference server', () => {
 
   it('keeps a message the server reports deleted within the window from the agent', async () => {
     const { service, outputs, deliver, flush, clock } = await start();
-    await until(async () => (await service.intake.connections()).some((view) => view.state === 'open'));
+    // READY came: the server takes the socket's events (a socket merely open may not be identified yet).
+    await until(async () => (await service.intake.connections()).some((view) => view.botId === '10001'));
     await deliver({ type: 'message', ...group, ...from('778'), message: { id: 'x1', content: 'wrong group' } });
     await deliver({ type: 'message-deleted', ...group, ...from('778'), message: { id: 'x1' } });
     await clock.advance(WINDOW_MS * 3);
