@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ProcessedMessage as Output } from '../../../src/events/output.js';
+import { outputOf, type ProcessedMessage as Output } from '../../../src/events/output.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { PNG } from '../../support/servers.js';
@@ -180,6 +180,33 @@ describe('a Satori server over its event socket (adapter "satori")', () => {
       return outputs.length >= 1;
     });
     expect(outputs.map((output) => output.content)).toEqual(['this one stays']);
+  });
+
+  it('tells a deletion after emission once as chat.retracted, and takes an edit in the window as the new text', async () => {
+    const { satori, service, outputs, send, flush, clock } = await start();
+    await until(() => satori.open() === 1);
+    await send(satoriMessage('said', 'a secret'));
+    await flush(1);
+    const deleted = { ...satoriMessage('said', ''), type: 'message-deleted' };
+    await send(deleted);
+    await send(deleted);
+    await clock.advance(WINDOW_MS);
+    await service.intake.settle();
+    const retracted = (await service.intake.store.outboxAfter(0, 100))
+      .map((record) => outputOf(record))
+      .filter((output) => output.type === 'chat.retracted');
+    expect(retracted).toHaveLength(1);
+    expect(retracted[0]).toMatchObject({
+      outputId: outputs[0]!.id,
+      messageId: 'onebot:10001:123456:said',
+      sessionKey: 'qq:group:123456',
+      channel: 'sat',
+    });
+    await send(satoriMessage('typo', 'teh order'));
+    const edit = satoriMessage('typo', 'the order');
+    await send({ ...edit, type: 'message-updated', message: { id: 'typo', content: 'the order', updated_at: 1 } });
+    await flush(2);
+    expect(outputs[1]).toMatchObject({ content: 'the order', messageIds: ['onebot:10001:123456:typo'] });
   });
 
   it('sends message.create with the bearer token and the login headers, and knows a reply to what it sent', async () => {
