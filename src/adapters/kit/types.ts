@@ -54,6 +54,8 @@ export interface Adapter {
    * server's logins, each platform its own): each is correlated with the other channels'.
    */
   readonly namespaces?: readonly string[];
+  /** The namespace of one bot's messages, where a channel's bots are in several (a Satori login's platform). @default `namespace` */
+  namespaceOfBot?(botId: string | undefined): string | undefined;
   /**
    * Throws SignatureError when the delivery is not authentic. A promise where the check needs
    * the platform's keys fetched first (a JWT against a JWKS: Google Chat, Bot Framework).

@@ -102,7 +102,7 @@ export function satoriAdapter(
       ? { namespace: mappedTo, scoped: asIs }
       : { namespace: channel.namespace, scoped: (id: string) => `${platform}:${id}` };
   };
-  // The channel's own namespace (what its actions remember sends in): the first mapped one, else the channel's.
+  // The channel's own namespace: the first mapped one, else the channel's.
   const namespace = mapped.values().next().value ?? channel.namespace;
   const builders = new Map<string, (parts: EventParts) => InboundEvent>();
   const builderOf = (ns: string) => {
@@ -138,6 +138,10 @@ export function satoriAdapter(
     namespaces: [...new Set([namespace, channel.namespace, ...mapped.values()])],
     // One server carries many logins: two of them in one group deliver one message twice.
     severalBots: true,
+    namespaceOfBot(botId) {
+      const platform = botId === undefined ? undefined : logins.platformOf(botId);
+      return platform === undefined ? undefined : placeOf(platform).namespace;
+    },
     socketTransport: 'ws',
     socketDial: gateway.dial,
     actionTimeoutMs: options.actionTimeoutMs,

@@ -232,4 +232,28 @@ describe('a Satori server over its event socket (adapter "satori")', () => {
     const refused = await postJson(`${service.url}/v1/channels/sat/actions/not-a-call`, '{}');
     expect(refused.status).toBe(400);
   });
+
+  it("remembers a send through a login of another platform in that platform's conversations", async () => {
+    const { satori, service, outputs, send, flush } = await start({ activation: { group: 'mention' } });
+    await until(() => satori.open() === 1);
+    const login = { sn: 2, status: 1, platform: 'discord', user: { id: 'd-1' } };
+    await send({ type: 'login-added', timestamp: Date.now(), login });
+    const answer = await postJson(
+      `${service.url}/v1/channels/sat/actions/message.create?self_id=d-1`,
+      JSON.stringify({ channel_id: 'c9', content: 'hello' }),
+    );
+    expect(answer.status).toBe(200);
+    expect(satori.calls[0]?.headers).toMatchObject({ 'satori-platform': 'discord', 'satori-user-id': 'd-1' });
+    await send({
+      type: 'message-created',
+      timestamp: Date.now(),
+      login,
+      channel: { id: 'c9', type: 0 },
+      guild: { id: 'g9' },
+      user: { id: 'u9' },
+      message: { id: 'r9', content: '<quote id="sent-1"/>thanks' },
+    });
+    await flush(1);
+    expect(outputs[0]).toMatchObject({ sessionKey: 'satori:group:discord:c9', content: 'thanks', trigger: 'reply' });
+  });
 });
