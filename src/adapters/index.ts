@@ -12,6 +12,7 @@ import { line } from './line/descriptor.js';
 import { milky } from './milky/descriptor.js';
 import { onebot } from './onebot/descriptor.js';
 import { qqbot } from './qqbot/descriptor.js';
+import { satori } from './satori/descriptor.js';
 import { slack } from './slack/descriptor.js';
 import { teams } from './teams/descriptor.js';
 import { telegram } from './telegram/descriptor.js';
@@ -46,6 +47,7 @@ export const adapters: readonly AdapterDescriptor[] = [
   milky,
   googlechat,
   teams,
+  satori,
 ];
 
 /**

@@ -1,6 +1,14 @@
 import { request, type Dispatcher } from 'undici';
 import { IntakeError } from '../core/errors.js';
 
+/** One HTTP request an action is routed to: the path goes after the API's URL. */
+interface ActionRequest {
+  method: string;
+  path: string;
+  body: unknown;
+  headers?: Readonly<Record<string, string>>;
+}
+
 /** How long an action may take, and how many bytes its answer may have (as a socket frame may). */
 export interface ActionLimits {
   timeoutMs: number;
@@ -9,31 +17,32 @@ export interface ActionLimits {
 
 /**
  * An action on a bot's HTTP API: `POST <apiUrl>/<action>` with the params as JSON (OneBot), or
- * the request its `route` makes (Matrix); the JSON answer.
+ * the request its `route` makes for the bot `botId` (Matrix, Satori); the JSON answer.
  */
 export async function httpAction(
   api: {
     url: string;
     headers: Readonly<Record<string, string>>;
     setting?: string;
-    route?(action: string, params: Record<string, unknown>): { method: string; path: string; body: unknown };
+    route?(action: string, params: Record<string, unknown>, botId?: string): ActionRequest | Promise<ActionRequest>;
   },
   channel: string,
   action: string,
   params: Record<string, unknown>,
   { timeoutMs, maxBytes }: ActionLimits,
   dispatcher?: Dispatcher,
+  botId?: string,
 ): Promise<unknown> {
   const context = { channel, stage: 'connections' };
   // A route throws before anything is sent: the caller's params cannot make this action.
-  const routed = api.route?.(action, params);
+  const routed = await api.route?.(action, params, botId);
   const url = `${api.url.replace(/\/$/, '')}${routed ? routed.path : `/${encodeURIComponent(action)}`}`;
   let response: Dispatcher.ResponseData;
   try {
     response = await request(url, {
       method: routed ? (routed.method as Dispatcher.HttpMethod) : 'POST',
       body: JSON.stringify(routed ? routed.body : params),
-      headers: { 'content-type': 'application/json', ...api.headers },
+      headers: { 'content-type': 'application/json', ...api.headers, ...routed?.headers },
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),

@@ -61,9 +61,9 @@ export function botActions(parts: ActionParts): BotActions {
   ) {
     const { adapter } = channels.require(channelId);
     const messageId = adapter.sentByAction?.(action, answer, { params, botId });
-    if (messageId && parts.sent)
-      await parts.sent([{ namespace: adapter.namespace, messageId, ...(botId ? { botId } : {}) }]);
-    if (messageId) await parts.relayed?.sent(adapter.namespace, botId, messageId).catch(() => undefined);
+    const namespace = adapter.namespaceOfBot?.(botId) ?? adapter.namespace;
+    if (messageId && parts.sent) await parts.sent([{ namespace, messageId, ...(botId ? { botId } : {}) }]);
+    if (messageId) await parts.relayed?.sent(namespace, botId, messageId).catch(() => undefined);
     return answer;
   }
 
@@ -71,7 +71,7 @@ export function botActions(parts: ActionParts): BotActions {
   async function sending(channelId: string, action: string, botId: string | undefined): Promise<void> {
     const { adapter } = channels.require(channelId);
     if (parts.relayed && adapter.sendsMessage?.(action))
-      await parts.relayed.sending(adapter.namespace, botId).catch(() => undefined);
+      await parts.relayed.sending(adapter.namespaceOfBot?.(botId) ?? adapter.namespace, botId).catch(() => undefined);
   }
 
   return {
@@ -84,7 +84,7 @@ export function botActions(parts: ActionParts): BotActions {
         // The bot asked for, else the channel's one configured bot, else the one it heard from.
         const bot = botId ?? (adapter.botIds?.length === 1 ? adapter.botIds[0] : adapter.actionApi.bot?.());
         await sending(channelId, action, bot);
-        const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher);
+        const answer = await httpAction(adapter.actionApi, channelId, action, params, limits, parts.dispatcher, bot);
         return remembered(channelId, action, params, answer, bot);
       }
       // Actions are OneBot's: an adapter that takes them says how long one waits (actionTimeoutMs).

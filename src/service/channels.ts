@@ -132,7 +132,7 @@ export class Channels {
   /**
    * Namespaces where more than one bot account can deliver the same message: those several
    * channels serve, and those of a channel that carries several bots (OneBot over HTTP or a
-   * reverse WebSocket). Only there are deliveries correlated; a namespace one single-bot
+   * reverse WebSocket, a Satori server). Only there are deliveries correlated; a namespace one single-bot
    * channel serves (Telegram, Slack alone) costs nothing. Decided from the configuration, so
    * every instance agrees from the first message on.
    */
@@ -140,8 +140,10 @@ export class Channels {
     const correlated = new Set<string>();
     const served = new Set<string>();
     for (const { adapter } of this.byId.values()) {
-      if (adapter.severalBots || served.has(adapter.namespace)) correlated.add(adapter.namespace);
-      served.add(adapter.namespace);
+      for (const namespace of adapter.namespaces ?? [adapter.namespace]) {
+        if (adapter.severalBots || served.has(namespace)) correlated.add(namespace);
+        served.add(namespace);
+      }
     }
     return correlated;
   }

@@ -53,4 +53,40 @@ describe('an action on a OneBot HTTP API', () => {
     expect((error as { message: string }).message).toMatch(/more than 1048576 bytes/);
     expect(sent).toBeLessThan(64 * 1_048_576);
   });
+
+  it("sends a routed action's own path and headers for the bot it goes through", async () => {
+    const seen: Array<{ url?: string; method?: string; headers: import('node:http').IncomingHttpHeaders }> = [];
+    const server = createServer((request, response) => {
+      seen.push({ url: request.url, method: request.method, headers: request.headers });
+      request.resume();
+      request.on('end', () => response.end('[{"id":"1"}]'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const api = {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+      headers: { authorization: 'Bearer t' },
+      route: async (action: string, params: Record<string, unknown>, botId?: string) => ({
+        method: 'POST',
+        path: `/${action}`,
+        body: params,
+        headers: { 'satori-user-id': botId ?? '' },
+      }),
+    };
+    const answer = await httpAction(
+      api,
+      'sat',
+      'message.create',
+      { channel_id: '1' },
+      { timeoutMs: 5_000, maxBytes: 1024 },
+      undefined,
+      '10001',
+    );
+    expect(answer).toEqual([{ id: '1' }]);
+    expect(seen[0]).toMatchObject({
+      url: '/v1/message.create',
+      method: 'POST',
+      headers: { authorization: 'Bearer t', 'satori-user-id': '10001' },
+    });
+  });
 });

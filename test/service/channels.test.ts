@@ -122,5 +122,8 @@ describe('Channels', () => {
     expect(namespaces(entry('qq', 'onebot', { transport: 'ws', url: 'ws://127.0.0.1:1/' }))).toEqual([]);
     // A channel's own namespace puts it beside another platform's channel.
     expect(namespaces(entry('tg', 'telegram'), entry('cli', 'generic', { namespace: 'tg' }))).toEqual(['tg']);
+    // A Satori server carries several logins, each platform in the namespace it is mapped to.
+    const satori = entry('sat', 'satori', { url: 'http://127.0.0.1:1', namespaces: { onebot: 'qq', discord: 'dc' } });
+    expect(namespaces(satori).sort()).toEqual(['dc', 'qq', 'satori']);
   });
 });

@@ -30,6 +30,8 @@ export interface ActionRequest {
   method: string;
   path: string;
   body: unknown;
+  /** Headers of this request besides `actionApi.headers` (Satori's `Satori-Platform` and `Satori-User-ID` of the bot). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** A sender typing in a session, as the events of that sender would name both. */
@@ -47,6 +49,13 @@ export interface Adapter {
   readonly channel: string;
   /** Id space of users and conversations. */
   readonly namespace: string;
+  /**
+   * Every namespace the channel's events may be in, when it is more than `namespace` (a Satori
+   * server's logins, each platform its own): each is correlated with the other channels'.
+   */
+  readonly namespaces?: readonly string[];
+  /** The namespace of one bot's messages, where a channel's bots are in several (a Satori login's platform). @default `namespace` */
+  namespaceOfBot?(botId: string | undefined): string | undefined;
   /**
    * Throws SignatureError when the delivery is not authentic. A promise where the check needs
    * the platform's keys fetched first (a JWT against a JWKS: Google Chat, Bot Framework).
@@ -122,8 +131,9 @@ export interface Adapter {
     /**
      * The request of an action when it is not `POST <url>/<action>` with the params (Matrix:
      * `send` is a PUT to the room's send URL); throws the 400 of an action or params it cannot send.
+     * `botId` is the bot the action goes through (Satori: the login whose headers it carries).
      */
-    route?(action: string, params: Record<string, unknown>): ActionRequest;
+    route?(action: string, params: Record<string, unknown>, botId?: string): ActionRequest | Promise<ActionRequest>;
     /** The setting the URL comes from, as an error names it. @default "apiUrl" */
     readonly setting?: string;
     /**
