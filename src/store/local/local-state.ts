@@ -16,8 +16,6 @@ import type {
   ClaimSpec,
   ContextKeep,
   LeasedBatch,
-  PushLease,
-  PushOutcome,
   RevisionKeep,
 } from '../../core/ports/index.js';
 import { turnBufferKey, type TurnCommit, type TurnDone, type TurnRule, type TurnView } from '../../core/ports/index.js';
