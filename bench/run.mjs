@@ -12,6 +12,7 @@ const runs = [
   [node, ['bench/wx-xml.mjs', '50000', '7']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
   [node, ['bench/turns.mjs', '4000', '4', '2']],
+  [node, ['bench/claims.mjs', '4000', '200', '3']],
   [node, ['bench/pipeline.mjs', '2000', '4', '2'], { BENCH_ACTIVATION: '1' }],
   [node, ['bench/activation.mjs', '1000']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],
