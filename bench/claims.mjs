@@ -14,7 +14,11 @@
 // (`at`, recorded by the service's clock right after the commit), read back from
 // `/v1/activity?after=0` once the run is over, outside the span measured. Modes rotate over
 // rounds; figures are medians of rounds. The goal: claims within 1.5x of the push's CPU per output.
+// Also per mode: the consumers' CPU per output (the agent, or the four workers together), and
+// the claims a poll brought back.
 // Usage: node bench/claims.mjs [outputs=4000] [sessions=200] [rounds=3]
+// BENCH_PROFILE=<folder>: the service and the consumers write `node --cpu-prof` profiles there
+// (no latency then: the trail's replay would fill them).
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
@@ -28,6 +32,9 @@ const BATCH = 100;
 const POSTERS = 4;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const self = new URL(import.meta.url).pathname;
+/** BENCH_PROFILE=<folder>: the service and the consumers write V8 CPU profiles there (`node --cpu-prof`). */
+const profile = process.env.BENCH_PROFILE;
+const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
 
 /**
  * Sends `[id, at, ...]` pairs to the parent every 20 ms rather than one IPC message per output,
@@ -68,7 +75,12 @@ async function worker(url) {
   const { claims } = await import(new URL('../dist/client.js', import.meta.url).href);
   const report = reporter();
   process.send({ ready: true });
-  for await (const claim of claims({ url, token: TOKEN, max: PER_POLL, waitMs: 30_000 })) {
+  // Each poll counted (the claims a poll brings back: acks ÷ polls).
+  const counting = (input, init) => {
+    if (String(input).includes('/v1/claims?')) report('poll', 0);
+    return fetch(input, init);
+  };
+  for await (const claim of claims({ url, token: TOKEN, max: PER_POLL, waitMs: 30_000, fetch: counting })) {
     const claimedAt = Date.now();
     await claim.ack();
     report(claim.output.id, claimedAt);
@@ -78,7 +90,9 @@ async function worker(url) {
 
 /** A child process of this script in `role`, with a promise of its first message. */
 function child(role, args = []) {
-  const proc = fork(self, [role, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(self, [role, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+  // A profiled consumer exits on SIGTERM, so that its profile is written.
+  proc.stop = () => proc.kill(profile ? 'SIGTERM' : 'SIGKILL');
   const first = new Promise((resolve, reject) => {
     proc.once('message', resolve);
     proc.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
@@ -202,9 +216,14 @@ async function run(mode, store, { outputs, sessions, tag }) {
   const got = new Map();
   let lastAt = 0;
   let seen = 0;
+  let polls = 0;
   const note = ({ got: pairs }) => {
     for (let i = 0; i < pairs.length; i += 2) {
       const [id, at] = [pairs[i], pairs[i + 1]];
+      if (id === 'poll') {
+        polls++;
+        continue;
+      }
       if (at > lastAt) lastAt = at;
       if (id !== 'acked' && !got.has(id)) got.set(id, at);
     }
@@ -220,7 +239,7 @@ async function run(mode, store, { outputs, sessions, tag }) {
     env.INTAKE_AGENT_CLAIMS_LEASE_MS = '60000';
     env.INTAKE_AGENT_CLAIMS_MAX_ATTEMPTS = '10';
   }
-  const server = await start([`${mode}, ${store}`, 'dist/main.js', env]);
+  const server = await start([`${mode}, ${store}`, 'dist/main.js', env], { execArgv });
   let closeSse;
   try {
     if (mode === 'claims') {
@@ -251,8 +270,15 @@ async function run(mode, store, { outputs, sessions, tag }) {
     const cpu = cpuNs(server.pid).all - before;
     const consumersUs = (consumersCpu() - consumersBefore) / 1000 / outputs;
     const seconds = (lastAt - startedAt) / 1000;
-    const result = { outputsPerS: outputs / seconds, cpuUs: cpu / 1000 / outputs, consumersUs, refused };
-    if (mode !== 'sse') {
+    const result = {
+      outputsPerS: outputs / seconds,
+      cpuUs: cpu / 1000 / outputs,
+      consumersUs,
+      perPoll: outputs / (polls - WORKERS),
+      refused,
+    };
+    // Not while profiling: the replay of the trail would fill the profile.
+    if (mode !== 'sse' && !profile) {
       const commits = await commitTimes(server.url, outputs);
       const latencies = [...got].map(([id, at]) => at - commits.get(id)).sort((a, b) => a - b);
       result.p50 = percentile(latencies, 0.5);
@@ -261,7 +287,12 @@ async function run(mode, store, { outputs, sessions, tag }) {
     return result;
   } finally {
     closeSse?.();
-    for (const proc of consumers) proc.kill('SIGKILL');
+    for (const proc of consumers) proc.stop();
+    if (profile) {
+      // The service drains and exits on SIGTERM, writing its profile.
+      server.child.kill('SIGTERM');
+      await new Promise((resolve) => server.child.once('exit', resolve));
+    }
     server.stop();
   }
 }
@@ -294,17 +325,18 @@ async function main() {
     );
   }
   console.log(
-    '\n| store | claims ÷ push, CPU per output (goal <= 1.5x) | claims ÷ push, outputs/s | claims ÷ SSE, CPU per output |\n|---|---:|---:|---:|',
+    '\n| store | claims ÷ push, CPU per output (goal <= 1.5x) | claims ÷ push, outputs/s | claims ÷ SSE, CPU per output | claims a poll brought |\n|---|---:|---:|---:|---:|',
   );
   for (const store of ['memory', 'sqlite']) {
     const ratio = (a, b, field) => med(`${a}, ${store}`, field) / med(`${b}, ${store}`, field);
     console.log(
-      `| ${store} | ${ratio('claims', 'push', 'cpuUs').toFixed(2)}x | ${ratio('claims', 'push', 'outputsPerS').toFixed(2)}x | ${ratio('claims', 'sse', 'cpuUs').toFixed(2)}x |`,
+      `| ${store} | ${ratio('claims', 'push', 'cpuUs').toFixed(2)}x | ${ratio('claims', 'push', 'outputsPerS').toFixed(2)}x | ${ratio('claims', 'sse', 'cpuUs').toFixed(2)}x | ${med(`claims, ${store}`, 'perPoll').toFixed(1)} |`,
     );
   }
   process.exit(0);
 }
 
+if (process.argv[2] === '--agent' || process.argv[2] === '--worker') process.on('SIGTERM', () => process.exit(0));
 if (process.argv[2] === '--agent') await agent();
 else if (process.argv[2] === '--worker') await worker(process.argv[3]);
 else await main();
