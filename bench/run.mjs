@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, each against its baseline in the same run. Durations are kept
-// short so the whole run takes about fifteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
+// short so the whole run takes about sixteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
 import { spawnSync } from 'node:child_process';
 
 const node = process.execPath;
