@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, each against its baseline in the same run. Durations are kept
-// short so the whole run takes about fifteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
+// short so the whole run takes about sixteen minutes (idle CPU waits 150 s for start-up to settle); BENCH_SECONDS / BENCH_ROUNDS lengthen the ingest runs.
 import { spawnSync } from 'node:child_process';
 
 const node = process.execPath;
@@ -12,6 +12,7 @@ const runs = [
   [node, ['bench/wx-xml.mjs', '50000', '7']],
   [node, ['bench/pipeline.mjs', '8000', '4', '2']],
   [node, ['bench/turns.mjs', '4000', '4', '2']],
+  [node, ['bench/claims.mjs', '4000', '200', '3']],
   [node, ['bench/pipeline.mjs', '2000', '4', '2'], { BENCH_ACTIVATION: '1' }],
   [node, ['bench/activation.mjs', '1000']],
   [node, ['bench/ingest.mjs', process.env.BENCH_SECONDS ?? '3', '50', process.env.BENCH_ROUNDS ?? '4']],
