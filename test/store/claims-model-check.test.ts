@@ -66,7 +66,7 @@ describe('claims model check', () => {
     const violations = await claimsModelCheck({ open: async () => new MemoryStore() }, 300, 60, covered);
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, everyRun)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   it('sqlite: 20 random sequences with restarts (which end every lease) keep the model', async () => {
     const covered = new Map<ClaimsCovered, number>();
@@ -93,7 +93,7 @@ describe('claims model check', () => {
     );
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, [...everyRun, 'restart'])).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   describe('on a real redis-server', () => {
     const server = useRedis();
@@ -106,7 +106,7 @@ describe('claims model check', () => {
       const violations = await claimsModelCheck(subject, 100, 60, covered);
       expect(violations.length, report(violations)).toBe(0);
       expect(missed(covered, [...everyRun, 'restart'])).toEqual([]);
-    }, 60_000);
+    }, 180_000);
   });
 
   describe('on a real 3-master Redis Cluster (the sharded store)', () => {

@@ -36,7 +36,7 @@ describe('store model check', () => {
     expect(
       reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'shutdown-claim']),
     ).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   it('sqlite: 30 random sequences with restarts and failed writes keep the model', async () => {
     const coverage = new Map<Covered, number>();
@@ -78,7 +78,7 @@ describe('store model check', () => {
         'duplicate-id-refused',
       ]),
     ).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   describe('on a real redis-server', () => {
     const server = useRedis();
@@ -112,7 +112,7 @@ describe('store model check', () => {
       expect(
         reached(coverage, ['commit', 'merged-commit', 'stale-commit-refused', 'takeover', 'hold-ran-out']),
       ).toEqual([]);
-    }, 60_000);
+    }, 180_000);
   });
 
   describe('on a real 3-master Redis Cluster (the sharded store)', () => {

@@ -46,7 +46,7 @@ describe('agent turns model check', () => {
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, everyRun)).toEqual([]);
     expect(scripted(covered)).toBe(2);
-  }, 60_000);
+  }, 180_000);
 
   it("sqlite: a message arriving while the held messages' release is in flight, and 40 random sequences with restarts (and modes changed by them) emit every message once, in order", async () => {
     const covered = new Map<TurnCovered, number>();
@@ -74,7 +74,7 @@ describe('agent turns model check', () => {
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
     expect(scripted(covered)).toBe(2);
-  }, 60_000);
+  }, 180_000);
 
   describe('on a real redis-server', () => {
     const server = useRedis();
@@ -103,6 +103,6 @@ describe('agent turns model check', () => {
       expect(violations.length, report(violations)).toBe(0);
       expect(missed(covered, [...everyRun, 'restart', 'mode-change', 'held-while-off'])).toEqual([]);
       expect(scripted(covered)).toBe(2);
-    }, 60_000);
+    }, 180_000);
   });
 });
