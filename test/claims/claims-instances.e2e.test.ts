@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { until, useTeardown } from '../support/helpers.js';
+import { postJson, until, useTeardown } from '../support/helpers.js';
 import { answer, claim } from '../support/claims.js';
 import { delivery, metric, post, twoInstances } from '../support/claims-instances.js';
 import { sharedStoresForTests } from '../store/redis-cluster.js';
@@ -114,5 +114,24 @@ describe.each(stores.forms)('agent workers claiming outputs from two instances o
     expect((await answer(a, taken[0]!.id, 'ack')).status).toBe(200);
     expect((await answer(b, taken[1]!.id, 'ack')).status).toBe(200);
     expect(await metric(b.url, 'inbox_claim_wait_seconds_count')).toBe(2);
+  });
+
+  it('takes messages on A again once outputs committed on A were acked on B (agent.maxPending counts the whole outbox)', async () => {
+    const [a, b] = await twoInstances(services, store(), prefix(), {}, { maxPending: 2 });
+    await post(a, b, 'cli:a', ['one']);
+    await post(a, b, 'cli:b', ['two']);
+    const refused = await postJson(`${a.url}/webhooks/generic`, { id: 'm3', sessionKey: 'cli:c', content: 'three' });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('outbox_full');
+
+    for (const taken of (await claim(b, 'max=10&waitMs=0')).claims)
+      expect((await answer(b, taken.id, 'ack')).status).toBe(200);
+    await until(
+      async () =>
+        (await postJson(`${a.url}/webhooks/generic`, { id: 'm3', sessionKey: 'cli:c', content: 'three' })).status ===
+        200,
+      5_000,
+    );
+    expect((await claim(a, 'waitMs=30000')).claims).toMatchObject([{ output: { content: 'three' } }]);
   });
 });

@@ -24,12 +24,13 @@ export function claimsSettings(
   store: string,
   keyPrefix: string,
   claims: { leaseMs?: number; maxAttempts?: number } = {},
+  agent: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return {
     store,
     redis: { keyPrefix, commandTimeoutMs: 3000 },
     debounce: { ...REAL_TIME_WINDOW, maxMessages: 1 },
-    agent: { claims: { leaseMs: 10_000, maxAttempts: 10, ...claims } },
+    agent: { ...agent, claims: { leaseMs: 10_000, maxAttempts: 10, ...claims } },
   };
 }
 
@@ -50,14 +51,15 @@ export function claimsEnv(
   };
 }
 
-/** Two instances sharing `store` under one key prefix of their own. */
+/** Two instances sharing `store` under one key prefix of their own (`agent`: its other settings). */
 export async function twoInstances(
   services: Running[],
   store: string,
   keyPrefix: string,
   claims: { leaseMs?: number; maxAttempts?: number } = {},
+  agent: Record<string, unknown> = {},
 ): Promise<[Running, Running]> {
-  const settings = claimsSettings(store, keyPrefix, claims);
+  const settings = claimsSettings(store, keyPrefix, claims, agent);
   const [a, b] = await Promise.all([startService(settings), startService(settings)]);
   services.push(a, b);
   return [a, b];
