@@ -12,6 +12,7 @@ import type {
   PushQueue,
 } from '../core/ports/index.js';
 import { claimIdOf, parseClaimId } from './claim-id.js';
+import { DeliveryCounts } from './counts.js';
 import { ClaimPolls } from './polls.js';
 
 /** Longest a lease that ran out, or a nack's retry that came due, waits for a poll to find it. */
@@ -40,6 +41,8 @@ export interface OutputClaimsOptions {
   onOutcome(record: OutboxRecord, outcome: PushOutcome): void;
   /** An output claimed for its first time, `waitedMs` after its commit. */
   onFirstClaim?(waitedMs: number): void;
+  /** On a store other instances share: how often the delivery counts are read again. @default never */
+  refreshMs?: number;
   /** Agent turns: an ack closes the output's turn unless the worker keeps it open. */
   turns?: { on(channel: string): boolean; done(outputId: string, channel: string): Promise<unknown> };
 }
@@ -76,12 +79,12 @@ export class OutputClaims {
   private untail: (() => void) | undefined;
   /** Leases that ran out before their output was claimed again (counted here, where the claim took it). */
   expired = 0;
-  /** Undelivered and dead records in the store (refreshed after every requeue, counted between). */
-  pending = 0;
-  dead = 0;
+  private readonly counts: DeliveryCounts;
 
   constructor(private readonly options: OutputClaimsOptions) {
     this.random = options.random ?? Math.random;
+    const { store, clock, refreshMs } = options;
+    this.counts = new DeliveryCounts({ store, clock, ...(refreshMs === undefined ? {} : { refreshMs }) });
     this.polls = new ClaimPolls<Claim>({
       clock: options.clock,
       logger: options.logger,
@@ -99,20 +102,29 @@ export class OutputClaims {
   }
 
   async start(): Promise<void> {
-    await this.refresh();
+    await this.counts.start();
     // An output another instance committed wakes the polls here (memory and SQLite tell their own commits too).
     this.untail = this.options.store.tail(() => this.polls.wake());
   }
 
   /** An output was committed on this instance. */
   added(): void {
-    this.pending++;
+    this.counts.pending++;
     this.polls.wake();
   }
 
   /** Whether ingest should refuse new deliveries (backpressure). */
   get saturated(): boolean {
-    return this.pending >= this.options.maxPending;
+    return this.counts.pending >= this.options.maxPending;
+  }
+
+  /** Undelivered and dead records in the store (read again now and then, counted between). */
+  get pending(): number {
+    return this.counts.pending;
+  }
+
+  get dead(): number {
+    return this.counts.dead;
   }
 
   /** Polls waiting now. */
@@ -128,10 +140,8 @@ export class OutputClaims {
   }
 
   /** Read the cluster-wide counts again. */
-  async refresh(): Promise<void> {
-    const counts = await this.options.store.deliveryCounts();
-    this.pending = counts.pending;
-    this.dead = counts.dead;
+  refresh(): Promise<void> {
+    return this.counts.refresh();
   }
 
   /**
@@ -230,6 +240,7 @@ export class OutputClaims {
   }
 
   close(): void {
+    this.counts.close();
     this.polls.close();
     this.untail?.();
   }
@@ -350,8 +361,7 @@ export class OutputClaims {
   }
 
   private counted(record: OutboxRecord, outcome: PushOutcome): void {
-    if (outcome.state !== 'retry') this.pending--;
-    if (outcome.state === 'dead') this.dead++;
+    this.counts.counted(outcome);
     this.options.onOutcome(record, outcome);
   }
 
