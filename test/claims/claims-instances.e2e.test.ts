@@ -134,4 +134,26 @@ describe.each(stores.forms)('agent workers claiming outputs from two instances o
     );
     expect((await claim(a, 'waitMs=30000')).claims).toMatchObject([{ output: { content: 'three' } }]);
   });
+
+  it('answers the same ack sent to A and B at once 200 on both, one of them already acked', async () => {
+    const [a, b] = await twoInstances(services, store(), prefix());
+    const [output] = await post(a, b, 'cli:a', ['twice']);
+    const [taken] = (await claim(a)).claims;
+    const answers = await Promise.all([answer(a, taken!.id, 'ack'), answer(b, taken!.id, 'ack')]);
+    expect(answers.map((reply) => reply.status)).toEqual([200, 200]);
+    expect(answers.map((reply) => reply.body.already ?? false).sort()).toEqual([false, true]);
+    expect(await delivery(a.url, output!.id)).toMatchObject({ state: 'delivered', attempts: 1 });
+  });
+
+  it("closes on B's ack the agent turn of an output committed on A, and keeps it open when the ack says so", async () => {
+    const [a, b] = await twoInstances(services, store(), prefix(), {}, {}, { turns: { mode: 'collect' } });
+    const turnOpen = async (key: string) => (await a.intake.turn(key)).open;
+    await post(a, b, 'cli:a', ['closes']);
+    await post(a, b, 'cli:b', ['stays open']);
+    const taken = new Map((await claim(a, 'max=2&waitMs=0')).claims.map((c) => [c.output.sessionKey, c]));
+    expect([await turnOpen('cli:a'), await turnOpen('cli:b')]).toEqual([true, true]);
+    expect((await answer(b, taken.get('cli:a')!.id, 'ack')).status).toBe(200);
+    expect((await answer(b, taken.get('cli:b')!.id, 'ack', { turn: 'open' })).status).toBe(200);
+    expect([await turnOpen('cli:a'), await turnOpen('cli:b')]).toEqual([false, true]);
+  });
 });

@@ -25,8 +25,10 @@ export function claimsSettings(
   keyPrefix: string,
   claims: { leaseMs?: number; maxAttempts?: number } = {},
   agent: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return {
+    ...extra,
     store,
     redis: { keyPrefix, commandTimeoutMs: 3000 },
     debounce: { ...REAL_TIME_WINDOW, maxMessages: 1 },
@@ -51,15 +53,16 @@ export function claimsEnv(
   };
 }
 
-/** Two instances sharing `store` under one key prefix of their own (`agent`: its other settings). */
+/** Two instances sharing `store` under one key prefix of their own (`agent`: its other settings; `extra`: the rest). */
 export async function twoInstances(
   services: Running[],
   store: string,
   keyPrefix: string,
   claims: { leaseMs?: number; maxAttempts?: number } = {},
   agent: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
 ): Promise<[Running, Running]> {
-  const settings = claimsSettings(store, keyPrefix, claims, agent);
+  const settings = claimsSettings(store, keyPrefix, claims, agent, extra);
   const [a, b] = await Promise.all([startService(settings), startService(settings)]);
   services.push(a, b);
   return [a, b];
