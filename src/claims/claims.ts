@@ -11,7 +11,7 @@ import type {
   PushOutcome,
   PushQueue,
 } from '../core/ports/index.js';
-import { claimIdOf, parseClaimId } from './claim-id.js';
+import { claimIdOf, claimLost, parseClaimId } from './claim-id.js';
 import { DeliveryCounts } from './counts.js';
 import { ClaimPolls } from './polls.js';
 
@@ -164,7 +164,15 @@ export class OutputClaims {
     const held = await this.holder(id, 'ack');
     if (held === 'already') return { already: true };
     const { record } = held;
-    await this.settle(held, { state: 'delivered', attempts: record.attempts });
+    try {
+      await this.settle(held, { state: 'delivered', attempts: record.attempts });
+    } catch (error) {
+      // The same ack sent to two instances at once (a worker's retry racing its first): the
+      // store took the other one, and this claim is delivered all the same.
+      if (error instanceof RequestError && (await this.holder(id, 'ack').catch(() => undefined)) === 'already')
+        return { already: true };
+      throw error;
+    }
     const { turns, logger } = this.options;
     if (!keepTurn && turns && record.type === 'chat.processedMessage' && turns.on(record.channel)) {
       await turns.done(record.id, record.channel).catch((error: unknown) => {
@@ -213,7 +221,7 @@ export class OutputClaims {
         `A claim's lease ends at most ${total} ms (agent.claims.leaseMs x maxAttempts) after the claim was taken (${new Date(start).toISOString()}): ${until - start} ms asked; ack or nack it`,
       );
     if (!(await unreachable(this.options.store.extendClaim(held, until, now), `claim "${id}" was not extended`)))
-      throw lost(id);
+      throw claimLost(id);
     const leaseUntil = Math.max(until, held.leaseUntil);
     if (this.outstanding.has(held.record.id)) this.outstanding.set(held.record.id, { token: held.token, leaseUntil });
     return { leaseUntil };
@@ -318,12 +326,6 @@ export class OutputClaims {
   private async holder(id: string, action: 'nack' | 'extend'): Promise<PushLease>;
   private async holder(id: string, action: 'ack' | 'nack' | 'extend'): Promise<PushLease | 'already'> {
     const parsed = parseClaimId(id);
-    if (!parsed)
-      throw new RequestError(
-        'unknown_claim',
-        404,
-        `"${id.slice(0, 80)}" is not a claim id (<outputId>.<attempt>.<token>, as POST /v1/claims hands them out)`,
-      );
     const view = await unreachable(this.options.store.claimOf(parsed.outputId), `claim "${id}" was not answered`);
     if (!view)
       throw new RequestError(
@@ -342,7 +344,7 @@ export class OutputClaims {
     }
     if (!lease || lease.token !== parsed.token || lease.leaseUntil < this.options.clock.now()) {
       this.outstanding.delete(record.id);
-      throw lost(id);
+      throw claimLost(id);
     }
     return { record, token: lease.token, leaseUntil: lease.leaseUntil };
   }
@@ -353,7 +355,7 @@ export class OutputClaims {
     const id = claimIdOf(record.id, record.attempts, held.token);
     const now = this.options.clock.now();
     if (!(await unreachable(this.options.store.ackPush(held, outcome, now), `claim "${id}" was not answered`)))
-      throw lost(id);
+      throw claimLost(id);
     this.outstanding.delete(record.id);
     this.counted(record, outcome);
     // The session's next output, or this one retried, may be claimed now.
@@ -384,12 +386,4 @@ async function unreachable<T>(step: Promise<T>, outcome: string): Promise<T> {
       cause: error,
     });
   }
-}
-
-function lost(id: string): RequestError {
-  return new RequestError(
-    'claim_lost',
-    409,
-    `Claim "${id}" is lost: the lease on this output ran out or was taken by another claim; it is offered again`,
-  );
 }
