@@ -104,4 +104,27 @@ describe.each(stores.forms)('claims whose lease runs out, on two instances on %s
     ]);
     expect((await deadLetters(b.url)).count).toBe(0);
   });
+
+  it('keeps a claim taken on A through a restart of A: the restarted A takes its ack, and nothing is offered twice', async () => {
+    const url = store();
+    const keyPrefix = prefix();
+    const settings = claimsSettings(url, keyPrefix);
+    const [a, b] = await twoInstances(services, url, keyPrefix);
+    const outputs = await post(a, b, 'cli:a', ['before', 'after']);
+    const [taken] = (await claim(a)).claims;
+    await services.splice(services.indexOf(a), 1)[0]!.stop();
+
+    const restarted = await startService(settings);
+    services.push(restarted);
+    expect((await Promise.all([claim(restarted), claim(b)])).map((poll) => poll.status)).toEqual([204, 204]);
+    expect(await delivery(restarted.url, taken!.output.id)).toMatchObject({ claimed: { attempt: 1 } });
+    expect((await answer(restarted, taken!.id, 'ack')).body).toEqual({ acked: true });
+    const [next] = (await claim(b)).claims;
+    expect(next).toMatchObject({ attempt: 1, output: { id: outputs[1]!.id, content: 'after' } });
+    expect((await answer(restarted, next!.id, 'ack')).body).toEqual({ acked: true });
+    expect(await Promise.all(outputs.map((output) => delivery(b.url, output.id)))).toMatchObject([
+      { state: 'delivered', attempts: 1 },
+      { state: 'delivered', attempts: 1 },
+    ]);
+  });
 });
