@@ -56,7 +56,7 @@ export function workerClaims(options: WorkerClaimsOptions): OutputClaims | undef
   });
   metrics.gauge(
     'inbox_claims_outstanding',
-    'Claims this instance handed out whose lease runs and that no worker answered yet',
+    'Claims this instance handed out whose lease runs and that no worker answered yet (here: one answered on another instance counts until its lease ends)',
     () => claims.outstandingCount(),
   );
   metrics.counterFrom(
