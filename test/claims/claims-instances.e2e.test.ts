@@ -58,7 +58,8 @@ describe.each(stores.forms)('agent workers claiming outputs from two instances o
     expect(await delivery(a.url, output!.id)).toMatchObject({ state: 'pending', attempts: 1 });
     expect((await delivery(a.url, output!.id)).claimed).toBeUndefined();
 
-    const again = await until(async () => (await claim(a)).claims[0], 15_000);
+    // A poll waiting on A meanwhile is answered once the retry is due.
+    const [again] = (await claim(a, 'waitMs=30000')).claims;
     expect(again).toMatchObject({ attempt: 2, output: { id: output!.id } });
     expect((await answer(b, first!.id, 'ack')).status).toBe(409);
     expect((await answer(b, again!.id, 'ack')).status).toBe(200);
