@@ -62,6 +62,7 @@ describe.each(stores.forms)('agent workers claiming outputs from two instances o
     const [again] = (await claim(a, 'waitMs=30000')).claims;
     expect(again).toMatchObject({ attempt: 2, output: { id: output!.id } });
     expect((await answer(b, first!.id, 'ack')).status).toBe(409);
+    expect(await metric(a.url, 'inbox_claim_expired_total')).toBe(0);
     expect((await answer(b, again!.id, 'ack')).status).toBe(200);
   });
 
@@ -100,6 +101,8 @@ describe.each(stores.forms)('agent workers claiming outputs from two instances o
       expect((await answer(other, claims[0]!.id, 'ack')).status).toBe(200);
     }
     expect(taken).toEqual(['first', 'second', 'third']);
+    // Each was answered in time: no lease ran out.
+    expect(await Promise.all([a, b].map((at) => metric(at.url, 'inbox_claim_expired_total')))).toEqual([0, 0]);
     expect((await Promise.all([claim(a), claim(b)])).map((poll) => poll.status)).toEqual([204, 204]);
   });
 
