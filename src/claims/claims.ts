@@ -11,7 +11,8 @@ import type {
   PushOutcome,
   PushQueue,
 } from '../core/ports/index.js';
-import { claimIdOf, parseClaimId } from './claim-id.js';
+import { claimIdOf, claimLost, parseClaimId } from './claim-id.js';
+import { DeliveryCounts } from './counts.js';
 import { ClaimPolls } from './polls.js';
 
 /** Longest a lease that ran out, or a nack's retry that came due, waits for a poll to find it. */
@@ -40,6 +41,8 @@ export interface OutputClaimsOptions {
   onOutcome(record: OutboxRecord, outcome: PushOutcome): void;
   /** An output claimed for its first time, `waitedMs` after its commit. */
   onFirstClaim?(waitedMs: number): void;
+  /** On a store other instances share: how often the delivery counts are read again. @default never */
+  refreshMs?: number;
   /** Agent turns: an ack closes the output's turn unless the worker keeps it open. */
   turns?: { on(channel: string): boolean; done(outputId: string, channel: string): Promise<unknown> };
 }
@@ -76,12 +79,12 @@ export class OutputClaims {
   private untail: (() => void) | undefined;
   /** Leases that ran out before their output was claimed again (counted here, where the claim took it). */
   expired = 0;
-  /** Undelivered and dead records in the store (refreshed after every requeue, counted between). */
-  pending = 0;
-  dead = 0;
+  private readonly counts: DeliveryCounts;
 
   constructor(private readonly options: OutputClaimsOptions) {
     this.random = options.random ?? Math.random;
+    const { store, clock, refreshMs } = options;
+    this.counts = new DeliveryCounts({ store, clock, ...(refreshMs === undefined ? {} : { refreshMs }) });
     this.polls = new ClaimPolls<Claim>({
       clock: options.clock,
       logger: options.logger,
@@ -99,20 +102,29 @@ export class OutputClaims {
   }
 
   async start(): Promise<void> {
-    await this.refresh();
+    await this.counts.start();
     // An output another instance committed wakes the polls here (memory and SQLite tell their own commits too).
     this.untail = this.options.store.tail(() => this.polls.wake());
   }
 
   /** An output was committed on this instance. */
   added(): void {
-    this.pending++;
+    this.counts.pending++;
     this.polls.wake();
   }
 
   /** Whether ingest should refuse new deliveries (backpressure). */
   get saturated(): boolean {
-    return this.pending >= this.options.maxPending;
+    return this.counts.pending >= this.options.maxPending;
+  }
+
+  /** Undelivered and dead records in the store (read again now and then, counted between). */
+  get pending(): number {
+    return this.counts.pending;
+  }
+
+  get dead(): number {
+    return this.counts.dead;
   }
 
   /** Polls waiting now. */
@@ -128,10 +140,8 @@ export class OutputClaims {
   }
 
   /** Read the cluster-wide counts again. */
-  async refresh(): Promise<void> {
-    const counts = await this.options.store.deliveryCounts();
-    this.pending = counts.pending;
-    this.dead = counts.dead;
+  refresh(): Promise<void> {
+    return this.counts.refresh();
   }
 
   /**
@@ -154,7 +164,15 @@ export class OutputClaims {
     const held = await this.holder(id, 'ack');
     if (held === 'already') return { already: true };
     const { record } = held;
-    await this.settle(held, { state: 'delivered', attempts: record.attempts });
+    try {
+      await this.settle(held, { state: 'delivered', attempts: record.attempts });
+    } catch (error) {
+      // The same ack sent to two instances at once (a worker's retry racing its first): the
+      // store took the other one, and this claim is delivered all the same.
+      if (error instanceof RequestError && (await this.holder(id, 'ack').catch(() => undefined)) === 'already')
+        return { already: true };
+      throw error;
+    }
     const { turns, logger } = this.options;
     if (!keepTurn && turns && record.type === 'chat.processedMessage' && turns.on(record.channel)) {
       await turns.done(record.id, record.channel).catch((error: unknown) => {
@@ -203,7 +221,7 @@ export class OutputClaims {
         `A claim's lease ends at most ${total} ms (agent.claims.leaseMs x maxAttempts) after the claim was taken (${new Date(start).toISOString()}): ${until - start} ms asked; ack or nack it`,
       );
     if (!(await unreachable(this.options.store.extendClaim(held, until, now), `claim "${id}" was not extended`)))
-      throw lost(id);
+      throw claimLost(id);
     const leaseUntil = Math.max(until, held.leaseUntil);
     if (this.outstanding.has(held.record.id)) this.outstanding.set(held.record.id, { token: held.token, leaseUntil });
     return { leaseUntil };
@@ -230,6 +248,7 @@ export class OutputClaims {
   }
 
   close(): void {
+    this.counts.close();
     this.polls.close();
     this.untail?.();
   }
@@ -307,12 +326,6 @@ export class OutputClaims {
   private async holder(id: string, action: 'nack' | 'extend'): Promise<PushLease>;
   private async holder(id: string, action: 'ack' | 'nack' | 'extend'): Promise<PushLease | 'already'> {
     const parsed = parseClaimId(id);
-    if (!parsed)
-      throw new RequestError(
-        'unknown_claim',
-        404,
-        `"${id.slice(0, 80)}" is not a claim id (<outputId>.<attempt>.<token>, as POST /v1/claims hands them out)`,
-      );
     const view = await unreachable(this.options.store.claimOf(parsed.outputId), `claim "${id}" was not answered`);
     if (!view)
       throw new RequestError(
@@ -331,7 +344,7 @@ export class OutputClaims {
     }
     if (!lease || lease.token !== parsed.token || lease.leaseUntil < this.options.clock.now()) {
       this.outstanding.delete(record.id);
-      throw lost(id);
+      throw claimLost(id);
     }
     return { record, token: lease.token, leaseUntil: lease.leaseUntil };
   }
@@ -342,7 +355,7 @@ export class OutputClaims {
     const id = claimIdOf(record.id, record.attempts, held.token);
     const now = this.options.clock.now();
     if (!(await unreachable(this.options.store.ackPush(held, outcome, now), `claim "${id}" was not answered`)))
-      throw lost(id);
+      throw claimLost(id);
     this.outstanding.delete(record.id);
     this.counted(record, outcome);
     // The session's next output, or this one retried, may be claimed now.
@@ -350,8 +363,7 @@ export class OutputClaims {
   }
 
   private counted(record: OutboxRecord, outcome: PushOutcome): void {
-    if (outcome.state !== 'retry') this.pending--;
-    if (outcome.state === 'dead') this.dead++;
+    this.counts.counted(outcome);
     this.options.onOutcome(record, outcome);
   }
 
@@ -374,12 +386,4 @@ async function unreachable<T>(step: Promise<T>, outcome: string): Promise<T> {
       cause: error,
     });
   }
-}
-
-function lost(id: string): RequestError {
-  return new RequestError(
-    'claim_lost',
-    409,
-    `Claim "${id}" is lost: the lease on this output ran out or was taken by another claim; it is offered again`,
-  );
 }

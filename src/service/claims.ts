@@ -9,6 +9,12 @@ import type { Metrics } from '../metrics/index.js';
 import { pushAttempts } from './operations.js';
 import type { AgentTurns } from '../turns/turns.js';
 
+/**
+ * On a store other instances share, how often the delivery counts (`agent.maxPending`'s
+ * backpressure) are read again: they commit and answer claims too. The push's poll period.
+ */
+const SHARED_COUNTS_MS = 250;
+
 export interface WorkerClaimsOptions {
   config: Config;
   store: Store;
@@ -43,13 +49,14 @@ export function workerClaims(options: WorkerClaimsOptions): OutputClaims | undef
     logger,
     // Half the sockets: the rest stay for the workers' acks, webhooks and event streams.
     maxPolls: Math.max(1, Math.floor(config.server.maxConnections / 2)),
+    ...(store.shared ? { refreshMs: SHARED_COUNTS_MS } : {}),
     onOutcome: pushAttempts(clock, metrics, record),
     onFirstClaim: (waitedMs) => wait.observe(Math.max(0, waitedMs) / 1000),
     ...(turnsOn ? { turns } : {}),
   });
   metrics.gauge(
     'inbox_claims_outstanding',
-    'Claims this instance handed out whose lease runs and that no worker answered yet',
+    'Claims this instance handed out whose lease runs and that no worker answered yet (here: one answered on another instance counts until its lease ends)',
     () => claims.outstandingCount(),
   );
   metrics.counterFrom(
