@@ -29,7 +29,7 @@ describe('recalls and edits model check', () => {
     const violations = await revisionModelCheck(async () => new MemoryStore(), 200, 60, covered);
     expect(violations.length, report(violations)).toBe(0);
     expect(missed(covered)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   it('sqlite: 60 random sequences keep the same rules', async () => {
     const covered = new Map<RevisionCovered, number>();
@@ -46,7 +46,7 @@ describe('recalls and edits model check', () => {
     expect(violations.length, report(violations)).toBe(0);
     // Fewer sequences (each a file): each case reached at least once.
     expect(missed(covered, 1)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   describe('on a real redis-server', () => {
     const server = useRedis();
@@ -66,6 +66,6 @@ describe('recalls and edits model check', () => {
       );
       expect(violations.length, report(violations)).toBe(0);
       expect(missed(covered)).toEqual([]);
-    }, 60_000);
+    }, 180_000);
   });
 });
