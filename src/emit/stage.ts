@@ -62,7 +62,7 @@ export interface OutputStageOptions {
    * the commit: a recall that comes meanwhile finds the message in its buffer, one after finds it
    * emitted. A failure is logged by the caller and commits nonetheless. @default nothing
    */
-  emitting?(built: Omit<ProcessedMessage, 'seq'>): Promise<void>;
+  emitting?(built: Omit<ProcessedMessage, 'seq'>): Promise<void> | undefined;
 }
 
 /** What the output stage reads of a channel's settings. */
@@ -187,7 +187,11 @@ export function createOutput(options: OutputStageOptions) {
     }
     const draft = draftOf(built, now, messageIds);
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
-    if (built.type === 'chat.processedMessage') await options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
+    if (built.type === 'chat.processedMessage') {
+      // Remembered in step by the ledger of this process: no turn of the loop spent on it then.
+      const remembering = options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
+      if (remembering) await remembering;
+    }
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
     // A lost lease (a recall or an edit took it, or another instance): its next flush uses these downloads.
     if (!done) {
