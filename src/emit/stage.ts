@@ -10,7 +10,7 @@ import {
 import { type Output, type ProcessedMessage } from '../events/output.js';
 import { isSecondThought, secondThoughtOutput } from '../events/second-thought.js';
 import type { Addressed, KeptMessage } from '../events/context.js';
-import type { Quote } from '../events/reply.js';
+import type { ForwardFailure, Quote } from '../events/reply.js';
 import type {
   AdmissionStore,
   DebounceBuffers,
@@ -148,9 +148,14 @@ export function createOutput(options: OutputStageOptions) {
     } else {
       const last = parts[parts.length - 1]!.event;
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
-      const withMedia = parts.some((part) => part.event.media.length > 0);
-      const correlated = parts.some((part) => part.correlationKey !== undefined);
-      const withForwards = parts.some((part) => part.event.fields?.forward_id !== undefined);
+      let withMedia = false;
+      let correlated = false;
+      let withForwards = false;
+      for (const part of parts) {
+        withMedia ||= part.event.media.length > 0;
+        correlated ||= part.correlationKey !== undefined;
+        withForwards ||= part.event.fields?.forward_id !== undefined;
+      }
       const [collected, groups, forwards] =
         withMedia || correlated || withForwards
           ? await Promise.all([
@@ -180,7 +185,7 @@ export function createOutput(options: OutputStageOptions) {
         { replyBot, bots, mentionedBots },
         replies,
         reach,
-        forwards.flatMap((read) => read?.errors ?? []),
+        forwards === noForwards ? noForwardErrors : forwards.flatMap((read) => read?.errors ?? []),
       );
       built = message;
       messageIds = message.messageIds;
@@ -243,6 +248,8 @@ function quoteFromStore(
 }
 const noGroups: Array<CorrelationRecord | undefined> = [];
 const noForwards: Array<PartForwards | undefined> = [];
+/** Read only (the output lists forward errors only when there are some). */
+const noForwardErrors: ForwardFailure[] = [];
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
   if (bots.length <= 1) return bots;
