@@ -11,7 +11,7 @@ import type {
   Takeover,
 } from '../events/context.js';
 import type { SentMessages } from './sent.js';
-import type { BufferedPart, InboundEvent } from '../events/inbound.js';
+import type { BufferedPart, InboundEvent, Trigger } from '../events/inbound.js';
 import { addressRules, ourBot, triggerOf, type AddressRules, type OurBots, type SentLookup } from './addressed.js';
 
 /** What activation reads of a channel's settings. */
@@ -56,6 +56,7 @@ export type Decision = Addressed | NotAddressed;
 
 const ALWAYS: Addressed = { addressed: true, trigger: 'always', context: [], contextDropped: 0, kept: [] };
 const none: readonly BufferedPart[] = Object.freeze([]);
+const UNLIMITED: BudgetVerdict = Object.freeze({ over: false });
 /** A read of a conversation's override alone. */
 const OVERRIDE_ONLY: ConversationRead = { context: false };
 
@@ -82,19 +83,30 @@ export function createActivation(options: ActivationStageOptions) {
    * steps see it. A message one of our bots wrote, as another of ours received it, is remembered
    * instead (the loop guard drops it), so a reply to it is known.
    */
-  async function mark(events: readonly InboundEvent[]): Promise<void> {
-    for (const event of events) {
+  function mark(events: readonly InboundEvent[], from = 0): Promise<void> | undefined {
+    // In step while nothing waits (nearly every message): no promise per delivery.
+    for (let i = from; i < events.length; i++) {
+      const event = events[i]!;
       if (event.kind !== 'message') continue;
       if (options.bots.isOwnBot(event.namespace, event.sender.id)) {
-        await options.sent.rememberEcho(event);
-        continue;
+        return markAfter(options.sent.rememberEcho(event), events, i + 1);
       }
       const found = triggerOf(event, rulesOf(event.channel), options.bots, sentLookup);
-      const trigger = found instanceof Promise ? await found : found;
-      event.addressed = trigger !== undefined;
-      if (trigger) event.trigger = trigger;
-      else delete event.trigger;
+      if (found instanceof Promise) {
+        return markAfter(
+          found.then((trigger) => setTrigger(event, trigger)),
+          events,
+          i + 1,
+        );
+      }
+      setTrigger(event, found);
     }
+    return undefined;
+  }
+
+  async function markAfter(waiting: Promise<void>, events: readonly InboundEvent[], from: number): Promise<void> {
+    await waiting;
+    await mark(events, from);
   }
 
   async function decide(batch: LeasedBatch): Promise<FlushDecision> {
@@ -104,15 +116,16 @@ export function createActivation(options: ActivationStageOptions) {
     const rules = options.rulesOf(first.channel);
     const type = first.conversation.type;
     const configured = configuredMode(rules.activation, batch.sessionKey, type);
-    const addressedIn = (parts: readonly BufferedPart[]) =>
-      parts.find((part) => part.event.addressed === true || mentionsOursNow(part.event))?.event;
+    // Found once: a mention known only now marks its event (`mentionsOursNow`), so a second
+    // look at the same parts would no longer see it.
+    const addressedFirst = addressedIn(batch.parts);
     // Only an output carries the context. A batch that is kept unless an override lets it through
     // (nothing in it addressed, a configured mode other than `always`: most of a busy group in
     // `mention` mode) reads the override alone, not the up to context.maxMessages kept entries.
-    const kept = !addressedIn(batch.parts) && configured !== 'always';
+    const kept = !addressedFirst && configured !== 'always';
     let state = await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
     // Second thoughts (contract §13): what was recalled or edited while the batch waited.
-    const content =
+    const content: BatchContent =
       state.revisions && options.revised
         ? await options.revised(batch.parts, state.revisions)
         : { parts: batch.parts, recalled: none };
@@ -129,7 +142,7 @@ export function createActivation(options: ActivationStageOptions) {
       const reason = `a human is answering in the conversation until ${new Date(takeover.until).toISOString()}`;
       return { addressed: false, reason, verdict: 'human_active', ...seen };
     }
-    const addressedPart = content.parts === batch.parts ? addressedIn(batch.parts) : addressedIn(content.parts);
+    const addressedPart = content.parts === batch.parts ? addressedFirst : addressedIn(content.parts);
     const mode = state.activation?.[type] ?? configured;
     if (mode === 'never' || (mode === 'mention' && !addressedPart)) {
       return { addressed: false, reason: `not addressed: ${type} activation is ${mode}`, ...seen };
@@ -138,7 +151,20 @@ export function createActivation(options: ActivationStageOptions) {
     if (kept) state = await options.store.conversation(batch.sessionKey, now);
     // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
     const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
-    return { addressed: true, trigger, ...contextOf(state, rules.context, now), ...seen };
+    // One flat object, written field by field: every batch that reaches the agent passes here.
+    const decision = contextOf(state, rules.context, now) as FlushDecision & Addressed;
+    decision.addressed = true;
+    decision.trigger = trigger;
+    decision.parts = content.parts;
+    decision.recalled = content.recalled;
+    if (seen !== content) decision.takeoverDue = takeover;
+    return decision;
+  }
+
+  /** The first part addressed to our bots, by its mark or by a mention of a bot known only now. */
+  function addressedIn(parts: readonly BufferedPart[]): InboundEvent | undefined {
+    for (const part of parts) if (part.event.addressed === true || mentionsOursNow(part.event)) return part.event;
+    return undefined;
   }
 
   /**
@@ -161,9 +187,10 @@ export function createActivation(options: ActivationStageOptions) {
     return options.store.keepContext(batch, messages, options.clock.now(), keep);
   }
 
-  /** Spend from the batch's budgets (none configured: nothing asked of the store). */
-  function budget(batch: LeasedBatch): Promise<BudgetVerdict> {
+  /** Spend from the batch's budgets (none configured: nothing asked of the store, and no promise). */
+  function budget(batch: LeasedBatch): Promise<BudgetVerdict> | BudgetVerdict {
     const { budgets } = options.rulesOf(batch.parts[0]!.event.channel);
+    if (budgets.length === 0) return UNLIMITED;
     return spendBudgets(budgets, batch, options.clock.now(), (spends, now) => options.store.spendBudgets(spends, now));
   }
 
@@ -187,6 +214,12 @@ export function createActivation(options: ActivationStageOptions) {
 }
 
 export type Activation = ReturnType<typeof createActivation>;
+
+function setTrigger(event: InboundEvent, trigger: Trigger | undefined): void {
+  event.addressed = trigger !== undefined;
+  if (trigger) event.trigger = trigger;
+  else delete event.trigger;
+}
 
 /**
  * A session's mode as configured: for the conversation, else the channel's for its type. One set

@@ -29,34 +29,40 @@ export function buildProcessedMessage(
 ): Omit<ProcessedMessage, 'seq'> {
   const first = (parts[0] as BufferedPart).event;
   const last = (parts[parts.length - 1] as BufferedPart).event;
-  const items = media.flatMap((entry) => entry.media);
-  return {
+  const items = media.length === 0 ? [] : media.flatMap((entry) => entry.media);
+  // One literal and the fields after `replyBot` added in their order (the JSON body keeps it),
+  // the optional ones only when present: no object spread per output (bench/pipeline.mjs). The
+  // cast covers the fields added below it.
+  const message: Omit<ProcessedMessage, 'seq'> = {
     type: 'chat.processedMessage',
     id,
     schemaVersion: OUTPUT_SCHEMA_VERSION,
     sessionKey: first.sessionKey,
-    content: joinFragments(parts.map((part) => part.event.text)),
+    content: parts.length === 1 ? first.text.trim() : joinFragments(parts.map((part) => part.event.text)),
     media: mediaMode === 'first' ? items.slice(0, 1) : items,
     sourceChannel: first.adapter,
     channel: first.channel,
     timestamp: last.timestamp,
-    messageIds: parts.map((part) => part.event.platformId ?? part.event.id),
+    messageIds: parts.map(messageIdOf),
     parts: replies.parts,
     merged: parts.length,
     sender: last.sender,
     conversation: first.conversation,
     replyBot: bots.replyBot,
-    ...(replies.reply ? { reply: replies.reply } : {}),
-    ...(replies.quote ? { quote: replies.quote } : {}),
-    bots: bots.bots,
-    mentionedBots: bots.mentionedBots,
-    mediaErrors: media.flatMap((entry) => entry.errors),
-    ...(forwardErrors.length > 0 ? { forwardErrors } : {}),
-    trigger: reach.trigger,
-    context: reach.context,
-    contextDropped: reach.contextDropped,
-  };
+  } as Omit<ProcessedMessage, 'seq'>;
+  if (replies.reply) message.reply = replies.reply;
+  if (replies.quote) message.quote = replies.quote;
+  message.bots = bots.bots;
+  message.mentionedBots = bots.mentionedBots;
+  message.mediaErrors = media.length === 0 ? [] : media.flatMap((entry) => entry.errors);
+  if (forwardErrors.length > 0) message.forwardErrors = forwardErrors;
+  message.trigger = reach.trigger;
+  message.context = reach.context;
+  message.contextDropped = reach.contextDropped;
+  return message;
 }
+
+const messageIdOf = (part: BufferedPart) => part.event.platformId ?? part.event.id;
 
 /** A notice or request as output, with each delivering bot's own ids. */
 export function buildProcessedEvent(

@@ -10,7 +10,7 @@ import {
 import { type Output, type ProcessedMessage } from '../events/output.js';
 import { isSecondThought, secondThoughtOutput } from '../events/second-thought.js';
 import type { Addressed, KeptMessage } from '../events/context.js';
-import type { Quote } from '../events/reply.js';
+import type { ForwardFailure, Quote } from '../events/reply.js';
 import type {
   AdmissionStore,
   DebounceBuffers,
@@ -62,7 +62,7 @@ export interface OutputStageOptions {
    * the commit: a recall that comes meanwhile finds the message in its buffer, one after finds it
    * emitted. A failure is logged by the caller and commits nonetheless. @default nothing
    */
-  emitting?(built: Omit<ProcessedMessage, 'seq'>): Promise<void>;
+  emitting?(built: Omit<ProcessedMessage, 'seq'>): Promise<void> | undefined;
 }
 
 /** What the output stage reads of a channel's settings. */
@@ -148,9 +148,14 @@ export function createOutput(options: OutputStageOptions) {
     } else {
       const last = parts[parts.length - 1]!.event;
       // Most batches have neither attachments nor correlated parts: no waiting for either then.
-      const withMedia = parts.some((part) => part.event.media.length > 0);
-      const correlated = parts.some((part) => part.correlationKey !== undefined);
-      const withForwards = parts.some((part) => part.event.fields?.forward_id !== undefined);
+      let withMedia = false;
+      let correlated = false;
+      let withForwards = false;
+      for (const part of parts) {
+        withMedia ||= part.event.media.length > 0;
+        correlated ||= part.correlationKey !== undefined;
+        withForwards ||= part.event.fields?.forward_id !== undefined;
+      }
       const [collected, groups, forwards] =
         withMedia || correlated || withForwards
           ? await Promise.all([
@@ -180,14 +185,18 @@ export function createOutput(options: OutputStageOptions) {
         { replyBot, bots, mentionedBots },
         replies,
         reach,
-        forwards.flatMap((read) => read?.errors ?? []),
+        forwards === noForwards ? noForwardErrors : forwards.flatMap((read) => read?.errors ?? []),
       );
       built = message;
       messageIds = message.messageIds;
     }
     const draft = draftOf(built, now, messageIds);
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
-    if (built.type === 'chat.processedMessage') await options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
+    if (built.type === 'chat.processedMessage') {
+      // Remembered in step by the ledger of this process: no turn of the loop spent on it then.
+      const remembering = options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
+      if (remembering) await remembering;
+    }
     const done = await store.commitTurn(batch, draft, now, rules.turnsOf(first.channel));
     // A lost lease (a recall or an edit took it, or another instance): its next flush uses these downloads.
     if (!done) {
@@ -239,6 +248,8 @@ function quoteFromStore(
 }
 const noGroups: Array<CorrelationRecord | undefined> = [];
 const noForwards: Array<PartForwards | undefined> = [];
+/** Read only (the output lists forward errors only when there are some). */
+const noForwardErrors: ForwardFailure[] = [];
 
 function uniqueBots(bots: BotRef[]): BotRef[] {
   if (bots.length <= 1) return bots;

@@ -22,10 +22,17 @@ export class InboundChain {
     this.composed = compose([...this.steps]);
   }
 
-  /** Run the chain over each event; the events it dropped (none without a chain). */
-  async screen(channelId: string, events: readonly InboundEvent[]): Promise<Set<InboundEvent> | undefined> {
+  /** Run the chain over each event; the events it dropped (none without a chain: undefined at once, no promise). */
+  screen(channelId: string, events: readonly InboundEvent[]): Promise<Set<InboundEvent>> | undefined {
     const chain = this.composed;
-    if (!chain) return undefined;
+    return chain && this.run(chain, channelId, events);
+  }
+
+  private async run(
+    chain: compose.ComposedMiddleware<InboundEvent>,
+    channelId: string,
+    events: readonly InboundEvent[],
+  ): Promise<Set<InboundEvent>> {
     const dropped = new Set<InboundEvent>();
     for (const event of events) {
       let passed = false;

@@ -31,6 +31,7 @@ export function localLedger(max: number): Ledger {
         kept.set(key, { value, until: now + ttlMs });
       }
       // Oldest written first: the ids of messages long answered go before any recent one.
+      if (kept.size <= max) return;
       for (const key of kept.keys()) {
         if (kept.size <= max) break;
         kept.delete(key);

@@ -85,28 +85,35 @@ export function createRevisions(stage: RevisionStageOptions) {
     return { verdict: 'emitted', thought };
   }
 
-  /** Remember an emitted message output's message ids (each part's, by every bot, and its context's), so a later recall or edit finds them. */
-  async function emitted(built: { type: Output['type'] }): Promise<void> {
+  /**
+   * Remember an emitted message output's message ids (each part's, by every bot, and its
+   * context's), so a later recall or edit finds them. In step for the ledger of this process
+   * (every output passes here: no promise of its own), a promise for the store's.
+   */
+  function emitted(built: { type: Output['type'] }): Promise<void> | void {
     if (built.type !== 'chat.processedMessage' || !options.enabled) return;
     const output = built as Omit<ProcessedMessage, 'seq'>;
-    const now = stage.clock.now();
     const entries: Array<[string, string]> = [];
     for (const part of output.parts) {
       const value = ledgerValue(output.id, output.channel, output.sourceChannel, part.messageId);
+      entries.push([ledgerKey(output.sessionKey, part.messageId), value]);
       // Every name a recall may give it: its platform id, and another bot's copy's where ids are
       // numbered per bot (OneBot's `<self_id>:<message_id>`). One key for a message one bot delivered.
-      const ids = new Set([part.messageId]);
+      let aliases: string[] | undefined;
       for (const bot of part.bots) {
-        if (bot.messageId !== undefined && bot.botId !== undefined) ids.add(`${bot.botId}:${bot.messageId}`);
+        if (bot.messageId === undefined || bot.botId === undefined) continue;
+        const alias = `${bot.botId}:${bot.messageId}`;
+        if (alias === part.messageId || aliases?.includes(alias)) continue;
+        (aliases ??= []).push(alias);
+        entries.push([ledgerKey(output.sessionKey, alias), value]);
       }
-      for (const id of ids) entries.push([ledgerKey(output.sessionKey, id), value]);
     }
     // The messages it carried as context reached the agent too: a recall of one is told alike.
     for (const message of output.context) {
       const value = ledgerValue(output.id, output.channel, output.sourceChannel, message.messageId);
       entries.push([ledgerKey(output.sessionKey, message.messageId), value]);
     }
-    await stage.ledger.put(entries, options.ttlMs, now);
+    return stage.ledger.put(entries, options.ttlMs, stage.clock.now());
   }
 
   return { revise, emitted };

@@ -72,7 +72,8 @@ export class Gate {
   async admit<T>(channel: string, step: () => Promise<T>): Promise<T> {
     this.admitting++;
     try {
-      await this.checkBacklog(channel);
+      const checking = this.checkBacklog(channel);
+      if (checking) await checking;
       try {
         const result = await step();
         this.admitFailing = undefined;
@@ -104,8 +105,16 @@ export class Gate {
    * `maxWaitMs`. Taking more would only grow both without end; refusing makes the platforms
    * retry later, when the backlog has drained.
    */
-  private async checkBacklog(channel: string): Promise<void> {
-    const open = await this.countBuffers();
+  private checkBacklog(channel: string): Promise<void> | undefined {
+    const counted = this.countBuffers();
+    // A fresh count (nearly every delivery) is checked in step: no promise, no turn of the loop.
+    if (typeof counted !== 'number') return counted.then((open) => this.refuseBacklog(channel, open));
+    this.refuseBacklog(channel, counted);
+    return undefined;
+  }
+
+  /** Refused while `open` buffers are at `debounce.maxOpenBuffers`. */
+  private refuseBacklog(channel: string, open: number): void {
     const { max } = this.options.buffers;
     if (open >= max) {
       throw new UnavailableError(
@@ -118,7 +127,7 @@ export class Gate {
   }
 
   /** The open debounce buffers, counted again once the last count is `maxAgeMs` old; callers meanwhile share one count. */
-  async countBuffers(): Promise<number> {
+  countBuffers(): Promise<number> | number {
     const { buffers, clock } = this.options;
     if (clock.now() - this.countedAt < buffers.maxAgeMs) return this.open;
     this.counting ??= buffers

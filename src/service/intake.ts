@@ -169,6 +169,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     store,
     clock,
     logger,
+    metrics,
     admit: (events, now) => admit(events, now),
     // The scheduler is built below; a takeover's start or end is told only once it runs.
     due: (deadline) => scheduler.due(deadline),
@@ -189,11 +190,7 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     pickReplyBot,
     replyTo: (channel, target) => channels.get(channel)?.adapter.replyTo?.(target),
     // Its message ids, remembered before its commit: a recall from then on finds it either way.
-    emitting: (built) =>
-      thoughts.revisions.emitted(built).catch((error: unknown) => {
-        metrics.storeError('revisions');
-        logger.warn({ err: error, id: built.id }, 'emitted ids not remembered; a later recall of them is a notice');
-      }),
+    emitting: (built) => thoughts.remember(built),
   });
   const outlet = new Outlet((error) => logger.error({ err: error }, 'output listener failed'));
   const streams = new StreamHub({ logger, now: () => clock.now(), clock, maxStreams: config.events.maxStreams });

@@ -146,22 +146,22 @@ export function createPipeline(stages: PipelineStages) {
       //    Second thoughts (contract §13): a recall or an edit is applied where its message is, or,
       //    the message emitted already, becomes the output that says so; of an unknown message, it
       //    goes on as it is (a notice, a new message).
-      const events = normalized.events.some((event) => event.revises)
-        ? await revise(normalized.events)
-        : normalized.events;
+      const events = normalized.events.some(revises) ? await revise(normalized.events) : normalized.events;
       let admitted: Admitted | undefined;
       if (events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):
         //    filter, enrich, tag or address before dedup and buffering. A denied sender or
         //    conversation meets neither: admission trails it as denied and keeps it nowhere.
-        const open = events.filter((event) => stages.denied(event) === undefined);
-        await stages.activation.mark(open);
+        const open = openOf(events);
+        const marking = stages.activation.mark(open);
+        if (marking) await marking;
         //  An operator speaking takes the session over before the message is buffered (it becomes context).
         for (const event of open) {
           if (event.kind === 'message' && stages.takeovers.isOperator(event))
             await stages.takeovers.spoke(event, delivery.now);
         }
-        const dropped = await stages.chain.screen(channelId, open);
+        const screening = stages.chain.screen(channelId, open);
+        const dropped = screening && (await screening);
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);
@@ -187,6 +187,13 @@ export function createPipeline(stages: PipelineStages) {
     }
   }
 
+  /** The events whose sender and conversation are not denied: the same array when none is (nearly every delivery). */
+  function openOf(events: readonly InboundEvent[]): readonly InboundEvent[] {
+    for (const event of events) if (stages.denied(event) !== undefined) return events.filter(notDenied);
+    return events;
+  }
+  const notDenied = (event: InboundEvent) => stages.denied(event) === undefined;
+
   async function flush(batch: LeasedBatch): Promise<void> {
     // 7. Activation: a batch its conversation's mode does not let through (a group in `mention`
     //    mode, and nothing in it addressed to our bots) becomes that conversation's context.
@@ -199,7 +206,8 @@ export function createPipeline(stages: PipelineStages) {
     //    Budgets: a batch over a `drop` budget is kept as context too; over a `merge` one, it
     //    waits in its session's buffer of that budget, merged with what follows, until allowed.
     //    A second thought spends none: what it tells is about what the agent already had.
-    const budget = isSecondThought(batch.parts[0]!.event) ? NO_BUDGET : await stages.activation.budget(batch);
+    const spent = isSecondThought(batch.parts[0]!.event) ? NO_BUDGET : stages.activation.budget(batch);
+    const budget = spent instanceof Promise ? await spent : spent;
     if (budget.over) return budget.action === 'drop' ? keep(batch, 'over_budget', budget.reason) : defer(batch, budget);
     // 8. Build and commit: merge the parts, wait for their media, move them to the outbox with
     //    the context they carry (or, while the session's agent turn is open, hold them for its
@@ -368,6 +376,7 @@ export function createPipeline(stages: PipelineStages) {
 }
 
 const NO_BUDGET = { over: false } as const;
+const revises = (event: InboundEvent) => event.revises !== undefined;
 
 /** Why a batch was not emitted. */
 type NonEmitted = 'context' | 'over_budget' | 'retracted' | 'human_active';

@@ -8,6 +8,8 @@ import type { Revision, SentMessage } from '../events/context.js';
 import type { BufferedPart, InboundEvent } from '../events/inbound.js';
 import type { SecondThoughtPlace } from '../events/second-thought.js';
 import type { Admitted } from '../ingest/admit.js';
+import type { Metrics } from '../metrics/index.js';
+import type { ProcessedMessage } from '../events/output.js';
 import { budgetBuffersOf } from '../activation/budgets.js';
 import { localLedger, sharedLedger } from '../revise/ledger.js';
 import { createRevisions, revisedParts } from '../revise/stage.js';
@@ -25,6 +27,8 @@ export interface SecondThoughtParts {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /** Counts a ledger that failed to remember an output's ids. @default not counted */
+  metrics?: Pick<Metrics, 'storeError'>;
   /** Admission of events the service makes itself (a takeover's start and end). */
   admit(events: readonly InboundEvent[], now: number): Promise<Admitted>;
   /** A buffer admitted is due then. */
@@ -115,7 +119,25 @@ export function secondThoughts(parts: SecondThoughtParts) {
     end: (sessionKey: string) => takeovers.end(placeOf(sessionKey)),
   };
 
-  return { revisions, takeovers, relayed, humanSent, revisionKeys, byHand };
+  function notRemembered(error: unknown, id: string): void {
+    parts.metrics?.storeError('revisions');
+    logger.warn({ err: error, id }, 'emitted ids not remembered; a later recall of them is a notice');
+  }
+
+  /**
+   * An output's message ids remembered before its commit; a failure is logged and the output
+   * commits nonetheless. In step with the ledger of this process, a promise with the store's.
+   */
+  function remember(built: Omit<ProcessedMessage, 'seq'>): Promise<void> | undefined {
+    try {
+      return revisions.emitted(built)?.catch((error: unknown) => notRemembered(error, built.id));
+    } catch (error) {
+      notRemembered(error, built.id);
+      return undefined;
+    }
+  }
+
+  return { revisions, takeovers, relayed, humanSent, revisionKeys, byHand, remember };
 }
 
 /** A batch's parts as its session's revisions leave them, each part known by every bot's id for it (a recall may name another bot's copy). */

@@ -109,8 +109,8 @@ export function genericAdapter(channel: AdapterChannel, options: z.output<typeof
 
 /** No platform behind it: the conversation and the sender's message id, for the agent's own answer path. */
 export function genericReply({ ids, conversation }: ReplyTarget): ReplyParts {
-  return {
-    params: { conversationId: conversation.id, ...(ids.message_id ? { messageId: ids.message_id } : {}) },
-    ...(ids.message_id ? { messageId: ids.message_id } : {}),
-  };
+  // Plain literals, no spreads: built for every output (bench/pipeline.mjs).
+  const messageId = ids.message_id;
+  if (!messageId) return { params: { conversationId: conversation.id } };
+  return { params: { conversationId: conversation.id, messageId }, messageId };
 }

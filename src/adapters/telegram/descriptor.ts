@@ -342,7 +342,11 @@ export function telegramReply({ ids, conversation }: ReplyTarget): ReplyParts {
   if (ids.message_thread_id) params.message_thread_id = idValue(ids.message_thread_id);
   if (ids.message_id) params.reply_parameters = { message_id: idValue(ids.message_id) };
   const quote = quoteOf(ids);
-  return { params, ...(ids.message_id ? { messageId: ids.message_id } : {}), ...(quote ? { quote } : {}) };
+  // Fields added to a plain literal, no spreads: built for every output.
+  const parts: ReplyParts = { params };
+  if (ids.message_id) parts.messageId = ids.message_id;
+  if (quote) parts.quote = quote;
+  return parts;
 }
 
 /**
