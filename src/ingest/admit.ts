@@ -40,7 +40,7 @@ export interface Plan {
 export type Action = 'received' | 'deduped' | 'fuzzy_deduped' | 'correlated' | 'looped' | 'ignored' | 'denied';
 
 export interface AdmitOptions {
-  /** The store's admission role: one atomic step per delivery. */
+  /** The store's admission role: one atomic step per delivery (or per turn's deliveries: `AdmissionBatches`). */
   store: Pick<AdmissionStore, 'admit'>;
   /** Bot-loop guard: a message sent by one of our own bots is dropped. */
   bots: { isOwnBot(namespace: string, id: string): boolean };

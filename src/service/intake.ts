@@ -19,6 +19,7 @@ import { createApp } from '../http/app.js';
 import { consoleRoutes } from '../http/console.js';
 import { StreamHub } from '../http/event-stream.js';
 import { createAdmit } from '../ingest/admit.js';
+import { AdmissionBatches } from '../ingest/batch.js';
 import { accessTest } from '../access/access.js';
 import { revisedWithCopies, secondThoughts } from './second-thoughts.js';
 import { createActivation } from '../activation/stage.js';
@@ -102,10 +103,10 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
 
   // Access (contract §12): each channel's allow and deny lists, expanded once.
   const access = new Map(channels.ids().map((id) => [id, accessTest(channels.require(id).config.access)]));
-  // Admission: one store step per delivery, as the admission policy plans each event.
+  // Admission: the deliveries of one event-loop turn in one store step, as the policy plans each event.
   const denied = (event: InboundEvent) => access.get(event.channel)?.(event);
   const admit = createAdmit({
-    store,
+    store: new AdmissionBatches(store),
     bots,
     denied,
     metrics,

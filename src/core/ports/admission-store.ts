@@ -9,7 +9,8 @@ export interface AdmissionStore {
    * Record one webhook delivery, all its events in one atomic step: for each item, in order,
    * correlation (when `correlation` is set), then its claims, then (when everything is new)
    * append `part` to the buffer `part.debounceKey` and compute that buffer's deadline. Items
-   * refused by correlation or a claim change nothing. Resolves only once durable.
+   * refused by correlation or a claim change nothing. Resolves only once durable. The items may
+   * be those of several deliveries (one event-loop turn's, in arrival order).
    */
   admit(items: readonly AdmitItem[], now: number): Promise<AdmitVerdict[]>;
   /** The live correlation group of a key (the notice participants after a hold), if any. */

@@ -1,0 +1,49 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { startService, until, type Running } from '../../support/helpers.js';
+import { connect, napcat } from '../../connections/reverse-bot.js';
+
+const message = (id: number, user: number) =>
+  JSON.stringify({
+    time: 1718000001,
+    self_id: 10001000,
+    post_type: 'message',
+    message_type: 'private',
+    sub_type: 'friend',
+    message_id: id,
+    user_id: user,
+    sender: { user_id: user, nickname: 'u' },
+    message: [{ type: 'text', data: { text: `message ${id}` } }],
+    raw_message: `message ${id}`,
+  });
+
+describe('a reverse WebSocket read whole', () => {
+  let service: Running | undefined;
+  afterEach(async () => service?.stop());
+
+  for (const store of ['memory', 'sqlite'] as const) {
+    it(`records the frames of one read in one store step, in the order they came (${store} store)`, async () => {
+      service = await startService({
+        ...(store === 'memory' ? { store: 'memory' } : {}),
+        channels: [{ id: 'qq-ws', adapter: 'onebot', transport: 'ws-reverse', accessToken: 'tok', namespace: 'qq' }],
+      });
+      const running = service;
+      const received = async () =>
+        ((await (await fetch(`${running.url}/v1/stats`)).json()) as { channels: { 'qq-ws'?: { received: number } } })
+          .channels['qq-ws']?.received ?? 0;
+      const socket = await connect(service, napcat());
+      // Warm up: the bot's first frame names it, and the backlog is counted once.
+      socket.send(message(1, 1));
+      await until(async () => (await received()) === 1);
+      const admits = vi.spyOn(service.intake.store, 'admit');
+      // Twenty frames sent in one go.
+      for (let id = 2; id <= 21; id++) socket.send(message(id, id % 3));
+      await until(async () => (await received()) === 21);
+      // One store step for the read (two when the loopback splits the bytes in two reads), not one per frame.
+      expect(admits.mock.calls.length).toBeLessThanOrEqual(2);
+      expect(admits.mock.calls.flatMap(([items]) => items.map((item) => item.part.event.platformId))).toEqual(
+        Array.from({ length: 20 }, (_, n) => `10001000:${n + 2}`),
+      );
+      socket.close();
+    });
+  }
+});
