@@ -69,11 +69,11 @@ describe('the service process', () => {
     const first = await startChild(dir, port, env);
     children.push(first);
     await postJson(`${url}/webhooks/generic`, { id: 'k1', sessionKey: 'cli:a', content: 'first' });
-    const [opened] = await readEvents(`${url}/v1/events?after=0`, 1, { timeoutMs: 10_000 });
+    const [opened] = await readEvents(`${url}/v1/events?after=0`, 1, { timeoutMs: 30_000 });
     await postJson(`${url}/webhooks/generic`, { id: 'k2', sessionKey: 'cli:a', content: 'second' });
-    await until(async () => (await turnOf()).held === 1);
+    await until(async () => (await turnOf()).held === 1, 30_000);
     await postJson(`${url}/webhooks/generic`, { id: 'k3', sessionKey: 'cli:a', content: 'third' });
-    await until(async () => (await turnOf()).held === 2);
+    await until(async () => (await turnOf()).held === 2, 30_000);
     first.kill('SIGKILL');
     await once(first, 'exit');
 
@@ -84,7 +84,7 @@ describe('the service process', () => {
       closed: true,
       released: 2,
     });
-    const frames = await readEvents(`${url}/v1/events?after=0`, 2, { timeoutMs: 10_000 });
+    const frames = await readEvents(`${url}/v1/events?after=0`, 2, { timeoutMs: 30_000 });
     expect(frames.map((f) => [f.data.content, f.data.followsUp])).toEqual([
       ['first', undefined],
       ['second third', opened!.data.id],
@@ -93,14 +93,15 @@ describe('the service process', () => {
     expect((await postJson(`${url}/v1/turns/${String(opened!.data.id)}/done`, {})).body).toMatchObject({
       closed: false,
     });
-    await until(async () => (await turnOf()).held === 0);
+    await until(async () => (await turnOf()).held === 0, 30_000);
     second.kill('SIGKILL');
     await once(second, 'exit');
     const db = new Database(join(dir, 'data/intake.db'), { readonly: true });
     const rows = db.prepare('SELECT body FROM outbox ORDER BY seq').all() as Array<{ body: string }>;
     db.close();
     expect(rows.map((r) => JSON.parse(r.body).content)).toEqual(['first', 'second third']);
-  });
+    // Two process starts and a kill: a loaded machine takes longer than the default test timeout.
+  }, 120_000);
 
   it('flushes every open buffer on SIGTERM and exits 0', async () => {
     const dir = tempDir().path;
