@@ -13,7 +13,7 @@ import { ManualClock } from '../support/manual-clock.js';
 const keep = { maxMessages: 50, ttlMs: 3_600_000 };
 
 /** A group `g` in `group` mode with the wake word `bot`, over a memory store whose conversation reads are listed. */
-function groupIn(group: ActivationMode) {
+function groupIn(group: ActivationMode, ours: ReadonlySet<string> = new Set()) {
   const clock = new ManualClock(1_000_000);
   const store = new MemoryStore();
   const reads: Array<ConversationRead | undefined> = [];
@@ -33,17 +33,20 @@ function groupIn(group: ActivationMode) {
       context: reachDefaults.context,
       budgets: [],
     }),
-    bots: { isOwnBot: () => false },
+    bots: { isOwnBot: (_namespace, id) => ours.has(id) },
     sent: { remember: async () => {}, rememberEcho: async () => {}, has: async () => undefined },
   });
 
   /** One member's message in the group, marked as it arrives, flushed as a batch of its own. */
-  async function say(text: string): Promise<LeasedBatch> {
+  async function say(text: string, mentions: string[] = []): Promise<LeasedBatch> {
     const now = clock.now();
     await store.admit([item(text, { sessionKey: 'g', debounceKey: `g/${text}`, at: now, closeNow: true })], now);
     const [batch] = await store.claimDue(now, 1000, 1);
     if (!batch) throw new Error(`nothing due for ${text}`);
-    for (const part of batch.parts) part.event.conversation = { type: 'group', id: 'g' };
+    for (const part of batch.parts) {
+      part.event.conversation = { type: 'group', id: 'g' };
+      if (mentions.length > 0) part.event.mentions = mentions;
+    }
     await activation.mark(batch.parts.map((part) => part.event));
     clock.tick(1000);
     return batch;
@@ -84,6 +87,15 @@ describe('activation deciding a batch', () => {
     expect(decision).toMatchObject({ addressed: true, trigger: 'always' });
     expect(decision.addressed && decision.context.map((message) => message.content)).toEqual(['hello all']);
     expect(reads).toEqual([{ context: false }, { context: false }, undefined]);
+  });
+
+  it('lets a batch through whose mention names a bot first known at flush, with the trigger mention', async () => {
+    const ours = new Set<string>();
+    const { activation, say } = groupIn('mention', ours);
+    const batch = await say('look at this', ['b2']);
+    expect(batch.parts[0]!.event.addressed).toBe(false);
+    ours.add('b2');
+    expect(await activation.decide(batch)).toMatchObject({ addressed: true, trigger: 'mention' });
   });
 
   it('reads the conversation once, context and all, in a group configured always', async () => {
