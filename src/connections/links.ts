@@ -42,10 +42,9 @@ export interface LinksOptions {
 
 /**
  * The bot sockets this instance holds, whoever opened them (the socket server for bots that
- * dial us, a dialer for the bots we dial): each socket's frames are handled read by read, in
- * order, each read's frames recorded together; while one read is recorded the socket is read on
- * up to a bound, past which a bot that floods waits on TCP instead of growing our memory.
- * Actions go out on them and their answers are matched by echo.
+ * dial us, a dialer for the bots we dial): each socket's frames are handled one at a time, in
+ * order; while one is being recorded the socket is not read, so a bot that floods waits on TCP
+ * instead of growing our memory. Actions go out on them and their answers are matched by echo.
  */
 export class Links {
   private readonly live = new Map<string, Live>();
