@@ -162,37 +162,32 @@ export class Poller {
     this.options.changed();
   }
 
-  /**
-   * Record the bodies of one page together: they reach admission in one turn and are recorded
-   * in one store step, in order. False when the store could not record one (the cursor stays).
-   */
+  /** Record each body in order; false when the store could not record one (the cursor stays). */
   private async record(bodies: Buffer[]): Promise<boolean> {
     const { target, clock } = this.options;
-    const now = clock.now();
-    let failed: unknown;
-    await Promise.all(
-      bodies.map(async (body) => {
-        try {
-          await this.options.deliver(target.channel, {
-            headers: {},
-            body,
-            query: new URLSearchParams(),
-            now,
-            authenticated: true,
-          });
-          this.view.lastEventAt = now;
-        } catch (error) {
-          if (isIntakeError(error) && error.status === 503) failed ??= error;
-          // Refused (malformed): counted and trailed by the pipeline; passing it keeps the channel moving.
+    for (const body of bodies) {
+      const now = clock.now();
+      try {
+        await this.options.deliver(target.channel, {
+          headers: {},
+          body,
+          query: new URLSearchParams(),
+          now,
+          authenticated: true,
+        });
+        this.view.lastEventAt = now;
+      } catch (error) {
+        if (isIntakeError(error) && error.status === 503) {
+          this.options.logger.warn(
+            { channel: target.channel, err: error },
+            'a polled update could not be recorded; the next poll asks for it again',
+          );
+          return false;
         }
-      }),
-    );
-    if (failed === undefined) return true;
-    this.options.logger.warn(
-      { channel: target.channel, err: failed },
-      'a polled update could not be recorded; the next poll asks for it again',
-    );
-    return false;
+        // Refused (malformed): counted and trailed by the pipeline; passing it keeps the channel moving.
+      }
+    }
+    return true;
   }
 
   /** The wait after `failures` failed polls in a row: the first waits about `reconnectMinMs` (an answered poll is a healthy connection). */
