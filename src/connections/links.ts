@@ -196,9 +196,6 @@ export class Links {
     live.busy = true;
     this.draining.add(live);
     try {
-      // ws emits the frames of one chunk synchronously (allowSynchronousEvents, on by default):
-      // the rest of this one's chunk queues before the first read is taken.
-      await Promise.resolve();
       while (live.queue.length > 0) {
         const read = live.queue;
         live.queue = [];
