@@ -26,10 +26,8 @@ export interface Live extends Dialled {
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
-  /** Frames received and not yet handled, in order (the socket is paused past `MAX_QUEUED_FRAMES` or `MAX_QUEUED_BYTES`). */
+  /** Frames received and not yet handled, in order (the socket is paused while any wait). */
   queue: Buffer[];
-  /** The bytes of `queue`. */
-  queuedBytes: number;
   busy: boolean;
   /** Frames received or handled so far: a closing socket that still moves is read on. */
   moved: number;
@@ -60,12 +58,10 @@ export interface FrameOptions {
 export class Frames {
   constructor(private readonly options: FrameOptions) {}
 
-  /**
-   * Handle one frame of `live`, in its turn: resolves once it is recorded, refused or kept by the
-   * connection. `now`: the time of the read it came in (the frames of one read are admitted together).
-   */
-  async handle(live: Live, frame: Buffer, now = this.options.now()): Promise<void> {
+  /** Handle one frame of `live`, in its turn: resolves once it is recorded, refused or kept by the connection. */
+  async handle(live: Live, frame: Buffer): Promise<void> {
     const { view } = live;
+    const now = this.options.now();
     let read: SocketFrame | undefined;
     try {
       read = live.session ? live.session.frame(frame) : this.options.classify(view.channel, frame);

@@ -8,13 +8,6 @@ import { Calls } from './calls.js';
 import { CLOSE, Frames, type Dialled, type Live } from './frames.js';
 import { Roster } from './roster.js';
 
-/**
- * Read-ahead of one socket while a read is recorded: past either bound the socket is paused, and
- * TCP flow control holds the bot back. What a kill -9 can lose grows by at most this much.
- */
-const MAX_QUEUED_FRAMES = 1_000;
-const MAX_QUEUED_BYTES = 1024 * 1024;
-
 /** Which channel a socket serves and how it came (`ws-reverse`: the bot dialled us; `ws`: we dialled it). */
 export interface LinkTarget {
   channel: string;
@@ -114,18 +107,7 @@ export class Links {
     const remembered = this.roster.get(key);
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
     this.roster.put(key, view, (remembered?.opened ?? 0) + 1);
-    const live: Live = {
-      view,
-      socket,
-      headers,
-      query,
-      queue: [],
-      queuedBytes: 0,
-      busy: false,
-      moved: 0,
-      alive: true,
-      ...dialled,
-    };
+    const live: Live = { view, socket, headers, query, queue: [], busy: false, moved: 0, alive: true, ...dialled };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -143,9 +125,7 @@ export class Links {
         return;
       }
       live.queue.push(data as Buffer);
-      live.queuedBytes += (data as Buffer).length;
       live.moved++;
-      if (live.queue.length >= MAX_QUEUED_FRAMES || live.queuedBytes >= MAX_QUEUED_BYTES) socket.pause();
       if (!live.busy) void this.drain(live);
     });
     socket.on('error', (error) => {
@@ -185,34 +165,25 @@ export class Links {
   }
 
   /**
-   * Handle the queued frames of one socket, read by read: the frames queued so far go through
-   * the pipeline together, so their events reach admission in one turn and are recorded in one
-   * store step; the next read waits for them, so frames are recorded in the order they came.
-   * Meanwhile the socket is read on into a fresh queue, up to its bound. Frames read before the
-   * socket closed are handled all the same (the last read often brings the bot's final frames
-   * with its answer to our close).
+   * Handle the queued frames of one socket in order, not reading it meanwhile. Frames read
+   * before the socket closed are handled all the same (the last read often brings the bot's
+   * final frames with its answer to our close).
    */
   private async drain(live: Live): Promise<void> {
     live.busy = true;
     this.draining.add(live);
+    live.socket.pause();
     try {
-      while (live.queue.length > 0) {
-        const read = live.queue;
-        live.queue = [];
-        live.queuedBytes = 0;
-        if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
-        const now = this.options.now();
-        await Promise.all(
-          read.map(async (frame) => {
-            await this.frames.handle(live, frame, now);
-            live.moved++;
-          }),
-        );
+      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) {
+        await this.frames.handle(live, frame);
+        live.moved++;
       }
     } finally {
       live.busy = false;
       this.draining.delete(live);
-      if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
+      // Read on while the socket is open or closing: the bot's answer to our close comes that way.
+      if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING)
+        live.socket.resume();
       if (this.draining.size === 0) {
         for (const wake of this.idle) wake();
         this.idle.clear();
@@ -297,11 +268,6 @@ export class Links {
       }),
     );
   }
-}
-
-/** Read on while the socket is open or closing: the bot's answer to our close comes that way. */
-function readable(socket: WebSocket): boolean {
-  return socket.readyState === socket.OPEN || socket.readyState === socket.CLOSING;
 }
 
 /** Resolves once `socket` is closed. */
