@@ -11,8 +11,9 @@ export function connect(
   service: Running,
   headers: Record<string, string>,
   path = '/webhooks/qq-ws',
+  options: WebSocket.ClientOptions = {},
 ): Promise<WebSocket> {
-  const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers });
+  const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers, ...options });
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(socket));
     socket.once('unexpected-response', (_request, response) => {

@@ -3,36 +3,20 @@ import WebSocket from 'ws';
 import type { AdmitItem, AdmitVerdict } from '../../../src/core/ports/index.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
+import { connect as connectBot } from '../../connections/reverse-bot.js';
 
 /*
  * The edges of a OneBot reverse socket: frames the pipeline does not know, a bot that stops
  * reading, NapCat's empty token, a peer gone half-open, and a store that cannot record.
  */
 
-function connect(
+/** A bot on the channel `qq` of these tests (the shared helper's default is `qq-ws`). */
+const connect = (
   service: Running,
   headers: Record<string, string>,
   path = '/webhooks/qq',
   options: WebSocket.ClientOptions = {},
-): Promise<WebSocket> {
-  const socket = new WebSocket(`${service.url.replace('http', 'ws')}${path}`, { headers, ...options });
-  return new Promise((resolve, reject) => {
-    socket.once('open', () => resolve(socket));
-    socket.once('unexpected-response', (_request, response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk));
-      response.on('end', () =>
-        reject(
-          Object.assign(new Error(`refused ${response.statusCode}`), {
-            status: response.statusCode,
-            body: JSON.parse(body || '{}'),
-          }),
-        ),
-      );
-    });
-    socket.once('error', reject);
-  });
-}
+): Promise<WebSocket> => connectBot(service, headers, path, options);
 const napcat = (selfId = '10001000', token = 'tok') => ({
   authorization: `Bearer ${token}`,
   'x-self-id': selfId,
