@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { isIntakeError } from '../core/errors.js';
 import type { ConnectionView, DialSession, LeaseFence, RefreshFrame, SocketFrame } from '../events/connection.js';
-import type { RawDelivery } from '../events/transport.js';
+import type { InOrder, RawDelivery } from '../events/transport.js';
 
 /** Close codes a bot sees, each with a reason a person can act on (ws itself sends 1009 for a frame over maxPayload). */
 export const CLOSE = { goingAway: 1001, unsupported: 1003, policy: 1008, tryAgain: 1013 } as const;
@@ -26,12 +26,20 @@ export interface Live extends Dialled {
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
-  /** Frames received and not yet handled, in order (the socket is paused while any wait). */
+  /** Frames received and not yet handled, in order (the socket is paused past a bound: links.ts). */
   queue: Buffer[];
+  /** The bytes of `queue`. */
+  queuedBytes: number;
   busy: boolean;
   /** Frames received or handled so far: a closing socket that still moves is read on. */
   moved: number;
   alive: boolean;
+}
+
+/** One read of a socket: the time it came, and the lease check its frames share (asked once). */
+export interface Read {
+  now: number;
+  fenced?: Promise<boolean>;
 }
 
 /** What a frame reaches beyond its socket. */
@@ -40,8 +48,8 @@ export interface FrameOptions {
   logger: Logger;
   /** Read a frame before the pipeline: a meta event or an action response; undefined for an event. */
   classify(channel: string, frame: Buffer): SocketFrame | undefined;
-  /** Run one event frame through the pipeline; resolves once it is recorded. */
-  deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
+  /** Run one event frame through the pipeline, in its turn of the read; resolves once it is recorded. */
+  deliver(channel: string, delivery: RawDelivery, turn: InOrder): Promise<unknown>;
   /** A connection was named: what other instances see changed. */
   changed?(): void;
   /** A frame on `socket` answered the action sent with `echo`. */
@@ -58,48 +66,51 @@ export interface FrameOptions {
 export class Frames {
   constructor(private readonly options: FrameOptions) {}
 
-  /** Handle one frame of `live`, in its turn: resolves once it is recorded, refused or kept by the connection. */
-  async handle(live: Live, frame: Buffer): Promise<void> {
+  /**
+   * Handle one frame of `live`, in its turn of `read` (inOrder): resolves once it is recorded,
+   * refused or kept by the connection. Never rejects.
+   */
+  async handle(live: Live, frame: Buffer, read: Read, turn: InOrder): Promise<void> {
     const { view } = live;
-    const now = this.options.now();
-    let read: SocketFrame | undefined;
+    const { now } = read;
+    let seen: SocketFrame | undefined;
     try {
-      read = live.session ? live.session.frame(frame) : this.options.classify(view.channel, frame);
+      seen = live.session ? live.session.frame(frame) : this.options.classify(view.channel, frame);
     } catch {
-      read = undefined; // not a meta frame after all: the pipeline says what is wrong with it
+      seen = undefined; // not a meta frame after all: the pipeline says what is wrong with it
     }
-    if (read?.kind === 'meta') {
-      if (read.heartbeat) view.lastHeartbeatAt = now;
-      if (read.intervalMs !== undefined) view.heartbeatMs = read.intervalMs;
-      if (read.botId !== undefined && view.botId === '') {
-        view.botId = read.botId;
+    if (seen?.kind === 'meta') {
+      if (seen.heartbeat) view.lastHeartbeatAt = now;
+      if (seen.intervalMs !== undefined) view.heartbeatMs = seen.intervalMs;
+      if (seen.botId !== undefined && view.botId === '') {
+        view.botId = seen.botId;
         this.options.changed?.();
       }
       return;
     }
-    if (read?.kind === 'response') {
-      this.options.answered(live.socket, read.echo, read.body);
+    if (seen?.kind === 'response') {
+      this.options.answered(live.socket, seen.echo, seen.body);
       return;
     }
-    if (read?.kind === 'refresh') {
-      this.options.logger.info({ channel: view.channel, reason: read.reason }, 'the platform asks for a new socket');
-      live.refresh?.(read);
+    if (seen?.kind === 'refresh') {
+      this.options.logger.info({ channel: view.channel, reason: seen.reason }, 'the platform asks for a new socket');
+      live.refresh?.(seen);
       return;
     }
-    if (read?.kind === 'envelope') {
-      if (read.botId !== undefined && view.botId === '') {
-        view.botId = read.botId;
+    if (seen?.kind === 'envelope') {
+      if (seen.botId !== undefined && view.botId === '') {
+        view.botId = seen.botId;
         this.options.changed?.();
       }
       // Acknowledged once recorded (or refused: a retry would be refused again); not when the
       // store could not record it, or the lease changed hands, so the platform sends it again.
-      if (!(await this.fenced(live))) return;
-      if (read.body && !(await this.record(live, read.body, now))) return;
-      if (read.ack !== undefined && live.socket.readyState === live.socket.OPEN) live.socket.send(read.ack);
-      read.recorded?.();
+      if (!(await (read.fenced ??= this.fenced(live)))) return;
+      if (seen.body && !(await this.record(live, seen.body, now, turn))) return;
+      if (seen.ack !== undefined && live.socket.readyState === live.socket.OPEN) live.socket.send(seen.ack);
+      seen.recorded?.();
       return;
     }
-    if (await this.fenced(live)) await this.record(live, frame, now);
+    if (await (read.fenced ??= this.fenced(live))) await this.record(live, frame, now, turn);
   }
 
   /**
@@ -131,16 +142,20 @@ export class Frames {
   }
 
   /** Run one event through the pipeline; false when the store could not record it. */
-  private async record(live: Live, body: Buffer, now: number): Promise<boolean> {
+  private async record(live: Live, body: Buffer, now: number, turn: InOrder): Promise<boolean> {
     try {
-      await this.options.deliver(live.view.channel, {
-        headers: live.headers,
-        body,
-        query: live.query,
-        now,
-        authenticated: true,
-        ...(live.view.botId ? { bot: live.view.botId } : {}),
-      });
+      await this.options.deliver(
+        live.view.channel,
+        {
+          headers: live.headers,
+          body,
+          query: live.query,
+          now,
+          authenticated: true,
+          ...(live.view.botId ? { bot: live.view.botId } : {}),
+        },
+        turn,
+      );
       live.view.lastEventAt = now;
       return true;
     } catch (error) {

@@ -3,10 +3,18 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { ConnectionEvent, ConnectionView, SocketFrame, SocketPeer } from '../events/connection.js';
-import type { RawDelivery } from '../events/transport.js';
+import type { InOrder, RawDelivery } from '../events/transport.js';
 import { Calls } from './calls.js';
 import { CLOSE, Frames, type Dialled, type Live } from './frames.js';
+import { inOrder } from './in-order.js';
 import { Roster } from './roster.js';
+
+/**
+ * Read-ahead of one socket while a read is recorded: past either bound the socket is paused, and
+ * TCP flow control holds the bot back. What a kill -9 can lose grows by at most this much.
+ */
+const MAX_QUEUED_FRAMES = 1_000;
+const MAX_QUEUED_BYTES = 1024 * 1024;
 
 /** Which channel a socket serves and how it came (`ws-reverse`: the bot dialled us; `ws`: we dialled it). */
 export interface LinkTarget {
@@ -26,7 +34,7 @@ export interface LinksOptions {
   /** Read a frame before the pipeline: a meta event or an action response; undefined for an event. */
   classify(channel: string, frame: Buffer): SocketFrame | undefined;
   /** Run one event frame through the pipeline; resolves once it is recorded. */
-  deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
+  deliver(channel: string, delivery: RawDelivery, turn: InOrder): Promise<unknown>;
   /** `inbox_connection_events_total` and the open-connections gauge. */
   counted(channel: string, transport: string, event: ConnectionEvent): void;
   /** A connection opened, closed, is being dialled or was named: what other instances see changed. */
@@ -107,7 +115,18 @@ export class Links {
     const remembered = this.roster.get(key);
     const view = this.viewOf(target, peer, remembered?.opened ?? 0, 'open');
     this.roster.put(key, view, (remembered?.opened ?? 0) + 1);
-    const live: Live = { view, socket, headers, query, queue: [], busy: false, moved: 0, alive: true, ...dialled };
+    const live: Live = {
+      view,
+      socket,
+      headers,
+      query,
+      queue: [],
+      queuedBytes: 0,
+      busy: false,
+      moved: 0,
+      alive: true,
+      ...dialled,
+    };
     this.live.set(key, live);
     this.options.counted(target.channel, target.transport, remembered?.opened ? 'reconnect' : 'open');
     this.options.changed?.();
@@ -125,7 +144,9 @@ export class Links {
         return;
       }
       live.queue.push(data as Buffer);
+      live.queuedBytes += (data as Buffer).length;
       live.moved++;
+      if (live.queue.length >= MAX_QUEUED_FRAMES || live.queuedBytes >= MAX_QUEUED_BYTES) socket.pause();
       if (!live.busy) void this.drain(live);
     });
     socket.on('error', (error) => {
@@ -165,25 +186,34 @@ export class Links {
   }
 
   /**
-   * Handle the queued frames of one socket in order, not reading it meanwhile. Frames read
-   * before the socket closed are handled all the same (the last read often brings the bot's
-   * final frames with its answer to our close).
+   * Handle the queued frames of one socket, read by read: the frames queued so far run in order
+   * (inOrder: each starts once the one before reached admission), so the read is recorded in one
+   * store step; the next read waits for it. Meanwhile the socket is read on into a fresh queue,
+   * up to its bound. Frames read before the socket closed are handled all the same (the last read
+   * often brings the bot's final frames with its answer to our close).
    */
   private async drain(live: Live): Promise<void> {
     live.busy = true;
     this.draining.add(live);
-    live.socket.pause();
     try {
-      for (let frame = live.queue.shift(); frame; frame = live.queue.shift()) {
-        await this.frames.handle(live, frame);
-        live.moved++;
+      // ws emits the frames of one chunk synchronously (allowSynchronousEvents, on by default):
+      // the rest of this one's chunk queues before the first read is taken.
+      await Promise.resolve();
+      while (live.queue.length > 0) {
+        const frames = live.queue;
+        live.queue = [];
+        live.queuedBytes = 0;
+        if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
+        const read = { now: this.options.now() };
+        await inOrder(frames, async (frame, turn) => {
+          await this.frames.handle(live, frame, read, turn);
+          live.moved++;
+        });
       }
     } finally {
       live.busy = false;
       this.draining.delete(live);
-      // Read on while the socket is open or closing: the bot's answer to our close comes that way.
-      if (live.socket.readyState === live.socket.OPEN || live.socket.readyState === live.socket.CLOSING)
-        live.socket.resume();
+      if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
       if (this.draining.size === 0) {
         for (const wake of this.idle) wake();
         this.idle.clear();
@@ -268,6 +298,11 @@ export class Links {
       }),
     );
   }
+}
+
+/** Read on while the socket is open or closing: the bot's answer to our close comes that way. */
+function readable(socket: WebSocket): boolean {
+  return socket.readyState === socket.OPEN || socket.readyState === socket.CLOSING;
 }
 
 /** Resolves once `socket` is closed. */

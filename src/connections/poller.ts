@@ -8,10 +8,11 @@ import {
   type LeaseFence,
   type PollSpec,
 } from '../events/connection.js';
-import type { RawDelivery } from '../events/transport.js';
+import type { InOrder, RawDelivery } from '../events/transport.js';
 import type { SharedValues } from '../core/ports/index.js';
 import { backoffMs } from '../core/backoff.js';
 import type { LinkTarget } from './links.js';
+import { inOrder } from './in-order.js';
 
 export interface PollerOptions {
   target: LinkTarget;
@@ -22,7 +23,7 @@ export interface PollerOptions {
   /** Where the cursor is read (the store: it survives a restart and is every instance's); it is written through the lease's fence. */
   shared: SharedValues;
   /** Run one update through the pipeline; resolves once it is recorded. */
-  deliver(channel: string, delivery: RawDelivery): Promise<unknown>;
+  deliver(channel: string, delivery: RawDelivery, turn: InOrder): Promise<unknown>;
   counted(channel: string, transport: string, event: ConnectionEvent): void;
   changed(): void;
   /** In [0, 1): the jitter of the backoff. */
@@ -162,19 +163,21 @@ export class Poller {
     this.options.changed();
   }
 
-  /** Record each body in order; false when the store could not record one (the cursor stays). */
+  /**
+   * Record a page's bodies in order, in one store step (inOrder); false when the store could not
+   * record one (the cursor stays, and the next poll asks for the page again: what was recorded of
+   * it is then a duplicate).
+   */
   private async record(bodies: Buffer[]): Promise<boolean> {
     const { target, clock } = this.options;
-    for (const body of bodies) {
-      const now = clock.now();
+    const now = clock.now();
+    const recorded = await inOrder(bodies, async (body, turn) => {
       try {
-        await this.options.deliver(target.channel, {
-          headers: {},
-          body,
-          query: new URLSearchParams(),
-          now,
-          authenticated: true,
-        });
+        await this.options.deliver(
+          target.channel,
+          { headers: {}, body, query: new URLSearchParams(), now, authenticated: true },
+          turn,
+        );
         this.view.lastEventAt = now;
       } catch (error) {
         if (isIntakeError(error) && error.status === 503) {
@@ -186,8 +189,9 @@ export class Poller {
         }
         // Refused (malformed): counted and trailed by the pipeline; passing it keeps the channel moving.
       }
-    }
-    return true;
+      return true;
+    });
+    return !recorded.includes(false);
   }
 
   /** The wait after `failures` failed polls in a row: the first waits about `reconnectMinMs` (an answered poll is a healthy connection). */

@@ -27,6 +27,21 @@ export interface RawDelivery {
   bot?: string;
 }
 
+/**
+ * A delivery of a run that keeps its order (the frames of one socket read, the updates of one
+ * polled page): the transport starts each once the one before reached admission, so their steps
+ * before admission run in arrival order and their admissions go to the store together.
+ */
+export interface InOrder {
+  /** Called once the delivery's admission is queued, or it ended without one: the next may start. */
+  reached(): void;
+  /**
+   * Resolves once the deliveries before it in the run are settled: awaited by a step that reads
+   * what their admission writes (a recall or edit looking for its message, a typing hold).
+   */
+  earlier(): Promise<unknown>;
+}
+
 /** What a platform expects back, when it is not the standard ingest answer. */
 export interface PlatformReply {
   status: number;

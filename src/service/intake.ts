@@ -322,7 +322,8 @@ export async function createIntake(options: CreateIntakeOptions = {}): Promise<I
     logger,
     now: () => clock.now(),
     channels,
-    ingest: pipeline.inbound,
+    // Webhooks keep no order among themselves: no turn (a third argument) reaches the pipeline.
+    ingest: (channel, delivery) => pipeline.inbound(channel, delivery),
     rejected,
     readiness: ops.readiness,
     stats: ops.stats,

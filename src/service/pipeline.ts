@@ -6,7 +6,7 @@ import type { Emitted, Held } from '../emit/stage.js';
 import type { Outlet } from '../emit/outlet.js';
 import type { InboundEvent } from '../events/inbound.js';
 import type { ProcessedMessage } from '../events/output.js';
-import type { PlatformReply, RawDelivery } from '../events/transport.js';
+import type { InOrder, PlatformReply, RawDelivery } from '../events/transport.js';
 import type { TraceEntry } from '../events/trace.js';
 import type { Gate } from './gate.js';
 import type { Handlers } from '../handlers/routes.js';
@@ -93,12 +93,14 @@ export interface PipelineStages {
  * one delivery (an HTTP webhook, a socket frame, a polled update); it resolves once everything
  * in it is recorded, with the answer the platform gets. `flush` is what the debounce scheduler
  * calls when a buffer is due, on whichever instance holds its lease; `publish` hands what it
- * committed on.
+ * committed on. A transport whose deliveries keep an order (a socket's frames, a polled page)
+ * passes `turn`: it starts the next delivery once this one reached admission, so the steps before
+ * admission run in arrival order and the admissions of a read are one store step.
  */
 export function createPipeline(stages: PipelineStages) {
   const json = (bytes: Buffer) => parseJson(bytes, stages.limits.maxDepth, stages.limits.maxKeys);
 
-  async function inbound(channelId: string, delivery: RawDelivery): Promise<PlatformReply> {
+  async function inbound(channelId: string, delivery: RawDelivery, turn?: InOrder): Promise<PlatformReply> {
     const { adapter } = stages.channels.require(channelId);
     try {
       // 1. Gate: a stopping service, or an outbox full past agent.maxPending, takes nothing.
@@ -131,6 +133,8 @@ export function createPipeline(stages: PipelineStages) {
         await stages.activation.remember(normalized.sent);
       }
       //    A sender typing holds their open buffer (contract §13): frequent, so logged, not trailed.
+      //    The buffer may be one an earlier frame of the same read is opening: wait for it.
+      if (turn && normalized.typing?.length) await turn.earlier();
       for (const signal of normalized.typing ?? []) {
         // Best effort: a store that fails here fails the next admit too; the signal alone is not worth a retry.
         const deadline = await stages.typing(channelId, signal, delivery.now).catch((error: unknown) => {
@@ -145,8 +149,11 @@ export function createPipeline(stages: PipelineStages) {
       }
       //    Second thoughts (contract §13): a recall or an edit is applied where its message is, or,
       //    the message emitted already, becomes the output that says so; of an unknown message, it
-      //    goes on as it is (a notice, a new message).
-      const events = normalized.events.some(revises) ? await revise(normalized.events) : normalized.events;
+      //    goes on as it is (a notice, a new message). Its message may come in an earlier frame of
+      //    the same read: that one is recorded first.
+      const revising = normalized.events.some(revises);
+      if (turn && revising) await turn.earlier();
+      const events = revising ? await revise(normalized.events) : normalized.events;
       let admitted: Admitted | undefined;
       if (events.length > 0) {
         // 3. Whether each message addresses our bots, then the user's chain (`intake.use`):
@@ -165,7 +172,11 @@ export function createPipeline(stages: PipelineStages) {
 
         // 4. Admit: own-bot guard, correlation, claims and buffer append, one store step.
         const deliveryId = adapter.deliveryId?.(delivery);
-        admitted = await stages.gate.admit(channelId, () => stages.admit(events, delivery.now, deliveryId, dropped));
+        admitted = await stages.gate.admit(channelId, () => {
+          const admitting = stages.admit(events, delivery.now, deliveryId, dropped);
+          turn?.reached(); // queued in this turn's store step: the next frame of the read may start
+          return admitting;
+        });
 
         // 5. After admission (the answer does not wait): handlers, downloads, merged forwards, the deadline.
         stages.correlations.admitted(admitted.groups, admitted.repeats.length);

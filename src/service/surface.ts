@@ -74,7 +74,7 @@ export function exposeIntake(parts: SurfaceParts): Intake {
     instance: sockets.instance,
     middleware: () => http.mounted,
     webhooks: () => http.webhooks,
-    ingest: pipeline.inbound,
+    ingest: (channel, delivery) => pipeline.inbound(channel, delivery),
     upgrade: (request, socket, head) => sockets.upgrade(request, socket, head),
     connections: () => sockets.list(),
     action: (channel, action, params, selfId) => sockets.action(channel, action, params, selfId),

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { UnavailableError } from '../../../src/core/errors.js';
 import type { ProcessedMessage as Output } from '../../../src/events/output.js';
 import { createIntake, type Intake } from '../../../src/service/intake.js';
@@ -74,6 +74,44 @@ describe('Telegram long polling ("transport": "poll")', () => {
     // Nothing was asked past an update before it was recorded, and nothing came twice.
     expect(api.offsets.filter((offset) => offset !== null && Number(offset) > 102)).toEqual([]);
     expect(intake.metrics.channelStats().tg).toMatchObject({ received: 2 });
+  });
+
+  it('records the updates of one page in one store step, in the order they came', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    const store = new MemoryStore();
+    const admits = vi.spyOn(store, 'admit');
+    const intake = await start(api, { store, clock: new ManualClock() });
+    await until(async () => (await intake.connections())[0]?.state === 'open');
+    api.push(update(200, 'one'), update(201, 'two'), update(202, 'three'));
+    await until(() => intake.metrics.channelStats().tg?.received === 3);
+    expect(admits).toHaveBeenCalledTimes(1);
+    expect(admits.mock.calls[0]![0].map((item) => item.part.event.text)).toEqual(['one', 'two', 'three']);
+  });
+
+  it('applies an edit polled in the same page as its message where the message waits: one output, the new text', async () => {
+    const api = await fakeTelegram();
+    cleanups.push(() => api.close());
+    const clock = new ManualClock();
+    const intake = await start(api, { clock });
+    const outputs: Output[] = [];
+    intake.on('chat.processedMessage', (output) => {
+      outputs.push(output);
+    });
+    await until(async () => (await intake.connections())[0]?.state === 'open');
+    const original = update(300, 'meet at 5');
+    const edited = {
+      update_id: 301,
+      edited_message: { ...original.message, text: 'meet at 6', edit_date: 1718000009 },
+    };
+    api.push(original, edited);
+    await until(async () => api.offsets.includes('302'));
+    await clock.advance(50);
+    await until(() => outputs.length === 1);
+    // The edit waited for the page's message to be recorded: applied in its buffer, not a second message.
+    expect(outputs[0]).toMatchObject({ sessionKey: 'tg:42', content: 'meet at 6', merged: 1 });
+    await clock.advance(1_000);
+    expect(outputs).toHaveLength(1);
   });
 
   it('keeps the offset while the store cannot record, asks again, and emits each update once', async () => {
