@@ -26,10 +26,8 @@ export interface Live extends Dialled {
   socket: WebSocket;
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
-  /** Frames received and not yet handled, in order (the socket is paused past a bound: links.ts). */
+  /** Frames received and not yet handled, in order (the socket is paused while a read is recorded). */
   queue: Buffer[];
-  /** The bytes of `queue`. */
-  queuedBytes: number;
   busy: boolean;
   /** Frames received or handled so far: a closing socket that still moves is read on. */
   moved: number;

@@ -9,13 +9,6 @@ import { CLOSE, Frames, type Dialled, type Live } from './frames.js';
 import { inOrder } from './in-order.js';
 import { Roster } from './roster.js';
 
-/**
- * Read-ahead of one socket while a read is recorded: past either bound the socket is paused, and
- * TCP flow control holds the bot back. What a kill -9 can lose grows by at most this much.
- */
-const MAX_QUEUED_FRAMES = 1_000;
-const MAX_QUEUED_BYTES = 1024 * 1024;
-
 /** Which channel a socket serves and how it came (`ws-reverse`: the bot dialled us; `ws`: we dialled it). */
 export interface LinkTarget {
   channel: string;
@@ -121,7 +114,6 @@ export class Links {
       headers,
       query,
       queue: [],
-      queuedBytes: 0,
       busy: false,
       moved: 0,
       alive: true,
@@ -144,9 +136,7 @@ export class Links {
         return;
       }
       live.queue.push(data as Buffer);
-      live.queuedBytes += (data as Buffer).length;
       live.moved++;
-      if (live.queue.length >= MAX_QUEUED_FRAMES || live.queuedBytes >= MAX_QUEUED_BYTES) socket.pause();
       if (!live.busy) void this.drain(live);
     });
     socket.on('error', (error) => {
@@ -186,15 +176,17 @@ export class Links {
   }
 
   /**
-   * Handle the queued frames of one socket, read by read: the frames queued so far run in order
-   * (inOrder: each starts once the one before reached admission), so the read is recorded in one
-   * store step; the next read waits for it. Meanwhile the socket is read on into a fresh queue,
-   * up to its bound. Frames read before the socket closed are handled all the same (the last read
-   * often brings the bot's final frames with its answer to our close).
+   * Handle the queued frames of one socket, read by read, not reading it meanwhile: the frames of
+   * one read (at most what one TCP read brings) run in order (inOrder: each starts once the one
+   * before reached admission), so the read is recorded in one store step. No read-ahead: a
+   * flooding bot waits on TCP, and what a kill -9 loses is no more than the TCP buffers hold
+   * (docs/channels.md). Frames read before the socket closed are handled all the same (the last
+   * read often brings the bot's final frames with its answer to our close).
    */
   private async drain(live: Live): Promise<void> {
     live.busy = true;
     this.draining.add(live);
+    live.socket.pause();
     try {
       // ws emits the frames of one chunk synchronously (allowSynchronousEvents, on by default):
       // the rest of this one's chunk queues before the first read is taken.
@@ -202,8 +194,6 @@ export class Links {
       while (live.queue.length > 0) {
         const frames = live.queue;
         live.queue = [];
-        live.queuedBytes = 0;
-        if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
         const read = { now: this.options.now() };
         await inOrder(frames, async (frame, turn) => {
           await this.frames.handle(live, frame, read, turn);
@@ -213,7 +203,7 @@ export class Links {
     } finally {
       live.busy = false;
       this.draining.delete(live);
-      if (live.socket.isPaused && readable(live.socket)) live.socket.resume();
+      if (readable(live.socket)) live.socket.resume();
       if (this.draining.size === 0) {
         for (const wake of this.idle) wake();
         this.idle.clear();
