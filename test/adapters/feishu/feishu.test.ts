@@ -141,6 +141,28 @@ describe('Feishu adapter: crypto and signatures', () => {
     }
   });
 
+  it('takes X-Lark-Signature in upper-case hex, and refuses one that is not exactly its 64 hex digits (401)', () => {
+    const adapter = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
+    const body = encrypted(fixtureBytes('feishu', 'text-p2p.json').toString());
+    const good = signed(body);
+    const signature = good.headers['x-lark-signature'] as string;
+    const withSignature = (value: string) =>
+      delivery(body, { ...(good.headers as Record<string, string>), 'x-lark-signature': value });
+    expect(ingest(adapter, withSignature(signature.toUpperCase())).events).toHaveLength(1);
+    const cases: Array<[string, string]> = [
+      ['one more hex digit', `${signature}0`],
+      ['a trailing space', `${signature} `],
+      ['the last digit not hex', `${signature.slice(0, 63)}g`],
+      ['one digit short', signature.slice(0, 63)],
+      ['two digits short', signature.slice(0, 62)],
+      ['sha256= in front', `sha256=${signature}`],
+    ];
+    for (const [what, value] of cases) {
+      const error = thrown(() => ingest(adapter, withSignature(value)));
+      expect([what, error.status, error.code]).toEqual([what, 401, 'bad_signature']);
+    }
+  });
+
   it('checks header.token without an encrypt key, and refuses a wrong one (401)', () => {
     const adapter = adapterFor({ verificationToken: TOKEN });
     expect(ingest(adapter, delivery(fixtureBytes('feishu', 'text-p2p.json'))).events).toHaveLength(1);
