@@ -1,8 +1,9 @@
-import { createDecipheriv, createHash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { MediaError, RequestError, SignatureError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { AdapterContext } from '../kit/access-token.js';
+import { CbcBlocks } from '../kit/cbc.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { feishuGet, feishuTenantToken, resourceDownload } from './api.js';
@@ -66,17 +67,12 @@ const FRESHNESS: Freshness = {
   limit: 'the 1 h allowed',
 };
 
-/**
- * Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7.
- * One AES-256-ECB decipher serves every delivery (CBC is each block's ECB XOR the block before),
- * as in wx-crypto: a CBC decipher per message cost more than the rest of the decryption.
- */
+/** Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7. */
 export class FeishuCipher {
-  private readonly blocks;
+  private readonly blocks: CbcBlocks;
 
   constructor(encryptKey: string) {
-    this.blocks = createDecipheriv('aes-256-ecb', createHash('sha256').update(encryptKey).digest(), null);
-    this.blocks.setAutoPadding(false);
+    this.blocks = new CbcBlocks(createHash('sha256').update(encryptKey).digest());
   }
 
   /** The plaintext bytes; throws when it is not base64 whole blocks with PKCS#7 padding (a tampered body, another key). */
@@ -85,8 +81,7 @@ export class FeishuCipher {
     const data = Buffer.from(encrypted, 'base64');
     if (data.length < 32 || data.length % 16 !== 0)
       throw new Error('the ciphertext is not whole AES blocks after a 16-byte IV');
-    const plain = this.blocks.update(data.subarray(16));
-    for (let i = 0; i < plain.length; i++) plain[i] = (plain[i] as number) ^ (data[i] as number);
+    const plain = this.blocks.open(data.subarray(16), data.subarray(0, 16));
     const pad = plain[plain.length - 1] as number;
     let padded = pad >= 1 && pad <= 16;
     for (let i = plain.length - pad; padded && i < plain.length; i++) padded = plain[i] === pad;
