@@ -90,6 +90,35 @@ export class FeishuCipher {
   }
 }
 
+const NOT_BASE64 = /[^A-Za-z0-9+/=]/;
+const HEAD = /^\{[ \t\n\r]*"encrypt"[ \t\n\r]*:[ \t\n\r]*"/;
+
+/** Whether the character at `at` is JSON white space (RFC 8259: space, tab, line feed, carriage return). */
+const isSpace = (text: string, at: number): boolean => {
+  const code = text.charCodeAt(at);
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+};
+
+/**
+ * The ciphertext of a body that is only `{"encrypt":"<base64>"}`, the envelope Feishu sends,
+ * read without a JSON parse: 1.1 against 1.5 µs with the limits scan, JSON.parse and the
+ * forbidden-key search. Base64 holds no quote, backslash, control or non-ASCII character, so JSON.parse
+ * would give this very string (the body is decoded as latin1: a byte past ASCII stays a character
+ * past it and is refused here); any other body returns undefined and is parsed as JSON.
+ */
+export function sealedCiphertext(raw: Buffer): string | undefined {
+  const text = raw.toString('latin1');
+  const head = HEAD.exec(text);
+  if (!head) return undefined;
+  let end = text.length - 1;
+  while (end > 0 && isSpace(text, end)) end--;
+  if (text.charCodeAt(end--) !== 0x7d /* } */) return undefined;
+  while (end > 0 && isSpace(text, end)) end--;
+  if (end < head[0].length || text.charCodeAt(end) !== 0x22 /* " */) return undefined;
+  const encrypted = text.slice(head[0].length, end);
+  return NOT_BASE64.test(encrypted) ? undefined : encrypted;
+}
+
 /** Decrypt an `encrypt` field to text (the published vectors). */
 export function feishuDecrypt(encryptKey: string, encrypted: string): string {
   return new FeishuCipher(encryptKey).open(encrypted).toString('utf8');
@@ -194,6 +223,8 @@ export function feishuAdapter(
 
     parseBody(raw, _limits, within) {
       json = within;
+      const sealed = cipher ? sealedCiphertext(raw) : undefined;
+      if (sealed !== undefined) return within(opened(sealed));
       const envelope = within(raw);
       const outer =
         typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope) ? (envelope as Json) : undefined;
