@@ -1,8 +1,9 @@
-import { createDecipheriv, createHash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { MediaError, RequestError, SignatureError } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
 import type { AdapterContext } from '../kit/access-token.js';
+import { CbcBlocks } from '../kit/cbc.js';
 import { defineAdapter, type AdapterChannel } from '../kit/descriptor.js';
 import { eventBuilder } from '../kit/event.js';
 import { feishuGet, feishuTenantToken, resourceDownload } from './api.js';
@@ -66,17 +67,12 @@ const FRESHNESS: Freshness = {
   limit: 'the 1 h allowed',
 };
 
-/**
- * Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7.
- * One AES-256-ECB decipher serves every delivery (CBC is each block's ECB XOR the block before),
- * as in wx-crypto: a CBC decipher per message cost more than the rest of the decryption.
- */
+/** Opens `encrypt` fields: AES-256-CBC, key SHA-256(encryptKey), IV the first 16 bytes, PKCS#7. */
 export class FeishuCipher {
-  private readonly blocks;
+  private readonly blocks: CbcBlocks;
 
   constructor(encryptKey: string) {
-    this.blocks = createDecipheriv('aes-256-ecb', createHash('sha256').update(encryptKey).digest(), null);
-    this.blocks.setAutoPadding(false);
+    this.blocks = new CbcBlocks(createHash('sha256').update(encryptKey).digest());
   }
 
   /** The plaintext bytes; throws when it is not base64 whole blocks with PKCS#7 padding (a tampered body, another key). */
@@ -85,14 +81,42 @@ export class FeishuCipher {
     const data = Buffer.from(encrypted, 'base64');
     if (data.length < 32 || data.length % 16 !== 0)
       throw new Error('the ciphertext is not whole AES blocks after a 16-byte IV');
-    const plain = this.blocks.update(data.subarray(16));
-    for (let i = 0; i < plain.length; i++) plain[i] = (plain[i] as number) ^ (data[i] as number);
+    const plain = this.blocks.open(data.subarray(16), data.subarray(0, 16));
     const pad = plain[plain.length - 1] as number;
     let padded = pad >= 1 && pad <= 16;
     for (let i = plain.length - pad; padded && i < plain.length; i++) padded = plain[i] === pad;
     if (!padded) throw new Error('its padding is not PKCS#7');
     return plain.subarray(0, plain.length - pad);
   }
+}
+
+const NOT_BASE64 = /[^A-Za-z0-9+/=]/;
+const HEAD = /^\{[ \t\n\r]*"encrypt"[ \t\n\r]*:[ \t\n\r]*"/;
+
+/** Whether the character at `at` is JSON white space (RFC 8259: space, tab, line feed, carriage return). */
+const isSpace = (text: string, at: number): boolean => {
+  const code = text.charCodeAt(at);
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+};
+
+/**
+ * The ciphertext of a body that is only `{"encrypt":"<base64>"}`, the envelope Feishu sends,
+ * read without a JSON parse: 1.1 against 1.5 µs with the limits scan, JSON.parse and the
+ * forbidden-key search. Base64 holds no quote, backslash, control or non-ASCII character, so JSON.parse
+ * would give this very string (the body is decoded as latin1: a byte past ASCII stays a character
+ * past it and is refused here); any other body returns undefined and is parsed as JSON.
+ */
+export function sealedCiphertext(raw: Buffer): string | undefined {
+  const text = raw.toString('latin1');
+  const head = HEAD.exec(text);
+  if (!head) return undefined;
+  let end = text.length - 1;
+  while (end > 0 && isSpace(text, end)) end--;
+  if (text.charCodeAt(end--) !== 0x7d /* } */) return undefined;
+  while (end > 0 && isSpace(text, end)) end--;
+  if (end < head[0].length || text.charCodeAt(end) !== 0x22 /* " */) return undefined;
+  const encrypted = text.slice(head[0].length, end);
+  return NOT_BASE64.test(encrypted) ? undefined : encrypted;
 }
 
 /** Decrypt an `encrypt` field to text (the published vectors). */
@@ -199,6 +223,8 @@ export function feishuAdapter(
 
     parseBody(raw, _limits, within) {
       json = within;
+      const sealed = cipher ? sealedCiphertext(raw) : undefined;
+      if (sealed !== undefined) return within(opened(sealed));
       const envelope = within(raw);
       const outer =
         typeof envelope === 'object' && envelope !== null && !Array.isArray(envelope) ? (envelope as Json) : undefined;

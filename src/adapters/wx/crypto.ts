@@ -1,6 +1,7 @@
-import { createDecipheriv, createHash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { counted } from '../../core/errors.js';
 import { safeEqual } from '../../core/signing.js';
+import { CbcBlocks } from '../kit/cbc.js';
 
 // WXBizMsgCrypt, the message encryption of WeChat Official Accounts (safe mode) and WeCom app
 // callbacks (developers.weixin.qq.com .../Before_Develop/Technical_Plan.html, WeCom 91144):
@@ -36,14 +37,8 @@ export class WxCryptoError extends Error {
 
 /** The key of one EncodingAESKey, opening ciphertexts meant for one receive id (AppID, CorpID). */
 export class WxCrypto {
-  private readonly key: Buffer;
   private readonly iv: Buffer;
-  /**
-   * One AES-256-ECB decipher for the life of the channel: CBC is ECB of each block XOR the block
-   * before (the IV for the first). Making a CBC decipher per message cost ~10 µs, most of a
-   * delivery's crypto; ECB keeps no state between whole blocks, so one decipher serves them all.
-   */
-  private readonly blocks;
+  private readonly blocks: CbcBlocks;
 
   /** Throws when the key is not 43 characters of base64 (the settings schema says so first). */
   constructor(
@@ -52,25 +47,14 @@ export class WxCrypto {
   ) {
     if (!ENCODING_AES_KEY.test(encodingAESKey))
       throw new WxCryptoError('the EncodingAESKey must be 43 characters of base64');
-    this.key = Buffer.from(`${encodingAESKey}=`, 'base64');
-    this.iv = this.key.subarray(0, 16);
-    this.blocks = createDecipheriv('aes-256-ecb', this.key, null);
-    this.blocks.setAutoPadding(false);
+    const key = Buffer.from(`${encodingAESKey}=`, 'base64');
+    this.iv = key.subarray(0, 16);
+    this.blocks = new CbcBlocks(key);
   }
 
-  /** AES-256-CBC decryption of whole 16-byte blocks, with the one ECB decipher. */
+  /** AES-256-CBC decryption of whole 16-byte blocks, the IV fixed by the key. */
   private cbc(data: Buffer): Buffer {
-    const plain = this.blocks.update(data);
-    for (let i = 0; i < 16; i++) plain[i] = (plain[i] as number) ^ (this.iv[i] as number);
-    if (plain.byteOffset % 4 === 0 && data.byteOffset % 4 === 0) {
-      // Four bytes at a time where both buffers are aligned (they are as Node allocates them).
-      const out = new Uint32Array(plain.buffer, plain.byteOffset, plain.length >> 2);
-      const before = new Uint32Array(data.buffer, data.byteOffset, data.length >> 2);
-      for (let i = 4; i < out.length; i++) out[i] = (out[i] as number) ^ (before[i - 4] as number);
-    } else {
-      for (let i = 16; i < plain.length; i++) plain[i] = (plain[i] as number) ^ (data[i - 16] as number);
-    }
-    return plain;
+    return this.blocks.open(data, this.iv);
   }
 
   /**

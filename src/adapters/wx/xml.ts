@@ -117,6 +117,11 @@ export function parseWithLibrary(text: string, limits: XmlLimits, fail: (problem
 
 const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const SPACE = /^\s*$/;
+/**
+ * What `name in Object.prototype` tells (`constructor`, `__proto__`, `hasOwnProperty`, ...), for a
+ * name the library treats apart: `in` with a new string each time cost ~0.4 µs of a message.
+ */
+const PROTOTYPE_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
 
 /**
  * The documented callback shape read without the library: `<xml>` holding only
@@ -136,33 +141,43 @@ export function readFlat(text: string, limits: XmlLimits): Record<string, string
   let at = 5;
   for (;;) {
     const open = text.indexOf('<', at);
-    if (open === -1 || !SPACE.test(text.slice(at, open))) return undefined;
+    // Only white space between the children; WeChat and WeCom put none, so the slice is rarely made.
+    if (open === -1 || (open > at && !SPACE.test(text.slice(at, open)))) return undefined;
     if (text.startsWith('</xml>', open)) {
-      return SPACE.test(text.slice(open + 6)) ? fields : undefined;
+      return open + 6 === text.length || SPACE.test(text.slice(open + 6)) ? fields : undefined;
     }
     const close = text.indexOf('>', open + 1);
     if (close === -1) return undefined;
     const name = text.slice(open + 1, close);
-    if (!FIELD_NAME.test(name) || name in fields || name in Object.prototype || ++count > limits.maxKeys)
+    if (!FIELD_NAME.test(name) || Object.hasOwn(fields, name) || PROTOTYPE_NAMES.has(name) || ++count > limits.maxKeys)
       return undefined;
-    const endTag = `</${name}>`;
     let value: string;
-    let next: number;
+    let end: number;
     if (text.startsWith('<![CDATA[', close + 1)) {
-      const end = text.indexOf(']]>', close + 10);
-      if (end === -1 || !text.startsWith(endTag, end + 3)) return undefined;
-      value = text.slice(close + 10, end);
-      next = end + 3 + endTag.length;
+      const cdataEnd = text.indexOf(']]>', close + 10);
+      if (cdataEnd === -1) return undefined;
+      value = text.slice(close + 10, cdataEnd);
+      end = cdataEnd + 3;
     } else {
-      const end = text.indexOf('<', close + 1);
-      if (end === -1 || !text.startsWith(endTag, end)) return undefined;
+      end = text.indexOf('<', close + 1);
+      if (end === -1) return undefined;
       value = text.slice(close + 1, end);
       if (value.includes('&') || value.includes('>') || value.trim() !== value) return undefined;
-      next = end + endTag.length;
     }
+    if (!closesAt(text, end, name)) return undefined;
     fields[name] = value;
-    at = next;
+    at = end + name.length + 3;
   }
+}
+
+/** Whether `</name>` starts at `at`, checked in place rather than built as a string per element. */
+function closesAt(text: string, at: number, name: string): boolean {
+  return (
+    text.charCodeAt(at) === 0x3c /* < */ &&
+    text.charCodeAt(at + 1) === 0x2f /* / */ &&
+    text.startsWith(name, at + 2) &&
+    text.charCodeAt(at + 2 + name.length) === 0x3e /* > */
+  );
 }
 
 /**

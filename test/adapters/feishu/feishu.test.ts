@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { AESCipher } from '@larksuiteoapi/node-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localContext } from '../../../src/adapters/kit/access-token.js';
-import { feishuDecrypt, feishuSignature } from '../../../src/adapters/feishu/descriptor.js';
+import { feishuDecrypt, feishuSignature, sealedCiphertext } from '../../../src/adapters/feishu/descriptor.js';
 import { createAdapter, type Adapter } from '../../../src/adapters/index.js';
 import type { RawDelivery } from '../../../src/adapters/kit/types.js';
 import { loadConfig } from '../../../src/service/configure.js';
@@ -139,6 +139,54 @@ describe('Feishu adapter: crypto and signatures', () => {
       const error = thrown(() => ingest(adapter, bad));
       expect([what, error.status, error.code]).toEqual([what, 401, 'bad_signature']);
     }
+  });
+
+  it('takes X-Lark-Signature in upper-case hex, and refuses one that is not exactly its 64 hex digits (401)', () => {
+    const adapter = adapterFor({ verificationToken: TOKEN, encryptKey: KEY });
+    const body = encrypted(fixtureBytes('feishu', 'text-p2p.json').toString());
+    const good = signed(body);
+    const signature = good.headers['x-lark-signature'] as string;
+    const withSignature = (value: string) =>
+      delivery(body, { ...(good.headers as Record<string, string>), 'x-lark-signature': value });
+    expect(ingest(adapter, withSignature(signature.toUpperCase())).events).toHaveLength(1);
+    const cases: Array<[string, string]> = [
+      ['one more hex digit', `${signature}0`],
+      ['a trailing space', `${signature} `],
+      ['the last digit not hex', `${signature.slice(0, 63)}g`],
+      ['one digit short', signature.slice(0, 63)],
+      ['two digits short', signature.slice(0, 62)],
+      ['sha256= in front', `sha256=${signature}`],
+    ];
+    for (const [what, value] of cases) {
+      const error = thrown(() => ingest(adapter, withSignature(value)));
+      expect([what, error.status, error.code]).toEqual([what, 401, 'bad_signature']);
+    }
+  });
+
+  it('reads the ciphertext of an {"encrypt"} envelope without JSON only where JSON.parse reads the same', () => {
+    const taken = [
+      '{"encrypt":"P37w+VZImNgPEO1RBhJ6RtKl7n6zymIbEG1pReEzghk="}',
+      '{"encrypt": "P37w+VZImNgPEO1RBhJ6RtKl7n6zymIbEG1pReEzghk="}',
+      '{\n  "encrypt" :\t"AAAA"\r\n}\n',
+      '{"encrypt":""}',
+    ];
+    for (const body of taken) {
+      expect(sealedCiphertext(Buffer.from(body))).toBe((JSON.parse(body) as { encrypt: string }).encrypt);
+    }
+    const left = [
+      '{"encrypt":"P37w\\/VZI="}',
+      '{"encrypt":"AAAA","type":"x"}',
+      '{"type":"x","encrypt":"AAAA"}',
+      '{"encrypt":"AA\u00e9A"}',
+      '{"encrypt":"AAAA"',
+      '{"encrypt":"}',
+      '{"encrypt":"AAAA"}x',
+      '{"encrypt":"AAAA"}\u00a0',
+      '{"Encrypt":"AAAA"}',
+      ' {"encrypt":"AAAA"}',
+      '{"encrypt":AAAA}',
+    ];
+    for (const body of left) expect([body, sealedCiphertext(Buffer.from(body))]).toEqual([body, undefined]);
   });
 
   it('checks header.token without an encrypt key, and refuses a wrong one (401)', () => {
