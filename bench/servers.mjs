@@ -203,6 +203,7 @@ export function trafficLoad(url, tag) {
  *
  * Raw sockets and a minimal response reader (status line, Content-Length), like autocannon's,
  * so the load generator costs little of the CPU it shares with the server.
+ * The requests follow `traffic` (generic webhooks, or Telegram updates).
  * Resolves with each 2xx answer's latency percentiles (ms, from when it was due), the counts,
  * and the seconds the run took (past `seconds` when the server fell behind).
  */
@@ -228,9 +229,13 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     if (++done === total) finish();
   };
 
+  const webhook =
+    traffic === 'telegram'
+      ? `POST /webhooks/${TELEGRAM.id} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nX-Telegram-Bot-Api-Secret-Token: ${TELEGRAM.secretToken}\r\n`
+      : `POST /webhooks/generic HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\n`;
   const request = (n) => {
-    const body = newSessionBody(tag, n);
-    return `POST /webhooks/generic HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const body = traffic === 'telegram' ? telegramUpdateBody() : newSessionBody(tag, n);
+    return `${webhook}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   };
   const open = () => {
     const socket = connect(Number(port), hostname);
