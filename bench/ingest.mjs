@@ -25,7 +25,7 @@
 // busy the server's main thread was (Linux: /proc), and a round is counted only when both bare
 // Koa slices around a server had its main thread busy at least BUSY of the wall time.
 // BENCH_SEQUENTIAL=1 runs the earlier layout instead, for comparison. BENCH_TRAFFIC=telegram sends
-// Telegram updates to a Telegram channel instead of generic webhooks (bench/servers.mjs `traffic`).
+// Telegram updates to a Telegram channel instead of generic webhooks (bench/traffic.mjs).
 // Usage: node bench/ingest.mjs [seconds=3] [connections=50] [rounds=6]
 import autocannon from 'autocannon';
 import { bracketed, cpuTicks, median, start, targets, traffic, trafficLoad } from './servers.mjs';

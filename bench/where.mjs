@@ -16,7 +16,7 @@
 // Needs `perf` (Debian: linux-perf) and permission to trace a child process (root, or
 // kernel.perf_event_paranoid <= 1); without perf it prints that it skipped. Node writes /tmp/perf-<pid>.map (--perf-basic-prof-only-functions)
 // so JS functions have names; the file is removed afterwards.
-// BENCH_TRAFFIC=telegram sends Telegram updates instead of generic webhooks (bench/servers.mjs).
+// BENCH_TRAFFIC=telegram sends Telegram updates instead of generic webhooks (bench/traffic.mjs).
 // Usage: node bench/where.mjs [seconds=5] [connections=50]
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
