@@ -104,7 +104,7 @@ function nameOf(read: PayloadReader, user: Json, at: string): string | undefined
   );
 }
 
-/** Whether the update carries `key` (Telegram sends exactly one kind of update; `null` counts as absent). */
+/** Whether the update carries `key`: at most one kind per update (core.telegram.org/bots/api#update); `null` counts as absent. */
 function carries(update: Json, key: string): boolean {
   const value = own(update, key);
   return value !== undefined && value !== null;
