@@ -17,10 +17,11 @@
 // the slower servers (or the load generator) fall behind first and then get fewer requests, so
 // each round checks what each server really got: a server below HELD of the asked rate in a
 // round is reported as behind (per server, per round), and its rounds are starred.
-// BENCH_COMPARE=<dir with an earlier dist/> adds that build's rows (see bench/servers.mjs).
+// BENCH_COMPARE=<dir with an earlier dist/> adds that build's rows (see bench/servers.mjs);
+// BENCH_TRAFFIC=telegram sends Telegram updates instead of generic webhooks.
 // Usage: node bench/ingest-cost.mjs [rate per server=500] [seconds=8] [rounds=3]
 import autocannon from 'autocannon';
-import { cpuNs, median, newSessionRequests, paced, start, targets } from './servers.mjs';
+import { cpuNs, median, paced, start, targets, traffic, trafficLoad } from './servers.mjs';
 
 const rate = Number(process.argv[2] ?? 500);
 const seconds = Number(process.argv[3] ?? 8);
@@ -37,13 +38,10 @@ async function load(server, duration) {
     return { n: r.ok + r.non2xx, errors: r.errors + r.non2xx, p99: r.p99, took: r.took };
   }
   const r = await autocannon({
-    url: `${server.url}/webhooks/generic`,
+    ...trafficLoad(server.url, `${server.pid}-${Date.now()}`),
     connections: 10,
     duration,
     overallRate: rate,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    requests: newSessionRequests(`${server.pid}-${Date.now()}`),
   });
   return { n: r.requests.total, errors: r.errors + r.non2xx, p99: r.latency.p99, took: duration };
 }
@@ -75,7 +73,7 @@ for (let round = 0; round < rounds; round++) {
 const bare = rows.get(targets[0][0]);
 const range = (values, digits) => `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
 console.log(
-  `\ningest cost, all servers side by side at ${rate} req/s each for ${seconds}s (${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}), median of ${rounds} rounds, every request a new session (node ${process.version})`,
+  `\ningest cost, all servers side by side at ${rate} req/s each for ${seconds}s (${bursts ? "autocannon's once-a-second bursts" : 'a steady load'}), median of ${rounds} rounds, ${traffic} webhooks, every request a new session (node ${process.version})`,
 );
 console.log(
   '| server | main thread µs/req (range) | all threads µs/req | bare Koa main ÷ this (median, range) | rate held (lowest round) | requests | errors | p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|',

@@ -24,10 +24,11 @@
 // a slower server is unaffected, and the ratio creeps toward 1), so each slice also reads how
 // busy the server's main thread was (Linux: /proc), and a round is counted only when both bare
 // Koa slices around a server had its main thread busy at least BUSY of the wall time.
-// BENCH_SEQUENTIAL=1 runs the earlier layout instead, for comparison.
+// BENCH_SEQUENTIAL=1 runs the earlier layout instead, for comparison. BENCH_TRAFFIC=telegram sends
+// Telegram updates to a Telegram channel instead of generic webhooks (bench/traffic.mjs).
 // Usage: node bench/ingest.mjs [seconds=3] [connections=50] [rounds=6]
 import autocannon from 'autocannon';
-import { bracketed, cpuTicks, median, newSessionRequests, start, targets } from './servers.mjs';
+import { bracketed, cpuTicks, median, start, targets, traffic, trafficLoad } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 3);
 const connections = Number(process.argv[3] ?? 50);
@@ -35,15 +36,7 @@ const rounds = Number(process.argv[4] ?? 6);
 const WARM = 2;
 const BUSY = 0.85;
 
-const load = (url, duration, tag) =>
-  autocannon({
-    url: `${url}/webhooks/generic`,
-    connections,
-    duration,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    requests: newSessionRequests(tag),
-  });
+const load = (url, duration, tag) => autocannon({ ...trafficLoad(url, tag), connections, duration });
 
 /** One slice on a running server: warm, then measure; req/s, p99 and how busy its main thread was. */
 async function slice(server, measured) {
@@ -101,7 +94,9 @@ const layout =
   process.env.BENCH_SEQUENTIAL === '1'
     ? `${rounds} rounds, each server started, warmed ${WARM}s and measured ${seconds}s in turn (BENCH_SEQUENTIAL=1)`
     : `${rounds} rounds of slices (${WARM}s warm + ${seconds}s counted), each server's between two of bare Koa`;
-console.log(`\ningest, ${layout}, ${connections} connections, every request a new session (node ${process.version})`);
+console.log(
+  `\ningest, ${layout}, ${connections} connections, ${traffic} webhooks, every request a new session (node ${process.version})`,
+);
 console.log(
   `| server | median req/s | vs bare Koa (median of counted rounds) | range | rounds counted | p99 ms | errors | each round: req/s (main thread busy) |\n|---|---:|---:|---:|---:|---:|---:|---|`,
 );

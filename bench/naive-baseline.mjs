@@ -64,12 +64,18 @@ function enqueueMessage(sessionKey, id, text) {
   buf.timeoutId = setTimeout(() => flushBuffer(sessionKey), DEBOUNCE_WINDOW);
 }
 
+/** A generic message as it is; a Telegram Update as one: its update_id, its chat, its text. */
+function messageOf(body) {
+  if (body.update_id === undefined) return body;
+  return { id: String(body.update_id), sessionKey: `tg:${body.message?.chat?.id}`, content: body.message?.text ?? '' };
+}
+
 const app = new Koa();
 const router = new Router();
 router.post('/webhooks/:channel', async (ctx) => {
   const chunks = [];
   for await (const chunk of ctx.req) chunks.push(chunk);
-  const message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  const message = messageOf(JSON.parse(Buffer.concat(chunks).toString('utf8')));
   const duplicate = isDuplicate(message) || (!message.id && isFuzzyDuplicate(message.content, message.sessionKey));
   if (!duplicate) enqueueMessage(message.sessionKey, message.id, message.content);
   ctx.body = {

@@ -4,6 +4,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { intakeEnv, newSessionBody, TELEGRAM, telegramUpdateBody, traffic } from './traffic.mjs';
+
+export { newSessionBody, newSessionRequests, telegramUpdateBody, traffic, trafficLoad } from './traffic.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -24,15 +27,19 @@ const compareName =
 export const targets = [
   ['bare Koa + @koa/router', 'bench/bare-koa.mjs', {}],
   ['naive baseline', 'bench/naive-baseline.mjs', {}],
-  ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory' }],
-  ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db' }],
+  ['agent-intake, memory store', 'dist/main.js', { INTAKE_STORE: 'memory', ...intakeEnv }],
+  ['agent-intake, sqlite store', 'dist/main.js', { INTAKE_STORE: 'sqlite:./bench.db', ...intakeEnv }],
   ...(compare
     ? [
-        [`agent-intake ${compareName}, memory store`, join(compare, 'dist/main.js'), { INTAKE_STORE: 'memory' }],
+        [
+          `agent-intake ${compareName}, memory store`,
+          join(compare, 'dist/main.js'),
+          { INTAKE_STORE: 'memory', ...intakeEnv },
+        ],
         [
           `agent-intake ${compareName}, sqlite store`,
           join(compare, 'dist/main.js'),
-          { INTAKE_STORE: 'sqlite:./bench.db' },
+          { INTAKE_STORE: 'sqlite:./bench.db', ...intakeEnv },
         ],
       ]
     : []),
@@ -84,30 +91,6 @@ export function freePort() {
   });
 }
 
-/** The body of message `n`: a new message of a new session. */
-export function newSessionBody(tag, n) {
-  return JSON.stringify({
-    id: `bench-${tag}-${n}`,
-    sessionKey: `bench:user-${n}`,
-    sender: { id: `u${n}`, name: 'Bench' },
-    content: `帮我查一下订单 ORD-${n} 的状态`,
-    timestamp: 1710234567,
-  });
-}
-
-/** An autocannon request whose body is a new message of a new session every time. */
-export function newSessionRequests(tag) {
-  let n = 0;
-  return [
-    {
-      setupRequest(request) {
-        request.body = newSessionBody(tag, ++n);
-        return request;
-      },
-    },
-  ];
-}
-
 /**
  * A steady load: `rate` new-session webhooks a second for `seconds`, request i due at
  * start + i/rate (checked on a 1 ms timer, so a few at a time at high rates), sent over
@@ -119,6 +102,7 @@ export function newSessionRequests(tag) {
  *
  * Raw sockets and a minimal response reader (status line, Content-Length), like autocannon's,
  * so the load generator costs little of the CPU it shares with the server.
+ * The requests follow `traffic` (generic webhooks, or Telegram updates).
  * Resolves with each 2xx answer's latency percentiles (ms, from when it was due), the counts,
  * and the seconds the run took (past `seconds` when the server fell behind).
  */
@@ -144,9 +128,13 @@ export async function paced(server, { rate, seconds, connections = 20, tag = `${
     if (++done === total) finish();
   };
 
+  const webhook =
+    traffic === 'telegram'
+      ? `POST /webhooks/${TELEGRAM.id} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nX-Telegram-Bot-Api-Secret-Token: ${TELEGRAM.secretToken}\r\n`
+      : `POST /webhooks/generic HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\n`;
   const request = (n) => {
-    const body = newSessionBody(tag, n);
-    return `POST /webhooks/generic HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const body = traffic === 'telegram' ? telegramUpdateBody() : newSessionBody(tag, n);
+    return `${webhook}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   };
   const open = () => {
     const socket = connect(Number(port), hostname);

@@ -16,6 +16,7 @@
 // Needs `perf` (Debian: linux-perf) and permission to trace a child process (root, or
 // kernel.perf_event_paranoid <= 1); without perf it prints that it skipped. Node writes /tmp/perf-<pid>.map (--perf-basic-prof-only-functions)
 // so JS functions have names; the file is removed afterwards.
+// BENCH_TRAFFIC=telegram sends Telegram updates instead of generic webhooks (bench/traffic.mjs).
 // Usage: node bench/where.mjs [seconds=5] [connections=50]
 import autocannon from 'autocannon';
 import { spawn, spawnSync } from 'node:child_process';
@@ -23,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newSessionRequests, start, targets } from './servers.mjs';
+import { start, targets, traffic, trafficLoad } from './servers.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 50);
@@ -100,14 +101,7 @@ const rows = [];
 for (const target of targets) {
   const server = await start(target, { execArgv: ['--perf-basic-prof-only-functions'] });
   const load = (duration) =>
-    autocannon({
-      url: `${server.url}/webhooks/generic`,
-      connections,
-      duration,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      requests: newSessionRequests(`${server.pid}-${Date.now()}`),
-    });
+    autocannon({ ...trafficLoad(server.url, `${server.pid}-${Date.now()}`), connections, duration });
   await load(3); // warm-up: compiled code, and the young generation grown to its working size
   const data = join(dir, `${server.pid}.data`);
   // cpu-clock: a timer, on every machine (a VM often has no hardware counters).
@@ -167,7 +161,7 @@ const categories = [...new Set(rows.flatMap((row) => [...row.byCategory.keys()])
   (a, b) => (rows[2]?.byCategory.get(b) ?? 0) - (rows[2]?.byCategory.get(a) ?? 0),
 );
 console.log(
-  `\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, every request a new session (node ${process.version}, perf cpu-clock at ${HZ} Hz)`,
+  `\nwhere the main thread's time goes under saturation: µs per request, ${seconds}s of autocannon at ${connections} connections, ${traffic} webhooks, every request a new session (node ${process.version}, perf cpu-clock at ${HZ} Hz)`,
 );
 console.log(`| category | ${rows.map((row) => row.name).join(' | ')} |\n|---|${rows.map(() => '---:').join('|')}|`);
 for (const category of categories)

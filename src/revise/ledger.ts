@@ -1,4 +1,5 @@
 import type { SharedValues } from '../core/ports/index.js';
+import { RecentMap } from '../core/recent.js';
 
 /**
  * Where the ids of emitted messages are remembered, so a later recall or edit finds its output:
@@ -21,21 +22,15 @@ export function sharedLedger(store: Pick<SharedValues, 'sharedGet' | 'sharedPut'
   };
 }
 
-/** This process's: the newest `max` ids, each for its time to live (a restart forgets them). */
+/**
+ * This process's: the newest `max` ids, each for its time to live (a restart forgets them). The
+ * oldest written first go: the ids of messages long answered before any recent one.
+ */
 export function localLedger(max: number): Ledger {
-  const kept = new Map<string, { value: string; until: number }>();
+  const kept = new RecentMap<string, { value: string; until: number }>(max);
   return {
     put(entries, ttlMs, now) {
-      for (const [key, value] of entries) {
-        kept.delete(key);
-        kept.set(key, { value, until: now + ttlMs });
-      }
-      // Oldest written first: the ids of messages long answered go before any recent one.
-      if (kept.size <= max) return;
-      for (const key of kept.keys()) {
-        if (kept.size <= max) break;
-        kept.delete(key);
-      }
+      for (const [key, value] of entries) kept.set(key, { value, until: now + ttlMs });
     },
     get(key, now) {
       const entry = kept.get(key);

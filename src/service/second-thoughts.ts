@@ -3,6 +3,7 @@ import type { Channels } from './channels.js';
 import { messageDebounceKey } from './admission.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
+import { RecentMap } from '../core/recent.js';
 import { turnBufferKey, type Store } from '../core/ports/index.js';
 import type { Revision, SentMessage } from '../events/context.js';
 import type { BufferedPart, InboundEvent } from '../events/inbound.js';
@@ -85,13 +86,12 @@ export function secondThoughts(parts: SecondThoughtParts) {
    * the buffer its message waits in. In this process only: a connection's events (Discord's
    * Gateway) all come to the instance that holds it.
    */
-  const senders = new Map<string, string>();
+  const senders = new RecentMap<string, string>(MAX_RECENT_SENDERS);
   const sendersKey = (sessionKey: string, messageId: string) => `${sessionKey}\u0000${messageId}`;
   const revisionKeys = {
     seen(event: InboundEvent): void {
       if (event.kind !== 'message' || event.platformId === undefined || !config.revisions.enabled) return;
       senders.set(sendersKey(event.sessionKey, event.platformId), event.sender.id);
-      if (senders.size > MAX_RECENT_SENDERS) senders.delete(senders.keys().next().value as string);
     },
     /** The buffers a recalled or edited message may wait in: its sender's, its session's held one, and its budgets'. */
     of(event: InboundEvent): string[] {

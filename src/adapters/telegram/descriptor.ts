@@ -95,8 +95,19 @@ function textOf(read: PayloadReader, message: Json, at: string): string {
 }
 
 function nameOf(read: PayloadReader, user: Json, at: string): string | undefined {
-  const field = (key: string) => read.optText(own(user, key), `${at}.${key}`);
-  return [field('first_name'), field('last_name')].filter(Boolean).join(' ') || field('username') || field('title');
+  const first = read.optText(own(user, 'first_name'), `${at}.first_name`);
+  const last = read.optText(own(user, 'last_name'), `${at}.last_name`);
+  return (
+    (first && last ? `${first} ${last}` : first || last) ||
+    read.optText(own(user, 'username'), `${at}.username`) ||
+    read.optText(own(user, 'title'), `${at}.title`)
+  );
+}
+
+/** Whether the update carries `key`: at most one kind per update (core.telegram.org/bots/api#update); `null` counts as absent. */
+function carries(update: Json, key: string): boolean {
+  const value = own(update, key);
+  return value !== undefined && value !== null;
 }
 
 /**
@@ -112,25 +123,37 @@ function mentionsOf(
   self: { username: string | undefined; botId: string },
 ): string[] {
   const ownName = self.username?.toLowerCase();
-  return (['text', 'caption'] as const).flatMap((field) => {
+  // Plain loops: every update is read here, and most carry no entities at all.
+  const mentions: string[] = [];
+  for (const [field, key] of ENTITY_FIELDS) {
+    const entities = own(message, key);
+    if (entities === undefined || entities === null) continue;
     const text = own(message, field);
-    const key = field === 'text' ? 'entities' : 'caption_entities';
-    return read.optArray(own(message, key), `${at}.${key}`).flatMap((item, i) => {
-      const entity = read.object(item, `${at}.${key}[${i}]`);
+    const items = read.array(entities, `${at}.${key}`);
+    for (let i = 0; i < items.length; i++) {
+      const entity = read.object(items[i], `${at}.${key}[${i}]`);
       const type = own(entity, 'type');
       if (type === 'text_mention') {
         const user = read.optObject(own(entity, 'user'), `${at}.${key}[${i}].user`);
         const id = user && read.optText(own(user, 'id'), `${at}.${key}[${i}].user.id`);
-        return id ? [id] : [];
+        if (id) mentions.push(id);
+        continue;
       }
-      if (type !== 'mention' || typeof text !== 'string') return [];
+      if (type !== 'mention' || typeof text !== 'string') continue;
       const offset = read.optNumber(own(entity, 'offset'), `${at}.${key}[${i}].offset`) ?? 0;
       const length = read.optNumber(own(entity, 'length'), `${at}.${key}[${i}].length`) ?? 0;
       const name = text.slice(offset + 1, offset + length);
-      return [ownName !== undefined && name.toLowerCase() === ownName ? self.botId : name];
-    });
-  });
+      mentions.push(ownName !== undefined && name.toLowerCase() === ownName ? self.botId : name);
+    }
+  }
+  return mentions;
 }
+
+/** Where a message's text and a photo's or file's caption keep their entities. */
+const ENTITY_FIELDS = [
+  ['text', 'entities'],
+  ['caption', 'caption_entities'],
+] as const;
 
 /**
  * Telegram Bot API webhooks: `X-Telegram-Bot-Api-Secret-Token` must equal the secret_token
@@ -194,12 +217,16 @@ export function telegramAdapter(channel: AdapterChannel, options: z.output<typeo
         );
       }
       const callback = read.optObject(own(update, 'callback_query'), 'callback_query');
-      const editedKey = ['edited_message', 'edited_channel_post'].find(
-        (key) => own(update, key) !== undefined && own(update, key) !== null,
-      );
-      const messageKey =
-        ['message', 'channel_post'].find((key) => own(update, key) !== undefined && own(update, key) !== null) ??
-        editedKey;
+      const editedKey = carries(update, 'edited_message')
+        ? 'edited_message'
+        : carries(update, 'edited_channel_post')
+          ? 'edited_channel_post'
+          : undefined;
+      const messageKey = carries(update, 'message')
+        ? 'message'
+        : carries(update, 'channel_post')
+          ? 'channel_post'
+          : editedKey;
       const at = messageKey ?? 'callback_query.message';
       const message = messageKey
         ? read.object(own(update, messageKey), messageKey)

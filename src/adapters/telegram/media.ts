@@ -37,19 +37,22 @@ export function mediaOf(read: PayloadReader, message: Json, at: string): MediaRe
   const media: MediaRef[] = [];
   // Photos come in several sizes; take the largest.
   let largest: { area: number; ref: MediaRef } | undefined;
-  read.optArray(own(message, 'photo'), `${at}.photo`).forEach((item, i) => {
-    const size = read.object(item, `${at}.photo[${i}]`, 'a PhotoSize object {file_id, width, height}');
+  const photos = read.optArray(own(message, 'photo'), `${at}.photo`);
+  for (let i = 0; i < photos.length; i++) {
+    const size = read.object(photos[i], `${at}.photo[${i}]`, 'a PhotoSize object {file_id, width, height}');
     const ref = fileRef(read, size, `${at}.photo[${i}]`, 'image');
     const area =
       read.optNumber(own(size, 'file_size'), `${at}.photo[${i}].file_size`) ??
       (read.optNumber(own(size, 'width'), `${at}.photo[${i}].width`) ?? 0) *
         (read.optNumber(own(size, 'height'), `${at}.photo[${i}].height`) ?? 0);
     if (ref && (!largest || area > largest.area)) largest = { area, ref };
-  });
+  }
   if (largest) media.push(largest.ref);
+  // Most messages are text: a kind absent is skipped before its path is spelled for an error.
   for (const [field, type] of fileKinds) {
-    const file = read.optObject(own(message, field), `${at}.${field}`);
-    const ref = file && fileRef(read, file, `${at}.${field}`, type);
+    const value = own(message, field);
+    if (value === undefined || value === null) continue;
+    const ref = fileRef(read, read.object(value, `${at}.${field}`), `${at}.${field}`, type);
     if (ref) media.push(ref);
   }
   return media;
