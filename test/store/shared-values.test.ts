@@ -29,10 +29,14 @@ describe('shared values on the memory store', () => {
   it('keeps at most MAX_SHARED_VALUES, the oldest written going first though they have not expired', async () => {
     const store = new MemoryStore();
     // The ids of emitted messages, each kept for hours, at a steady rate
-    for (let i = 0; i < MAX_SHARED_VALUES + 10; i++) await store.sharedPut(`emitted:${i}`, '1', 21_600_000, i);
-    expect(store['values'].size).toBe(MAX_SHARED_VALUES);
-    expect(await store.sharedGet('emitted:9', MAX_SHARED_VALUES)).toBeUndefined();
-    expect(await store.sharedGet('emitted:10', MAX_SHARED_VALUES)).toBe('1');
+    for (let i = 0; i < 2 * MAX_SHARED_VALUES; i++) await store.sharedPut(`emitted:${i}`, '1', 21_600_000, i);
+    // The oldest go a sixteenth of the cap at a time, the newest fifteen sixteenths always kept.
+    expect(store['values'].size).toBeLessThanOrEqual(MAX_SHARED_VALUES);
+    expect(store['values'].size).toBeGreaterThanOrEqual(MAX_SHARED_VALUES - MAX_SHARED_VALUES / 16);
+    const oldestKept = 2 * MAX_SHARED_VALUES - store['values'].size;
+    expect(await store.sharedGet(`emitted:${oldestKept - 1}`, MAX_SHARED_VALUES)).toBeUndefined();
+    expect(await store.sharedGet(`emitted:${oldestKept}`, MAX_SHARED_VALUES)).toBe('1');
+    expect(await store.sharedGet(`emitted:${2 * MAX_SHARED_VALUES - 1}`, MAX_SHARED_VALUES)).toBe('1');
     await store.close();
   });
 });

@@ -348,11 +348,14 @@ export abstract class LocalStore implements Store {
   async sharedPut(name: string, value: string, ttlMs: number, now: number): Promise<void> {
     this.values.set(name, { value, until: now + ttlMs });
     // Past the cap the oldest written go first, expired or not: a busy process remembers the
-    // newest MAX_SHARED_VALUES (the ids of emitted messages, the messages our bots sent).
+    // newest MAX_SHARED_VALUES (the messages our bots sent, the takeovers' marks). A sixteenth
+    // at a time: a Map's iterator steps over every entry deleted since its table was last
+    // rebuilt, so dropping one key per insert would walk them all again on every insert.
     if (this.values.size > MAX_SHARED_VALUES) {
+      const keep = MAX_SHARED_VALUES - (MAX_SHARED_VALUES >> 4);
       for (const key of this.values.keys()) {
         this.values.delete(key);
-        if (this.values.size <= MAX_SHARED_VALUES) break;
+        if (this.values.size <= keep) break;
       }
     }
     // A value per message our bots sent, most never read again: expired ones go as new ones come.
