@@ -176,7 +176,9 @@ describe.each(stores.forms)('the trail on %s, read from any instance', (_name, u
 
   it("streams every instance's activity on each, each entry naming its instance", async () => {
     const prefix = `tr${process.pid}-${++tests}`;
-    const [a, b] = await Promise.all([instance(prefix), instance(prefix)]);
+    // A window no slow machine outlasts: the first message's flush trails no batch between the two arrivals.
+    const quiet = { debounce: { windowMs: 60_000, maxWaitMs: 120_000, maxMessages: 10 } };
+    const [a, b] = await Promise.all([instance(prefix, quiet), instance(prefix, quiet)]);
     const frames = readEvents(`${b.url}/v1/activity`, 2, {
       onOpen: async () => {
         await postJson(`${a.url}/webhooks/generic`, { id: 'act-1', sessionKey: 'cli:act', content: 'one' });
