@@ -16,8 +16,8 @@ import { SqliteRevisions } from './revisions.js';
  * AUTOINCREMENT key is its seq (never used twice, also after the newest row is deleted); a
  * session's dropped count and the time it is forgotten in `conversations`; overrides set at run
  * time in `activations`, with no expiry; revisions and takeovers in their tables (revisions.ts).
- * Read and written by SQL alone: the rows are the truth, and a write rolled back leaves nothing
- * in memory.
+ * Read and written by SQL, the rows the truth: a write rolled back leaves nothing in memory but
+ * a session name in `sessions`, which may only ever say too much.
  */
 export const conversationSchema = `
 CREATE TABLE IF NOT EXISTS context (
@@ -29,15 +29,36 @@ CREATE INDEX IF NOT EXISTS conversations_until ON conversations (until);
 CREATE TABLE IF NOT EXISTS activations (session_key TEXT PRIMARY KEY, modes TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/** Sessions named by `sessions` past which, and past twice as many as its last load, it is read again. */
+const SESSIONS_RELOAD_MIN = 1024;
+
 /** The SQLite store's conversation rows; every write runs inside the store's current transaction. */
 export class SqliteConversations implements ConversationRows {
   private readonly sql;
   private readonly revisions: SqliteRevisions;
+  /**
+   * Every session with a row in `conversations`, `activations`, `takeovers` or `revisions`, and
+   * maybe some without (undefined: read at the next `conversation`). A flush reads its session's
+   * conversation, and most sessions have none (`always`, the default, keeps no context): their
+   * two lookups were 10 µs of a 60 µs message on the SQLite store (bench/pipeline.mjs). Named
+   * before each write that adds such a row, so a write rolled back leaves a name too many, never
+   * one too few; names of sessions whose rows are gone are dropped when the set is read again,
+   * once it doubled (their rows expire in the store's purge). Context rows live only beside
+   * their session's `conversations` row (`contextKept` writes both, the purge drops both).
+   */
+  private sessions: Set<string> | undefined;
+  private sessionsReloadAt = SESSIONS_RELOAD_MIN;
 
   constructor(db: Database.Database) {
     db.exec(conversationSchema);
     this.revisions = new SqliteRevisions(db);
     this.sql = {
+      sessions: db
+        .prepare(
+          `SELECT session_key FROM conversations UNION SELECT session_key FROM activations
+          UNION SELECT session_key FROM takeovers UNION SELECT session_key FROM revisions`,
+        )
+        .pluck(),
       head: db.prepare('SELECT dropped, until FROM conversations WHERE session_key = ?'),
       append: db.prepare('INSERT INTO context (session_key, at, message) VALUES (?, ?, ?)'),
       count: db.prepare('SELECT count(*) FROM context WHERE session_key = ?').pluck(),
@@ -84,6 +105,7 @@ export class SqliteConversations implements ConversationRows {
   }
 
   contextKept(sessionKey: string, messages: readonly ContextMessage[], now: number, keep: ContextKeep): void {
+    this.named(sessionKey);
     const at = Math.floor(now);
     let dropped = 0;
     const head = this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined;
@@ -105,6 +127,7 @@ export class SqliteConversations implements ConversationRows {
   }
 
   conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
+    if (!this.sessionsNamed().has(sessionKey)) return { context: [], dropped: 0 };
     // Without the context, neither its head nor its rows (a JSON.parse each) are read.
     const head = withContext
       ? (this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined)
@@ -131,6 +154,7 @@ export class SqliteConversations implements ConversationRows {
     now: number,
     keep: RevisionKeep,
   ): { recorded: boolean; context: boolean } {
+    this.named(sessionKey);
     if (!this.revisions.kept(sessionKey, revision, now, keep)) return { recorded: false, context: false };
     const head = this.sql.head.get(sessionKey) as { until: number } | undefined;
     if (!head || head.until <= now) return { recorded: true, context: false };
@@ -148,6 +172,7 @@ export class SqliteConversations implements ConversationRows {
   }
 
   takeoverHeld(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
+    this.named(sessionKey);
     return this.revisions.takeoverHeld(sessionKey, at, hold, now);
   }
 
@@ -156,8 +181,25 @@ export class SqliteConversations implements ConversationRows {
   }
 
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void {
-    if (override === undefined) this.sql.dropActivation.run(sessionKey);
-    else this.sql.setActivation.run(sessionKey, JSON.stringify(override));
+    if (override === undefined) return void this.sql.dropActivation.run(sessionKey);
+    this.named(sessionKey);
+    this.sql.setActivation.run(sessionKey, JSON.stringify(override));
+  }
+
+  /** `sessionKey` is about to get a conversation row (see `sessions`). */
+  private named(sessionKey: string): void {
+    const sessions = this.sessions;
+    if (!sessions) return; // read again before it is used, with this write's rows if they commit
+    sessions.add(sessionKey);
+    if (sessions.size > this.sessionsReloadAt) this.sessions = undefined;
+  }
+
+  /** `sessions`, read from the rows when it is not known (the first flush, or once it doubled). */
+  private sessionsNamed(): Set<string> {
+    if (this.sessions) return this.sessions;
+    const sessions = new Set(this.sql.sessions.all() as string[]);
+    this.sessionsReloadAt = Math.max(SESSIONS_RELOAD_MIN, 2 * sessions.size);
+    return (this.sessions = sessions);
   }
 
   /** Forget conversations whose time is up (with the store's other purges). */
