@@ -29,6 +29,16 @@ CREATE INDEX IF NOT EXISTS conversations_until ON conversations (until);
 CREATE TABLE IF NOT EXISTS activations (session_key TEXT PRIMARY KEY, modes TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/** Heads kept by `heads` at most: past it they are forgotten, and read again as needed. */
+const MAX_HEADS = 4096;
+
+/** A session's row of `conversations`, with the count of its context rows. */
+interface Head {
+  dropped: number;
+  until: number;
+  count: number;
+}
+
 /** Sessions named by `sessions` past which, and past twice as many as its last load, it is read again. */
 const SESSIONS_RELOAD_MIN = 1024;
 
@@ -48,6 +58,12 @@ export class SqliteConversations implements ConversationRows {
    */
   private sessions: Set<string> | undefined;
   private sessionsReloadAt = SESSIONS_RELOAD_MIN;
+  /**
+   * The heads `contextKept` wrote, with their context counts: a keep (most batches of a busy
+   * group in `mention` mode) read its head and counted its rows every time, then trimmed one
+   * row by a subquery. Forgotten by every other write to `context` and by a rollback.
+   */
+  private readonly heads = new Map<string, Head>();
 
   constructor(db: Database.Database) {
     db.exec(conversationSchema);
@@ -62,8 +78,11 @@ export class SqliteConversations implements ConversationRows {
       head: db.prepare('SELECT dropped, until FROM conversations WHERE session_key = ?'),
       append: db.prepare('INSERT INTO context (session_key, at, message) VALUES (?, ?, ?)'),
       count: db.prepare('SELECT count(*) FROM context WHERE session_key = ?').pluck(),
+      // The session's oldest rows, up to the seq of the last to go: a range of the index, where
+      // `seq IN (SELECT ... LIMIT ?)` built a temporary table of the seqs first.
       trim: db.prepare(
-        'DELETE FROM context WHERE seq IN (SELECT seq FROM context WHERE session_key = ? ORDER BY seq LIMIT ?)',
+        `DELETE FROM context WHERE session_key = @session
+        AND seq <= (SELECT seq FROM context WHERE session_key = @session ORDER BY seq LIMIT 1 OFFSET @skip)`,
       ),
       forget: db.prepare('DELETE FROM context WHERE session_key = ?'),
       save: db.prepare(
@@ -107,20 +126,38 @@ export class SqliteConversations implements ConversationRows {
   contextKept(sessionKey: string, messages: readonly ContextMessage[], now: number, keep: ContextKeep): void {
     this.named(sessionKey);
     const at = Math.floor(now);
+    const head = this.heads.get(sessionKey) ?? this.headRow(sessionKey);
     let dropped = 0;
-    const head = this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined;
-    if (head && head.until > now) dropped = head.dropped;
+    let count = 0;
+    if (head && head.until > now) ({ dropped, count } = head);
     else if (head) this.sql.forget.run(sessionKey);
     for (const message of messages) this.sql.append.run(sessionKey, at, JSON.stringify(message));
-    const excess = (this.sql.count.get(sessionKey) as number) - Math.max(0, keep.maxMessages);
+    count += messages.length;
+    const excess = count - Math.max(0, keep.maxMessages);
     if (excess > 0) {
-      this.sql.trim.run(sessionKey, excess);
+      this.sql.trim.run({ session: sessionKey, skip: excess - 1 });
       dropped += excess;
+      count -= excess;
     }
-    this.sql.save.run(sessionKey, dropped, Math.floor(now + keep.ttlMs));
+    const until = Math.floor(now + keep.ttlMs);
+    this.sql.save.run(sessionKey, dropped, until);
+    if (this.heads.size >= MAX_HEADS) this.heads.clear();
+    this.heads.set(sessionKey, { dropped, until, count });
+  }
+
+  /** A session's head as the rows have it (undefined: none). */
+  private headRow(sessionKey: string): Head | undefined {
+    const row = this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined;
+    return row && { dropped: row.dropped, until: row.until, count: this.sql.count.get(sessionKey) as number };
+  }
+
+  /** A write rolled back: the heads it kept may not be the rows'. */
+  protected conversationsRolledBack(): void {
+    this.heads.clear();
   }
 
   contextCleared(sessionKey: string, upTo: number): void {
+    this.heads.delete(sessionKey);
     this.sql.clear.run(sessionKey, upTo);
     this.sql.resetDropped.run(sessionKey);
     this.sql.dropEmpty.run(sessionKey, sessionKey);
@@ -158,6 +195,7 @@ export class SqliteConversations implements ConversationRows {
     if (!this.revisions.kept(sessionKey, revision, now, keep)) return { recorded: false, context: false };
     const head = this.sql.head.get(sessionKey) as { until: number } | undefined;
     if (!head || head.until <= now) return { recorded: true, context: false };
+    this.heads.delete(sessionKey);
     const entries = keptMessages(this.sql.entriesOf.all(sessionKey, revision.messageId));
     const revised = revisedContext(entries, revision);
     if (revised === undefined) return { recorded: true, context: false };
@@ -204,6 +242,7 @@ export class SqliteConversations implements ConversationRows {
 
   /** Forget conversations whose time is up (with the store's other purges). */
   purgeConversations(now: number): void {
+    this.heads.clear();
     this.sql.expiredContext.run(now);
     this.sql.expired.run(now);
     this.revisions.purgeRevisions(now);

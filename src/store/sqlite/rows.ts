@@ -192,10 +192,12 @@ export class SqliteRows extends SqliteBudgets implements Rows {
 
   /**
    * A transaction rolled back, and with it maybe a move of the part-id mark: the next part
-   * writes the mark again (ids handed out meanwhile are a gap, never repeated).
+   * writes the mark again (ids handed out meanwhile are a gap, never repeated); the
+   * conversation heads it kept are read again from the rows.
    */
   rolledBack(): void {
     this.partMark = 0;
+    this.conversationsRolledBack();
   }
 
   claimTaken(claim: ClaimSpec, now: number): void {
