@@ -39,7 +39,9 @@ describe('SQLite conversations remembered in memory', () => {
     await store.setActivation('s', { private: 'never' }, 0);
     await store.holdTakeover('t', 1, { holdMs: 1000, maxMs: 2500 }, 1);
     await store.revise('r', ['r'], { kind: 'recall', messageId: 'a', at: 1 }, 1, { maxRevisions: 4, ttlMs: 60_000 });
-    expect((await store.conversation('s', 2)).activation).toStrictEqual({ private: 'never' });
+    await keepEach(store, ['a'], 1, { maxMessages: 5, ttlMs: 60_000 });
+    const state = await store.conversation('s', 2);
+    expect([ids(state), state.activation]).toStrictEqual([['a'], { private: 'never' }]);
     expect((await store.conversation('t', 2)).takeover).toStrictEqual({ since: 1, until: 1001 });
     expect((await store.conversation('r', 2)).revisions).toStrictEqual([{ kind: 'recall', messageId: 'a', at: 1 }]);
     expect(await store.conversation('other', 2)).toStrictEqual({ context: [], dropped: 0 });

@@ -9,6 +9,7 @@ import type {
 import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
 import type { ConversationRows } from '../local/conversations.js';
 import { revisedContext } from '../rules/revise.js';
+import { NamedSessions } from './named-sessions.js';
 import { SqliteRevisions } from './revisions.js';
 
 /**
@@ -17,7 +18,7 @@ import { SqliteRevisions } from './revisions.js';
  * session's dropped count and the time it is forgotten in `conversations`; overrides set at run
  * time in `activations`, with no expiry; revisions and takeovers in their tables (revisions.ts).
  * Read and written by SQL, the rows the truth: a write rolled back leaves nothing in memory but
- * a session name in `sessions`, which may only ever say too much.
+ * session names (`NamedSessions`), which may only ever say too much.
  */
 export const conversationSchema = `
 CREATE TABLE IF NOT EXISTS context (
@@ -39,25 +40,20 @@ interface Head {
   count: number;
 }
 
-/** Sessions named by `sessions` past which, and past twice as many as its last load, it is read again. */
-const SESSIONS_RELOAD_MIN = 1024;
-
 /** The SQLite store's conversation rows; every write runs inside the store's current transaction. */
 export class SqliteConversations implements ConversationRows {
   private readonly sql;
   private readonly revisions: SqliteRevisions;
   /**
-   * Every session with a row in `conversations`, `activations`, `takeovers` or `revisions`, and
-   * maybe some without (undefined: read at the next `conversation`). A flush reads its session's
-   * conversation, and most sessions have none (`always`, the default, keeps no context): their
-   * two lookups were 10 µs of a 60 µs message on the SQLite store (bench/pipeline.mjs). Named
-   * before each write that adds such a row, so a write rolled back leaves a name too many, never
-   * one too few; names of sessions whose rows are gone are dropped when the set is read again,
-   * once it doubled (their rows expire in the store's purge). Context rows live only beside
-   * their session's `conversations` row (`contextKept` writes both, the purge drops both).
+   * The sessions with a row in `conversations` (their context rows live only beside it:
+   * `contextKept` writes both, the purge drops both), and those with a row in `activations`,
+   * `takeovers` or `revisions`. A flush reads its session's conversation, and most sessions
+   * have neither: `always`, the default, keeps no context, and a batch kept as context in
+   * `mention` mode reads the extras alone. Their lookups were 10 µs of a 60 µs message on the
+   * SQLite store (bench/pipeline.mjs).
    */
-  private sessions: Set<string> | undefined;
-  private sessionsReloadAt = SESSIONS_RELOAD_MIN;
+  private readonly withHead: NamedSessions;
+  private readonly withExtras: NamedSessions;
   /**
    * The heads `contextKept` wrote, with their context counts: a keep (most batches of a busy
    * group in `mention` mode) read its head and counted its rows every time, then trimmed one
@@ -69,12 +65,6 @@ export class SqliteConversations implements ConversationRows {
     db.exec(conversationSchema);
     this.revisions = new SqliteRevisions(db);
     this.sql = {
-      sessions: db
-        .prepare(
-          `SELECT session_key FROM conversations UNION SELECT session_key FROM activations
-          UNION SELECT session_key FROM takeovers UNION SELECT session_key FROM revisions`,
-        )
-        .pluck(),
       head: db.prepare('SELECT dropped, until FROM conversations WHERE session_key = ?'),
       append: db.prepare('INSERT INTO context (session_key, at, message) VALUES (?, ?, ?)'),
       count: db.prepare('SELECT count(*) FROM context WHERE session_key = ?').pluck(),
@@ -121,10 +111,18 @@ export class SqliteConversations implements ConversationRows {
       ),
       expired: db.prepare('DELETE FROM conversations WHERE until <= ?'),
     };
+    const heads = db.prepare('SELECT session_key FROM conversations').pluck();
+    this.withHead = new NamedSessions(() => heads.all() as string[]);
+    const extras = db
+      .prepare(
+        'SELECT session_key FROM activations UNION SELECT session_key FROM takeovers UNION SELECT session_key FROM revisions',
+      )
+      .pluck();
+    this.withExtras = new NamedSessions(() => extras.all() as string[]);
   }
 
   contextKept(sessionKey: string, messages: readonly ContextMessage[], now: number, keep: ContextKeep): void {
-    this.named(sessionKey);
+    this.withHead.add(sessionKey);
     const at = Math.floor(now);
     const head = this.heads.get(sessionKey) ?? this.headRow(sessionKey);
     let dropped = 0;
@@ -164,15 +162,16 @@ export class SqliteConversations implements ConversationRows {
   }
 
   conversation(sessionKey: string, now: number, withContext: boolean): ConversationState {
-    if (!this.sessionsNamed().has(sessionKey)) return { context: [], dropped: 0 };
     // Without the context, neither its head nor its rows (a JSON.parse each) are read.
-    const head = withContext
-      ? (this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined)
-      : undefined;
+    const head =
+      withContext && this.withHead.has(sessionKey)
+        ? (this.sql.head.get(sessionKey) as { dropped: number; until: number } | undefined)
+        : undefined;
     const state: ConversationState =
       head && head.until > now
         ? { context: keptMessages(this.sql.entries.all(sessionKey)), dropped: head.dropped }
         : { context: [], dropped: 0 };
+    if (!this.withExtras.has(sessionKey)) return state;
     for (const row of this.sql.extras.all({ session: sessionKey, now }) as ExtraRow[]) {
       if (row[0] === 0) state.activation = JSON.parse(row[1]) as ActivationModes;
       else if (row[0] === 1) state.takeover = { since: row[1], until: row[2] };
@@ -191,7 +190,7 @@ export class SqliteConversations implements ConversationRows {
     now: number,
     keep: RevisionKeep,
   ): { recorded: boolean; context: boolean } {
-    this.named(sessionKey);
+    this.withExtras.add(sessionKey);
     if (!this.revisions.kept(sessionKey, revision, now, keep)) return { recorded: false, context: false };
     const head = this.sql.head.get(sessionKey) as { until: number } | undefined;
     if (!head || head.until <= now) return { recorded: true, context: false };
@@ -210,7 +209,7 @@ export class SqliteConversations implements ConversationRows {
   }
 
   takeoverHeld(sessionKey: string, at: number, hold: TakeoverHold, now: number): TakeoverChange {
-    this.named(sessionKey);
+    this.withExtras.add(sessionKey);
     return this.revisions.takeoverHeld(sessionKey, at, hold, now);
   }
 
@@ -220,24 +219,8 @@ export class SqliteConversations implements ConversationRows {
 
   activationSaved(sessionKey: string, override: ActivationModes | undefined): void {
     if (override === undefined) return void this.sql.dropActivation.run(sessionKey);
-    this.named(sessionKey);
+    this.withExtras.add(sessionKey);
     this.sql.setActivation.run(sessionKey, JSON.stringify(override));
-  }
-
-  /** `sessionKey` is about to get a conversation row (see `sessions`). */
-  private named(sessionKey: string): void {
-    const sessions = this.sessions;
-    if (!sessions) return; // read again before it is used, with this write's rows if they commit
-    sessions.add(sessionKey);
-    if (sessions.size > this.sessionsReloadAt) this.sessions = undefined;
-  }
-
-  /** `sessions`, read from the rows when it is not known (the first flush, or once it doubled). */
-  private sessionsNamed(): Set<string> {
-    if (this.sessions) return this.sessions;
-    const sessions = new Set(this.sql.sessions.all() as string[]);
-    this.sessionsReloadAt = Math.max(SESSIONS_RELOAD_MIN, 2 * sessions.size);
-    return (this.sessions = sessions);
   }
 
   /** Forget conversations whose time is up (with the store's other purges). */
