@@ -190,7 +190,8 @@ export class SqliteStore extends LocalStore {
         try {
           this.groupTx(() => this.rows.purge(this.now));
         } catch {
-          // The next purge tries again; the log is only larger meanwhile.
+          // The next purge tries again; the log is only larger meanwhile, and its counts are read again.
+          this.rows.rolledBack();
         }
       },
     });
