@@ -71,7 +71,9 @@ export class RedisBuffers {
       // Due by the server's clock, the one admission stamps deadlines with: an instance whose
       // clock runs ahead must not take buffers early (and one behind takes them a little late,
       // or another instance does). now = Infinity would mean "now" here too.
-      reply = claimDueReply(await redis.aiClaimDue(prefix, this.serverOr(now), leaseMs, limit, token));
+      // The sessions' conversations come with the batches, read by the caller's clock as
+      // `conversation` reads them (conversations.ts).
+      reply = claimDueReply(await redis.aiClaimDue(prefix, this.serverOr(now), leaseMs, limit, token, clock(now)));
     } catch (error) {
       this.unanswer(token);
       throw error;
