@@ -18,7 +18,9 @@ local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(A
 local readNow = (ARGV[5] == nil or ARGV[5] == '') and now or tonumber(ARGV[5])
 local due = P .. 'due'
 local claimKey = P .. 'claim:' .. token
-if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
+-- a new token (nearly every claim) has neither key: one EXISTS says so
+local resent = token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token, claimKey) > 0
+if resent and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
 local function batchFor(dk, maxMessages)
   local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
   local batch = {}
@@ -26,7 +28,7 @@ local function batchFor(dk, maxMessages)
   return batch
 end
 local out = {}
-if token ~= '' and redis.call('EXISTS', claimKey) == 1 then
+if resent then
   for _, dk in ipairs(redis.call('LRANGE', claimKey, 0, -1)) do
     local m = redis.call('HMGET', P .. 'bm:' .. dk, 'sessionKey', 'fence', 'leaseUntil', 'claim', 'maxMessages')
     local t, _, reason = string.match(m[4] or '', '^(%S+) (%d+) (%S+)$')
