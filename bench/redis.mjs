@@ -8,8 +8,9 @@
 // Usage: node bench/redis.mjs [seconds=5] [rounds=3] [rate per server=1000] [connections=50]
 // BENCH_COMPARE=<folder with an earlier build's dist/> adds that build's Redis rows to sections 1
 // and 2 (the same load on a redis-server of its own, in the same run): the scripts before and after.
-// BENCH_ONLY=1,2 runs only those sections. BENCH_TRACE_SHARED=false runs this build without the
-// trail in Redis (trace.shared false), as the builds before it had none: the store's own work.
+// BENCH_ONLY=1,2 runs only those sections. BENCH_TRACE_SHARED=false runs every build without the
+// trail in Redis (trace.shared false): the store's own work (a build older than the option keeps
+// its trail, as those before the trail had none; BENCH_TRACE_SHARED_COMPARE=keep keeps it anyway).
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,7 +77,11 @@ const traceEnv = process.env.BENCH_TRACE_SHARED ? { INTAKE_TRACE_SHARED: process
 const redisTarget = (redis, env = {}, [label, folder] = builds[0]) => [
   `agent-intake ${label}, redis store`,
   join(folder, 'dist/main.js'),
-  { INTAKE_STORE: redis.url, ...(label === builds[0][0] ? traceEnv : {}), ...env },
+  {
+    INTAKE_STORE: redis.url,
+    ...(label === builds[0][0] || process.env.BENCH_TRACE_SHARED_COMPARE !== 'keep' ? traceEnv : {}),
+    ...env,
+  },
 ];
 
 const probe = await startRedisServer();

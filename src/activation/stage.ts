@@ -23,7 +23,10 @@ export interface ActivationRules {
 
 export interface ActivationStageOptions {
   clock: Clock;
-  /** A session's override and kept context (one read per batch), and the close of a batch as context. */
+  /**
+   * A session's override and kept context (one read per batch, none when the claim brought it:
+   * `LeasedBatch.conversation`), and the close of a batch as context.
+   */
   store: Pick<Conversations, 'conversation' | 'keepContext'> & Pick<Budgets, 'spendBudgets' | 'deferBatch'>;
   /** Each channel's activation and context settings. */
   rulesOf(channel: string): ActivationRules;
@@ -123,7 +126,13 @@ export function createActivation(options: ActivationStageOptions) {
     // (nothing in it addressed, a configured mode other than `always`: most of a busy group in
     // `mention` mode) reads the override alone, not the up to context.maxMessages kept entries.
     const kept = !addressedFirst && configured !== 'always';
-    let state = await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
+    // Read with the lease by a store that can (Redis): complete unless the batch goes out and the
+    // session keeps context, which only a read of its own brings.
+    const leased = batch.conversation;
+    let state =
+      leased && (kept || !leased.keepsContext)
+        ? leased.state
+        : await options.store.conversation(batch.sessionKey, now, kept ? OVERRIDE_ONLY : undefined);
     // Second thoughts (contract §13): what was recalled or edited while the batch waited.
     const content: BatchContent =
       state.revisions && options.revised
@@ -148,7 +157,7 @@ export function createActivation(options: ActivationStageOptions) {
       return { addressed: false, reason: `not addressed: ${type} activation is ${mode}`, ...seen };
     }
     // Set to `always` at run time: the batch goes out after all, with its context.
-    if (kept) state = await options.store.conversation(batch.sessionKey, now);
+    if (kept && !(leased && !leased.keepsContext)) state = await options.store.conversation(batch.sessionKey, now);
     // A step of `intake.use` may address a message none of the built-in triggers did: a rule of its own.
     const trigger = addressedPart ? (addressedPart.trigger ?? 'pattern') : 'always';
     // One flat object, written field by field: every batch that reaches the agent passes here.

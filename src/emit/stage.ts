@@ -193,7 +193,8 @@ export function createOutput(options: OutputStageOptions) {
     const draft = draftOf(built, now, messageIds);
     if (reach.contextUpTo !== undefined) draft.contextUpTo = reach.contextUpTo;
     if (built.type === 'chat.processedMessage') {
-      // Remembered in step by the ledger of this process: no turn of the loop spent on it then.
+      // Remembered in step by the ledger of this process, or handed to a store that writes them in
+      // the commit below (Redis): no turn of the loop spent on it then.
       const remembering = options.emitting?.(built as Omit<ProcessedMessage, 'seq'>);
       if (remembering) await remembering;
     }

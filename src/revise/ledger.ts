@@ -8,15 +8,26 @@ import { RecentMap } from '../core/recent.js';
  * message itself (SQLite: a row per id, bench/pipeline.mjs with BENCH_REVISIONS).
  */
 export interface Ledger {
-  put(entries: ReadonlyArray<readonly [key: string, value: string]>, ttlMs: number, now: number): Promise<void> | void;
+  /** `outputId`: the output whose message ids these are, remembered before its commit. */
+  put(
+    entries: ReadonlyArray<readonly [key: string, value: string]>,
+    ttlMs: number,
+    now: number,
+    outputId: string,
+  ): Promise<void> | void;
   get(key: string, now: number): Promise<string | undefined> | string | undefined;
 }
 
-/** The store's shared values, one key per id, each with its time to live. */
-export function sharedLedger(store: Pick<SharedValues, 'sharedGet' | 'sharedPut'>): Ledger {
+/**
+ * The store's shared values, one key per id, each with its time to live: written in the
+ * output's own commit where the store can (`putWithCommit`, in step: the commit follows at
+ * once), else one `sharedPut` each before it.
+ */
+export function sharedLedger(store: Pick<SharedValues, 'sharedGet' | 'sharedPut' | 'putWithCommit'>): Ledger {
   return {
-    async put(entries, ttlMs, now) {
-      await Promise.all(entries.map(([key, value]) => store.sharedPut(key, value, ttlMs, now)));
+    put(entries, ttlMs, now, outputId) {
+      if (store.putWithCommit) return store.putWithCommit(outputId, entries, ttlMs);
+      return Promise.all(entries.map(([key, value]) => store.sharedPut(key, value, ttlMs, now))).then(() => undefined);
     },
     get: (key, now) => store.sharedGet(key, now),
   };

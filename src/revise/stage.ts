@@ -88,7 +88,8 @@ export function createRevisions(stage: RevisionStageOptions) {
   /**
    * Remember an emitted message output's message ids (each part's, by every bot, and its
    * context's), so a later recall or edit finds them. In step for the ledger of this process
-   * (every output passes here: no promise of its own), a promise for the store's.
+   * and for a store that writes them with the output's commit (every output passes here: no
+   * promise of its own), else a promise for the store's.
    */
   function emitted(built: { type: Output['type'] }): Promise<void> | void {
     if (built.type !== 'chat.processedMessage' || !options.enabled) return;
@@ -113,7 +114,7 @@ export function createRevisions(stage: RevisionStageOptions) {
       const value = ledgerValue(output.id, output.channel, output.sourceChannel, message.messageId);
       entries.push([ledgerKey(output.sessionKey, message.messageId), value]);
     }
-    return stage.ledger.put(entries, options.ttlMs, stage.clock.now());
+    return stage.ledger.put(entries, options.ttlMs, stage.clock.now(), output.id);
   }
 
   return { revise, emitted };

@@ -107,6 +107,27 @@ describe('activation deciding a batch', () => {
     expect(decision.addressed && decision.context.map((message) => message.content)).toEqual(['hello all']);
     expect(reads).toEqual([undefined]);
   });
+
+  it('decides by the conversation the claim brought with the batch, reading none', async () => {
+    const { activation, reads, say } = groupIn('mention');
+    const chatter = await say('hello all');
+    chatter.conversation = { state: { context: [], dropped: 0 }, keepsContext: false };
+    expect(await activation.decide(chatter)).toMatchObject({ addressed: false });
+    const batch = await say('how are you');
+    batch.conversation = { state: { context: [], dropped: 0, activation: { group: 'always' } }, keepsContext: false };
+    expect(await activation.decide(batch)).toMatchObject({ addressed: true, trigger: 'always', context: [] });
+    expect(reads).toEqual([]);
+  });
+
+  it('reads the context for a batch that goes out when the claim says the session keeps some', async () => {
+    const { activation, reads, say } = groupIn('mention');
+    await activation.keep(await say('hello all'));
+    const batch = await say('bot what is the weather');
+    batch.conversation = { state: { context: [], dropped: 0 }, keepsContext: true };
+    const decision = await activation.decide(batch);
+    expect(decision.addressed && decision.context.map((message) => message.content)).toEqual(['hello all']);
+    expect(reads).toEqual([undefined]);
+  });
 });
 
 describe.each([

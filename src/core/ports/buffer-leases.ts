@@ -1,3 +1,4 @@
+import type { ConversationState } from '../../events/context.js';
 import type { BufferedPart } from '../../events/inbound.js';
 
 /**
@@ -32,6 +33,19 @@ export interface LeasedBatch {
   fence: number;
   leaseUntil: number;
   reason: FlushReason;
+  /** The session's conversation as the claim read it, from a store that reads it in that step (Redis). */
+  conversation?: LeasedConversation;
+}
+
+/**
+ * A session's conversation read in the step that leased its batch, so that the flush decides
+ * by it without a read of its own: `state` as `conversation` answers a read without the kept
+ * context (`context: false`), and whether the session keeps some (a batch that goes out with its
+ * context then reads it).
+ */
+export interface LeasedConversation {
+  state: ConversationState;
+  keepsContext: boolean;
 }
 
 export type FlushReason =

@@ -25,7 +25,7 @@ export type {
   ClaimSpec,
   CorrelationStep,
 } from './admission-store.js';
-export type { BufferLeases, FlushReason, LeasedBatch } from './buffer-leases.js';
+export type { BufferLeases, FlushReason, LeasedBatch, LeasedConversation } from './buffer-leases.js';
 export type { DebounceBuffers, TurnCommit } from './debounce-buffers.js';
 export type { Turns } from './turns.js';
 export type {

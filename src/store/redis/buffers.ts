@@ -24,6 +24,14 @@ const RELEASE_HOLD_MS = 30_000;
 const UNCLAIMED_KEEP_MS = 3_600_000;
 /** Claims whose answer was lost, remembered for their undo (beyond this, the oldest wait out their lease). */
 const MAX_UNANSWERED = 1000;
+/** Outputs whose shared values wait for their commit (beyond this, the oldest are forgotten). */
+const MAX_WAITING_VALUES = 10_000;
+
+/** Shared values an output's commit writes (`putWithCommit`). */
+interface WaitingValues {
+  entries: ReadonlyArray<readonly [string, string]>;
+  ttlMs: number;
+}
 
 /** What the buffers' life cycle works with, owned by the store. */
 export interface BufferParts {
@@ -51,6 +59,8 @@ export class RedisBuffers {
   private claims = 0;
   /** Claim tokens whose answer never came, undone before the next claim. */
   private readonly unanswered: string[] = [];
+  /** By output id: the shared values its commit writes first. */
+  private readonly waiting = new Map<string, WaitingValues>();
 
   constructor(private readonly parts: BufferParts) {}
 
@@ -71,7 +81,9 @@ export class RedisBuffers {
       // Due by the server's clock, the one admission stamps deadlines with: an instance whose
       // clock runs ahead must not take buffers early (and one behind takes them a little late,
       // or another instance does). now = Infinity would mean "now" here too.
-      reply = claimDueReply(await redis.aiClaimDue(prefix, this.serverOr(now), leaseMs, limit, token));
+      // The sessions' conversations come with the batches, read by the caller's clock as
+      // `conversation` reads them (conversations.ts).
+      reply = claimDueReply(await redis.aiClaimDue(prefix, this.serverOr(now), leaseMs, limit, token, clock(now)));
     } catch (error) {
       this.unanswer(token);
       throw error;
@@ -102,6 +114,16 @@ export class RedisBuffers {
     );
   }
 
+  /**
+   * The shared values the commit of output `outputId` writes ahead of its record: in its script
+   * call, not a call each. A flush that never commits leaves them to be forgotten.
+   */
+  putWithCommit(outputId: string, entries: ReadonlyArray<readonly [string, string]>, ttlMs: number): void {
+    this.waiting.delete(outputId);
+    this.waiting.set(outputId, { entries, ttlMs });
+    if (this.waiting.size > MAX_WAITING_VALUES) this.waiting.delete(this.waiting.keys().next().value as string);
+  }
+
   /** Agent turns: one script each (turns.ts). */
   async commitTurn(
     batch: LeasedBatch,
@@ -110,7 +132,13 @@ export class RedisBuffers {
     rule: TurnRule,
   ): Promise<TurnCommit | undefined> {
     const { turns } = this.parts;
-    if (rule.mode !== 'off' || isTurnBuffer(batch.debounceKey)) return turns.commit(batch, draft, now, rule);
+    if (rule.mode !== 'off' || isTurnBuffer(batch.debounceKey)) {
+      // commit-turn.lua takes no shared values: they go first on the same connection.
+      await this.putWaiting(draft.id).catch((error: unknown) =>
+        this.parts.logger?.warn({ err: error, id: draft.id }, 'Redis store: emitted ids not remembered'),
+      );
+      return turns.commit(batch, draft, now, rule);
+    }
     // Turns off: the plain commit, unless the session has held messages (held before a restart
     // that turned turns off): then the turn commit, which puts this batch behind them.
     let held = false;
@@ -165,6 +193,8 @@ export class RedisBuffers {
     const mark = identity.mark();
     // The record is the draft without contextUpTo: the script clears the context up to it.
     const { contextUpTo, ...stored } = draft;
+    const values = this.waiting.get(draft.id);
+    this.waiting.delete(draft.id);
     const reply = await commits.commit([
       batch.debounceKey,
       batch.sessionKey,
@@ -178,12 +208,25 @@ export class RedisBuffers {
       JSON.stringify(stored),
       unlessHeld ? 'turns' : '',
       contextUpTo === undefined ? '' : String(contextUpTo),
+      Math.max(1, Math.floor(values?.ttlMs ?? 1)),
+      values?.entries.length ?? 0,
+      ...(values?.entries.flat() ?? []),
     ]);
     if (!reply || reply === 'held') return reply ?? undefined;
     const [seq, at] = reply;
     identity.committed(seq, mark, redis);
     await replicas.held(redis);
     return outboxRecord(draft, seq, 0, draft.createdAt, draft.state === 'pending' ? at : undefined);
+  }
+
+  /** The shared values waiting for output `outputId`'s commit, written now, one SET each. */
+  private async putWaiting(outputId: string): Promise<void> {
+    const values = this.waiting.get(outputId);
+    if (!values) return;
+    this.waiting.delete(outputId);
+    const { redis, prefix } = this.parts;
+    const ttlMs = Math.max(1, Math.floor(values.ttlMs));
+    await Promise.all(values.entries.map(([name, value]) => redis.set(`${prefix}val:${name}`, value, 'PX', ttlMs)));
   }
 
   /** The time a script compares deadlines and leases with: the server's ('') unless the store runs on its caller's clock. */

@@ -15,6 +15,9 @@ export type CommitArgs = [
   draft: string,
   unlessHeld: '' | 'turns',
   contextUpTo: string,
+  valuesTtlMs: number,
+  values: number,
+  ...namesAndValues: string[],
 ];
 
 /** At most this many commits in one script call. */

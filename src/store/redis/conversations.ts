@@ -12,7 +12,13 @@ import type {
 import type { ContextMessage, ConversationState, KeptMessage, Revision, Takeover } from '../../events/context.js';
 import { clock } from './codec.js';
 import type { ScriptedRedis } from './connections.js';
-import { conversationStateReply, endTakeoverReply, holdTakeoverReply, reviseReply } from './replies.js';
+import {
+  conversationStateReply,
+  endTakeoverReply,
+  holdTakeoverReply,
+  reviseReply,
+  type ConversationStateReply,
+} from './replies.js';
 
 /**
  * Conversations (§12 and §13 of the contract) on Redis, on the keys lua/include/prelude.lua
@@ -31,19 +37,16 @@ export class RedisConversations implements Conversations {
 
   async conversation(sessionKey: string, now: number, read?: ConversationRead): Promise<ConversationState> {
     // The override alone ('override') sends none of the session's entries over the wire.
-    const [[activation, dropped, entries], revisions, takeover] = conversationStateReply(
-      await this.redis.aiConversation(
-        this.prefix,
-        sessionKey,
-        clock(now),
-        ...(read?.context === false ? ['override'] : []),
+    return conversationState(
+      conversationStateReply(
+        await this.redis.aiConversation(
+          this.prefix,
+          sessionKey,
+          clock(now),
+          ...(read?.context === false ? ['override'] : []),
+        ),
       ),
     );
-    const state: ConversationState = { context: entries.map(keptOf), dropped };
-    if (activation !== null) state.activation = JSON.parse(activation) as ActivationModes;
-    if (revisions.length > 0) state.revisions = revisions.map((json) => JSON.parse(json) as Revision);
-    if (takeover !== null) state.takeover = takeoverOf(takeover);
-    return state;
   }
 
   async keepContext(
@@ -113,6 +116,15 @@ export class RedisConversations implements Conversations {
     );
     return ended === null ? undefined : takeoverOf(ended);
   }
+}
+
+/** A session's conversation as include/conversation-state.lua reads it (conversation.lua, claim-due.lua). */
+export function conversationState([[activation, dropped, entries], revisions, takeover]: ConversationStateReply) {
+  const state: ConversationState = { context: entries.map(keptOf), dropped };
+  if (activation !== null) state.activation = JSON.parse(activation) as ActivationModes;
+  if (revisions.length > 0) state.revisions = revisions.map((json) => JSON.parse(json) as Revision);
+  if (takeover !== null) state.takeover = takeoverOf(takeover);
+  return state;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { LeasedBatch } from '../../core/ports/index.js';
 import { partOf } from './codec.js';
+import { conversationState } from './conversations.js';
 import type { ConnectionLogger, ScriptedRedis } from './connections.js';
 import type { ClaimReply } from './replies.js';
 
@@ -16,9 +17,12 @@ export async function claimedBatches(
   logger?: ConnectionLogger,
 ): Promise<LeasedBatch[]> {
   const batches: LeasedBatch[] = [];
-  for (const [debounceKey, sessionKey, fence, leaseUntil, reason, parts] of reply) {
+  for (const [debounceKey, sessionKey, fence, leaseUntil, reason, parts, conversation] of reply) {
     if (parts.length > 0) {
-      batches.push({ debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf) });
+      const batch: LeasedBatch = { debounceKey, sessionKey, fence, leaseUntil, reason, parts: parts.map(partOf) };
+      if (conversation)
+        batch.conversation = { state: conversationState(conversation[0]), keepsContext: conversation[1] };
+      batches.push(batch);
       continue;
     }
     const dropped = await client.aiDropEvicted(prefix, debounceKey, sessionKey, fence);

@@ -285,6 +285,9 @@ export class RedisStore implements Store {
     this.bus.fencedPut(name, fence, key, value, ttlMs);
   sharedGet: Store['sharedGet'] = (name) => this.bus.sharedGet(name);
   sharedPut: Store['sharedPut'] = (name, value, ttlMs) => this.bus.sharedPut(name, value, ttlMs);
+  /** In the output's commit script (buffers.ts): no call of their own. */
+  putWithCommit: NonNullable<Store['putWithCommit']> = (outputId, entries, ttlMs) =>
+    this.buffers.putWithCommit(outputId, entries, ttlMs);
   openTrail = (options: TrailLogOptions): TrailLog =>
     (this.trail ??= new RedisTrail(this.url, this.prefix, this.background, options, this.logger));
 

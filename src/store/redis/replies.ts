@@ -135,8 +135,20 @@ export function claimOfReply(
 
 /** claim-due.lua: each batch taken, its parts as buffer list elements. */
 export type ClaimReply = Array<
-  [debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]
+  | [debounceKey: string, sessionKey: string, fence: number, leaseUntil: number, reason: FlushReason, parts: string[]]
+  | [
+      debounceKey: string,
+      sessionKey: string,
+      fence: number,
+      leaseUntil: number,
+      reason: FlushReason,
+      parts: string[],
+      conversation: LeasedConversationReply,
+    ]
 >;
+
+/** A leased batch's conversation (claim-due.lua): as conversation.lua reads it without the context, and whether the session keeps some. */
+export type LeasedConversationReply = [state: ConversationStateReply, keepsContext: boolean];
 
 const REASONS: ReadonlySet<string> = new Set<FlushReason>([
   'window',
@@ -160,14 +172,24 @@ const reason: Decoder<FlushReason> = (value, at, script) => {
 export function claimDueReply(value: unknown): ClaimReply {
   return array(value, 'reply', 'claim-due').map((batch, i) => {
     const at = `reply[${i}]`;
-    const [debounceKey, sessionKey, fence, leaseUntil, why, parts] = array(batch, at, 'claim-due');
-    return [
+    const row = array(batch, at, 'claim-due');
+    const [debounceKey, sessionKey, fence, leaseUntil, why, parts] = row;
+    const leased = [
       text(debounceKey, `${at}[0]`, 'claim-due'),
       text(sessionKey, `${at}[1]`, 'claim-due'),
       integer(fence, `${at}[2]`, 'claim-due'),
       integer(leaseUntil, `${at}[3]`, 'claim-due'),
       reason(why, `${at}[4]`, 'claim-due'),
       texts(parts, `${at}[5]`, 'claim-due'),
+    ] as const;
+    if (row.length <= 6) return [...leased];
+    const state = array(row[6], `${at}[6]`, 'claim-due');
+    return [
+      ...leased,
+      [
+        conversationStateReply(state.slice(0, 3), `${at}[6]`, 'claim-due'),
+        integer(state[3], `${at}[6][3]`, 'claim-due') === 1,
+      ],
     ];
   });
 }
@@ -308,24 +330,29 @@ export function trailFindReply(value: unknown): Array<[id: string, json: string]
 export function conversationReply(
   value: unknown,
   at = 'reply',
+  script = 'conversation',
 ): [activation: string | null, dropped: number, entries: string[]] {
-  const [activation, dropped, ...entries] = array(value, at, 'conversation');
+  const [activation, dropped, ...entries] = array(value, at, script);
   return [
-    activation === null ? null : text(activation, `${at}[0]`, 'conversation'),
-    numeric(dropped, `${at}[1]`, 'conversation'),
-    entries.map((entry, i) => text(entry, `${at}[${i + 2}]`, 'conversation')),
+    activation === null ? null : text(activation, `${at}[0]`, script),
+    numeric(dropped, `${at}[1]`, script),
+    entries.map((entry, i) => text(entry, `${at}[${i + 2}]`, script)),
   ];
 }
 
 /** conversation.lua: the conversation (`conversationReply`), the live revisions' JSON oldest first, the takeover (`<since> <until>`, null when none). */
-export function conversationStateReply(
-  value: unknown,
-): [conversation: ReturnType<typeof conversationReply>, revisions: string[], takeover: string | null] {
-  const [conversation, revisions, takeover] = array(value, 'reply', 'conversation');
+export type ConversationStateReply = [
+  conversation: ReturnType<typeof conversationReply>,
+  revisions: string[],
+  takeover: string | null,
+];
+
+export function conversationStateReply(value: unknown, at = 'reply', script = 'conversation'): ConversationStateReply {
+  const [conversation, revisions, takeover] = array(value, at, script);
   return [
-    conversationReply(conversation, 'reply[0]'),
-    texts(revisions, 'reply[1]', 'conversation'),
-    takeover === null ? null : text(takeover, 'reply[2]', 'conversation'),
+    conversationReply(conversation, `${at}[0]`, script),
+    texts(revisions, `${at}[1]`, script),
+    takeover === null ? null : text(takeover, `${at}[2]`, script),
   ];
 }
 

@@ -1,4 +1,5 @@
--- Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none).
+-- Take due buffers. ARGV: now ('' = server time), leaseMs, limit, claim token ('' = none), the
+-- caller's now for the conversations (as conversation.lua reads them; '' = server time).
 -- A buffer of a session whose flush lock is held waits: it is re-scored just after that lease
 -- and noted in the session's wait set, so it neither blocks the scan nor waits past the release.
 -- With a token, the claim can be repeated and undone: the buffers taken are listed under it
@@ -6,14 +7,20 @@
 -- The same token again (the client resent a claim whose answer a dropped connection lost)
 -- answers with the buffers still under it and takes nothing new; a token undone (UNCLAIM_LUA)
 -- takes nothing.
--- Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts}.
+-- Returns {debounceKey, sessionKey, fence, leaseUntil, reason, parts, conversation}, where
+-- conversation is the session's as its flush decides by (include/conversation-state.lua): read
+-- here, in the step that leases the batch, the flush needs no call of its own for it.
 -- @include prelude
 -- @include lock
 -- @include close
+-- @include conversation-state
 local now, leaseMs, limit, token = nowOf(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
+local readNow = (ARGV[5] == nil or ARGV[5] == '') and now or tonumber(ARGV[5])
 local due = P .. 'due'
 local claimKey = P .. 'claim:' .. token
-if token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
+-- a new token (nearly every claim) has neither key: one EXISTS says so
+local resent = token ~= '' and redis.call('EXISTS', P .. 'unclaimed:' .. token, claimKey) > 0
+if resent and redis.call('EXISTS', P .. 'unclaimed:' .. token) == 1 then return {} end
 local function batchFor(dk, maxMessages)
   local parts = redis.call('LRANGE', P .. 'buf:' .. dk, 0, -1)
   local batch = {}
@@ -21,11 +28,13 @@ local function batchFor(dk, maxMessages)
   return batch
 end
 local out = {}
-if token ~= '' and redis.call('EXISTS', claimKey) == 1 then
+if resent then
   for _, dk in ipairs(redis.call('LRANGE', claimKey, 0, -1)) do
     local m = redis.call('HMGET', P .. 'bm:' .. dk, 'sessionKey', 'fence', 'leaseUntil', 'claim', 'maxMessages')
     local t, _, reason = string.match(m[4] or '', '^(%S+) (%d+) (%S+)$')
-    if t == token and m[2] then out[#out + 1] = { dk, m[1], tonumber(m[2]), tonumber(m[3]), reason, batchFor(dk, m[5]) } end
+    if t == token and m[2] then
+      out[#out + 1] = { dk, m[1], tonumber(m[2]), tonumber(m[3]), reason, batchFor(dk, m[5]), leasedConversation(m[1], readNow) }
+    end
   end
   return out
 end
@@ -65,7 +74,7 @@ for _, dk in ipairs(candidates) do
         redis.call('HSET', bm, 'fence', fence, 'leaseUntil', int(leaseUntil))
       end
       redis.call('ZADD', due, leaseUntil, dk)
-      out[#out + 1] = { dk, m[1], fence, leaseUntil, reason, batchFor(dk, m[4]) }
+      out[#out + 1] = { dk, m[1], fence, leaseUntil, reason, batchFor(dk, m[4]), leasedConversation(m[1], readNow) }
       fence = fence + 1
     end
   end
