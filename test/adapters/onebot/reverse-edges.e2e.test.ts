@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { AdmitItem, AdmitVerdict } from '../../../src/core/ports/index.js';
 import { MemoryStore } from '../../../src/store/local/memory.js';
 import { postJson, startService, until, type Running } from '../../support/helpers.js';
-import { connect as connectBot } from '../../connections/reverse-bot.js';
+import { closed, connect as connectBot } from '../../connections/reverse-bot.js';
 
 /*
  * The edges of a OneBot reverse socket: frames the pipeline does not know, a bot that stops
@@ -22,10 +22,6 @@ const napcat = (selfId = '10001000', token = 'tok') => ({
   'x-self-id': selfId,
   'x-client-role': 'universal',
 });
-const closed = (socket: WebSocket) =>
-  new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
-  );
 const message = (id: number, text: string) =>
   JSON.stringify({
     time: 1718000001,

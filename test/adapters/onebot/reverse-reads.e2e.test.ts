@@ -5,18 +5,15 @@ import { startService, until, type Running } from '../../support/helpers.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { connect, napcat } from '../../connections/reverse-bot.js';
 
-const message = (id: number, user: number) =>
+/** A private message frame of the NapCat fixture: message `id` from `user`. */
+const message = (id: number, user = 12345678, text = `message ${id}`) =>
   JSON.stringify({
-    time: 1718000001,
-    self_id: 10001000,
-    post_type: 'message',
-    message_type: 'private',
-    sub_type: 'friend',
+    ...fixture('onebot', 'private-vector.json'),
     message_id: id,
     user_id: user,
     sender: { user_id: user, nickname: 'u' },
-    message: [{ type: 'text', data: { text: `message ${id}` } }],
-    raw_message: `message ${id}`,
+    message: [{ type: 'text', data: { text } }],
+    raw_message: text,
   });
 
 describe('a reverse WebSocket read whole', () => {
@@ -63,20 +60,14 @@ describe('a reverse WebSocket read whole', () => {
     running.intake.on('chat.processedMessage', (output) => {
       outputs.push(output);
     });
-    const say = (id: number, text: string) =>
-      JSON.stringify({
-        ...fixture('onebot', 'private-vector.json'),
-        message_id: id,
-        message: [{ type: 'text', data: { text } }],
-      });
     const socket = await connect(running, napcat());
     // The message and the friend typing again, in one read: the typing waits for the buffer the message opens.
-    socket.send(say(12, 'my order'));
+    socket.send(message(12, undefined, 'my order'));
     socket.send(JSON.stringify(fixture('onebot', 'notice-input-status.json')));
     await until(() => running.intake.metrics.channelStats()['qq-ws']?.typing === 1);
     await clock.advance(2000);
     expect(outputs).toEqual([]);
-    socket.send(say(13, 'has not arrived'));
+    socket.send(message(13, undefined, 'has not arrived'));
     await until(async () => {
       await clock.advance(100);
       return outputs.length === 1;

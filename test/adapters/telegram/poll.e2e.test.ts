@@ -47,10 +47,10 @@ describe('Telegram long polling ("transport": "poll")', () => {
     return intake;
   };
 
-  it('polls getUpdates, emits the updates, and moves the offset past them only once they are recorded', async () => {
+  /** A poll channel on a fake Bot API and a manual clock, open, its outputs collected. */
+  const polling = async () => {
     const api = await fakeTelegram();
     cleanups.push(() => api.close());
-    // The two updates are recorded one after the other: on a manual clock they land in one window however slow the machine.
     const clock = new ManualClock();
     const intake = await start(api, { clock });
     const outputs: Output[] = [];
@@ -58,6 +58,12 @@ describe('Telegram long polling ("transport": "poll")', () => {
       outputs.push(output);
     });
     await until(async () => (await intake.connections())[0]?.state === 'open');
+    return { api, clock, intake, outputs };
+  };
+
+  it('polls getUpdates, emits the updates, and moves the offset past them only once they are recorded', async () => {
+    // The two updates are recorded one after the other: on a manual clock they land in one window however slow the machine.
+    const { api, clock, intake, outputs } = await polling();
     expect((await intake.connections())[0]).toMatchObject({
       channel: 'tg',
       adapter: 'telegram',
@@ -90,15 +96,7 @@ describe('Telegram long polling ("transport": "poll")', () => {
   });
 
   it('applies an edit polled in the same page as its message where the message waits: one output, the new text', async () => {
-    const api = await fakeTelegram();
-    cleanups.push(() => api.close());
-    const clock = new ManualClock();
-    const intake = await start(api, { clock });
-    const outputs: Output[] = [];
-    intake.on('chat.processedMessage', (output) => {
-      outputs.push(output);
-    });
-    await until(async () => (await intake.connections())[0]?.state === 'open');
+    const { api, clock, outputs } = await polling();
     const original = update(300, 'meet at 5');
     const edited = {
       update_id: 301,
